@@ -1,0 +1,83 @@
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit import selectors
+from audit.models import AuditEvent
+from console.accounts import permissions
+from console.accounts.models import Role
+from console.errors import Forbidden, InvalidInput
+from console.ledger.selectors import get_decision_for_user
+
+_AUDIT_READERS = (Role.AUDITOR, Role.ADMIN)
+_PAGE = 500
+
+
+def event_as_dict(event: AuditEvent) -> dict:
+    return {
+        "seq": event.seq, "at": event.at.isoformat(), "actor": event.actor, "action": event.action,
+        "object": f"{event.object_type}:{event.object_id}", "payload": event.payload,
+        "prev_hash": event.prev_hash, "hash": event.hash,
+    }
+
+
+def _parse_object(raw: str) -> tuple[str, str]:
+    kind, sep, oid = raw.partition(":")
+    if not sep or not kind or not oid or len(raw) > 240:
+        raise InvalidInput("object must look like 'decision:123'.", code="invalid_object")
+    return kind, oid
+
+
+class AuditEventListApi(APIView):
+    """Audit events, oldest first. Auditors see all; readers of a decision see its own history."""
+
+    @extend_schema(parameters=[
+        OpenApiParameter("object", str, description="type:id, e.g. decision:12"),
+        OpenApiParameter("after", int, description="Return events with seq greater than this"),
+    ], summary="List audit events")
+    def get(self, request: Request) -> Response:
+        raw_object = request.query_params.get("object")
+        try:
+            after = int(request.query_params.get("after", 0))
+        except ValueError:
+            raise InvalidInput("after must be a whole number.", code="invalid_after") from None
+        if raw_object:
+            kind, oid = _parse_object(raw_object)
+            if not permissions.has_role(request.user, _AUDIT_READERS):
+                if kind != "decision" or not oid.isdigit():
+                    raise Forbidden("Only auditors may read this history.")
+                get_decision_for_user(request.user, pk=int(oid))
+            events = selectors.audit_events_for_object(kind, oid)
+        else:
+            if not permissions.has_role(request.user, _AUDIT_READERS):
+                raise Forbidden("Only auditors may read the audit trail.")
+            events = AuditEvent.objects.order_by("seq")
+        page = list(events.filter(seq__gt=after)[:_PAGE])
+        next_after = page[-1].seq if len(page) == _PAGE else None
+        return Response({"events": [event_as_dict(e) for e in page], "next_after": next_after})
+
+
+class AuditVerifyApi(APIView):
+    @extend_schema(summary="Recompute the hash chain and report the first broken link")
+    def get(self, request: Request) -> Response:
+        if not permissions.has_role(request.user, _AUDIT_READERS):
+            raise Forbidden("Only auditors may verify the audit trail.")
+        return Response(selectors.audit_chain_verify())
+
+
+class AuditExportApi(APIView):
+    @extend_schema(summary="Export the whole audit trail as JSON Lines")
+    def get(self, request: Request):
+        if not permissions.has_role(request.user, _AUDIT_READERS):
+            raise Forbidden("Only auditors may export the audit trail.")
+        import json
+
+        def lines():
+            for event in AuditEvent.objects.order_by("seq").iterator(chunk_size=2000):
+                yield json.dumps(event_as_dict(event), ensure_ascii=False) + "\n"
+
+        response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+        response["Content-Disposition"] = 'attachment; filename="audit-trail.jsonl"'
+        return response

@@ -1,0 +1,45 @@
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+
+
+class Action(models.TextChoices):
+    """What happened, in the past tense. New actions are added here and nowhere else."""
+
+    ROUTE_CREATED = "route_created"
+    ROUTE_UPDATED = "route_updated"
+    DECISIONS_INGESTED = "decisions_ingested"
+    TOKEN_ISSUED = "token_issued"
+    ROLE_GRANTED = "role_granted"
+    USER_CREATED = "user_created"
+    DEMO_LOADED = "demo_loaded"
+
+
+class AuditEvent(models.Model):
+    """One link of the append-only, hash-chained audit trail.
+
+    The database refuses UPDATE, DELETE and TRUNCATE on this table (see migration 0002). `hash`
+    is SHA-256 over `prev_hash` and the canonical serialisation of the other fields, so a row
+    altered behind the trigger's back breaks the chain at that row.
+    """
+
+    seq = models.BigIntegerField(primary_key=True, help_text="Position in the chain, from 1.")
+    at = models.DateTimeField(help_text="When the change was committed (UTC).")
+    actor = models.CharField(
+        max_length=200, help_text="Who acted: user:<name>, token:<prefix>/<name> or system:<job>."
+    )
+    action = models.CharField(max_length=40, choices=Action.choices)
+    object_type = models.CharField(max_length=40)
+    object_id = models.CharField(max_length=200)
+    payload = models.JSONField(default=dict, help_text="What changed; {old, new} where it applies.")
+    prev_hash = models.CharField(max_length=64, help_text="Hash of the previous event (zeros for the first).")
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["seq"]
+        indexes = [
+            models.Index(fields=["object_type", "object_id", "seq"], name="audit_object_idx"),
+            GinIndex(fields=["payload"], opclasses=["jsonb_path_ops"], name="audit_payload_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.action} {self.object_type}:{self.object_id} by {self.actor}"

@@ -1,0 +1,82 @@
+"""Writing to the audit trail. Call these inside the transaction of the change they record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from audit.chain import GENESIS_HASH, event_hash
+from audit.models import Action, AuditEvent
+
+# One fixed advisory-lock key serialises appends, so concurrent writers cannot fork the chain.
+_CHAIN_LOCK_KEY = 0x41756469  # "Audi"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acted. Passed explicitly into every service that changes state."""
+
+    label: str
+
+    @classmethod
+    def user(cls, user) -> Actor:
+        return cls(f"user:{user.get_username()}")
+
+    @classmethod
+    def system(cls, job: str) -> Actor:
+        return cls(f"system:{job}")
+
+    @classmethod
+    def from_request(cls, request) -> Actor:
+        token = getattr(request, "auth", None)
+        prefix = getattr(token, "prefix", None)
+        if prefix:
+            return cls(f"token:{prefix}/{request.user.get_username()}")
+        return cls.user(request.user)
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    action: Action
+    object_type: str
+    object_id: str
+    payload: dict[str, Any]
+
+
+def audit_record(*, actor: Actor, action: Action, object_type: str, object_id: Any,
+                 payload: dict[str, Any] | None = None) -> AuditEvent:
+    """Append one event; must run inside the transaction that makes the change."""
+    return audit_record_many(
+        actor=actor, events=[EventSpec(action, object_type, str(object_id), payload or {})]
+    )[0]
+
+
+def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEvent]:
+    if not connection.in_atomic_block:
+        raise RuntimeError("audit events must be written in the transaction of the change")
+    if not events:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
+    last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first()
+    seq, prev_hash = last if last else (0, GENESIS_HASH)
+    now = timezone.now()
+    rows = []
+    for spec in events:
+        seq += 1
+        fields = dict(
+            seq=seq,
+            at=now,
+            actor=actor.label,
+            action=str(spec.action),
+            object_type=spec.object_type,
+            object_id=spec.object_id,
+            payload=spec.payload,
+            prev_hash=prev_hash,
+        )
+        prev_hash = event_hash(**fields)
+        rows.append(AuditEvent(hash=prev_hash, **fields))
+    return AuditEvent.objects.bulk_create(rows)

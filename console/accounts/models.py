@@ -1,0 +1,67 @@
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+
+class Role(models.TextChoices):
+    GRADER = "grader", "Grader"
+    REVIEWER = "reviewer", "Reviewer"
+    POLICY_OWNER = "policy_owner", "Policy owner"
+    AUDITOR = "auditor", "Auditor"
+    INTEGRATOR = "integrator", "Integrator"
+    ADMIN = "admin", "Admin"
+
+
+class RoleGrant(models.Model):
+    """One role for one user, on one route or (route empty) on every route."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="grants")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    route = models.ForeignKey(
+        "ledger.Route",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="grants",
+        help_text="Route the role applies to; empty means every route.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "role", "route"], name="unique_grant_per_route"),
+            models.UniqueConstraint(
+                fields=["user", "role"],
+                condition=models.Q(route__isnull=True),
+                name="unique_global_grant",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        scope = self.route.slug if self.route_id else "all routes"
+        return f"{self.user} as {self.role} on {scope}"
+
+
+def hash_token(key: str) -> str:
+    """Tokens carry 256 bits of randomness, so one SHA-256 is enough to store them safely."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiToken(models.Model):
+    """An API token; only its SHA-256 is stored, the key is shown once when it is issued."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    key_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token key.")
+    prefix = models.CharField(max_length=12, help_text="First characters of the key, to tell tokens apart.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"token {self.prefix}… of {self.user}"
+
+    @staticmethod
+    def new_key() -> str:
+        return "arc_" + secrets.token_urlsafe(32)

@@ -1,0 +1,79 @@
+"""The one place that answers "may this user do this on this route?".
+
+Roles come from RoleGrant rows; a grant without a route covers every route. Superusers and the
+`admin` role may do everything. A user whose only role is `grader` sees nothing but the blind
+grading queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Q, QuerySet
+
+from console.accounts.models import Role, RoleGrant
+
+# Roles that may read decisions (scores, outcomes, passages, verifier results).
+DECISION_READERS = (Role.REVIEWER, Role.POLICY_OWNER, Role.AUDITOR, Role.INTEGRATOR, Role.ADMIN)
+
+
+def _grants(user) -> list[RoleGrant]:
+    cached = getattr(user, "_console_grants", None)
+    if cached is None:
+        cached = list(RoleGrant.objects.filter(user=user).select_related("route"))
+        user._console_grants = cached
+    return cached
+
+
+def is_admin(user) -> bool:
+    if not user.is_authenticated:
+        return False
+    return user.is_superuser or any(g.role == Role.ADMIN for g in _grants(user))
+
+
+def roles_of(user) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    roles = {g.role for g in _grants(user)}
+    if user.is_superuser:
+        roles.add(Role.ADMIN)
+    return roles
+
+
+def has_role(user, roles: Iterable[str], route=None) -> bool:
+    """True when the user holds one of `roles` on `route` (or, route None, on any route)."""
+    if is_admin(user):
+        return True
+    wanted = set(roles)
+    for grant in _grants(user):
+        if grant.role not in wanted:
+            continue
+        if route is None or grant.route_id is None or grant.route_id == route.pk:
+            return True
+    return False
+
+
+def route_filter(user, roles: Iterable[str], field: str = "route") -> Q | None:
+    """A Q restricting `field` to routes where the user holds a role; None means no restriction.
+
+    Returns Q(pk__in=[]) when the user holds none of the roles anywhere.
+    """
+    if is_admin(user):
+        return None
+    wanted = set(roles)
+    route_ids = []
+    for grant in _grants(user):
+        if grant.role in wanted:
+            if grant.route_id is None:
+                return None
+            route_ids.append(grant.route_id)
+    return Q(**{f"{field}__in": route_ids})
+
+
+def visible(queryset: QuerySet, user, roles: Iterable[str], field: str = "route") -> QuerySet:
+    condition = route_filter(user, roles, field)
+    return queryset if condition is None else queryset.filter(condition)
+
+
+def can_read_decisions(user) -> bool:
+    return has_role(user, DECISION_READERS)

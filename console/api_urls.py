@@ -1,0 +1,17 @@
+from django.urls import path, re_path
+
+from audit import apis as audit_apis
+from console.api_errors import api_not_found
+from console.ledger import apis as ledger_apis
+
+urlpatterns = [
+    path("decisions", ledger_apis.DecisionIngestApi.as_view(), name="api-decisions"),
+    path("decisions/<int:decision_id>", ledger_apis.DecisionDetailApi.as_view(), name="api-decision"),
+    path("routes", ledger_apis.RouteListApi.as_view(), name="api-routes"),
+    path("routes/<slug:slug>/decisions/<path:request_id>", ledger_apis.DecisionByRequestApi.as_view(),
+         name="api-decision-by-request"),
+    path("audit/events", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),
+    path("audit/verify", audit_apis.AuditVerifyApi.as_view(), name="api-audit-verify"),
+    path("audit/export", audit_apis.AuditExportApi.as_view(), name="api-audit-export"),
+    re_path(r"^.*$", api_not_found),
+]

@@ -1,0 +1,57 @@
+"""Strict parsers for settings read from the environment.
+
+A bad value stops the process at start-up with a message naming the variable, instead of
+surfacing later as a confusing failure.
+"""
+
+import os
+from pathlib import Path
+
+
+class ConfigError(RuntimeError):
+    pass
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name} must be one of 1/0/true/false/yes/no/on/off, got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if minimum is not None and value < minimum or maximum is not None and value > maximum:
+        raise ConfigError(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_path(name: str, default: Path) -> Path:
+    raw = os.environ.get(name)
+    path = Path(raw) if raw else default
+    return path.expanduser().resolve()

@@ -1,0 +1,65 @@
+import secrets
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from audit.models import Action
+from audit.services import Actor, audit_record
+from console.accounts import services as accounts
+from console.ledger import services
+from console.ledger.demo import demo_records
+from console.ledger.models import Route
+from console.ledger.validation import validate_batch
+
+DEMO_ROUTES = {"it-support": "IT support", "hr-policy": "HR policy"}
+DEMO_USERS = [  # username, role, route (None = all routes)
+    ("admin", "admin", None),
+    ("lead", "policy_owner", "it-support"),
+    ("reviewer", "reviewer", None),
+    ("auditor", "auditor", None),
+    ("grader1", "grader", None),
+    ("grader2", "grader", None),
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo workspace: two routes, demo users (logins written to the data folder) and decisions."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--decisions", type=int, default=600, help="Decisions per route.")
+
+    def handle(self, *args, decisions: int, **options):
+        actor = Actor.system("load_demo")
+        for slug, name in DEMO_ROUTES.items():
+            if not Route.objects.filter(slug=slug).exists():
+                services.route_create(actor=actor, slug=slug, name=name,
+                                      guidelines="Grade **correct** only if every statement in the answer is "
+                                                 "supported by the passages or is common knowledge.")
+        routes = {r.slug: r for r in Route.objects.filter(slug__in=DEMO_ROUTES)}
+        logins = []
+        for username, role, route in DEMO_USERS:
+            password = f"{username}-{secrets.token_hex(3)}"
+            with transaction.atomic():
+                user = accounts.user_ensure(actor=actor, username=username)
+                user.set_password(password)
+                user.is_staff = role == "admin"
+                user.save(update_fields=["password", "is_staff"])
+                accounts.role_grant(actor=actor, user=user, role=role, route=routes.get(route))
+            logins.append(f"{username:<9} {password:<16} ({role}{' on ' + route if route else ''})")
+        created = 0
+        for slug in DEMO_ROUTES:
+            records = list(demo_records(slug, decisions))
+            for start in range(0, len(records), 500):
+                items, errors = validate_batch(records[start:start + 500])
+                assert not errors, errors[:3]
+                created += services.decision_ingest(actor=actor, items=items, routes=routes).created
+        with transaction.atomic():
+            audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
+                         payload={"decisions_created": created, "users": [u for u, _, _ in DEMO_USERS]})
+        logins_file = settings.DATA_DIR / "demo-logins.txt"
+        logins_file.write_text("\n".join(logins) + "\n")
+        logins_file.chmod(0o600)
+        self.stdout.write(f"Demo workspace ready: {created} decisions. Logins in {logins_file}:")
+        for line in logins:
+            self.stdout.write("  " + line)

@@ -1,0 +1,112 @@
+from django.contrib.postgres.indexes import GinIndex
+from django.core.validators import MinValueValidator
+from django.db import models
+from pgvector.django import VectorField
+
+_FINITE = models.Q(gate_score__lt=float("inf")) & models.Q(gate_score__gt=float("-inf"))
+
+
+class Route(models.Model):
+    """One gated answering route (a product surface with its own gate, graders and policy)."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    guidelines = models.TextField(blank=True, help_text="Grading guidelines in Markdown, shown to graders.")
+    graders_per_item = models.PositiveSmallIntegerField(
+        default=2, validators=[MinValueValidator(1)], help_text="Independent grades each item needs."
+    )
+    shadow_config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Shadow pipeline: {} for none, {"kind": "reference"} or {"kind": "http", "url": ...}.',
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Passage(models.Model):
+    """A retrieved chunk exactly as it was at request time. Rows are never edited.
+
+    The same external id with other text (or source, uri, corpus snapshot) is another passage;
+    `content_key` is the SHA-256 over all of them and makes the row content-addressed.
+    """
+
+    external_id = models.CharField(max_length=500, help_text="The retriever's id for the chunk.")
+    corpus_snapshot = models.CharField(max_length=200, blank=True, help_text="versions.corpus at request time.")
+    text = models.TextField()
+    text_sha256 = models.CharField(max_length=64, help_text="SHA-256 of the UTF-8 text.")
+    source = models.CharField(max_length=200, blank=True)
+    uri = models.CharField(max_length=2000, blank=True)
+    embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
+    content_key = models.CharField(max_length=64, unique=True, help_text="SHA-256 over id, corpus, text hash, source, uri.")
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.text_sha256[:8]})"
+
+
+class Outcome(models.TextChoices):
+    REFUSED = "refused", "Refused"
+    SERVED = "served", "Served"
+    SERVED_WITH_EVIDENCE = "served_with_evidence", "Served with evidence"
+
+
+class Decision(models.Model):
+    """One gated decision, served or refused, as the answering system logged it."""
+
+    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="decisions")
+    request_id = models.CharField(max_length=200, help_text="The integrator's id; unique within the route.")
+    occurred_at = models.DateTimeField(help_text="When the answering system made the decision.")
+    question = models.TextField()
+    claim = models.TextField(help_text="The text the gate scored (draft answer or claim).")
+    gate_name = models.CharField(max_length=100)
+    gate_score = models.FloatField()
+    cutoff = models.FloatField(help_text="The cutoff in force when the decision was made.")
+    outcome = models.CharField(max_length=24, choices=Outcome.choices)
+    served_answer = models.TextField(null=True, blank=True)
+    versions = models.JSONField(default=dict, help_text="model, retriever, corpus, gate versions in force.")
+    segments = models.JSONField(default=dict, help_text="Query type, language, source, ...")
+    ingested_at = models.DateTimeField(auto_now_add=True)
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the decision as sent; replays compare it.")
+    passages = models.ManyToManyField(Passage, through="DecisionPassage", related_name="decisions")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["route", "request_id"], name="unique_request_per_route"),
+            models.CheckConstraint(condition=_FINITE, name="gate_score_finite"),
+            models.CheckConstraint(
+                condition=models.Q(outcome="refused") | models.Q(served_answer__isnull=False),
+                name="served_has_answer",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["route", "occurred_at"], name="decision_route_time_idx"),
+            models.Index(fields=["route", "outcome", "occurred_at"], name="decision_route_outcome_idx"),
+            models.Index(fields=["route", "gate_score"], name="decision_route_score_idx"),
+            GinIndex(fields=["versions"], opclasses=["jsonb_path_ops"], name="decision_versions_gin"),
+            GinIndex(fields=["segments"], opclasses=["jsonb_path_ops"], name="decision_segments_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}/{self.request_id}"
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome == Outcome.REFUSED
+
+
+class DecisionPassage(models.Model):
+    """A passage as ranked and scored for one decision."""
+
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="ranked_passages")
+    passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="rankings")
+    rank = models.PositiveIntegerField(help_text="1 is the top retrieved passage.")
+    retrieval_score = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["rank"]
+        constraints = [models.UniqueConstraint(fields=["decision", "rank"], name="unique_rank_per_decision")]

@@ -1,0 +1,159 @@
+"""Reads from the ledger. Access is decided in console.accounts.permissions, applied here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.http import Http404
+from django.utils import timezone
+
+from console.accounts import permissions
+from console.errors import Forbidden
+from console.ledger.models import Decision, DecisionPassage, Outcome, Route
+
+
+def readable_routes(user) -> QuerySet[Route]:
+    return permissions.visible(Route.objects.all(), user, permissions.DECISION_READERS, field="pk")
+
+
+def readable_decisions(user) -> QuerySet[Decision]:
+    return permissions.visible(Decision.objects.all(), user, permissions.DECISION_READERS)
+
+
+def get_decision_for_user(user, *, pk: int | None = None, route_slug: str | None = None,
+                          request_id: str | None = None) -> Decision:
+    """The decision if the user may read it; Forbidden for graders-only users, else 404."""
+    if not permissions.can_read_decisions(user):
+        raise Forbidden("Your role does not allow reading decisions.")
+    queryset = readable_decisions(user).select_related("route").prefetch_related(
+        _ranked_passages_prefetch()
+    )
+    lookup = {"pk": pk} if pk is not None else {"route__slug": route_slug, "request_id": request_id}
+    decision = queryset.filter(**lookup).first()
+    if decision is None:
+        raise Http404("No such decision.")
+    return decision
+
+
+def _ranked_passages_prefetch():
+    from django.db.models import Prefetch
+
+    return Prefetch(
+        "ranked_passages",
+        queryset=DecisionPassage.objects.select_related("passage").order_by("rank"),
+    )
+
+
+def decision_as_dict(decision: Decision) -> dict[str, Any]:
+    """The lookup shape of API v1; later stages (span checks, shadow runs, grades) add their parts."""
+    return {
+        "id": decision.pk,
+        "route": decision.route.slug,
+        "request_id": decision.request_id,
+        "occurred_at": decision.occurred_at.isoformat(),
+        "ingested_at": decision.ingested_at.isoformat(),
+        "question": decision.question,
+        "claim": decision.claim,
+        "gate": {"name": decision.gate_name, "score": decision.gate_score, "cutoff": decision.cutoff},
+        "outcome": decision.outcome,
+        "served_answer": decision.served_answer,
+        "versions": decision.versions,
+        "segments": decision.segments,
+        "content_hash": decision.content_hash,
+        "passages": [
+            {
+                "passage_id": link.passage.pk,
+                "id": link.passage.external_id,
+                "rank": link.rank,
+                "retrieval_score": link.retrieval_score,
+                "text": link.passage.text,
+                "sha256": link.passage.text_sha256,
+                "source": link.passage.source,
+                "uri": link.passage.uri,
+                "corpus_snapshot": link.passage.corpus_snapshot,
+            }
+            for link in decision.ranked_passages.all()
+        ],
+        "span_checks": [],
+        "shadow_run": None,
+        "grades": [],
+        "final_label": None,
+    }
+
+
+@dataclass
+class DecisionFilters:
+    """Filters shared by the refusals list page and the API; all optional."""
+
+    route: str | None = None
+    outcome: str | None = Outcome.REFUSED
+    score_min: float | None = None
+    score_max: float | None = None
+    date_from: date | None = None
+    date_to: date | None = None
+    versions: dict[str, str] | None = None
+    segments: dict[str, Any] | None = None
+
+    def apply(self, queryset: QuerySet[Decision]) -> QuerySet[Decision]:
+        if self.route:
+            queryset = queryset.filter(route__slug=self.route)
+        if self.outcome:
+            queryset = queryset.filter(outcome=self.outcome)
+        if self.score_min is not None:
+            queryset = queryset.filter(gate_score__gte=self.score_min)
+        if self.score_max is not None:
+            queryset = queryset.filter(gate_score__lte=self.score_max)
+        if self.date_from:
+            queryset = queryset.filter(occurred_at__gte=_start_of(self.date_from))
+        if self.date_to:
+            queryset = queryset.filter(occurred_at__lt=_start_of(self.date_to + timedelta(days=1)))
+        if self.versions:
+            queryset = queryset.filter(versions__contains=self.versions)
+        if self.segments:
+            queryset = queryset.filter(segments__contains=self.segments)
+        return queryset
+
+
+def _start_of(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min), timezone=timezone.get_fixed_timezone(0))
+
+
+def decision_list(user, filters: DecisionFilters) -> QuerySet[Decision]:
+    return filters.apply(readable_decisions(user)).select_related("route").order_by("-occurred_at", "-pk")
+
+
+def route_daily_counts(user, *, days: int = 14) -> list[dict[str, Any]]:
+    """Per readable route: decisions and refusals per day over the last `days` days."""
+    since = _start_of(timezone.now().date() - timedelta(days=days - 1))
+    routes = list(readable_routes(user).annotate(
+        total=Count("decisions"), refused=Count("decisions", filter=Q(decisions__outcome=Outcome.REFUSED))
+    ))
+    rows = (
+        readable_decisions(user).filter(occurred_at__gte=since)
+        .annotate(day=TruncDate("occurred_at"))
+        .values("route_id", "day")
+        .annotate(total=Count("id"), refused=Count("id", filter=Q(outcome=Outcome.REFUSED)))
+    )
+    by_route: dict[int, dict[date, dict[str, int]]] = {}
+    for row in rows:
+        by_route.setdefault(row["route_id"], {})[row["day"]] = row
+    today = timezone.now().date()
+    days_list = [today - timedelta(days=offset) for offset in range(days - 1, -1, -1)]
+    result = []
+    for route in routes:
+        counts = by_route.get(route.pk, {})
+        daily = [
+            {"day": day, "total": counts.get(day, {}).get("total", 0),
+             "refused": counts.get(day, {}).get("refused", 0)}
+            for day in days_list
+        ]
+        peak = max((d["total"] for d in daily), default=0) or 1
+        for d in daily:
+            d["total_pct"] = round(100 * d["total"] / peak)
+            d["refused_pct"] = round(100 * d["refused"] / peak)
+        result.append({"route": route, "total": route.total, "refused": route.refused, "daily": daily})
+    return result

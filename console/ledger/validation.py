@@ -1,0 +1,280 @@
+"""Validation of decision records, shared by the ingest API and `import_decisions`.
+
+Hand-written rather than nested serializers: a batch is 1,000 decisions with up to 100 passages
+each and validating it must cost far less than writing it. Every problem is reported with the
+item's index and a field path, so a client can fix a whole batch in one go.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+MAX_QUESTION = 10_000
+MAX_CLAIM = 20_000
+MAX_ANSWER = 20_000
+MAX_PASSAGE_TEXT = 100_000
+MAX_PASSAGES = 100
+MAX_ID = 200
+MAX_PASSAGE_ID = 500
+MAX_LABEL = 200
+MAX_URI = 2_000
+MAX_SEGMENTS = 50
+MAX_EMBEDDING = 4_096
+OUTCOMES = ("refused", "served", "served_with_evidence")
+
+_TOP_FIELDS = {
+    "request_id", "route", "occurred_at", "question", "claim", "gate", "outcome",
+    "served_answer", "passages", "versions", "segments",
+}
+_PASSAGE_FIELDS = {"id", "text", "retrieval_score", "rank", "source", "uri", "embedding"}
+_GATE_FIELDS = {"name", "score", "cutoff"}
+
+
+@dataclass
+class PassageInput:
+    external_id: str
+    text: str
+    rank: int
+    retrieval_score: float | None
+    source: str
+    uri: str
+    embedding: list[float] | None
+    text_sha256: str = ""
+    content_key: str = ""
+
+
+@dataclass
+class DecisionInput:
+    index: int
+    request_id: str
+    route: str
+    occurred_at: datetime
+    question: str
+    claim: str
+    gate_name: str
+    gate_score: float
+    cutoff: float
+    outcome: str
+    served_answer: str | None
+    versions: dict[str, str]
+    segments: dict[str, Any]
+    passages: list[PassageInput] = field(default_factory=list)
+    content_hash: str = ""
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    def add(self, index: int, path: str, message: str) -> None:
+        self.items.append({"index": index, "field": path, "message": message})
+
+
+def _text(errors: _Errors, index: int, path: str, value: Any, *, max_len: int,
+          required: bool = True, allow_empty: bool = False) -> str | None:
+    if value is None:
+        if required:
+            errors.add(index, path, "is required")
+        return None
+    if not isinstance(value, str):
+        errors.add(index, path, "must be a string")
+        return None
+    if not allow_empty and not value.strip():
+        errors.add(index, path, "must not be empty")
+        return None
+    if len(value) > max_len:
+        errors.add(index, path, f"is longer than {max_len:,} characters ({len(value):,})")
+        return None
+    if "\x00" in value:
+        errors.add(index, path, "must not contain NUL characters")
+        return None
+    return value
+
+
+def _number(errors: _Errors, index: int, path: str, value: Any, *, required: bool = True) -> float | None:
+    if value is None:
+        if required:
+            errors.add(index, path, "is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        errors.add(index, path, "must be a number")
+        return None
+    number = float(value)
+    if not math.isfinite(number):
+        errors.add(index, path, "must be finite")
+        return None
+    return number
+
+
+def _timestamp(errors: _Errors, index: int, path: str, value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        errors.add(index, path, "is required as an ISO 8601 timestamp with a timezone")
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        errors.add(index, path, f"is not an ISO 8601 timestamp: {value[:40]!r}")
+        return None
+    if parsed.tzinfo is None:
+        errors.add(index, path, "must include a timezone (for example Z or +00:00)")
+        return None
+    return parsed.astimezone(UTC)
+
+
+def _string_map(errors: _Errors, index: int, path: str, value: Any, *, scalars: bool) -> dict | None:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.add(index, path, "must be an object")
+        return None
+    if len(value) > MAX_SEGMENTS:
+        errors.add(index, path, f"has more than {MAX_SEGMENTS} keys")
+        return None
+    clean = {}
+    for key, item in value.items():
+        if not key or len(key) > 64 or "\x00" in key:
+            errors.add(index, f"{path}.{key[:64]}", "keys must be 1 to 64 characters")
+            continue
+        allowed = (str, int, float, bool) if scalars else (str,)
+        if not isinstance(item, allowed) or (isinstance(item, str) and (len(item) > MAX_LABEL or "\x00" in item)):
+            kind = "a string, number or boolean" if scalars else "a string"
+            errors.add(index, f"{path}.{key}", f"must be {kind} of at most {MAX_LABEL} characters")
+            continue
+        if isinstance(item, float) and not math.isfinite(item):
+            errors.add(index, f"{path}.{key}", "must be finite")
+            continue
+        clean[key] = item
+    return clean
+
+
+def _passages(errors: _Errors, index: int, value: Any) -> list[PassageInput] | None:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.add(index, "passages", "must be a list")
+        return None
+    if len(value) > MAX_PASSAGES:
+        errors.add(index, "passages", f"has {len(value)} passages; at most {MAX_PASSAGES} are allowed")
+        return None
+    result: list[PassageInput] = []
+    ranks: set[int] = set()
+    before = len(errors.items)
+    for position, raw in enumerate(value):
+        path = f"passages[{position}]"
+        if not isinstance(raw, dict):
+            errors.add(index, path, "must be an object")
+            continue
+        for unknown in raw.keys() - _PASSAGE_FIELDS:
+            errors.add(index, f"{path}.{unknown}", "is not a known field")
+        external_id = _text(errors, index, f"{path}.id", raw.get("id"), max_len=MAX_PASSAGE_ID)
+        text = _text(errors, index, f"{path}.text", raw.get("text"), max_len=MAX_PASSAGE_TEXT, allow_empty=True)
+        score = _number(errors, index, f"{path}.retrieval_score", raw.get("retrieval_score"), required=False)
+        rank = raw.get("rank", position + 1)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+            errors.add(index, f"{path}.rank", "must be a whole number from 1")
+            rank = None
+        elif rank in ranks:
+            errors.add(index, f"{path}.rank", f"rank {rank} appears twice")
+        else:
+            ranks.add(rank)
+        source = _text(errors, index, f"{path}.source", raw.get("source") or "", max_len=MAX_LABEL,
+                       allow_empty=True)
+        uri = _text(errors, index, f"{path}.uri", raw.get("uri") or "", max_len=MAX_URI, allow_empty=True)
+        embedding = raw.get("embedding")
+        if embedding is not None:
+            if (not isinstance(embedding, list) or not 0 < len(embedding) <= MAX_EMBEDDING
+                    or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                               and math.isfinite(x) for x in embedding)):
+                errors.add(index, f"{path}.embedding", f"must be a list of 1 to {MAX_EMBEDDING} finite numbers")
+                embedding = None
+            else:
+                embedding = [float(x) for x in embedding]
+        if external_id is not None and text is not None and rank is not None:
+            result.append(PassageInput(external_id, text, rank, score, source or "", uri or "", embedding))
+    return result if len(errors.items) == before else None
+
+
+def validate_decision(index: int, raw: Any, errors: _Errors) -> DecisionInput | None:
+    if not isinstance(raw, dict):
+        errors.add(index, "", "must be an object")
+        return None
+    before = len(errors.items)
+    for unknown in raw.keys() - _TOP_FIELDS:
+        errors.add(index, unknown, "is not a known field")
+    request_id = _text(errors, index, "request_id", raw.get("request_id"), max_len=MAX_ID)
+    route = _text(errors, index, "route", raw.get("route"), max_len=64)
+    occurred_at = _timestamp(errors, index, "occurred_at", raw.get("occurred_at"))
+    question = _text(errors, index, "question", raw.get("question"), max_len=MAX_QUESTION)
+    claim = _text(errors, index, "claim", raw.get("claim"), max_len=MAX_CLAIM)
+    gate = raw.get("gate")
+    gate_name = gate_score = cutoff = None
+    if not isinstance(gate, dict):
+        errors.add(index, "gate", "is required as an object {name, score, cutoff}")
+    else:
+        for unknown in gate.keys() - _GATE_FIELDS:
+            errors.add(index, f"gate.{unknown}", "is not a known field")
+        gate_name = _text(errors, index, "gate.name", gate.get("name"), max_len=100)
+        gate_score = _number(errors, index, "gate.score", gate.get("score"))
+        cutoff = _number(errors, index, "gate.cutoff", gate.get("cutoff"))
+    outcome = raw.get("outcome")
+    if outcome not in OUTCOMES:
+        errors.add(index, "outcome", f"must be one of {', '.join(OUTCOMES)}")
+    served_answer = raw.get("served_answer")
+    if outcome == "refused":
+        if served_answer not in (None, ""):
+            errors.add(index, "served_answer", "must be null when the outcome is refused")
+        served_answer = None
+    elif outcome in OUTCOMES:
+        served_answer = _text(errors, index, "served_answer", served_answer, max_len=MAX_ANSWER)
+    passages = _passages(errors, index, raw.get("passages"))
+    if "versions" not in raw:
+        errors.add(index, "versions", "is required (model, retriever, corpus, gate)")
+    versions = _string_map(errors, index, "versions", raw.get("versions"), scalars=False)
+    segments = _string_map(errors, index, "segments", raw.get("segments"), scalars=True)
+    if len(errors.items) != before:
+        return None
+    item = DecisionInput(
+        index=index, request_id=request_id, route=route, occurred_at=occurred_at, question=question,
+        claim=claim, gate_name=gate_name, gate_score=gate_score, cutoff=cutoff, outcome=outcome,
+        served_answer=served_answer, versions=versions, segments=segments, passages=passages,
+    )
+    _fill_hashes(item)
+    return item
+
+
+def _sha(data: str) -> str:
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def _fill_hashes(item: DecisionInput) -> None:
+    corpus = item.versions.get("corpus", "")
+    passages = []
+    for passage in sorted(item.passages, key=lambda p: p.rank):
+        passage.text_sha256 = _sha(passage.text)
+        passage.content_key = _sha(
+            json.dumps([passage.external_id, corpus, passage.text_sha256, passage.source, passage.uri])
+        )
+        passages.append([passage.content_key, passage.rank, passage.retrieval_score, passage.embedding])
+    item.passages.sort(key=lambda p: p.rank)
+    canonical = [
+        item.route, item.request_id, item.occurred_at.isoformat(timespec="microseconds"),
+        item.question, item.claim, item.gate_name, item.gate_score, item.cutoff, item.outcome,
+        item.served_answer, item.versions, item.segments, passages,
+    ]
+    item.content_hash = _sha(json.dumps(canonical, sort_keys=True, separators=(",", ":")))
+
+
+def validate_batch(records: list[Any], *, start_index: int = 0) -> tuple[list[DecisionInput], list[dict]]:
+    """Validate every record; returns the clean items and every problem found."""
+    errors = _Errors()
+    items = []
+    for offset, raw in enumerate(records):
+        item = validate_decision(start_index + offset, raw, errors)
+        if item is not None:
+            items.append(item)
+    return items, errors.items

@@ -1,0 +1,56 @@
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from audit.selectors import audit_events_for_object
+from console.accounts import permissions
+from console.errors import Forbidden
+from console.ledger import selectors
+from console.ledger.forms import DecisionFilterForm
+
+PAGE_SIZE = 50
+
+
+def _require_decision_reader(request) -> None:
+    if not permissions.can_read_decisions(request.user):
+        raise PermissionDenied("Your role does not allow reading decisions.")
+
+
+@require_GET
+def dashboard(request):
+    if not permissions.can_read_decisions(request.user):
+        return render(request, "ledger/dashboard.html", {"routes": [], "reader": False})
+    return render(request, "ledger/dashboard.html",
+                  {"routes": selectors.route_daily_counts(request.user), "reader": True})
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def refusal_list(request):
+    _require_decision_reader(request)
+    form = DecisionFilterForm(request.GET or None, routes=selectors.readable_routes(request.user))
+    filters = form.to_filters() if form.is_bound and form.is_valid() else selectors.DecisionFilters()
+    paginator = Paginator(selectors.decision_list(request.user, filters), PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"form": form, "page": page, "query": query.urlencode()}
+    template = "ledger/partials/decision_table.html" if request.htmx else "ledger/refusal_list.html"
+    return render(request, template, context)
+
+
+@require_GET
+def decision_detail(request, pk: int):
+    _require_decision_reader(request)
+    try:
+        decision = selectors.get_decision_for_user(request.user, pk=pk)
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc)) from exc
+    events = audit_events_for_object("decision", decision.pk)
+    return render(request, "ledger/decision_detail.html", {
+        "decision": decision,
+        "passages": decision.ranked_passages.all(),
+        "events": events,
+    })

@@ -1,0 +1,95 @@
+"""`make run`: the whole console on one machine, stopped together on Ctrl-C.
+
+Starts (or joins) the embedded PostgreSQL, starts the embedded Redis broker, applies migrations,
+loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs a Celery worker with
+beat and gunicorn as child processes. DATABASE_URL and CELERY_BROKER_URL switch either service
+to an external one, in which case it is neither started nor stopped here.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from console import embedded
+from console.env import env_bool, env_int, env_path, env_str
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def main() -> int:
+    data_dir = env_path("CONSOLE_DATA_DIR", ROOT / ".console")
+    port = env_int("PORT", 8000, minimum=1, maximum=65535)
+    host = env_str("HOST", "127.0.0.1")
+    env = dict(os.environ, CONSOLE_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="console.settings")
+
+    if not env.get("DATABASE_URL"):
+        print("Starting embedded PostgreSQL ...", flush=True)
+        env["DATABASE_URL"] = embedded.postgres_url(data_dir)
+    children: list[subprocess.Popen] = []
+    redis_process = None
+    if not env.get("CELERY_BROKER_URL"):
+        print("Starting embedded Redis broker ...", flush=True)
+        redis_process = embedded.start_redis(data_dir)
+        env["CELERY_BROKER_URL"] = embedded.redis_url(data_dir)
+
+    def manage(*args: str) -> None:
+        subprocess.run([str(BIN / "python"), str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, check=True)
+
+    try:
+        manage("migrate", "--noinput", "-v", "0")
+        marker = data_dir / "demo-loaded"
+        if env_bool("CONSOLE_DEMO", True) and not marker.exists():
+            print("Loading the demo workspace (first start) ...", flush=True)
+            manage("load_demo")
+            marker.write_text("loaded\n")
+        children.append(subprocess.Popen(
+            [str(BIN / "celery"), "-A", "console", "worker", "--beat", "--loglevel", "INFO",
+             "--concurrency", str(env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64)),
+             "--schedule", str(data_dir / "celerybeat-schedule")],
+            env=env, cwd=ROOT))
+        children.append(subprocess.Popen(
+            [str(BIN / "gunicorn"), "console.wsgi", "--bind", f"{host}:{port}",
+             "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)), "--threads", "4",
+             "--access-logfile", "-"],
+            env=env, cwd=ROOT))
+        print(_banner(host, port, data_dir), flush=True)
+        stop = {"now": False}
+
+        def request_stop(signum, frame):
+            stop["now"] = True
+
+        signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGTERM, request_stop)
+        while not stop["now"]:
+            for child in children:
+                if child.poll() is not None:
+                    print(f"{child.args[0]} exited with {child.returncode}; stopping.", flush=True)
+                    stop["now"] = True
+            time.sleep(0.5)
+    finally:
+        print("Stopping ...", flush=True)
+        for child in reversed(children):
+            embedded.stop_process(child, timeout=20)
+        embedded.stop_process(redis_process)
+    return 0
+
+
+def _banner(host: str, port: int, data_dir: Path) -> str:
+    logins = data_dir / "demo-logins.txt"
+    lines = ["", f"  Console:  http://{host}:{port}/", f"  API docs: http://{host}:{port}/api/docs/",
+             f"  Data:     {data_dir}"]
+    if logins.exists():
+        lines += ["", "  Demo logins (username / password):"]
+        lines += [f"    {line}" for line in logins.read_text().splitlines()]
+    lines += ["", "  Ctrl-C stops everything started here.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

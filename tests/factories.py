@@ -1,0 +1,78 @@
+"""Builders for test data: API-shaped decision records, routes, users with roles and tokens."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+from audit.services import Actor
+from console.accounts import services as accounts
+from console.ledger import services as ledger
+from console.ledger.models import Route
+from console.ledger.validation import validate_batch
+
+_counter = itertools.count(1)
+TEST_ACTOR = Actor.system("tests")
+
+BASE_RECORD: dict[str, Any] = {
+    "route": "it-support",
+    "occurred_at": "2026-11-01T12:00:00Z",
+    "question": "How do I reset MFA?",
+    "claim": "Open Settings > Security and choose Reset.",
+    "gate": {"name": "entailment", "score": 0.62, "cutoff": 0.85},
+    "outcome": "refused",
+    "served_answer": None,
+    "passages": [
+        {"id": "kb/mfa#2", "text": "To reset MFA, open Settings > Security and choose Reset.",
+         "retrieval_score": 0.81, "rank": 1, "source": "runbook", "uri": "https://intranet/kb/mfa"},
+        {"id": "kb/vpn#1", "text": "The VPN client is installed from the portal.",
+         "retrieval_score": 0.42, "rank": 2, "source": "runbook", "uri": "https://intranet/kb/vpn"},
+    ],
+    "versions": {"model": "gen-2026-10", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"},
+    "segments": {"query_type": "how-to", "language": "en"},
+}
+
+
+def record(**overrides: Any) -> dict[str, Any]:
+    """A valid decision record; `request_id` is unique unless given."""
+    data = copy.deepcopy(BASE_RECORD)
+    data["request_id"] = f"q-{next(_counter):06d}"
+    for key, value in overrides.items():
+        data[key] = value
+    return data
+
+
+def served_record(**overrides: Any) -> dict[str, Any]:
+    overrides.setdefault("outcome", "served")
+    overrides.setdefault("served_answer", "Open Settings > Security and choose Reset.")
+    overrides.setdefault("gate", {"name": "entailment", "score": 0.93, "cutoff": 0.85})
+    return record(**overrides)
+
+
+def make_route(slug: str = "it-support", name: str | None = None, **kwargs) -> Route:
+    existing = Route.objects.filter(slug=slug).first()
+    if existing:
+        return existing
+    return ledger.route_create(actor=TEST_ACTOR, slug=slug, name=name or slug.replace("-", " ").title(), **kwargs)
+
+
+def make_user(username: str, role: str | None = None, route: Route | None = None, password: str = "pw-12345678"):
+    user = accounts.user_ensure(actor=TEST_ACTOR, username=username)
+    user.set_password(password)
+    user.save()
+    if role:
+        accounts.role_grant(actor=TEST_ACTOR, user=user, role=role, route=route)
+    return user
+
+
+def make_token(user) -> str:
+    return accounts.token_issue(actor=TEST_ACTOR, user=user).key
+
+
+def ingest(records: list[dict]) -> list[int]:
+    items, errors = validate_batch(records)
+    assert not errors, errors
+    routes, route_errors = ledger.routes_for_items(items)
+    assert not route_errors, route_errors
+    return ledger.decision_ingest(actor=TEST_ACTOR, items=items, routes=routes).created_ids
