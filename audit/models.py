@@ -5,13 +5,13 @@ from django.db import models
 class Action(models.TextChoices):
     """What happened, in the past tense. New actions are added here and nowhere else."""
 
-    ROUTE_CREATED = "route_created"
-    ROUTE_UPDATED = "route_updated"
-    DECISIONS_INGESTED = "decisions_ingested"
-    TOKEN_ISSUED = "token_issued"
-    ROLE_GRANTED = "role_granted"
-    USER_CREATED = "user_created"
-    DEMO_LOADED = "demo_loaded"
+    ROUTE_CREATED = "route_created", "Route created"
+    ROUTE_UPDATED = "route_updated", "Route updated"
+    DECISIONS_INGESTED = "decisions_ingested", "Decisions ingested"
+    TOKEN_ISSUED = "token_issued", "Token issued"
+    ROLE_GRANTED = "role_granted", "Role granted"
+    USER_CREATED = "user_created", "User created"
+    DEMO_LOADED = "demo_loaded", "Demo loaded"
 
 
 class AuditEvent(models.Model):

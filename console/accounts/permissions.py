@@ -18,6 +18,8 @@ DECISION_READERS = (Role.REVIEWER, Role.POLICY_OWNER, Role.AUDITOR, Role.INTEGRA
 
 
 def _grants(user) -> list[RoleGrant]:
+    if not user.is_authenticated:
+        return []
     cached = getattr(user, "_console_grants", None)
     if cached is None:
         cached = list(RoleGrant.objects.filter(user=user).select_related("route"))

@@ -1,0 +1,39 @@
+import pytest
+from django.test import override_settings
+
+
+def test_the_openapi_schema_describes_the_v1_endpoints(reviewer):
+    response = reviewer.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for path in ("/api/v1/decisions", "/api/v1/decisions/{decision_id}", "/api/v1/audit/verify",
+                 "/api/v1/routes/{slug}/decisions/{request_id}", "/api/v1/audit/events"):
+        assert path in paths
+
+
+def test_the_schema_and_docs_need_authentication(anonymous, db):
+    assert anonymous.get("/api/schema/").status_code == 401
+
+
+def test_the_docs_page_serves_its_assets_locally(client, route):
+    from tests.factories import make_user
+
+    client.force_login(make_user("docs-reader", "reviewer"))
+    page = client.get("/api/docs/").content.decode()
+    assert "swagger" in page.lower()
+    assert "cdn" not in page.lower() and "unpkg" not in page.lower()
+
+
+def test_health_reports_database_and_broker(client, db, embedded_broker):
+    with override_settings(CELERY_BROKER_URL=embedded_broker):
+        response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"ok": True, "checks": {"database": True, "broker": True}}
+
+
+@pytest.mark.django_db
+def test_health_is_503_when_the_broker_is_down(client, tmp_path):
+    with override_settings(CELERY_BROKER_URL=f"redis+socket://{tmp_path}/absent.sock"):
+        response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["checks"] == {"database": True, "broker": False}
