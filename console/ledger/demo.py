@@ -53,15 +53,15 @@ _PHRASINGS = ("How do I {t}?", "how to {t}", "Can I {t}?", "What is the process 
 
 
 def demo_records(route: str, count: int, *, seed: int = 7, start: datetime | None = None,
-                 days: int = 14, passages_per_decision: int = 5, cutoff: float = 0.85,
+                 days: int = 14, passages_per_decision: int = 5, cutoff: float = 0.7,
                  prefix: str = "demo") -> Iterator[dict]:
     rng = random.Random(f"{route}:{seed}")
     topics = _TOPICS.get(route) or _TOPICS["it-support"]
     start = start or datetime.now(UTC).replace(microsecond=0) - timedelta(days=days)
     for n in range(count):
         topic, claim, passage_text = rng.choice(topics)
-        answerable = rng.random() < 0.7
-        score = rng.betavariate(6, 2) if answerable else rng.betavariate(2, 4)
+        answerable = rng.random() < 0.8
+        score = rng.betavariate(9, 1.3) if answerable else rng.betavariate(2, 4)
         score = round(score, 4)
         outcome = "refused" if score < cutoff else "served"
         passages = []

@@ -43,7 +43,9 @@ class Passage(models.Model):
     source = models.CharField(max_length=200, blank=True)
     uri = models.CharField(max_length=2000, blank=True)
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
-    content_key = models.CharField(max_length=64, unique=True, help_text="SHA-256 over id, corpus, text hash, source, uri.")
+    content_key = models.CharField(
+        max_length=64, unique=True, help_text="SHA-256 over id, corpus, text hash, source, uri."
+    )
 
     def __str__(self) -> str:
         return f"{self.external_id} ({self.text_sha256[:8]})"
@@ -67,7 +69,8 @@ class Decision(models.Model):
     gate_score = models.FloatField()
     cutoff = models.FloatField(help_text="The cutoff in force when the decision was made.")
     outcome = models.CharField(max_length=24, choices=Outcome.choices)
-    served_answer = models.TextField(null=True, blank=True)
+    # NULL (not "") means nothing was served; the served_has_answer constraint relies on it.
+    served_answer = models.TextField(null=True, blank=True)  # noqa: DJ001
     versions = models.JSONField(default=dict, help_text="model, retriever, corpus, gate versions in force.")
     segments = models.JSONField(default=dict, help_text="Query type, language, source, ...")
     ingested_at = models.DateTimeField(auto_now_add=True)
@@ -110,3 +113,6 @@ class DecisionPassage(models.Model):
     class Meta:
         ordering = ["rank"]
         constraints = [models.UniqueConstraint(fields=["decision", "rank"], name="unique_rank_per_decision")]
+
+    def __str__(self) -> str:
+        return f"decision {self.decision_id} rank {self.rank}: passage {self.passage_id}"

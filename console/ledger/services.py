@@ -43,7 +43,8 @@ class IngestResult:
 
 
 _INSERT_PASSAGES = """
-INSERT INTO ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, content_key)
+INSERT INTO ledger_passage
+    (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, content_key)
 SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
                      %s::vector[], %s::text[])
 ON CONFLICT (content_key) DO NOTHING
@@ -52,8 +53,9 @@ _INSERT_DECISIONS = """
 INSERT INTO ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, gate_score,
     cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash)
 SELECT u.route_id, u.request_id, u.occurred_at, u.question, u.claim, u.gate_name, u.gate_score,
-    u.cutoff, u.outcome, u.served_answer, u.versions, u.segments, now(), u.h FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::text[],
-    %s::text[], %s::float8[], %s::float8[], %s::text[], %s::text[], %s::jsonb[], %s::jsonb[], %s::text[])
+    u.cutoff, u.outcome, u.served_answer, u.versions, u.segments, now(), u.h
+FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::text[],
+    %s::float8[], %s::float8[], %s::text[], %s::text[], %s::jsonb[], %s::jsonb[], %s::text[])
     AS u(route_id, request_id, occurred_at, question, claim, gate_name, gate_score, cutoff, outcome,
          served_answer, versions, segments, h)
 ON CONFLICT (route_id, request_id) DO NOTHING

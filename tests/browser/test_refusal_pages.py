@@ -1,0 +1,37 @@
+import pytest
+
+from tests.factories import ingest, make_route, make_user, record, served_record
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_reviewer_signs_in_filters_refusals_and_opens_one(sign_in, live_server):
+    make_route("it-support", "IT support")
+    make_user("rita", "reviewer")
+    ingest([record(question="Low score question", gate={"name": "nli", "score": 0.21, "cutoff": 0.85}),
+            record(question="Middle score question", gate={"name": "nli", "score": 0.64, "cutoff": 0.85}),
+            served_record(question="Served question")])
+    page = sign_in("rita")
+    assert "IT support" in page.content()
+    page.click("text=Refusals")
+    assert page.locator("table.list tbody tr").count() == 2
+    page.fill("#id_score_min", "0.5")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_selector("text=1 decision")
+    assert "score_min=0.5" in page.url  # htmx pushed the filtered URL, so it can be shared
+    page.click("text=Middle score question")
+    page.wait_for_selector("h1")
+    body = page.content()
+    assert "0.6400" in body and "0.8500" in body
+    assert "Decisions ingested" in body
+
+
+def test_a_grader_sees_no_refusal_pages(sign_in, live_server):
+    make_route("it-support", "IT support")
+    make_user("gail", "grader")
+    ingest([record(question="Secret refusal", gate={"name": "nli", "score": 0.3131, "cutoff": 0.85})])
+    page = sign_in("gail")
+    assert "Refusals" not in page.locator("header nav").inner_text()
+    response = page.goto(f"{live_server.url}/refusals/")
+    assert response.status == 403
+    assert "Secret refusal" not in page.content() and "0.3131" not in page.content()
