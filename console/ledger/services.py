@@ -42,28 +42,35 @@ class IngestResult:
     created_ids: list[int] = field(default_factory=list)
 
 
-_INSERT_PASSAGES = """
+# The write path streams rows with COPY into session-local staging tables, then moves them with one
+# INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING per table. COPY avoids building a
+# parameterised statement from thousands of Python values, which cost more than the write itself.
+_STAGING = """
+CREATE TEMP TABLE IF NOT EXISTS stage_passage (
+    external_id text, corpus_snapshot text, text text, text_sha256 text, source text, uri text,
+    embedding text, content_key text) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS stage_decision (
+    route_id bigint, request_id text, occurred_at timestamptz, question text, claim text, gate_name text,
+    gate_score float8, cutoff float8, outcome text, served_answer text, versions text, segments text,
+    content_hash text) ON COMMIT DELETE ROWS;
+TRUNCATE stage_passage, stage_decision;
+"""
+_MOVE_PASSAGES = """
 INSERT INTO ledger_passage
     (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, content_key)
-SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-                     %s::vector[], %s::text[])
+SELECT external_id, corpus_snapshot, text, text_sha256, source, uri, embedding::vector, content_key
+FROM stage_passage
 ON CONFLICT (content_key) DO NOTHING
+RETURNING content_key, id
 """
-_INSERT_DECISIONS = """
+_MOVE_DECISIONS = """
 INSERT INTO ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, gate_score,
     cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash)
-SELECT u.route_id, u.request_id, u.occurred_at, u.question, u.claim, u.gate_name, u.gate_score,
-    u.cutoff, u.outcome, u.served_answer, u.versions, u.segments, now(), u.h
-FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::text[],
-    %s::float8[], %s::float8[], %s::text[], %s::text[], %s::jsonb[], %s::jsonb[], %s::text[])
-    AS u(route_id, request_id, occurred_at, question, claim, gate_name, gate_score, cutoff, outcome,
-         served_answer, versions, segments, h)
+SELECT route_id, request_id, occurred_at, question, claim, gate_name, gate_score, cutoff, outcome,
+    served_answer, versions::jsonb, segments::jsonb, now(), content_hash
+FROM stage_decision
 ON CONFLICT (route_id, request_id) DO NOTHING
 RETURNING id, route_id, request_id
-"""
-_INSERT_LINKS = """
-INSERT INTO ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score)
-SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::float8[])
 """
 
 
@@ -146,33 +153,34 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     result = IngestResult(unchanged=len(items) - len(fresh) + repeats)
     if not fresh:
         return result
-    passage_ids = _upsert_passages(fresh)
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_DECISIONS, [
-            [routes[i.route].pk for i in fresh], [i.request_id for i in fresh], [i.occurred_at for i in fresh],
-            [i.question for i in fresh], [i.claim for i in fresh], [i.gate_name for i in fresh],
-            [i.gate_score for i in fresh], [i.cutoff for i in fresh], [i.outcome for i in fresh],
-            [i.served_answer for i in fresh], [_json(i.versions) for i in fresh],
-            [_json(i.segments) for i in fresh], [i.content_hash for i in fresh],
-        ])
+        cursor.execute(_STAGING)
+        passage_ids = _upsert_passages(cursor, fresh)
+        with cursor.cursor.copy(
+            "COPY stage_decision (route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
+            "cutoff, outcome, served_answer, versions, segments, content_hash) FROM STDIN"
+        ) as copy:
+            for i in fresh:
+                copy.write_row((routes[i.route].pk, i.request_id, i.occurred_at, i.question, i.claim, i.gate_name,
+                                i.gate_score, i.cutoff, i.outcome, i.served_answer, _json(i.versions),
+                                _json(i.segments), i.content_hash))
+        cursor.execute(_MOVE_DECISIONS)
         inserted = {(route_id, request_id): pk for pk, route_id, request_id in cursor.fetchall()}
         if len(inserted) != len(fresh):
             # Another batch stored some of these between our read and our insert: compare again.
             raced = [i for i in fresh if (routes[i.route].pk, i.request_id) not in inserted]
             _raise_conflicts(raced, routes, _existing_hashes(raced, routes))
             result.unchanged += len(raced)
-        links = ([], [], [], [])
-        for item in fresh:
-            decision_id = inserted.get((routes[item.route].pk, item.request_id))
-            if decision_id is None:
-                continue
-            for passage in item.passages:
-                links[0].append(decision_id)
-                links[1].append(passage_ids[passage.content_key])
-                links[2].append(passage.rank)
-                links[3].append(passage.retrieval_score)
-        if links[0]:
-            cursor.execute(_INSERT_LINKS, list(links))
+        with cursor.cursor.copy(
+            "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
+        ) as copy:
+            for item in fresh:
+                decision_id = inserted.get((routes[item.route].pk, item.request_id))
+                if decision_id is None:
+                    continue
+                for passage in item.passages:
+                    copy.write_row((decision_id, passage_ids[passage.content_key], passage.rank,
+                                    passage.retrieval_score))
     result.created = len(inserted)
     result.created_ids = sorted(inserted.values())
     by_route: dict[int, list[int]] = {}
@@ -187,7 +195,8 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     return result
 
 
-def _upsert_passages(items: list[DecisionInput]) -> dict[str, int]:
+def _upsert_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
+    """Store passages not seen before; return the id of every passage the batch names."""
     unique = {}
     for item in items:
         corpus = item.versions.get("corpus", "")
@@ -195,19 +204,18 @@ def _upsert_passages(items: list[DecisionInput]) -> dict[str, int]:
             unique.setdefault(passage.content_key, (passage, corpus))
     if not unique:
         return {}
-    keys = list(unique)
-    columns = ([], [], [], [], [], [], [], [])
-    for key in keys:
-        passage, corpus = unique[key]
-        columns[0].append(passage.external_id)
-        columns[1].append(corpus)
-        columns[2].append(passage.text)
-        columns[3].append(passage.text_sha256)
-        columns[4].append(passage.source)
-        columns[5].append(passage.uri)
-        columns[6].append(None if passage.embedding is None else _json(passage.embedding))
-        columns[7].append(key)
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_PASSAGES, list(columns))
-        cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [keys])
-        return dict(cursor.fetchall())
+    with cursor.cursor.copy(
+        "COPY stage_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
+        "content_key) FROM STDIN"
+    ) as copy:
+        for key, (passage, corpus) in unique.items():
+            embedding = None if passage.embedding is None else _json(passage.embedding)
+            copy.write_row((passage.external_id, corpus, passage.text, passage.text_sha256, passage.source,
+                            passage.uri, embedding, key))
+    cursor.execute(_MOVE_PASSAGES)
+    ids = dict(cursor.fetchall())
+    known = [key for key in unique if key not in ids]
+    if known:
+        cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [known])
+        ids.update(cursor.fetchall())
+    return ids

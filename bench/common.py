@@ -1,0 +1,75 @@
+"""Shared set-up for benchmarks: a separate embedded database, Django, and a real HTTP server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BENCH_DATA = Path(os.environ.get("BENCH_DATA_DIR", ROOT / ".console" / "bench"))
+
+
+def setup_django() -> str:
+    """Point Django at the benchmark data folder, start its database, migrate; return DATABASE_URL."""
+    os.environ["CONSOLE_DATA_DIR"] = str(BENCH_DATA)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    from console import embedded
+
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or embedded.postgres_url(BENCH_DATA)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return os.environ["DATABASE_URL"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def web_server(*, workers: int = 2, threads: int = 2):
+    """gunicorn serving the console on a free loopback port, for the length of the block."""
+    port = free_port()
+    env = dict(os.environ)
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "console.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--threads", str(threads), "--log-level", "warning"],
+        cwd=ROOT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url + "/healthz", timeout=1)
+            break
+        except urllib.error.HTTPError:
+            break  # 503 (no broker) still means the server answers
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("benchmark web server did not start") from None
+            time.sleep(0.2)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def report(name: str, lines: list[str]) -> None:
+    print(f"== {name}")
+    for line in lines:
+        print("   " + line)
+    sys.stdout.flush()

@@ -1,0 +1,146 @@
+"""Ingest throughput: POST /api/v1/decisions against a raw COPY of the same rows.
+
+Decisions carry 5 passages each (every passage text unique, as in real traffic). The API side is
+2 concurrent clients posting batches of 500 to gunicorn over loopback; the baseline is psycopg's
+COPY of the same rows into the same three tables (passages, decisions, links), timed on the COPY
+statements alone. Target: the API reaches at least 25% of the COPY rate.
+
+    .venv/bin/python bench/ingest.py [--decisions 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+import urllib.request
+import uuid
+
+from common import report, setup_django, web_server
+
+BATCH = 500
+CLIENTS = 2
+
+
+def make_records(count: int, prefix: str) -> list[dict]:
+    from console.ledger.demo import demo_records
+
+    records = list(demo_records("bench", count, prefix=prefix, passages_per_decision=5))
+    for rec in records:
+        for passage in rec["passages"]:
+            passage["text"] += f" (ref {rec['request_id']}/{passage['rank']})"
+    return records
+
+
+def post_all(url: str, token: str, records: list[dict]) -> float:
+    bodies = [json.dumps({"decisions": records[i:i + BATCH]}).encode() for i in range(0, len(records), BATCH)]
+    lock = threading.Lock()
+    failures: list[str] = []
+
+    def client() -> None:
+        while True:
+            with lock:
+                if not bodies:
+                    return
+                body = bodies.pop()
+            request = urllib.request.Request(url + "/api/v1/decisions", data=body, method="POST", headers={
+                "Authorization": f"Token {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=120) as response:
+                if response.status != 201:
+                    failures.append(response.read().decode()[:200])
+
+    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"API refused batches: {failures[:2]}")
+    return elapsed
+
+
+def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
+    """COPY the same rows into the same tables; only the COPY statements are timed."""
+    import psycopg
+
+    from console.ledger.validation import validate_batch
+
+    items, errors = validate_batch(records)
+    assert not errors
+    passages = {}
+    for item in items:
+        for p in item.passages:
+            passages[p.content_key] = (p.external_id, item.versions.get("corpus", ""), p.text, p.text_sha256,
+                                       p.source, p.uri, p.content_key)
+    elapsed = 0.0
+    with psycopg.connect(database_url) as conn, conn.cursor() as cur:
+        started = time.perf_counter()
+        with cur.copy("COPY ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, "
+                      "content_key) FROM STDIN") as copy:
+            for row in passages.values():
+                copy.write_row(row)
+        elapsed += time.perf_counter() - started
+        cur.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [list(passages)])
+        passage_ids = dict(cur.fetchall())
+        started = time.perf_counter()
+        with cur.copy("COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
+                      "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+                      "FROM STDIN") as copy:
+            for i in items:
+                copy.write_row((route_id, i.request_id, i.occurred_at, i.question, i.claim, i.gate_name,
+                                i.gate_score, i.cutoff, i.outcome, i.served_answer, json.dumps(i.versions),
+                                json.dumps(i.segments), i.occurred_at, i.content_hash))
+        elapsed += time.perf_counter() - started
+        cur.execute("SELECT request_id, id FROM ledger_decision WHERE route_id = %s AND request_id = ANY(%s)",
+                    [route_id, [i.request_id for i in items]])
+        decision_ids = dict(cur.fetchall())
+        started = time.perf_counter()
+        with cur.copy("COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN") as copy:
+            for i in items:
+                for p in i.passages:
+                    copy.write_row((decision_ids[i.request_id], passage_ids[p.content_key], p.rank, p.retrieval_score))
+        elapsed += time.perf_counter() - started
+        conn.commit()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decisions", type=int, default=20_000)
+    args = parser.parse_args()
+    database_url = setup_django()
+
+    from audit.services import Actor
+    from console.accounts import services as accounts
+    from console.ledger.models import Route
+    from console.ledger.services import route_create
+
+    actor = Actor.system("bench")
+    route = Route.objects.filter(slug="bench").first() or route_create(actor=actor, slug="bench", name="Benchmark")
+    user = accounts.user_ensure(actor=actor, username="bench-integrator")
+    accounts.role_grant(actor=actor, user=user, role="integrator")
+    token = accounts.token_issue(actor=actor, user=user).key
+
+    run = uuid.uuid4().hex[:8]
+    api_records = make_records(args.decisions, f"api-{run}")
+    copy_records = make_records(args.decisions, f"copy-{run}")
+    copy_seconds = copy_all(database_url, route.pk, copy_records)
+    with web_server(workers=2, threads=2) as url:
+        post_all(url, token, make_records(BATCH, f"warm-{run}"))  # warm connections and caches
+        api_seconds = post_all(url, token, api_records)
+    api_rate = args.decisions / api_seconds
+    copy_rate = args.decisions / copy_seconds
+    ratio = api_rate / copy_rate
+    report("ingest", [
+        f"decisions: {args.decisions:,} with 5 passages each; API batches of {BATCH} from {CLIENTS} clients",
+        f"API  POST /api/v1/decisions : {api_rate:9,.0f} decisions/s ({api_seconds:.2f} s)",
+        f"raw COPY, same rows/tables  : {copy_rate:9,.0f} decisions/s ({copy_seconds:.2f} s)",
+        f"ratio API/COPY              : {ratio:.2f}  (target >= 0.25) {'PASS' if ratio >= 0.25 else 'FAIL'}",
+    ])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""`make bench`: run every benchmark in this folder, each printing its own ratio lines."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["ingest.py", "verify.py", "queue.py", "stats.py", "pages.py"]
+
+
+def main() -> int:
+    failed = []
+    for name in ORDER:
+        script = HERE / name
+        if not script.exists():
+            continue
+        print(f"\n### {name}", flush=True)
+        if subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode != 0:
+            failed.append(name)
+    if failed:
+        print(f"\nbenchmarks that crashed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
