@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
@@ -42,36 +43,12 @@ class IngestResult:
     created_ids: list[int] = field(default_factory=list)
 
 
-# The write path streams rows with COPY into session-local staging tables, then moves them with one
-# INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING per table. COPY avoids building a
-# parameterised statement from thousands of Python values, which cost more than the write itself.
-_STAGING = """
-CREATE TEMP TABLE IF NOT EXISTS stage_passage (
-    external_id text, corpus_snapshot text, text text, text_sha256 text, source text, uri text,
-    embedding text, content_key text) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS stage_decision (
-    route_id bigint, request_id text, occurred_at timestamptz, question text, claim text, gate_name text,
-    gate_score float8, cutoff float8, outcome text, served_answer text, versions text, segments text,
-    content_hash text) ON COMMIT DELETE ROWS;
-TRUNCATE stage_passage, stage_decision;
-"""
-_MOVE_PASSAGES = """
-INSERT INTO ledger_passage
-    (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, content_key)
-SELECT external_id, corpus_snapshot, text, text_sha256, source, uri, embedding::vector, content_key
-FROM stage_passage
-ON CONFLICT (content_key) DO NOTHING
-RETURNING content_key, id
-"""
-_MOVE_DECISIONS = """
-INSERT INTO ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, gate_score,
-    cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash)
-SELECT route_id, request_id, occurred_at, question, claim, gate_name, gate_score, cutoff, outcome,
-    served_answer, versions::jsonb, segments::jsonb, now(), content_hash
-FROM stage_decision
-ON CONFLICT (route_id, request_id) DO NOTHING
-RETURNING id, route_id, request_id
-"""
+# The write path streams rows with COPY straight into the tables, with ids drawn from the tables'
+# sequences beforehand so links can be written without reading anything back. Rows already stored
+# are filtered out first; a concurrent batch that stores the same row in between makes the COPY
+# fail on a unique constraint, and decision_ingest then runs the batch once more against what is
+# stored by then.
+_ALLOCATE_IDS = "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)"
 
 
 def _json(value) -> str:
@@ -111,12 +88,13 @@ def decision_ingest(*, actor: Actor, items: list[DecisionInput], routes: dict[st
     if any(item.route not in routes for item in items):
         raise InvalidInput("Every item's route must be resolved first (see routes_for_items).")
     unique, repeats = _dedupe_batch(items)
-    for attempt in range(2):
+    attempts = 3  # each lost race stores the winner's rows, so a retry sees more of the batch as stored
+    for attempt in range(attempts):
         try:
             with transaction.atomic():
                 return _ingest_once(actor, unique, routes, repeats)
         except IntegrityError:
-            if attempt:
+            if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
 
@@ -153,49 +131,44 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     result = IngestResult(unchanged=len(items) - len(fresh) + repeats)
     if not fresh:
         return result
-    with connection.cursor() as cursor:
-        cursor.execute(_STAGING)
-        passage_ids = _upsert_passages(cursor, fresh)
+    now = timezone.now()
+    # COPY runs on the raw psycopg cursor; wrap_database_errors turns its errors into Django's.
+    with connection.wrap_database_errors, connection.cursor() as cursor:
+        passage_ids = _store_passages(cursor, fresh)
+        decision_ids = _allocate_ids(cursor, "ledger_decision", len(fresh))
         with cursor.cursor.copy(
-            "COPY stage_decision (route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
-            "cutoff, outcome, served_answer, versions, segments, content_hash) FROM STDIN"
+            "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
+            "cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
         ) as copy:
-            for i in fresh:
-                copy.write_row((routes[i.route].pk, i.request_id, i.occurred_at, i.question, i.claim, i.gate_name,
-                                i.gate_score, i.cutoff, i.outcome, i.served_answer, _json(i.versions),
-                                _json(i.segments), i.content_hash))
-        cursor.execute(_MOVE_DECISIONS)
-        inserted = {(route_id, request_id): pk for pk, route_id, request_id in cursor.fetchall()}
-        if len(inserted) != len(fresh):
-            # Another batch stored some of these between our read and our insert: compare again.
-            raced = [i for i in fresh if (routes[i.route].pk, i.request_id) not in inserted]
-            _raise_conflicts(raced, routes, _existing_hashes(raced, routes))
-            result.unchanged += len(raced)
+            for decision_id, i in zip(decision_ids, fresh, strict=True):
+                copy.write_row((decision_id, routes[i.route].pk, i.request_id, i.occurred_at, i.question, i.claim,
+                                i.gate_name, i.gate_score, i.cutoff, i.outcome, i.served_answer,
+                                _json(i.versions), _json(i.segments), now, i.content_hash))
         with cursor.cursor.copy(
             "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
         ) as copy:
-            for item in fresh:
-                decision_id = inserted.get((routes[item.route].pk, item.request_id))
-                if decision_id is None:
-                    continue
+            for decision_id, item in zip(decision_ids, fresh, strict=True):
                 for passage in item.passages:
                     copy.write_row((decision_id, passage_ids[passage.content_key], passage.rank,
                                     passage.retrieval_score))
-    result.created = len(inserted)
-    result.created_ids = sorted(inserted.values())
-    by_route: dict[int, list[int]] = {}
-    for (route_id, _), pk in inserted.items():
-        by_route.setdefault(route_id, []).append(pk)
-    slugs = {route.pk: slug for slug, route in routes.items()}
+    result.created = len(fresh)
+    result.created_ids = decision_ids
+    by_route: dict[str, list[int]] = {}
+    for decision_id, item in zip(decision_ids, fresh, strict=True):
+        by_route.setdefault(item.route, []).append(decision_id)
     audit_record_many(actor=actor, events=[
-        EventSpec(Action.DECISIONS_INGESTED, "route", slugs[route_id],
-                  {"objects": {"decision": sorted(ids)}, "created": len(ids)})
-        for route_id, ids in sorted(by_route.items())
+        EventSpec(Action.DECISIONS_INGESTED, "route", slug, {"objects": {"decision": ids}, "created": len(ids)})
+        for slug, ids in sorted(by_route.items())
     ])
     return result
 
 
-def _upsert_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
+def _allocate_ids(cursor, table: str, count: int) -> list[int]:
+    cursor.execute(_ALLOCATE_IDS, [table, count])
+    return [row[0] for row in cursor.fetchall()]
+
+
+def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     """Store passages not seen before; return the id of every passage the batch names."""
     unique = {}
     for item in items:
@@ -204,18 +177,19 @@ def _upsert_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
             unique.setdefault(passage.content_key, (passage, corpus))
     if not unique:
         return {}
-    with cursor.cursor.copy(
-        "COPY stage_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
-        "content_key) FROM STDIN"
-    ) as copy:
-        for key, (passage, corpus) in unique.items():
-            embedding = None if passage.embedding is None else _json(passage.embedding)
-            copy.write_row((passage.external_id, corpus, passage.text, passage.text_sha256, passage.source,
-                            passage.uri, embedding, key))
-    cursor.execute(_MOVE_PASSAGES)
+    cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [list(unique)])
     ids = dict(cursor.fetchall())
-    known = [key for key in unique if key not in ids]
-    if known:
-        cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [known])
-        ids.update(cursor.fetchall())
+    new_keys = [key for key in unique if key not in ids]
+    if new_keys:
+        new_ids = _allocate_ids(cursor, "ledger_passage", len(new_keys))
+        with cursor.cursor.copy(
+            "COPY ledger_passage (id, external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
+            "content_key) FROM STDIN"
+        ) as copy:
+            for passage_id, key in zip(new_ids, new_keys, strict=True):
+                passage, corpus = unique[key]
+                embedding = None if passage.embedding is None else _json(passage.embedding)
+                copy.write_row((passage_id, passage.external_id, corpus, passage.text, passage.text_sha256,
+                                passage.source, passage.uri, embedding, key))
+                ids[key] = passage_id
     return ids
