@@ -98,10 +98,12 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                     [route_id, [i.request_id for i in items]])
         decision_ids = dict(cur.fetchall())
         started = time.perf_counter()
-        with cur.copy("COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN") as copy:
+        links_sql = "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
+        with cur.copy(links_sql) as copy:
             for i in items:
                 for p in i.passages:
-                    copy.write_row((decision_ids[i.request_id], passage_ids[p.content_key], p.rank, p.retrieval_score))
+                    copy.write_row(
+                        (decision_ids[i.request_id], passage_ids[p.content_key], p.rank, p.retrieval_score))
         elapsed += time.perf_counter() - started
         conn.commit()
     return elapsed

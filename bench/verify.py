@@ -1,0 +1,143 @@
+"""Span verifier throughput against bytes.find on the same passages, measured in one run.
+
+Run: .venv/bin/python bench/verify.py   (about 5 s; it reports and always exits 0)
+
+Passages of 1 KB, 10 KB, 100 KB and 1 MB, ASCII and mixed (German, Turkish, Greek, French,
+a Kelvin sign and ligatures among English words). For each, one claim present near the end in
+another case than the text, one absent. Throughput is UTF-8 bytes of passage per second. The
+baseline is bytes.find of the lower-cased claim in the already encoded passage: the
+case-sensitive search the seed's reference makes after lowering the text, without the
+lowering. Target (DESIGN section 9): >= 100 MB/s and within 5x of the baseline.
+
+The last block times claims with no ASCII anchor (Greek), which take the full casefold path;
+it is reported separately and is not part of the PASS line.
+"""
+
+import random
+import sys
+import timeit
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from console.verification.spans import verify_span  # noqa: E402
+
+SIZES = [("1KB", 1_000), ("10KB", 10_000), ("100KB", 100_000), ("1MB", 1_000_000)]
+TARGET_MB_S = 100.0
+TARGET_RATIO = 5.0
+
+ENGLISH = (
+    "the a of to and in is for on with as by at from that this it be are was or an which "
+    "gateway backup restart token session user password reset account security settings "
+    "policy service request response server client network retry timeout error cache "
+    "config deploy release version model retriever corpus passage answer question claim"
+).split()
+FOREIGN = (
+    "Straße größer Fußgänger İstanbul Ağrı ıslak Σίσυφος ΟΔΥΣΣΕΎΣ λόγος café déjà naïve "
+    "über Übersicht ﬁnance ﬂow \u212Aelvin Ångström “quoted” — coöperate façade"
+).split()
+
+PRESENT = {
+    "ascii": (
+        "The backup gateway restarts every night at 02:00 UTC.",
+        "THE BACKUP GATEWAY RESTARTS EVERY NIGHT AT 02:00 utc",
+    ),
+    "mixed": (
+        "Die Straße nach İstanbul ist ab Montag gesperrt.",
+        "DIE STRASSE NACH İSTANBUL IST AB MONTAG GESPERRT",
+    ),
+}
+ABSENT = {
+    "ascii": "the primary gateway restarts every night at 03:00 utc",
+    "mixed": "die strasse nach ankara ist ab montag gesperrt",
+}
+FALLBACK = ("Ο Σίσυφος κυλάει την πέτρα.", "Ο ΣΊΣΥΦΟΣ ΚΥΛΆΕΙ ΤΗΝ ΠΈΤΡΑ")
+
+
+def passage(size: int, variant: str, sentence: str, rng: random.Random) -> str:
+    """About `size` UTF-8 bytes of sentences, with `sentence` at about 90% of the way."""
+    foreign_share = 0.0 if variant == "ascii" else 0.08
+    parts: list[str] = []
+    length = 0
+    inserted = False
+    while length < size:
+        if not inserted and length >= 0.9 * size - len(sentence.encode()):
+            parts.append(sentence)
+            inserted = True
+        else:
+            words = [
+                rng.choice(FOREIGN) if rng.random() < foreign_share else rng.choice(ENGLISH)
+                for _ in range(rng.randint(6, 14))
+            ]
+            parts.append(" ".join(words).capitalize() + ".")
+        length += len(parts[-1].encode()) + 1
+    return " ".join(parts)
+
+
+def seconds_per_call(*functions, batch_seconds: float = 0.02, repeats: int = 7) -> list[float]:
+    """Best time per call of each function; batches alternate so both see the same machine."""
+    timers = [timeit.Timer(function) for function in functions]
+    numbers = [max(1, int(batch_seconds / max(timer.timeit(1), 1e-7))) for timer in timers]
+    best = [float("inf")] * len(timers)
+    for _ in range(repeats):
+        for index, (timer, number) in enumerate(zip(timers, numbers, strict=True)):
+            best[index] = min(best[index], timer.timeit(number) / number)
+    return best
+
+
+def measure(text: str, claim: str, expect_found: bool) -> tuple[float, float]:
+    result = verify_span(text, claim)
+    if result.supported != expect_found:
+        print(f"  !! wrong answer for claim {claim!r}: supported={result.supported}")
+    data = text.encode()
+    needle = claim.lower().encode()
+    megabytes = len(data) / 1e6
+    verify_seconds, find_seconds = seconds_per_call(
+        lambda: verify_span(text, claim), lambda: data.find(needle)
+    )
+    return megabytes / verify_seconds, megabytes / find_seconds
+
+
+def line(label: str, verify_rate: float, find_rate: float) -> tuple[str, bool]:
+    ratio = find_rate / verify_rate
+    ok = verify_rate >= TARGET_MB_S and ratio <= TARGET_RATIO
+    text = (
+        f"verify {label:<22}: {verify_rate:8.1f} MB/s   bytes.find: {find_rate:8.1f} MB/s   "
+        f"ratio {ratio:4.1f}x slower (target >= {TARGET_MB_S:.0f} MB/s, within "
+        f"{TARGET_RATIO:.0f}x) {'ok' if ok else 'MISS'}"
+    )
+    return text, ok
+
+
+def main() -> None:
+    rng = random.Random(20261101)
+    verify_span("warm", "up")
+    verify_span("wärm", "up")  # builds the fold tables once, outside the timings
+    verdicts: list[tuple[str, bool]] = []
+    for variant in ("ascii", "mixed"):
+        for size_label, size in SIZES:
+            sentence, claim = PRESENT[variant]
+            text = passage(size, variant, sentence, rng)
+            for which, probe, expect in (("present", claim, True), ("absent", ABSENT[variant], False)):
+                label = f"{size_label} {variant} {which}"
+                text_line, ok = line(label, *measure(text, probe, expect))
+                print(text_line, flush=True)
+                verdicts.append((label, ok))
+
+    print("-- claims without an ASCII anchor (full casefold path; not part of PASS) --")
+    fallback_misses = 0
+    for size_label, size in SIZES:
+        text = passage(size, "mixed", FALLBACK[0], rng)
+        text_line, ok = line(f"{size_label} mixed greek-claim", *measure(text, FALLBACK[1], True))
+        fallback_misses += not ok
+        print(text_line, flush=True)
+
+    missed = [label for label, ok in verdicts if not ok]
+    verdict = "FAIL" if missed else "PASS"
+    print(f"{verdict}: {len(verdicts) - len(missed)}/{len(verdicts)} lines meet both targets "
+          f"(>= {TARGET_MB_S:.0f} MB/s and within {TARGET_RATIO:.0f}x of bytes.find)"
+          + (f"; missed: {', '.join(missed)}" if missed else ""))
+    print(f"(full casefold path: {len(SIZES) - fallback_misses}/{len(SIZES)} lines meet both)")
+
+if __name__ == "__main__":
+    main()

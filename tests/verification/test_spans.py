@@ -1,0 +1,369 @@
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from console.verification import spans
+from console.verification.spans import (
+    ClaimEmpty,
+    ClaimTooLong,
+    SpanResult,
+    TextNotUtf8,
+    split_claim_units,
+    support_summary,
+    verify_span,
+)
+
+# Characters whose folding changes length or maps non-ASCII onto ASCII, the pieces of their
+# foldings, and ASCII letters they collide with.
+FOLD_HEAVY = "ßẞİıK\u212AﬁﬀﬃﬆŉΣσςſǰʼ\u0307\u030Cé😀"
+ASCII_NEIGHBOURS = "sSkKiIfFtTnNjJa "
+RICH_ALPHABET = FOLD_HEAVY + ASCII_NEIGHBOURS
+# Mostly letters no non-ASCII character folds to, so claims have anchors and misses.
+ANCHOR_ALPHABET = "abcdeo abcdeo " + "ßẞİK\u212AﬁŉΣſé😀" + "sSkK"
+
+
+def brute_force_spans(text: str, claim: str) -> list[tuple[int, int]]:
+    """Try every start, extend by whole characters, keep greedy left-to-right matches."""
+    target = claim.strip().casefold()
+    found = []
+    start = 0
+    while start < len(text):
+        folded = ""
+        end = start
+        while end < len(text) and len(folded) < len(target):
+            folded += text[end].casefold()
+            end += 1
+        if folded == target:
+            found.append((start, end))
+            start = end
+        else:
+            start += 1
+    return found
+
+
+def assert_ranges_are_original_spans(text: str, claim: str, result: SpanResult) -> None:
+    data = text.encode()
+    assert len(result.match_ranges) == len(result.char_ranges)
+    for (byte_start, byte_end), (char_start, char_end) in zip(
+        result.match_ranges, result.char_ranges, strict=True
+    ):
+        span = data[byte_start:byte_end].decode()
+        assert span == text[char_start:char_end]
+        assert byte_start == len(text[:char_start].encode())
+        assert span.casefold() == claim.strip().casefold()
+
+
+def spans_of(text: str, claim: str) -> list[str]:
+    result = verify_span(text, claim)
+    assert_ranges_are_original_spans(text, claim, result)
+    return [text[start:end] for start, end in result.char_ranges]
+
+
+def test_strasse_finds_strasse_with_sharp_s():
+    text = "Die Straße ist gesperrt."
+    result = verify_span(text, "STRASSE")
+    assert result.supported
+    assert result.decision == "supported"
+    assert result.char_ranges == [(4, 10)]
+    assert result.match_ranges == [(4, 11)]
+    assert text.encode()[4:11].decode() == "Straße"
+
+
+@pytest.mark.parametrize(
+    ("text", "claim", "expected"),
+    [
+        ("İstanbul Kelvin", "i̇stanbul kelvin", ["İstanbul Kelvin"]),
+        ("İstanbul Kelvin", "kelvin", ["Kelvin"]),
+        ("İstanbul Kelvin", "İSTANBUL", ["İstanbul"]),
+        ("\u212Aelvin", "kelvin", ["\u212Aelvin"]),
+        ("Kelvin", "\u212Aelvin", ["Kelvin"]),
+        ("ẞtraße", "SSTRASSE", ["ẞtraße"]),
+        ("ẞtraße", "TRASSE", ["traße"]),
+        ("Ὀδυσσεύς", "ὀδυσσεύσ", ["Ὀδυσσεύς"]),
+        ("ﬁnal ﬁle", "FILE", ["ﬁle"]),
+        ("a ŉ b", "ʼN", ["ŉ"]),
+        ("😀😀😀abcß😀", "😀ABCSS😀", ["😀abcß😀"]),
+        ("ﬃ ﬃx abc ﬃx", "FFIX ABC FFIX", ["ﬃx abc ﬃx"]),
+    ],
+)
+def test_length_changing_foldings_report_offsets_into_the_original(text, claim, expected):
+    assert spans_of(text, claim) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "claim"),
+    [("İstanbul Kelvin", "kelvin"), ("\u212Aelvin x", "x"), ("ẞtraße!", "!"), ("İİ ok", "ok")],
+)
+def test_offsets_are_not_taken_from_a_lower_cased_copy(text, claim):
+    # The seed's reference searched text.lower() and reported those offsets; after a character
+    # whose lower case has another length they point at the wrong bytes of the original.
+    lowered = text.lower().encode()
+    reference_start = lowered.find(claim.lower().encode())
+    result = verify_span(text, claim)
+    (start, end), = result.match_ranges
+    assert start != reference_start
+    assert text.encode()[start:end].decode().casefold() == claim.casefold()
+
+
+@pytest.mark.parametrize(
+    ("text", "claim"),
+    [
+        ("ß", "s"),
+        ("ẞ", "S"),
+        ("İ", "i"),
+        ("ﬃ", "fi"),
+        ("ﬃ", "ff"),
+        ("ŉ", "n"),
+        ("ẞtraße", "straße"),  # "straße" folds to "strasse", which starts inside "ẞ" -> "ss"
+    ],
+)
+def test_a_match_that_cuts_through_a_character_is_not_reported(text, claim):
+    result = verify_span(text, claim)
+    assert not result.supported
+    assert result.decision == "unsupported_claim"
+    assert result.match_ranges == result.char_ranges == []
+
+
+def test_a_whole_character_match_overlapping_a_cut_one_is_still_found():
+    assert spans_of("ßs", "s") == ["s"]
+    assert verify_span("sß", "ss").char_ranges == [(1, 2)]
+
+
+def test_matches_go_left_to_right_without_overlapping():
+    assert verify_span("aaaa", "aa").char_ranges == [(0, 2), (2, 4)]
+    assert verify_span("aaaaa", "AA").char_ranges == [(0, 2), (2, 4)]
+    result = verify_span("ääää", "ÄÄ")
+    assert result.char_ranges == [(0, 2), (2, 4)]
+    assert result.match_ranges == [(0, 4), (4, 8)]
+    assert spans_of("ßßß", "SS") == ["ß", "ß", "ß"]
+
+
+def test_the_claim_is_trimmed_before_matching():
+    assert verify_span("a cat sat", "  cat\n").char_ranges == [(2, 5)]
+
+
+def test_there_is_no_unicode_normalisation():
+    assert not verify_span("cafe\u0301", "café").supported
+    assert verify_span("café", "CAFÉ").supported
+
+
+def test_at_most_100_ranges_and_truncated_says_more_existed():
+    result = verify_span("ab " * 150, "AB")
+    assert len(result.match_ranges) == 100
+    assert result.truncated
+    assert result.match_ranges[-1] == (297, 299)
+
+
+def test_exactly_100_matches_are_not_truncated():
+    result = verify_span("é ab " * 100, "AB")
+    assert len(result.char_ranges) == 100
+    assert not result.truncated
+
+
+def test_truncation_counts_matches_on_every_path():
+    for text in ("x" * 150, "é" + "x" * 150, "ß" * 150):
+        claim = "SS" if text.startswith("ß") else "X"
+        result = verify_span(text, claim, max_ranges=7)
+        assert len(result.char_ranges) == 7
+        assert result.truncated
+        assert_ranges_are_original_spans(text, claim, result)
+
+
+def test_zero_max_ranges_still_says_whether_the_claim_is_supported():
+    result = verify_span("abc", "b", max_ranges=0)
+    assert result.supported
+    assert result.match_ranges == []
+    assert result.truncated
+
+
+@pytest.mark.parametrize("claim", ["", "   ", "\n\t "])
+def test_an_empty_claim_raises_claim_empty(claim):
+    with pytest.raises(ClaimEmpty) as error:
+        verify_span("text", claim)
+    assert error.value.code == "claim_empty"
+
+
+def test_a_claim_over_2000_characters_raises_claim_too_long():
+    with pytest.raises(ClaimTooLong) as error:
+        verify_span("text", "x" * 2001)
+    assert error.value.code == "claim_too_long"
+
+
+def test_a_claim_of_2000_characters_with_padding_is_accepted():
+    assert verify_span("x" * 2000, "  " + "X" * 2000 + "  ").supported
+
+
+def test_a_text_with_a_lone_surrogate_raises_text_not_utf8():
+    with pytest.raises(TextNotUtf8) as error:
+        verify_span("ok \ud800 ok", "ok")
+    assert error.value.code == "text_not_utf8"
+
+
+def test_as_dict_is_json_ready():
+    payload = verify_span("Straße straße", "strasse").as_dict()
+    assert json.loads(json.dumps(payload)) == {
+        "supported": True,
+        "decision": "supported",
+        "match_ranges": [[0, 7], [8, 15]],
+        "char_ranges": [[0, 6], [7, 13]],
+        "truncated": False,
+    }
+
+
+def test_an_absent_claim_is_unsupported():
+    assert verify_span("İstanbul", "Ankara").as_dict() == {
+        "supported": False,
+        "decision": "unsupported_claim",
+        "match_ranges": [],
+        "char_ranges": [],
+        "truncated": False,
+    }
+
+
+def test_a_periodic_claim_in_a_periodic_text_stays_linear():
+    started = time.perf_counter()
+    assert not verify_span("ß" * 100_000, "s" * 1999).supported
+    assert len(verify_span("ß" * 100_000, "s" * 1998).char_ranges) == 100
+    assert time.perf_counter() - started < 2
+
+
+def test_an_anchor_that_keeps_missing_hands_over_to_the_full_casefold(monkeypatch):
+    calls = []
+    full_search = spans._folded_char_ranges
+
+    def spy(*args):
+        calls.append(args)
+        return full_search(*args)
+
+    monkeypatch.setattr(spans, "_folded_char_ranges", spy)
+    text = "é" + "xyz " * 200 + "xyzß"
+    assert spans._plan_claim("XYZSS").anchor == b"xyz"
+    assert verify_span(text, "XYZSS").char_ranges == [(801, 805)]
+    assert len(calls) == 1
+
+
+def test_casefold_is_the_concatenation_of_each_characters_folding():
+    # The search depends on it; a future Unicode or Python change must not slip by.
+    sample = "ΣΑΣ σας ΌΣΟΣ ß ẞ İ ı \u212A ﬃ ŉ ǰ ΐ ᾈ 😀 Ǆǅǆ"
+    assert "".join(char.casefold() for char in sample) == sample.casefold()
+
+
+@settings(max_examples=300)
+@given(st.text())
+def test_casefold_works_character_by_character(text):
+    assert "".join(char.casefold() for char in text) == text.casefold()
+
+
+no_surrogates = st.characters(exclude_categories=("Cs",))
+
+
+@st.composite
+def text_and_claim(draw, alphabet):
+    text = draw(st.text(alphabet, max_size=40))
+    if text and draw(st.booleans()):
+        start = draw(st.integers(0, len(text) - 1))
+        end = draw(st.integers(start + 1, len(text)))
+        claim = text[start:end]
+        claim = draw(st.sampled_from([claim, claim.upper(), claim.lower(), claim.swapcase()]))
+    else:
+        claim = draw(st.text(alphabet, min_size=1, max_size=6))
+    if not claim.strip():
+        claim = draw(st.sampled_from(["s", "ss", "k", "i\u0307", "fi"]))
+    return text, claim
+
+
+@settings(max_examples=500)
+@given(text_and_claim(st.sampled_from(RICH_ALPHABET)))
+def test_every_match_is_found_and_every_range_is_an_original_span(pair):
+    text, claim = pair
+    result = verify_span(text, claim, max_ranges=10_000)
+    assert_ranges_are_original_spans(text, claim, result)
+    assert result.char_ranges == brute_force_spans(text, claim)
+    assert result.supported == bool(result.char_ranges)
+
+
+@settings(max_examples=300)
+@given(text_and_claim(no_surrogates))
+def test_any_text_agrees_with_the_brute_force_search(pair):
+    text, claim = pair
+    result = verify_span(text, claim, max_ranges=10_000)
+    assert_ranges_are_original_spans(text, claim, result)
+    assert result.char_ranges == brute_force_spans(text, claim)
+
+
+@settings(max_examples=500)
+@given(
+    st.one_of(
+        text_and_claim(st.sampled_from(RICH_ALPHABET)),
+        text_and_claim(st.sampled_from(ANCHOR_ALPHABET)),
+    )
+)
+def test_the_anchored_and_the_full_casefold_search_each_agree_with_brute_force(pair):
+    text, claim = pair
+    expected = brute_force_spans(text, claim)
+    plan = spans._plan_claim(claim.strip())
+    assert spans._folded_char_ranges(text, plan.folded, 10_000) == expected
+    if plan.anchor:
+        found = spans._anchored_byte_ranges(text.encode(), plan, 10_000)
+        if found is not None:
+            byte_ranges, char_widths = found
+            assert byte_ranges == [
+                (len(text[:start].encode()), len(text[:end].encode())) for start, end in expected
+            ]
+            assert char_widths == [end - start for start, end in expected]
+
+
+@settings(max_examples=300)
+@given(text_and_claim(st.sampled_from(RICH_ALPHABET)))
+def test_offsets_map_back_across_fold_chunk_boundaries(pair):
+    text, claim = pair
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_FOLD_CHUNK", 3)
+        found = spans._folded_char_ranges(text, claim.strip().casefold(), 10_000)
+    assert found == brute_force_spans(text, claim)
+
+
+def test_a_match_beyond_the_first_fold_chunk_has_exact_offsets():
+    text = "aß" * 10_000 + " Σίσυφος ßß"
+    claim = "ΣΊΣΥΦΟΣ SSSS"
+    assert not spans._plan_claim(claim).anchor  # so the whole text is casefolded
+    assert spans_of(text, claim) == ["Σίσυφος ßß"]
+    assert verify_span(text, claim).char_ranges == [(20_001, 20_011)]
+
+
+def test_a_long_answer_splits_into_sentences_and_lines():
+    answer = "Open Settings. Choose Security!  Is MFA on?\nReset it\n\n  then log in.  "
+    assert split_claim_units(answer) == [
+        "Open Settings.",
+        "Choose Security!",
+        "Is MFA on?",
+        "Reset it",
+        "then log in.",
+    ]
+
+
+def test_splitting_keeps_abbreviations_simple_and_numbers_whole():
+    assert split_claim_units("Use e.g. the CLI. Version 3.5 works.") == [
+        "Use e.g.",
+        "the CLI.",
+        "Version 3.5 works.",
+    ]
+
+
+def test_a_blank_answer_has_no_units():
+    assert split_claim_units(" \n\t\n") == []
+
+
+def test_support_summary_counts_found_units():
+    assert support_summary([True, False, True]) == (2 / 3, False)
+    summary = support_summary([True, True])
+    assert summary.expected_support == 1.0
+    assert summary.fully_supported
+
+
+def test_support_summary_needs_at_least_one_unit():
+    with pytest.raises(ValueError):
+        support_summary([])
