@@ -1,4 +1,4 @@
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from audit import apis as audit_apis
 from console.api_errors import api_not_found
@@ -13,5 +13,9 @@ urlpatterns = [
     path("audit/events", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),
     path("audit/verify", audit_apis.AuditVerifyApi.as_view(), name="api-audit-verify"),
     path("audit/export", audit_apis.AuditExportApi.as_view(), name="api-audit-export"),
+    path("", include("console.verification.api_urls")),
+    path("", include("console.shadow.api_urls")),
+    path("", include("grading.api_urls")),
+    path("", include("console.policy.api_urls")),
     re_path(r"^.*$", api_not_found),
 ]

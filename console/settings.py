@@ -45,7 +45,10 @@ INSTALLED_APPS = [
     "console.accounts",
     "audit",
     "console.ledger",
+    "console.verification",
+    "console.shadow",
     "grading",
+    "console.policy",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,3 @@
+"""API v1 endpoints of this app; included from console/api_urls.py."""
+
+urlpatterns: list = []

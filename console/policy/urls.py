@@ -1,0 +1,3 @@
+"""Pages of this app; included from console/urls.py."""
+
+urlpatterns: list = []

@@ -1,0 +1,36 @@
+from django.db import models
+
+
+class ShadowStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class ShadowRun(models.Model):
+    """A refused decision re-run with the gate disabled on exactly the passages logged for it."""
+
+    decision = models.ForeignKey("ledger.Decision", on_delete=models.PROTECT, related_name="shadow_runs")
+    pipeline = models.CharField(max_length=100, help_text="Pipeline name: 'reference' or 'http'.")
+    pipeline_version = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=12, choices=ShadowStatus.choices, default=ShadowStatus.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True, help_text="Why the last attempt failed, as the pipeline reported it.")
+    answer = models.TextField(blank=True, help_text="The answer the pipeline gave with the gate disabled.")
+    passages_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 over the passages handed to the pipeline, in rank order."
+    )
+    latency_ms = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["decision", "pipeline"], name="one_shadow_run_per_pipeline"),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="shadow_status_idx")]
+
+    def __str__(self) -> str:
+        return f"shadow {self.pipeline} for decision {self.decision_id}: {self.status}"

@@ -1,0 +1,130 @@
+"""Blind grading: what graders judge, who holds what, their grades and the final labels.
+
+Graders only ever see a GradingItem's question, answer and passages (through serializers and
+templates written for them); the decision's score, outcome, cutoff and the answer's origin stay
+on the server.
+"""
+
+from django.conf import settings
+from django.db import models
+
+
+class Verdict(models.TextChoices):
+    CORRECT = "correct", "Correct"
+    INCORRECT = "incorrect", "Incorrect"
+    UNSURE = "unsure", "Unsure"
+
+
+class AnswerSource(models.TextChoices):
+    SERVED = "served", "Served answer"
+    SHADOW = "shadow", "Shadow run answer"
+    CLAIM = "claim", "Logged claim"
+    GOLD = "gold", "Gold item"
+
+
+class ItemStatus(models.TextChoices):
+    OPEN = "open", "Needs grades"
+    ADJUDICATION = "adjudication", "Graders disagree"
+    LABELLED = "labelled", "Labelled"
+
+
+class GradingItem(models.Model):
+    """A decision's answer under review, in its route's pool."""
+
+    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="grading_items")
+    decision = models.ForeignKey(
+        "ledger.Decision", null=True, blank=True, on_delete=models.PROTECT, related_name="grading_items",
+        help_text="Empty for gold items written by hand.",
+    )
+    question = models.TextField()
+    answer = models.TextField(help_text="The answer graders judge.")
+    answer_source = models.CharField(
+        max_length=12, choices=AnswerSource.choices, help_text="Where the answer came from; never shown to graders."
+    )
+    stratum = models.CharField(max_length=64, default="all", help_text="Sampling stratum (e.g. a score band).")
+    inclusion_probability = models.FloatField(
+        default=1.0, help_text="Chance this decision had of entering the pool under the route's plan."
+    )
+    queue_key = models.BigIntegerField(
+        help_text="Random position fixed on entry: graded items are a simple random sample of their stratum."
+    )
+    grades_required = models.PositiveSmallIntegerField(default=2)
+    status = models.CharField(max_length=16, choices=ItemStatus.choices, default=ItemStatus.OPEN)
+    is_gold = models.BooleanField(default=False)
+    gold_verdict = models.CharField(
+        max_length=12, choices=Verdict.choices, blank=True, help_text="Known right verdict of a gold item."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["decision"], condition=models.Q(is_gold=False), name="one_pool_item_per_decision"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(inclusion_probability__gt=0) & models.Q(inclusion_probability__lte=1),
+                name="inclusion_probability_in_0_1",
+            ),
+        ]
+        indexes = [models.Index(fields=["route", "status", "queue_key"], name="grading_queue_idx")]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} ({self.route_id})"
+
+
+class Assignment(models.Model):
+    """A lease: one grader holds one item until `lease_expires_at`."""
+
+    item = models.ForeignKey(GradingItem, on_delete=models.CASCADE, related_name="assignments")
+    grader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    leased_at = models.DateTimeField()
+    lease_expires_at = models.DateTimeField()
+    skipped = models.BooleanField(default=False, help_text="The grader passed on this item; it is not offered again.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "grader"], name="one_assignment_per_grader")]
+        indexes = [models.Index(fields=["item", "lease_expires_at"], name="assignment_lease_idx")]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} leased to {self.grader_id}"
+
+
+class Grade(models.Model):
+    item = models.ForeignKey(GradingItem, on_delete=models.CASCADE, related_name="grades")
+    grader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="grades")
+    verdict = models.CharField(max_length=12, choices=Verdict.choices)
+    note = models.TextField(blank=True, max_length=2000)
+    seconds_spent = models.FloatField(null=True, blank=True, help_text="From lease to grade, as the page measured.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "grader"], name="one_grade_per_grader")]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} on item {self.item_id} by {self.grader_id}"
+
+
+class LabelMethod(models.TextChoices):
+    UNANIMOUS = "unanimous", "Unanimous graders"
+    MAJORITY = "majority", "Majority of graders"
+    ADJUDICATED = "adjudicated", "Adjudicated by a reviewer"
+    IMPORTED = "imported", "Imported graded set"
+
+
+class FinalLabel(models.Model):
+    """Whether a decision's answer under review is correct: what the statistics read."""
+
+    decision = models.OneToOneField("ledger.Decision", on_delete=models.PROTECT, related_name="final_label")
+    item = models.OneToOneField(
+        GradingItem, null=True, blank=True, on_delete=models.PROTECT, related_name="final_label"
+    )
+    correct = models.BooleanField()
+    method = models.CharField(max_length=12, choices=LabelMethod.choices)
+    source = models.CharField(max_length=200, blank=True, help_text="Name of the imported set, for imported labels.")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="labels_decided"
+    )
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"decision {self.decision_id}: {'correct' if self.correct else 'incorrect'} ({self.method})"
