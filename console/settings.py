@@ -85,6 +85,8 @@ TEMPLATES = [
 
 _database_url = env_str("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
 DATABASES = {"default": embedded.database_settings(_database_url)}
+# Separate test databases let several test runs share one server (e.g. CI beside a developer).
+DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_console")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

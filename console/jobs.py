@@ -1,0 +1,28 @@
+"""Queueing background jobs so that nothing is lost when the broker is down.
+
+Jobs take ids and re-read state, so a job that never reached the broker is not lost: the state it
+would have changed is still pending in the database, and each app's sweeper (run by beat) queues
+it again. `enqueue` therefore queues after the surrounding transaction commits and only logs when
+the broker cannot be reached, instead of failing the request that made the change.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+
+def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
+    """Queue `task(*args, **kwargs)` once the current transaction commits (at once outside one)."""
+
+    def publish() -> None:
+        try:
+            task.apply_async(args=args, kwargs=kwargs)
+        except Exception:  # broker down: the sweeper will find the pending work
+            logger.warning("could not queue %s%r; the sweeper will retry", task.name, args, exc_info=True)
+
+    transaction.on_commit(publish)
