@@ -70,3 +70,14 @@ def embedded_broker(tmp_path_factory):
     process = embedded.start_redis(data_dir)
     yield embedded.redis_url(data_dir)
     embedded.stop_process(process)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _jobs_run_inline():
+    """Jobs run in the test's own process unless a test starts a real worker (see tests/jobs)."""
+    from console.celery import app
+
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager = False
