@@ -13,22 +13,35 @@ class ShadowRun(models.Model):
 
     decision = models.ForeignKey("ledger.Decision", on_delete=models.PROTECT, related_name="shadow_runs")
     pipeline = models.CharField(max_length=100, help_text="Pipeline name: 'reference' or 'http'.")
-    pipeline_version = models.CharField(max_length=100, blank=True)
+    pipeline_version = models.CharField(max_length=100, blank=True, help_text="Set when the pipeline last ran.")
     status = models.CharField(max_length=12, choices=ShadowStatus.choices, default=ShadowStatus.QUEUED)
-    attempts = models.PositiveSmallIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times a job claimed the run (one killed mid-run counts too)."
+    )
     error = models.TextField(blank=True, help_text="Why the last attempt failed, as the pipeline reported it.")
     answer = models.TextField(blank=True, help_text="The answer the pipeline gave with the gate disabled.")
     passages_sha256 = models.CharField(
         max_length=64, blank=True, help_text="SHA-256 over the passages handed to the pipeline, in rank order."
     )
-    latency_ms = models.FloatField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True, help_text="How long the pipeline took, retries included.")
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a job for it was last queued; the sweeper queues it again if lost."
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["decision", "pipeline"], name="one_shadow_run_per_pipeline"),
+            # One answer under review per refusal, whatever pipeline the route names later.
+            models.UniqueConstraint(fields=["decision"], name="one_shadow_run_per_decision"),
+            # Never a fake answer: only a succeeded run carries one, with the checksum of its input.
+            models.CheckConstraint(
+                condition=models.Q(status="succeeded", passages_sha256__regex=r"^[0-9a-f]{64}$")
+                & ~models.Q(answer="")
+                | ~models.Q(status="succeeded") & models.Q(answer=""),
+                name="answer_only_when_succeeded",
+            ),
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="shadow_status_idx")]
 

@@ -1,0 +1,29 @@
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit.services import Actor
+from console.ledger.apis import _ERROR
+from console.shadow import selectors, services
+
+_SHADOW_RUN = inline_serializer("ShadowRun", {
+    "id": serializers.IntegerField(), "pipeline": serializers.CharField(),
+    "pipeline_version": serializers.CharField(), "status": serializers.CharField(),
+    "attempts": serializers.IntegerField(), "error": serializers.CharField(),
+    "answer": serializers.CharField(allow_null=True), "passages_sha256": serializers.CharField(allow_null=True),
+    "latency_ms": serializers.FloatField(allow_null=True),
+})
+
+
+class ShadowRunRetryApi(APIView):
+    """Send a failed shadow run back to its route's pipeline (reviewers and admins; audited)."""
+
+    @extend_schema(request=None, responses={202: _SHADOW_RUN, 401: _ERROR, 403: _ERROR, 404: _ERROR, 409: _ERROR},
+                   summary="Retry a failed shadow run")
+    def post(self, request: Request, run_id: int) -> Response:
+        run = selectors.get_shadow_run_for_retry(request.user, run_id)
+        run = services.shadow_run_retry(actor=Actor.from_request(request), run=run)
+        run.refresh_from_db()
+        return Response(selectors.shadow_run_as_dict(run), status=202)

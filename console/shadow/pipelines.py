@@ -1,0 +1,306 @@
+"""Shadow pipelines: answer a refused question with the gate disabled, on the logged passages.
+
+Every pipeline has the same small interface (`Pipeline`): a name, a version and
+`run(request) -> answer`, raising `PipelineError` with a message a person can act on when it
+cannot answer. It never invents an answer: a pipeline that fails leaves the run failed.
+
+A route chooses its pipeline in `Route.shadow_config`:
+- ``{}``: none; refusals of the route get no shadow run.
+- ``{"kind": "reference"}``: the built-in extractive pipeline (no model, deterministic).
+- ``{"kind": "http", "url": "https://..."}``: the integrator's own pipeline, called over HTTP.
+
+The passages handed to a pipeline are exactly the ones logged with the decision, in rank
+order; nothing is retrieved again (seed 001: re-retrieving against a grown corpus understates
+the false-abstention rate). Their checksum is `passages_sha256`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.client import HTTPException
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+
+from console.errors import InvalidInput
+from console.verification.spans import split_claim_units
+
+PIPELINE_KINDS = ("reference", "http")
+MAX_ANSWER_CHARS = 20_000  # the same bound as a logged claim or served answer
+MAX_RESPONSE_BYTES = 2 * 1024 * 1024
+MAX_URL_CHARS = 2_000
+_ERROR_EXCERPT_CHARS = 300
+
+
+class PipelineError(Exception):
+    """The pipeline gave no usable answer; the message says why and is kept on the run."""
+
+
+class _TransientPipelineError(PipelineError):
+    """A failure worth another try (timeout, connection refused, HTTP 5xx, 408, 429)."""
+
+
+@dataclass(frozen=True)
+class PipelinePassage:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PipelineRequest:
+    request_id: str
+    question: str
+    passages: tuple[PipelinePassage, ...]
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON body an HTTP pipeline receives (DESIGN section 6)."""
+        return {
+            "request_id": self.request_id,
+            "question": self.question,
+            "passages": passages_payload(self.passages),
+            "gate": "disabled",
+        }
+
+
+class Pipeline(Protocol):
+    name: str
+    version: str
+
+    def run(self, request: PipelineRequest) -> str: ...
+
+
+def passages_payload(passages: Sequence[PipelinePassage]) -> list[dict[str, str]]:
+    return [{"id": passage.id, "text": passage.text} for passage in passages]
+
+
+def passages_sha256(passages: Sequence[PipelinePassage]) -> str:
+    """SHA-256 of the passages handed to a pipeline, as lowercase hex.
+
+    Serialisation: the JSON array ``[{"id": <external id>, "text": <text>}, ...]`` in rank order
+    (exactly the ``passages`` member of the HTTP body), written with sorted keys, no whitespace
+    (separators ``,`` and ``:``) and non-ASCII characters as themselves (``ensure_ascii=False``),
+    encoded as UTF-8. Anyone holding the logged passages (or the body a pipeline received) can
+    recompute it with ``json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False)``.
+    """
+    canonical = json.dumps(passages_payload(passages), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def validate_shadow_config(config: Any) -> dict[str, str]:
+    """The normalised config, or InvalidInput naming what is wrong."""
+    if config in (None, {}):
+        return {}
+    if not isinstance(config, dict):
+        raise InvalidInput("The shadow pipeline config must be an object.", code="invalid_shadow_config")
+    kind = config.get("kind")
+    if kind == "reference":
+        extra = set(config) - {"kind"}
+        if extra:
+            raise InvalidInput(f"The reference pipeline takes no options; got {sorted(extra)}.",
+                               code="invalid_shadow_config")
+        return {"kind": "reference"}
+    if kind == "http":
+        extra = set(config) - {"kind", "url"}
+        if extra:
+            raise InvalidInput(f"The HTTP pipeline takes only a url; got {sorted(extra)}.",
+                               code="invalid_shadow_config")
+        return {"kind": "http", "url": validate_pipeline_url(config.get("url"))}
+    raise InvalidInput(f'"kind" must be one of {", ".join(PIPELINE_KINDS)}; got {kind!r}.',
+                       code="invalid_shadow_config")
+
+
+def validate_pipeline_url(url: Any) -> str:
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInput("The HTTP pipeline needs a url.", code="invalid_shadow_config")
+    url = url.strip()
+    if len(url) > MAX_URL_CHARS:
+        raise InvalidInput(f"The url is longer than {MAX_URL_CHARS} characters.", code="invalid_shadow_config")
+    try:
+        URLValidator(schemes=["http", "https"])(url)
+    except ValidationError:
+        raise InvalidInput(f"Not an http(s) URL: {url!r}.", code="invalid_shadow_config") from None
+    return url
+
+
+def pipeline_for(config: Any) -> Pipeline | None:
+    """The pipeline a route's config names; None for no pipeline. Raises PipelineError if invalid."""
+    try:
+        config = validate_shadow_config(config)
+    except InvalidInput as exc:
+        raise PipelineError(f"The route's shadow pipeline config is invalid: {exc.message}") from None
+    if not config:
+        return None
+    if config["kind"] == "reference":
+        return ReferencePipeline()
+    return HttpPipeline(
+        config["url"],
+        timeout=settings.SHADOW_HTTP_TIMEOUT_MS / 1000,
+        retries=settings.SHADOW_HTTP_RETRIES,
+        backoff=settings.SHADOW_HTTP_BACKOFF_MS / 1000,
+        auth_header=settings.SHADOW_HTTP_AUTH_HEADER,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The built-in extractive reference pipeline
+
+_WORD = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i in is it my of on or the this to was what when "
+    "where which who why will with you your".split()
+)
+_REFERENCE_SENTENCES = 2
+
+
+class ReferencePipeline:
+    """Extractive: answers with the passage sentences sharing the most words with the question.
+
+    Sentences are the claim units of `split_claim_units` (the same rule as span verification).
+    Each sentence scores the number of distinct non-stopword words (case-folded) it shares with
+    the question; the best two with a positive score are returned in reading order (passage rank,
+    then position). Ties go to the higher-ranked passage, then the earlier sentence. When no
+    sentence shares a word, the answer is the top-ranked passage's first sentence, which is what
+    an answering system with its gate disabled would have leaned on. No passages: PipelineError.
+    """
+
+    name = "reference"
+    version = "extractive-1"
+
+    def run(self, request: PipelineRequest) -> str:
+        sentences = [
+            (rank, position, sentence)
+            for rank, passage in enumerate(request.passages)
+            for position, sentence in enumerate(split_claim_units(passage.text))
+        ]
+        if not sentences:
+            raise PipelineError("No passages (or only empty ones) were logged; there is nothing to answer from.")
+        wanted = _content_words(request.question)
+        scored = [(len(wanted & _content_words(sentence)), rank, position, sentence)
+                  for rank, position, sentence in sentences]
+        best = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1], s[2]))[:_REFERENCE_SENTENCES]
+        if not best:
+            return sentences[0][2]
+        best.sort(key=lambda s: (s[1], s[2]))
+        return " ".join(sentence for _, _, _, sentence in best)
+
+
+def _content_words(text: str) -> set[str]:
+    return {word for word in _WORD.findall(text.casefold()) if word not in _STOPWORDS}
+
+
+# ---------------------------------------------------------------------------------------------
+# The HTTP adapter
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect would turn the POST into a GET without a body; report it instead."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+class HttpPipeline:
+    """POSTs the request as JSON to the route's URL and expects ``{"answer": "<text>"}`` back.
+
+    Each try has `timeout` seconds per connect and per read. Timeouts, refused connections and
+    HTTP 5xx / 408 / 429 are tried again after `backoff`, 2 x `backoff`, 4 x `backoff` ... up to
+    `retries` more times; other 4xx, redirects, malformed JSON, a missing, non-string, empty or
+    over-long answer fail at once (asking again would get the same reply). Proxies from the
+    environment are not used: shadow pipelines are internal services. `auth_header` is
+    "Name: value" and is sent on every request, never logged or stored.
+    """
+
+    name = "http"
+    version = "http-1"
+
+    def __init__(self, url: str, *, timeout: float, retries: int, backoff: float,
+                 auth_header: str | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.sleep = sleep
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json",
+                        "User-Agent": "abstention-review-console/shadow"}
+        if auth_header:
+            name, _, value = auth_header.partition(":")
+            self.headers[name.strip()] = value.strip()
+        self._opener = urllib.request.build_opener(_NoRedirects(), urllib.request.ProxyHandler({}))
+
+    def run(self, request: PipelineRequest) -> str:
+        body = json.dumps(request.payload(), ensure_ascii=False).encode("utf-8")
+        tries = self.retries + 1
+        for attempt in range(tries):
+            if attempt:
+                self.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                return self._post(body)
+            except _TransientPipelineError as exc:
+                if attempt == tries - 1:
+                    raise PipelineError(f"{exc} (gave up after {tries} tr{'y' if tries == 1 else 'ies'})") from None
+        raise AssertionError("unreachable")
+
+    def _post(self, body: bytes) -> str:
+        request = urllib.request.Request(self.url, data=body, method="POST", headers=self.headers)
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                raw = response.read(MAX_RESPONSE_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            try:
+                excerpt = _excerpt(exc.read(_ERROR_EXCERPT_CHARS) if exc.fp else b"")
+            except OSError:
+                excerpt = ""
+            message = f"HTTP {exc.code} from the pipeline" + (f": {excerpt}" if excerpt else "")
+            if exc.code >= 500 or exc.code in (408, 429):
+                raise _TransientPipelineError(message) from None
+            if 300 <= exc.code < 400:
+                message += " (redirects are not followed; configure the final URL)"
+            raise PipelineError(message) from None
+        except TimeoutError:
+            raise _TransientPipelineError(f"no answer within {self.timeout:g} s") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise _TransientPipelineError(f"no answer within {self.timeout:g} s") from None
+            raise _TransientPipelineError(f"could not reach the pipeline: {exc.reason}") from None
+        except (HTTPException, OSError) as exc:
+            raise _TransientPipelineError(f"the connection failed: {exc!r}") from None
+        return _answer_from(raw)
+
+
+def _answer_from(raw: bytes) -> str:
+    if len(raw) > MAX_RESPONSE_BYTES:
+        raise PipelineError(f"The response is larger than {MAX_RESPONSE_BYTES} bytes.")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PipelineError(f"Malformed JSON in the response ({exc}): {_excerpt(raw)}") from None
+    if not isinstance(data, dict) or "answer" not in data:
+        raise PipelineError(f'The response has no "answer" member: {_excerpt(raw)}')
+    answer = data["answer"]
+    if not isinstance(answer, str):
+        raise PipelineError(f'"answer" is {type(answer).__name__}, not a string.')
+    if not answer.strip():
+        raise PipelineError('"answer" is empty.')
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise PipelineError(f'"answer" has {len(answer)} characters; at most {MAX_ANSWER_CHARS} are kept.')
+    if "\x00" in answer:
+        raise PipelineError('"answer" contains a NUL character.')
+    try:
+        answer.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PipelineError('"answer" contains a lone surrogate and is not valid Unicode text.') from None
+    return answer
+
+
+def _excerpt(raw: bytes) -> str:
+    text = raw[:_ERROR_EXCERPT_CHARS].decode("utf-8", "replace").strip()
+    return text + ("…" if len(raw) > _ERROR_EXCERPT_CHARS else "")

@@ -1,0 +1,99 @@
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
+from rest_framework.views import APIView
+
+from console.errors import InvalidInput
+from console.ledger.apis import _ERROR
+from console.verification import selectors
+from console.verification.spans import verify_span
+
+# A pasted text may be longer than a logged passage (100,000) but stays bounded: O(text) work.
+MAX_TEXT_CHARS = 1_000_000
+_BIGINT_MAX = 2**63 - 1
+
+
+class _StrictText(serializers.CharField):
+    """A JSON string and nothing else (CharField would turn 12 into "12").
+
+    Lone surrogates are left to the verifier, which reports them as `text_not_utf8`.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.validators = [v for v in self.validators if not isinstance(v, ProhibitSurrogateCharactersValidator)]
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class VerifyApi(APIView):
+    """Does the claim appear, word for word up to case, in the passage; and where.
+
+    Pure read, no audit row. `{"passage_id"}` (alias `chunk_id`) verifies against a logged
+    passage and needs a role that reads decisions on a route that logged it (graders get 403:
+    verifier results on logged data are hidden from them). `{"text"}` verifies against text the
+    caller sends and is open to every authenticated user: its result is a function of the
+    caller's own input and reveals nothing stored.
+    """
+
+    @extend_schema_serializer(component_name="VerifyInput")
+    class InputSerializer(serializers.Serializer):
+        passage_id = serializers.IntegerField(required=False, min_value=1, max_value=_BIGINT_MAX,
+                                              help_text="The console's passage id (see decision lookups).")
+        chunk_id = serializers.IntegerField(required=False, min_value=1, max_value=_BIGINT_MAX,
+                                            help_text="Alias of passage_id.")
+        text = _StrictText(required=False, allow_blank=True, trim_whitespace=False, max_length=MAX_TEXT_CHARS,
+                           help_text="Text to search instead of a logged passage.")
+        claim = _StrictText(allow_blank=True, trim_whitespace=False,
+                            help_text="Trimmed; empty -> claim_empty; over 2,000 characters -> claim_too_long.")
+
+        def validate(self, data):
+            unknown = sorted(set(self.initial_data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: "Unknown field." for name in unknown})
+            sources = [name for name in ("passage_id", "chunk_id", "text") if name in data]
+            if len(sources) != 1:
+                raise serializers.ValidationError(
+                    {"non_field_errors": 'Send exactly one of "passage_id" (or "chunk_id") and "text".'}
+                )
+            return data
+
+    @extend_schema_serializer(component_name="VerifyResult")
+    class OutputSerializer(serializers.Serializer):
+        supported = serializers.BooleanField()
+        decision = serializers.ChoiceField(choices=["supported", "unsupported_claim"])
+        match_ranges = serializers.ListField(
+            child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+            help_text="[start, end) byte offsets into the UTF-8 encoding of the original text.",
+        )
+        char_ranges = serializers.ListField(
+            child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+            help_text="[start, end) code-point offsets into the original text.",
+        )
+        truncated = serializers.BooleanField(help_text="More than 100 matches existed.")
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: OutputSerializer, 400: _ERROR, 401: _ERROR, 403: _ERROR, 404: _ERROR},
+        summary="Verify a claim against a passage",
+        examples=[OpenApiExample("Logged passage", value={"passage_id": 12, "claim": "choose Reset"},
+                                 request_only=True),
+                  OpenApiExample("Own text", value={"text": "Die Straße ist lang.", "claim": "STRASSE"},
+                                 request_only=True)],
+    )
+    def post(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):
+            raise InvalidInput('Body must be {"passage_id" | "chunk_id" | "text", "claim"}.', code="invalid_body")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if "text" in data:
+            text = data["text"]
+        else:
+            text = selectors.passage_text_for_user(request.user, data.get("passage_id") or data["chunk_id"])
+        return Response(verify_span(text, data["claim"]).as_dict())

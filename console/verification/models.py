@@ -1,0 +1,76 @@
+"""Stored results of span verification: one SpanCheck per (decision, passage, claim unit) and
+one DecisionSupport per decision with its figures (DESIGN section 3 and 5, "Long answers")."""
+
+from django.db import models
+
+
+class SupportStatus(models.TextChoices):
+    # PENDING exists only inside the verifying transaction (see services.decisions_verify);
+    # committed rows are DONE or FAILED.
+    PENDING = "pending", "Pending"
+    DONE = "done", "Verified"
+    FAILED = "failed", "Failed"
+
+
+class DecisionSupport(models.Model):
+    """How much of a decision's claim its logged passages contain, word for word up to case."""
+
+    decision = models.OneToOneField(
+        "ledger.Decision", on_delete=models.CASCADE, primary_key=True, related_name="support"
+    )
+    status = models.CharField(max_length=8, choices=SupportStatus.choices, default=SupportStatus.PENDING)
+    units = models.PositiveIntegerField(default=0, help_text="Claim units the claim splits into.")
+    units_supported = models.PositiveIntegerField(
+        default=0, help_text="Claim units found in at least one logged passage."
+    )
+    expected_support = models.FloatField(
+        null=True, blank=True, help_text="units_supported / units; empty when the claim has no units."
+    )
+    fully_supported = models.BooleanField(default=False, help_text="Every claim unit was found.")
+    no_supporting_passage = models.BooleanField(
+        default=False, help_text="No claim unit was found in any passage: a retrieval problem, not a gate one."
+    )
+    verifier_version = models.CharField(max_length=40, blank=True, help_text="spans.VERIFIER_VERSION used.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times the verification job claimed it.")
+    error = models.TextField(blank=True, help_text="Why verification failed, when it did.")
+    verified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(units_supported__lte=models.F("units")), name="supported_units_at_most_units"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["decision"], condition=models.Q(no_supporting_passage=True), name="support_none_found_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"support of decision {self.decision_id}: {self.units_supported}/{self.units}"
+
+
+class SpanCheck(models.Model):
+    """One claim unit searched in one logged passage of a decision."""
+
+    decision = models.ForeignKey("ledger.Decision", on_delete=models.CASCADE, related_name="span_checks")
+    passage = models.ForeignKey("ledger.Passage", on_delete=models.PROTECT, related_name="span_checks")
+    unit_index = models.PositiveIntegerField(help_text="Position of the unit in the claim, from 0.")
+    unit_text = models.TextField(help_text="The claim unit as split from the claim (trimmed).")
+    supported = models.BooleanField(help_text="The unit appears in the passage (full Unicode case folding).")
+    match_ranges = models.JSONField(
+        default=list, help_text="[start, end) byte offsets into the passage text's UTF-8 encoding."
+    )
+    char_ranges = models.JSONField(default=list, help_text="[start, end) code-point offsets into the passage text.")
+    truncated = models.BooleanField(default=False, help_text="More matches existed than ranges were kept.")
+    verifier_version = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["decision", "unit_index", "passage"]
+        constraints = [
+            models.UniqueConstraint(fields=["decision", "passage", "unit_index"], name="one_check_per_unit_passage"),
+        ]
+
+    def __str__(self) -> str:
+        return f"decision {self.decision_id} unit {self.unit_index} in passage {self.passage_id}: {self.supported}"

@@ -1,0 +1,125 @@
+"""Reads of span verification. Access is decided in console.accounts.permissions, applied here.
+
+Verifier results are decision data: only decision readers get them (graders never do).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from console.accounts import permissions
+from console.errors import Forbidden, NotFound
+from console.ledger.models import Decision, Passage
+from console.verification.models import DecisionSupport, SpanCheck
+
+
+class Segment(NamedTuple):
+    """A piece of a passage's text; `marked` pieces are verified claim spans."""
+
+    text: str
+    marked: bool
+
+
+def passage_text_for_user(user, passage_id: int) -> str:
+    """The text of a logged passage the user may read: Forbidden for users who read no decisions
+    (graders), NotFound when no decision the user may read logged it (or it does not exist)."""
+    if not permissions.can_read_decisions(user):
+        raise Forbidden("Your role does not allow verifying logged passages; send {\"text\", \"claim\"} instead.")
+    passages = permissions.visible(Passage.objects.filter(pk=passage_id), user, permissions.DECISION_READERS,
+                                   field="rankings__decision__route")
+    text = passages.values_list("text", flat=True).first()
+    if text is None:
+        raise NotFound(f"No passage {passage_id} that you may read.")
+    return text
+
+
+def decisions_awaiting_verification(*, ingested_before: datetime, limit: int) -> list[int]:
+    """Decisions with no DecisionSupport (their job was lost or is still queued), oldest first."""
+    return list(
+        Decision.objects.filter(support__isnull=True, ingested_at__lt=ingested_before)
+        .order_by("pk").values_list("pk", flat=True)[:limit]
+    )
+
+
+def support_of(decision: Decision) -> DecisionSupport | None:
+    return getattr(decision, "support", None)  # select_related("support") makes this free
+
+
+def marked_segments(text: str, ranges: list[list[int]] | list[tuple[int, int]]) -> list[Segment]:
+    """The text cut at the given [start, end) code-point ranges, overlapping ranges merged.
+
+    The pieces are plain text; the template escapes each one and wraps marked ones in <mark>.
+    """
+    merged: list[list[int]] = []
+    for start, end in sorted((int(s), int(e)) for s, e in ranges):
+        start, end = max(0, start), min(len(text), end)
+        if start >= end:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    segments, at = [], 0
+    for start, end in merged:
+        if start > at:
+            segments.append(Segment(text[at:start], False))
+        segments.append(Segment(text[start:end], True))
+        at = end
+    if at < len(text) or not segments:
+        segments.append(Segment(text[at:], False))
+    return segments
+
+
+def support_context(decision: Decision) -> dict[str, Any]:
+    """What the refusal detail page shows of verification (one query for the span checks).
+
+    Each ranked passage (prefetched on the decision) gets `segments` for highlighting and
+    `units_found`, the claim units found in it.
+    """
+    rows = list(SpanCheck.objects.filter(decision=decision)
+                .values_list("passage_id", "unit_index", "unit_text", "supported", "char_ranges"))
+    ranges_by_passage: dict[int, list] = {}
+    units_by_passage: dict[int, set[int]] = {}
+    units: dict[int, dict[str, Any]] = {}
+    for passage_id, unit_index, unit_text, supported, char_ranges in rows:
+        unit = units.setdefault(unit_index, {"index": unit_index + 1, "text": unit_text, "found": False})
+        if supported:
+            unit["found"] = True
+            ranges_by_passage.setdefault(passage_id, []).extend(char_ranges)
+            units_by_passage.setdefault(passage_id, set()).add(unit_index)
+    links = list(decision.ranked_passages.all())
+    for link in links:
+        link.segments = marked_segments(link.passage.text, ranges_by_passage.get(link.passage_id, []))
+        link.units_found = len(units_by_passage.get(link.passage_id, ()))
+    return {"support": support_of(decision), "passages": links,
+            "claim_units": [units[index] for index in sorted(units)]}
+
+
+def support_as_dict(decision: Decision) -> dict[str, Any] | None:
+    support = support_of(decision)
+    if support is None:
+        return None
+    return {
+        "status": support.status,
+        "units": support.units,
+        "units_supported": support.units_supported,
+        "expected_support": support.expected_support,
+        "fully_supported": support.fully_supported,
+        "no_supporting_passage": support.no_supporting_passage,
+        "verifier_version": support.verifier_version,
+        "error": support.error,
+        "verified_at": support.verified_at.isoformat() if support.verified_at else None,
+    }
+
+
+def span_checks_as_list(decision: Decision) -> list[dict[str, Any]]:
+    return [
+        {"passage_id": passage_id, "unit_index": unit_index, "unit": unit_text, "supported": supported,
+         "match_ranges": match_ranges, "char_ranges": char_ranges, "truncated": truncated,
+         "verifier_version": version}
+        for passage_id, unit_index, unit_text, supported, match_ranges, char_ranges, truncated, version
+        in SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(
+            "passage_id", "unit_index", "unit_text", "supported", "match_ranges", "char_ranges", "truncated",
+            "verifier_version")
+    ]

@@ -1,0 +1,34 @@
+"""Span verification jobs: thin wrappers that take ids; the service claims the work."""
+
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.utils import timezone
+
+from audit.services import Actor
+from console.jobs import enqueue
+from console.verification import selectors, services
+
+_RETRYING = {"acks_late": True, "autoretry_for": (OperationalError, InterfaceError), "retry_backoff": True,
+             "retry_backoff_max": 600, "retry_jitter": True, "max_retries": 8}
+_SWEEP_LIMIT = 2_000
+_IDS_PER_JOB = 500
+
+
+@shared_task(**_RETRYING)
+def decisions_verify(decision_ids: list[int]) -> dict[str, int]:
+    """Queued once per ingest batch with the new decision ids (one message, not one per decision)."""
+    result = services.decisions_verify(actor=Actor.system("decisions_verify"), decision_ids=decision_ids)
+    return {"verified": len(result.verified), "failed": len(result.failed)}
+
+
+@shared_task(**_RETRYING)
+def decisions_verify_sweep() -> int:
+    """Beat job: queue again decisions that have no DecisionSupport some time after ingest."""
+    ingested_before = timezone.now() - timedelta(seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)
+    ids = selectors.decisions_awaiting_verification(ingested_before=ingested_before, limit=_SWEEP_LIMIT)
+    for start in range(0, len(ids), _IDS_PER_JOB):
+        enqueue(decisions_verify, ids[start:start + _IDS_PER_JOB])
+    return len(ids)

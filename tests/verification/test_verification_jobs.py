@@ -1,0 +1,207 @@
+from datetime import timedelta
+from html import escape
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.services import Actor
+from console.ledger.models import Decision
+from console.verification import services, tasks
+from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
+from tests.factories import ingest, make_user, record
+from tests.jobs_inline import ingest_with_jobs, run_jobs
+
+PASSAGES = [
+    {"id": "kb/mfa#2", "text": "To reset MFA, open Settings > Security and choose Reset.", "rank": 1},
+    {"id": "kb/vpn#1", "text": "The VPN client is installed from the portal. Sign in with your badge.", "rank": 2},
+]
+
+
+@pytest.fixture
+def reviewer_pages(route):
+    client = Client()
+    client.force_login(make_user("page-reviewer", "reviewer"))
+    return client
+
+
+def _verified_events(decision_id: int) -> int:
+    return AuditEvent.objects.filter(action="decisions_verified",
+                                     payload__contains={"objects": {"decision": [decision_id]}}).count()
+
+
+def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
+    claim = "Open Settings > Security and choose Reset.\nThen restart the laptop."
+    [decision_id] = ingest_with_jobs([record(claim=claim, passages=PASSAGES)])
+    support = DecisionSupport.objects.get(decision_id=decision_id)
+    assert (support.status, support.units, support.units_supported) == (SupportStatus.DONE, 2, 1)
+    assert support.expected_support == 0.5
+    assert support.fully_supported is False and support.no_supporting_passage is False
+    assert support.verifier_version == "spans-1"
+    checks = SpanCheck.objects.filter(decision_id=decision_id).order_by("unit_index", "passage_id")
+    assert [(c.unit_index, c.supported) for c in checks] == [(0, True), (0, False), (1, False), (1, False)]
+    found = checks[0]
+    text = found.passage.text
+    [[start, end]] = found.char_ranges
+    assert text[start:end].casefold() == found.unit_text.casefold() == claim.splitlines()[0].casefold()
+    [[byte_start, byte_end]] = found.match_ranges
+    assert text.encode()[byte_start:byte_end].decode() == text[start:end]
+
+
+def test_a_claim_found_in_full_is_fully_supported(route):
+    [decision_id] = ingest_with_jobs([record(claim="choose RESET. Sign in with your badge.",
+                                            passages=PASSAGES)])
+    support = DecisionSupport.objects.get(decision_id=decision_id)
+    assert (support.units, support.units_supported, support.expected_support) == (2, 2, 1.0)
+    assert support.fully_supported is True
+
+
+@pytest.mark.parametrize("claim, passages", [
+    ("Printers are configured by facilities.", PASSAGES),
+    ("Open Settings > Security and choose Reset.", []),
+])
+def test_a_claim_found_nowhere_has_no_supporting_passage(route, claim, passages):
+    [decision_id] = ingest_with_jobs([record(claim=claim, passages=passages)])
+    support = DecisionSupport.objects.get(decision_id=decision_id)
+    assert support.no_supporting_passage is True
+    assert support.units_supported == 0 and support.expected_support == 0.0 and not support.fully_supported
+
+
+def test_a_unit_longer_than_the_verifier_accepts_counts_as_not_found(route):
+    long_unit = "word " * 500  # 2,500 characters without a sentence break
+    passages = [{"id": "long", "text": long_unit, "rank": 1}]
+    [decision_id] = ingest_with_jobs([record(claim=long_unit.strip() + ".\nword word", passages=passages)])
+    support = DecisionSupport.objects.get(decision_id=decision_id)
+    assert (support.units, support.units_supported) == (2, 1)
+
+
+def test_the_same_passage_at_two_ranks_is_checked_once(route):
+    twice = [dict(PASSAGES[0], rank=1), dict(PASSAGES[0], rank=2)]
+    [decision_id] = ingest_with_jobs([record(claim="choose Reset.", passages=twice)])
+    assert SpanCheck.objects.filter(decision_id=decision_id).count() == 1
+
+
+def test_verifying_again_changes_nothing_and_writes_no_second_event(route):
+    [decision_id] = ingest_with_jobs([record(passages=PASSAGES)])
+    checks_before = list(SpanCheck.objects.filter(decision_id=decision_id).values_list("pk", flat=True))
+    with run_jobs():
+        tasks.decisions_verify.delay([decision_id])
+        tasks.decisions_verify.delay([decision_id, decision_id])
+    assert list(SpanCheck.objects.filter(decision_id=decision_id).values_list("pk", flat=True)) == checks_before
+    assert DecisionSupport.objects.get(decision_id=decision_id).attempts == 1
+    assert _verified_events(decision_id) == 1
+
+
+def test_one_batch_is_verified_by_one_job_with_one_event_per_route(route, other_route):
+    ids = ingest_with_jobs([record(passages=PASSAGES) for _ in range(3)] + [record(route="hr-policy")])
+    assert DecisionSupport.objects.filter(decision_id__in=ids, status=SupportStatus.DONE).count() == 4
+    events = AuditEvent.objects.filter(action="decisions_verified").order_by("seq")
+    assert [(e.object_id, len(e.payload["objects"]["decision"])) for e in events] == [("hr-policy", 1),
+                                                                                      ("it-support", 3)]
+
+
+def test_an_unknown_decision_id_in_a_stale_message_is_ignored(route):
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=[987654321])
+    assert result.verified == [] and not DecisionSupport.objects.exists()
+
+
+def test_a_decision_that_fails_to_verify_is_marked_failed_and_the_rest_go_on(route, monkeypatch):
+    ids = ingest([record(claim="boom"), record()])
+    real = services.split_claim_units
+
+    def exploding(claim: str):
+        if claim == "boom":
+            raise RuntimeError("verifier bug")
+        return real(claim)
+
+    monkeypatch.setattr(services, "split_claim_units", exploding)
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
+    assert result.failed == [ids[0]] and result.verified == [ids[1]]
+    failed = DecisionSupport.objects.get(decision_id=ids[0])
+    assert failed.status == SupportStatus.FAILED and "verifier bug" in failed.error
+    monkeypatch.setattr(services, "split_claim_units", real)
+    services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)  # a failed one may be claimed again
+    assert DecisionSupport.objects.get(decision_id=ids[0]).status == SupportStatus.DONE
+
+
+def test_the_sweeper_queues_decisions_whose_job_was_lost(route, settings):
+    settings.JOBS_REQUEUE_AFTER_SECONDS = 60
+    lost, recent = ingest([record(), record()])  # jobs never ran: the test transaction never commits
+    Decision.objects.filter(pk=lost).update(ingested_at=timezone.now() - timedelta(minutes=5))
+    with run_jobs():
+        assert tasks.decisions_verify_sweep.delay().get() == 1
+    assert DecisionSupport.objects.filter(decision_id=lost, status=SupportStatus.DONE).exists()
+    assert not DecisionSupport.objects.filter(decision_id=recent).exists()
+
+
+def test_the_detail_page_marks_the_verified_spans_and_escapes_everything(route, reviewer_pages):
+    text = "<script>alert(1)</script> To reset, choose <b>Reset</b> & confirm. Then choose <b>Reset</b> again."
+    claim = "choose <b>reset</b>"
+    [decision_id] = ingest_with_jobs([record(claim=claim, passages=[{"id": "x", "text": text, "rank": 1}])])
+    page = reviewer_pages.get(f"/decisions/{decision_id}/").content.decode()
+    assert "<script>alert(1)</script>" not in page and "<b>Reset</b>" not in page
+    assert page.count("<mark>choose &lt;b&gt;Reset&lt;/b&gt;</mark>") == 2
+    assert escape("<script>alert(1)</script> To reset, ") in page
+    assert "Expected support" in page and "1 claim unit found here" in page
+
+
+def test_overlapping_spans_of_two_units_become_one_mark(route, reviewer_pages):
+    text = "Open Settings and choose Reset now."
+    claim = "Settings and choose\nand choose Reset"
+    [decision_id] = ingest_with_jobs([record(claim=claim, passages=[{"id": "x", "text": text, "rank": 1}])])
+    page = reviewer_pages.get(f"/decisions/{decision_id}/").content.decode()
+    assert "Open <mark>Settings and choose Reset</mark> now." in page
+
+
+def test_the_detail_page_says_when_a_decision_is_not_verified_yet(route, reviewer_pages):
+    [decision_id] = ingest([record()])
+    assert "Not verified yet" in reviewer_pages.get(f"/decisions/{decision_id}/").content.decode()
+
+
+def test_the_refusals_list_filters_refusals_with_no_supporting_passage(route, reviewer_pages):
+    ingest_with_jobs([record(question="supported one", passages=PASSAGES),
+                      record(question="retrieval problem", claim="Printers live on floor 3.", passages=PASSAGES)])
+    page = reviewer_pages.get("/refusals/?no_supporting_passage=on").content.decode()
+    assert ">retrieval problem</a>" in page and ">supported one</a>" not in page
+    page = reviewer_pages.get("/refusals/").content.decode()
+    assert ">retrieval problem</a>" in page and ">supported one</a>" in page
+    assert "No supporting passage" in page  # the filter's label
+
+
+def test_the_filtered_refusals_list_costs_the_same_queries_for_5_or_60_rows(route, reviewer_pages,
+                                                                           django_assert_num_queries):
+    nowhere = {"claim": "Printers live on floor 3.", "passages": PASSAGES}
+    ingest_with_jobs([record(**nowhere) for _ in range(5)])
+    with django_assert_num_queries(6) as few:
+        reviewer_pages.get("/refusals/?no_supporting_passage=on")
+    ingest_with_jobs([record(**nowhere) for _ in range(55)])
+    with django_assert_num_queries(len(few.captured_queries)):
+        response = reviewer_pages.get("/refusals/?no_supporting_passage=on")
+    assert "Page 1 of 2" in response.content.decode()
+
+
+def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
+    [decision_id] = ingest_with_jobs([record(claim="choose Reset. Reboot.", passages=PASSAGES)])
+    body = reviewer.get(f"/api/v1/decisions/{decision_id}").json()
+    assert body["support"]["units"] == 2 and body["support"]["expected_support"] == 0.5
+    passage_ids = [p["passage_id"] for p in body["passages"]]
+    assert {(c["unit_index"], c["passage_id"]) for c in body["span_checks"]} == {
+        (u, p) for u in (0, 1) for p in passage_ids}
+    hit = next(c for c in body["span_checks"] if c["supported"])
+    assert hit["unit"] == "choose Reset." and hit["char_ranges"] == [[43, 56]]
+    assert hit["match_ranges"] == [[43, 56]] and hit["verifier_version"] == "spans-1"
+
+
+def test_the_lookup_costs_the_same_queries_once_verified(route, reviewer, django_assert_num_queries):
+    from tests.factories import make_token
+
+    [few] = ingest_with_jobs([record(passages=PASSAGES[:1])])
+    [many] = ingest_with_jobs([record(passages=[{"id": f"p{i}", "text": f"t{i}"} for i in range(40)])])
+    counts = []
+    for decision_id in (few, many):
+        reviewer.credentials(HTTP_AUTHORIZATION=f"Token {make_token(reviewer.user)}")
+        with django_assert_num_queries(100, exact=False) as captured:
+            assert reviewer.get(f"/api/v1/decisions/{decision_id}").status_code == 200
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1]
