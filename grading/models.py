@@ -6,6 +6,7 @@ on the server.
 """
 
 from django.conf import settings
+from django.contrib.postgres.functions import RandomUUID
 from django.db import models
 
 
@@ -26,11 +27,51 @@ class ItemStatus(models.TextChoices):
     OPEN = "open", "Needs grades"
     ADJUDICATION = "adjudication", "Graders disagree"
     LABELLED = "labelled", "Labelled"
+    EXCLUDED = "excluded", "Not sampled"
+
+
+class GradingPlan(models.Model):
+    """A route's sampling plan: gate-score bands with target counts, and the rate of gold items.
+
+    Without a plan every decision of the route enters its pool. With one, a decision whose score
+    falls in a band enters with that band's rate, drawn once when it enters; the rate is
+    `target / population` of the band over the window the plan was set from (at most 1), so a
+    period like that window yields about `target` items per band.
+    """
+
+    route = models.OneToOneField("ledger.Route", on_delete=models.CASCADE, related_name="grading_plan")
+    strata = models.JSONField(
+        default=list, blank=True,
+        help_text="Bands [{name, low, high, target, population, rate}], low inclusive, high exclusive.",
+    )
+    gold_rate = models.FloatField(default=0.0, help_text="Share of `next` calls that hand out a gold item.")
+    window_days = models.PositiveSmallIntegerField(default=30, help_text="Days of traffic the rates were set from.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(gold_rate__gte=0) & models.Q(gold_rate__lte=0.5),
+                                   name="gold_rate_in_0_half"),
+        ]
+
+    def __str__(self) -> str:
+        return f"grading plan of route {self.route_id}"
+
+    def stratum_for(self, score: float) -> tuple[str, float]:
+        """The stratum a gate score falls in and its inclusion probability."""
+        for band in self.strata:
+            if band["low"] <= score < band["high"]:
+                return band["name"], band["rate"]
+        return "unbanded", 1.0
 
 
 class GradingItem(models.Model):
     """A decision's answer under review, in its route's pool."""
 
+    public_id = models.UUIDField(
+        db_default=RandomUUID(), unique=True, editable=False,
+        help_text="The only id graders see: random, so it says nothing about when or why the item entered.",
+    )
     route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="grading_items")
     decision = models.ForeignKey(
         "ledger.Decision", null=True, blank=True, on_delete=models.PROTECT, related_name="grading_items",
@@ -66,7 +107,13 @@ class GradingItem(models.Model):
                 name="inclusion_probability_in_0_1",
             ),
         ]
-        indexes = [models.Index(fields=["route", "status", "queue_key"], name="grading_queue_idx")]
+        indexes = [
+            models.Index(fields=["route", "status", "queue_key"], name="grading_queue_idx"),
+            # The queue of a grader who may grade every route, and the gold items of one route.
+            models.Index(fields=["queue_key"], condition=models.Q(status="open", is_gold=False),
+                         name="grading_open_queue_idx"),
+            models.Index(fields=["route", "queue_key"], condition=models.Q(is_gold=True), name="grading_gold_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"item {self.pk} ({self.route_id})"
@@ -80,6 +127,7 @@ class Assignment(models.Model):
     leased_at = models.DateTimeField()
     lease_expires_at = models.DateTimeField()
     skipped = models.BooleanField(default=False, help_text="The grader passed on this item; it is not offered again.")
+    graded_at = models.DateTimeField(null=True, blank=True, help_text="When the grader's grade ended the lease.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "grader"], name="one_assignment_per_grader")]
@@ -87,6 +135,10 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"item {self.item_id} leased to {self.grader_id}"
+
+    def holds_slot(self, now) -> bool:
+        """A grade, or a lease still running, takes one of the item's k places."""
+        return not self.skipped and (self.graded_at is not None or self.lease_expires_at > now)
 
 
 class Grade(models.Model):
@@ -121,10 +173,15 @@ class FinalLabel(models.Model):
     correct = models.BooleanField()
     method = models.CharField(max_length=12, choices=LabelMethod.choices)
     source = models.CharField(max_length=200, blank=True, help_text="Name of the imported set, for imported labels.")
+    note = models.TextField(blank=True, max_length=2000, help_text="The adjudicating reviewer's reason.")
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="labels_decided"
     )
     decided_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
-        return f"decision {self.decision_id}: {'correct' if self.correct else 'incorrect'} ({self.method})"
+        return f"decision {self.decision_id}: {self.verdict} ({self.method})"
+
+    @property
+    def verdict(self) -> str:
+        return Verdict.CORRECT if self.correct else Verdict.INCORRECT

@@ -1,3 +1,16 @@
-"""Pages of this app; included from console/urls.py."""
+"""Pages of this app; included from console/urls.py under /grading/."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from grading import views
+
+urlpatterns = [
+    path("", views.grading_queue, name="grading-queue"),
+    path("next", views.grading_next, name="grading-next"),
+    path("items/<str:item_id>/grade", views.grading_grade, name="grading-grade"),
+    path("items/<str:item_id>/skip", views.grading_skip, name="grading-skip"),
+    path("adjudication/", views.adjudication_list, name="grading-adjudication-list"),
+    path("adjudication/<str:item_id>/", views.adjudication_item, name="grading-adjudication-item"),
+    path("agreement/", views.agreement, name="grading-agreement"),
+    path("routes/<slug:slug>/guidelines/", views.guidelines_edit, name="grading-guidelines"),
+]

@@ -1,0 +1,289 @@
+"""API v1 of blind grading: the queue for graders, adjudication and agreement for reviewers, label import."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit.services import Actor
+from console.accounts import permissions
+from console.errors import Conflict, Forbidden, InvalidInput, TooLarge
+from console.ledger.apis import _ERROR
+from console.ledger.models import Route
+from console.ledger.services import routes_for_items
+from grading import selectors, services
+from grading.models import GradingItem, Verdict
+from grading.selectors import SLUG
+from grading.validation import validate_labels
+
+_GRADER_ITEM = inline_serializer("GraderItem", {
+    "item": inline_serializer("GraderItemBody", {
+        "id": serializers.CharField(), "question": serializers.CharField(), "answer": serializers.CharField(),
+        "passages": serializers.ListField(child=inline_serializer("GraderPassage", {
+            "id": serializers.IntegerField(), "text": serializers.CharField()})),
+        "guidelines": serializers.CharField(),
+    }),
+    "lease_expires_at": serializers.DateTimeField(),
+})
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _item_uuid(item_id: str) -> uuid.UUID:
+    """Item ids are opaque; one that is not even well formed is as unheld as any other (409)."""
+    try:
+        return uuid.UUID(item_id)
+    except ValueError:
+        raise Conflict("You hold no running lease on this item; ask for the next item.", code="no_lease") from None
+
+
+def _require_grader(user) -> None:
+    if not permissions.can_grade(user):
+        raise Forbidden("Your role does not allow grading.")
+
+
+def _route_or_400(slug) -> Route:
+    if not isinstance(slug, str) or not SLUG.fullmatch(slug):
+        raise InvalidInput('"route" must be a route slug.', details=[{"field": "route", "message": "must be a slug"}])
+    route = Route.objects.filter(slug=slug).first()
+    if route is None:
+        raise InvalidInput(f"Unknown route: {slug[:64]}.", code="unknown_route",
+                           details=[{"field": "route", "message": f"unknown route {slug[:64]!r}"}])
+    return route
+
+
+class GradingNextApi(APIView):
+    """Lease the next item to grade. The answer is shown blind: no score, outcome or origin."""
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "GradingNextInput"
+
+        route = serializers.CharField(required=False, allow_null=True, max_length=64)
+
+    @extend_schema(request=InputSerializer,
+                   responses={200: _GRADER_ITEM, 204: OpenApiResponse(description="Nothing left for you"),
+                              400: _ERROR, 401: _ERROR, 403: _ERROR},
+                   summary="Lease the next item to grade")
+    def post(self, request: Request) -> Response:
+        _require_grader(request.user)
+        body = request.data if request.data is not None else {}
+        if not isinstance(body, dict) or body.keys() - {"route"}:
+            raise InvalidInput('Body must be {} or {"route": "slug"}.', code="invalid_body")
+        route = None
+        if body.get("route") is not None:
+            route = _route_or_400(body["route"])
+            if not permissions.can_grade(request.user, route):
+                raise Forbidden("Your role does not allow grading on this route.")
+        assignment = services.assignment_claim(
+            actor=Actor.from_request(request), grader=request.user,
+            route_ids=selectors.gradable_route_ids(request.user, route))
+        if assignment is None:
+            return Response(status=204, headers=_NO_STORE)
+        return Response(selectors.grader_item(assignment).as_dict(), headers=_NO_STORE)
+
+
+class GradeCreateApi(APIView):
+    """Grade an item you hold a running lease on; 409 without one, or the second time."""
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "GradeInput"
+
+        verdict = serializers.ChoiceField(choices=Verdict.values)
+        note = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_NOTE, default="")
+        seconds_spent = serializers.FloatField(required=False, min_value=0, max_value=services.MAX_SECONDS)
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "GradeOutput"
+
+        item = serializers.CharField()
+        verdict = serializers.CharField()
+        note = serializers.CharField()
+
+    @extend_schema(request=InputSerializer,
+                   responses={201: OutputSerializer, 400: _ERROR, 401: _ERROR, 403: _ERROR, 409: _ERROR},
+                   summary="Grade a leased item")
+    def post(self, request: Request, item_id: str) -> Response:
+        _require_grader(request.user)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        grade = services.grade_submit(actor=Actor.from_request(request), grader=request.user,
+                                      public_id=_item_uuid(item_id), **serializer.validated_data)
+        # Only what the grader sent: whether the item is now labelled would tell them how others graded.
+        return Response({"item": item_id, "verdict": grade.verdict, "note": grade.note}, status=201,
+                        headers=_NO_STORE)
+
+
+class SkipApi(APIView):
+    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped"), 401: _ERROR,
+                                            403: _ERROR, 409: _ERROR},
+                   summary="Skip a leased item (never offered to you again)")
+    def post(self, request: Request, item_id: str) -> Response:
+        _require_grader(request.user)
+        services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
+                                 public_id=_item_uuid(item_id))
+        return Response(status=204)
+
+
+# --------------------------------------------------------------------------- reviewers
+
+
+def _adjudication_dict(view: selectors.AdjudicationView) -> dict:
+    item = view.item
+    return {"id": str(item.public_id), "route": item.route.slug, "question": item.question, "answer": item.answer,
+            "passages": view.passages,
+            "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict, "note": g.note} for g in view.grades]}
+
+
+class AdjudicationListApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("route", str, required=False)],
+                   responses={200: OpenApiResponse(description="Items waiting for a reviewer"), 403: _ERROR},
+                   summary="Items the graders disagreed on")
+    def get(self, request: Request) -> Response:
+        if not permissions.can_review_labels(request.user):
+            raise Forbidden("Only reviewers adjudicate.")
+        queryset = selectors.adjudication_queue(request.user)
+        slug = request.query_params.get("route")
+        if slug:
+            if not SLUG.fullmatch(slug):
+                raise InvalidInput('"route" must be a route slug.')
+            queryset = queryset.filter(route__slug=slug)
+        return Response({"items": [{"id": str(i.public_id), "route": i.route.slug, "grades": i.grade_count}
+                                   for i in queryset[:500]]})
+
+
+class AdjudicateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AdjudicationInput"
+
+        verdict = serializers.ChoiceField(choices=[Verdict.CORRECT, Verdict.INCORRECT])
+        note = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_NOTE, default="")
+
+    @extend_schema(responses={200: OpenApiResponse(description="The item with every grade"), 403: _ERROR,
+                              404: _ERROR}, summary="An item waiting for adjudication")
+    def get(self, request: Request, item_id: str) -> Response:
+        if not permissions.can_review_labels(request.user):
+            raise Forbidden("Only reviewers adjudicate.")
+        return Response(_adjudication_dict(selectors.adjudication_item(request.user, _uuid_or_404(item_id))))
+
+    @extend_schema(request=InputSerializer,
+                   responses={201: OpenApiResponse(description="The final label"), 400: _ERROR, 403: _ERROR,
+                              404: _ERROR, 409: _ERROR},
+                   summary="Decide an item the graders disagreed on")
+    def post(self, request: Request, item_id: str) -> Response:
+        if not permissions.can_review_labels(request.user):
+            raise Forbidden("Only reviewers adjudicate.")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        item = _reviewable_item(request.user, _uuid_or_404(item_id))
+        label = services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=item,
+                                          **serializer.validated_data)
+        return Response({"item": item_id, "verdict": label.verdict, "method": label.method}, status=201)
+
+
+def _uuid_or_404(item_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(item_id)
+    except ValueError:
+        raise Http404("No such item.") from None
+
+
+def _reviewable_item(user, public_id) -> GradingItem:
+    item = permissions.visible(GradingItem.objects.filter(public_id=public_id, is_gold=False), user,
+                               permissions.LABEL_REVIEWERS).first()
+    if item is None:
+        raise Http404("No such item.")
+    return item
+
+
+class AgreementApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("confidence", float, required=False)],
+                   responses={200: OpenApiResponse(description="Agreement between graders"), 403: _ERROR,
+                              404: _ERROR}, summary="Agreement between the route's graders")
+    def get(self, request: Request, slug: str) -> Response:
+        route = selectors.reviewable_routes(request.user).filter(slug=slug).first()
+        if route is None:
+            if not permissions.can_review_labels(request.user):
+                raise Forbidden("Only reviewers read agreement.")
+            raise Http404("No such route.")
+        try:
+            confidence = float(request.query_params.get("confidence", 0.95))
+        except ValueError:
+            confidence = -1.0
+        if not 0.5 <= confidence < 1:
+            raise InvalidInput("confidence must lie in [0.5, 1).")
+        return Response(selectors.route_agreement(route, confidence=confidence))
+
+
+# --------------------------------------------------------------------------- label import
+
+
+class LabelsImportApi(APIView):
+    """Import an existing graded set as final labels (method `imported`, with its source name)."""
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LabelsImportInput"
+
+        labels = serializers.ListField(child=inline_serializer("LabelRecord", {
+            "route": serializers.CharField(), "request_id": serializers.CharField(),
+            "verdict": serializers.ChoiceField(choices=["correct", "incorrect"]),
+            "source": serializers.CharField()}))
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "LabelsImportOutput"
+
+        created = serializers.IntegerField()
+        unchanged = serializers.IntegerField()
+
+    @extend_schema(request=InputSerializer,
+                   responses={201: OutputSerializer, 400: _ERROR, 401: _ERROR, 403: _ERROR, 409: _ERROR,
+                              413: _ERROR},
+                   summary="Import labels")
+    def post(self, request: Request) -> Response:
+        if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS):
+            raise Forbidden("Importing labels needs the integrator or reviewer role.")
+        body = request.data
+        if not isinstance(body, dict) or not isinstance(body.get("labels"), list):
+            raise InvalidInput('Body must be {"labels": [...]}.', code="invalid_body")
+        records = body["labels"]
+        if len(records) > settings.INGEST_MAX_BATCH:
+            raise TooLarge(f"At most {settings.INGEST_MAX_BATCH} labels per call; got {len(records)}.",
+                           code="batch_too_large")
+        if not records:
+            raise InvalidInput("The batch is empty.", code="empty_batch")
+        items, errors = validate_labels(records)
+        routes, route_errors = routes_for_items(items)
+        if errors or route_errors:
+            _raise_invalid(len(records), errors, route_errors, "unknown_route", "route(s)")
+        denied = sorted(slug for slug, route in routes.items()
+                        if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS, route))
+        if denied:
+            raise Forbidden(f"You may not import labels into route(s): {', '.join(denied)}.")
+        decision_ids, unknown = selectors.decisions_for_labels(items, routes)
+        if unknown:
+            _raise_invalid(len(records), [], unknown, "unknown_decision", "decision(s)")
+        result = services.labels_import(actor=Actor.from_request(request), items=items, routes=routes,
+                                        decision_ids=decision_ids)
+        return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
+
+
+def _raise_invalid(total: int, errors: list[dict], unknown: list[dict], code: str, noun: str) -> None:
+    all_errors = sorted(errors + unknown, key=lambda e: (e["index"], e["field"]))
+    bad = len({e["index"] for e in all_errors})
+    message = f"{bad} of {total} labels are invalid; nothing was written."
+    names = sorted({e["value"] for e in unknown})
+    if names:
+        message += f" Unknown {noun}: {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}."
+    raise InvalidInput(message, details=all_errors, code=code if unknown and not errors else "invalid")
+

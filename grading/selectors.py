@@ -1,0 +1,243 @@
+"""Reads of blind grading. What a grader may see is built here, in `GraderItem`, and nowhere else."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, time
+from itertools import combinations
+from statistics import median
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from console.accounts import permissions
+from console.ledger.models import DecisionPassage, Route
+from console.stats import agreement
+from grading.models import Assignment, FinalLabel, Grade, GradingItem, ItemStatus, Verdict
+from grading.validation import LabelInput
+
+
+@dataclass(frozen=True)
+class GraderItem:
+    """Everything a grader is shown about an item. It has no field for the score, outcome, cutoff,
+    the answer's origin, verifier results or other grades, so no page or response can leak them.
+
+    Passage ids are positions 1..n in rank order, never database ids (which follow ingest order).
+    """
+
+    id: str
+    question: str
+    answer: str
+    passages: list[dict[str, Any]]
+    guidelines: str
+    lease_expires_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"item": {"id": self.id, "question": self.question, "answer": self.answer,
+                         "passages": self.passages, "guidelines": self.guidelines},
+                "lease_expires_at": self.lease_expires_at.isoformat()}
+
+
+def _passages(decision_id: int | None) -> list[dict[str, Any]]:
+    if decision_id is None:
+        return []
+    texts = (DecisionPassage.objects.filter(decision_id=decision_id).order_by("rank")
+             .values_list("passage__text", flat=True))
+    return [{"id": position, "text": text} for position, text in enumerate(texts, start=1)]
+
+
+def grader_item(assignment: Assignment) -> GraderItem:
+    """The grader's view of a leased item; `assignment.item` must carry `route_guidelines`.
+
+    A freshly claimed item also carries `passage_texts` (the claim read them in rank order).
+    """
+    item = assignment.item
+    texts = getattr(item, "passage_texts", None)
+    passages = (_passages(item.decision_id) if texts is None
+                else [{"id": position, "text": text} for position, text in enumerate(texts, start=1)])
+    return GraderItem(id=str(item.public_id), question=item.question, answer=item.answer, passages=passages,
+                      guidelines=item.route_guidelines, lease_expires_at=assignment.lease_expires_at)
+
+
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
+
+
+def gradable_routes(user) -> QuerySet[Route]:
+    return permissions.visible(Route.objects.all(), user, permissions.GRADERS, field="pk")
+
+
+def reviewable_routes(user) -> QuerySet[Route]:
+    return permissions.visible(Route.objects.all(), user, permissions.LABEL_REVIEWERS, field="pk")
+
+
+def gradable_route_ids(user, route: Route | None = None) -> list[int] | None:
+    """Route ids to draw from: one route, or None for "every route" when the grader's role is global."""
+    if route is not None:
+        return [route.pk]
+    condition = permissions.route_filter(user, permissions.GRADERS, field="pk")
+    if condition is None:
+        return None
+    return list(Route.objects.filter(condition).values_list("pk", flat=True))
+
+
+def current_lease(grader, route_ids: list[int] | None) -> Assignment | None:
+    """The grader's running, ungraded lease (the page shows it again after a reload)."""
+    queryset = Assignment.objects.filter(grader=grader, skipped=False, graded_at__isnull=True,
+                                         lease_expires_at__gt=timezone.now())
+    if route_ids is not None:
+        queryset = queryset.filter(item__route_id__in=route_ids)
+    assignment = queryset.select_related("item", "item__route").order_by("leased_at").first()
+    if assignment is not None:
+        assignment.item.route_guidelines = assignment.item.route.guidelines
+    return assignment
+
+
+def grader_progress(grader, route_ids: list[int] | None) -> dict[str, int]:
+    """Grades the grader gave today (UTC), and open items in these routes they have not been handed."""
+    midnight = timezone.make_aware(datetime.combine(timezone.now().date(), time.min))
+    graded_today = Grade.objects.filter(grader=grader, created_at__gte=midnight).count()
+    open_items = GradingItem.objects.filter(status=ItemStatus.OPEN, is_gold=False)
+    if route_ids is not None:
+        open_items = open_items.filter(route_id__in=route_ids)
+    left = open_items.exclude(assignments__grader=grader).count()
+    return {"graded_today": graded_today, "left": left}
+
+
+# --------------------------------------------------------------------------- reviewers
+
+
+def adjudication_queue(user) -> QuerySet[GradingItem]:
+    """Items the graders did not agree on, in routes the user reviews, oldest first."""
+    return (permissions.visible(GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user,
+                                permissions.LABEL_REVIEWERS)
+            .select_related("route").annotate(grade_count=Count("grades")).order_by("created_at", "pk"))
+
+
+@dataclass(frozen=True)
+class AdjudicationView:
+    """What a reviewer sees to adjudicate: the item and every grade, still without score or outcome."""
+
+    item: GradingItem
+    passages: list[dict[str, Any]]
+    grades: list[Grade]
+
+
+def adjudication_item(user, public_id) -> AdjudicationView:
+    item = (permissions.visible(GradingItem.objects.filter(public_id=public_id, is_gold=False), user,
+                                permissions.LABEL_REVIEWERS).select_related("route").first())
+    if item is None:
+        raise Http404("No such item.")
+    grades = list(item.grades.select_related("grader").order_by("created_at", "pk"))
+    return AdjudicationView(item=item, passages=_passages(item.decision_id), grades=grades)
+
+
+def decision_grading(decision_id: int) -> dict[str, Any]:
+    """Grades and final label of a decision, for readers of decisions (never for graders)."""
+    grades = (Grade.objects.filter(item__decision_id=decision_id, item__is_gold=False)
+              .select_related("grader").order_by("created_at", "pk"))
+    label = FinalLabel.objects.filter(decision_id=decision_id).select_related("decided_by").first()
+    return {
+        "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict, "note": g.note,
+                    "seconds_spent": g.seconds_spent, "created_at": g.created_at.isoformat()} for g in grades],
+        "final_label": None if label is None else {
+            "verdict": label.verdict, "method": label.method, "source": label.source or None,
+            "decided_by": label.decided_by.get_username() if label.decided_by else None,
+            "note": label.note, "decided_at": label.decided_at.isoformat()},
+    }
+
+
+# --------------------------------------------------------------------------- agreement
+
+# Below this share for the rarest verdict-in-use, or above it for the commonest, kappa's chance term
+# nears 1 and kappa collapses while graders still agree; AC1 is then the coefficient to read.
+EXTREME_PREVALENCE = 0.8
+MAX_PAIRS = 20
+
+
+def route_agreement(route: Route, *, confidence: float = 0.95) -> dict[str, Any]:
+    """Agreement between the route's graders, their counts, agreement with final labels, gold accuracy.
+
+    Regular items with two or more grades feed Fleiss' kappa and Gwet's AC1 (unsure is a category
+    of its own there); each pair of graders with common items gets Cohen's kappa.
+    """
+    rows = list(Grade.objects.filter(item__route=route)
+                .values_list("item_id", "item__is_gold", "item__gold_verdict", "grader__username", "verdict",
+                             "seconds_spent").order_by("item_id", "pk"))
+    labels = dict(FinalLabel.objects.filter(item__route=route).values_list("item_id", "correct"))
+    per_item: dict[int, dict[str, str]] = defaultdict(dict)
+    graders: dict[str, dict[str, Any]] = {}
+    for item_id, is_gold, gold_verdict, grader, verdict, seconds in rows:
+        entry = graders.setdefault(grader, {"grader": grader, "grades": 0, "seconds": [],
+                                            **{v: 0 for v in Verdict.values},
+                                            "gold": ([], []), "label": ([], [])})
+        entry["grades"] += 1
+        entry[verdict] += 1
+        if seconds is not None:
+            entry["seconds"].append(seconds)
+        if is_gold:
+            entry["gold"][0].append(verdict)
+            entry["gold"][1].append(gold_verdict)
+            continue
+        per_item[item_id][grader] = verdict
+        if item_id in labels:
+            entry["label"][0].append(verdict)
+            entry["label"][1].append(Verdict.CORRECT if labels[item_id] else Verdict.INCORRECT)
+    multi = [list(by_grader.values()) for by_grader in per_item.values() if len(by_grader) >= 2]
+    result: dict[str, Any] = {"route": route.slug, "confidence": confidence, "items_graded": len(per_item),
+                              "items_multiply_graded": len(multi), "fleiss_kappa": None, "gwet_ac1": None,
+                              "prevalence": None, "extreme_prevalence": False}
+    if multi:
+        counts = agreement.verdict_counts(multi)
+        shares = counts.sum(axis=0) / counts.sum()
+        result["prevalence"] = dict(zip(agreement.VERDICTS, (float(s) for s in shares), strict=True))
+        result["extreme_prevalence"] = bool(shares.max() >= EXTREME_PREVALENCE)
+        result["fleiss_kappa"] = agreement.fleiss_kappa(counts, confidence=confidence)
+        result["gwet_ac1"] = agreement.gwet_ac1(counts, confidence=confidence)
+    result["pairs"] = _cohen_pairs(per_item, confidence)
+    result["graders"] = [_grader_summary(entry, confidence) for _name, entry in sorted(graders.items())]
+    return result
+
+
+def _cohen_pairs(per_item: dict[int, dict[str, str]], confidence: float) -> list[dict[str, Any]]:
+    common: dict[tuple[str, str], tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for by_grader in per_item.values():
+        for a, b in combinations(sorted(by_grader), 2):
+            common[(a, b)][0].append(by_grader[a])
+            common[(a, b)][1].append(by_grader[b])
+    pairs = sorted(common.items(), key=lambda kv: (-len(kv[1][0]), kv[0]))[:MAX_PAIRS]
+    return [{"graders": [a, b], "items": len(first),
+             "cohen_kappa": agreement.cohen_kappa(first, second, confidence=confidence)}
+            for (a, b), (first, second) in pairs if len(first) >= 2]
+
+
+def _grader_summary(entry: dict[str, Any], confidence: float) -> dict[str, Any]:
+    gold_verdicts, gold = entry.pop("gold")
+    label_verdicts, label = entry.pop("label")
+    seconds = entry.pop("seconds")
+    entry["median_seconds"] = median(seconds) if seconds else None
+    entry["gold_accuracy"] = (agreement.rater_accuracy_on_gold(gold_verdicts, gold, confidence=confidence)
+                              if gold else None)
+    # Agreement with the final label is accuracy against it: the same Wilson proportion over votes.
+    entry["label_agreement"] = (agreement.rater_accuracy_on_gold(label_verdicts, label, confidence=confidence)
+                                if label else None)
+    return entry
+
+
+def decisions_for_labels(items: list[LabelInput], routes: dict[str, Route]) -> tuple[dict[int, int], list[dict]]:
+    """Map item index -> decision id; one error per item whose decision is not stored."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT k.position, d.id FROM unnest(%s::int[], %s::bigint[], %s::text[]) AS k(position, route_id, "
+            "request_id) JOIN ledger_decision d ON d.route_id = k.route_id AND d.request_id = k.request_id",
+            [[i.index for i in items], [routes[i.route].pk for i in items], [i.request_id for i in items]],
+        )
+        found = dict(cursor.fetchall())
+    errors = [{"index": i.index, "field": "request_id", "value": f"{i.route}/{i.request_id}",
+               "message": f"no decision {i.request_id!r} on route {i.route!r}"}
+              for i in items if i.index not in found]
+    return found, errors

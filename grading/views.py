@@ -1,0 +1,181 @@
+"""Pages of blind grading: the queue (graders), adjudication, agreement and guidelines (reviewers).
+
+The queue page and its actions only ever put a `GraderItem` into a template, so nothing a grader
+receives can carry the gate score, the outcome or other graders' grades.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from audit.services import Actor
+from console.accounts import permissions
+from console.errors import ServiceError
+from console.ledger.models import Route
+from grading import selectors, services
+from grading.forms import AdjudicationForm, GradeForm, GuidelinesForm
+
+
+def _require_grader(request) -> None:
+    if not permissions.can_grade(request.user):
+        raise PermissionDenied("Your role does not allow grading.")
+
+
+def _require_reviewer(request) -> None:
+    if not permissions.can_review_labels(request.user):
+        raise PermissionDenied("Only reviewers may open this page.")
+
+
+def _chosen_route(request, slug: str | None) -> Route | None:
+    """The route the grader picked (None: all their routes); 404 for one they may not grade."""
+    if not slug:
+        return None
+    if not selectors.SLUG.fullmatch(slug):
+        raise Http404("No such route.")
+    route = selectors.gradable_routes(request.user).filter(slug=slug).first()
+    if route is None:
+        raise Http404("No such route.")
+    return route
+
+
+def _public_id(item_id: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(item_id)
+    except ValueError:
+        return None
+
+
+def _queue_context(request, route: Route | None, assignment, *, done: bool = False) -> dict:
+    route_ids = selectors.gradable_route_ids(request.user, route)
+    return {
+        "route": route,
+        "item": selectors.grader_item(assignment) if assignment else None,
+        "done": done,
+        "progress": selectors.grader_progress(request.user, route_ids),
+        "form": GradeForm(),
+    }
+
+
+def _render_queue(request, route: Route | None, assignment, *, done: bool = False):
+    """After an action: the item region alone for htmx, else back to the page (which shows the lease)."""
+    if not request.htmx:
+        url = reverse("grading-queue")
+        return redirect(f"{url}?route={route.slug}" if route else url)
+    return render(request, "grading/partials/grading_item.html", _queue_context(request, route, assignment, done=done))
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def grading_queue(request):
+    _require_grader(request)
+    route = _chosen_route(request, request.GET.get("route"))
+    assignment = selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
+    context = _queue_context(request, route, assignment)
+    context["routes"] = list(selectors.gradable_routes(request.user))
+    template = "grading/partials/grading_item.html" if request.htmx else "grading/queue.html"
+    return render(request, template, context)
+
+
+def _claim_next(request, route: Route | None):
+    assignment = services.assignment_claim(actor=Actor.from_request(request), grader=request.user,
+                                           route_ids=selectors.gradable_route_ids(request.user, route))
+    return _render_queue(request, route, assignment, done=assignment is None)
+
+
+@require_POST
+def grading_next(request):
+    _require_grader(request)
+    return _claim_next(request, _chosen_route(request, request.POST.get("route")))
+
+
+@require_POST
+def grading_grade(request, item_id: str):
+    _require_grader(request)
+    route = _chosen_route(request, request.POST.get("route"))
+    form = GradeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose correct, incorrect or unsure (keys 1, 2, 3).")
+        return _render_queue(request, route, selectors.current_lease(
+            request.user, selectors.gradable_route_ids(request.user, route)))
+    try:
+        services.grade_submit(actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id),
+                              **form.cleaned_data)
+    except ServiceError as exc:
+        messages.warning(request, f"That grade was not recorded: {exc.message}")
+    return _claim_next(request, route)
+
+
+@require_POST
+def grading_skip(request, item_id: str):
+    _require_grader(request)
+    route = _chosen_route(request, request.POST.get("route"))
+    try:
+        services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
+                                 public_id=_public_id(item_id))
+    except ServiceError as exc:
+        messages.warning(request, f"Not skipped: {exc.message}")
+    return _claim_next(request, route)
+
+
+# --------------------------------------------------------------------------- reviewers
+
+
+@require_GET
+def adjudication_list(request):
+    _require_reviewer(request)
+    return render(request, "grading/adjudication_list.html",
+                  {"items": selectors.adjudication_queue(request.user)[:200]})
+
+
+@require_http_methods(["GET", "POST"])
+def adjudication_item(request, item_id: str):
+    _require_reviewer(request)
+    public_id = _public_id(item_id)
+    if public_id is None:
+        raise Http404("No such item.")
+    view = selectors.adjudication_item(request.user, public_id)
+    form = AdjudicationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=view.item,
+                                      **form.cleaned_data)
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Labelled {form.cleaned_data['verdict']}.")
+            return redirect("grading-adjudication-list")
+    return render(request, "grading/adjudication_item.html", {"view": view, "form": form})
+
+
+@require_GET
+def agreement(request):
+    _require_reviewer(request)
+    routes = list(selectors.reviewable_routes(request.user))
+    route = next((r for r in routes if r.slug == request.GET.get("route")), routes[0] if routes else None)
+    return render(request, "grading/agreement.html", {
+        "routes": routes, "route": route,
+        "agreement": selectors.route_agreement(route) if route else None,
+    })
+
+
+@require_http_methods(["GET", "POST"])
+def guidelines_edit(request, slug: str):
+    _require_reviewer(request)
+    route = selectors.reviewable_routes(request.user).filter(slug=slug).first()
+    if route is None:
+        raise Http404("No such route.")
+    form = GuidelinesForm(request.POST or None, initial={"guidelines": route.guidelines})
+    if request.method == "POST" and form.is_valid():
+        services.route_guidelines_update(actor=Actor.from_request(request), route=route,
+                                         guidelines=form.cleaned_data["guidelines"])
+        messages.success(request, "Guidelines saved; graders see them with their next item.")
+        return redirect("grading-guidelines", slug=route.slug)
+    return render(request, "grading/guidelines.html", {"route": route, "form": form})

@@ -1,0 +1,75 @@
+"""Blind grading in a real browser: keyboard grading, a disagreement, and its adjudication."""
+
+import pytest
+
+from grading.models import FinalLabel, Grade
+from tests.factories import make_route, make_user, record, served_record
+from tests.grading.helpers import pooled
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUESTIONS = ["How do I reset MFA?", "Where is the VPN client?", "Who approves laptops?",
+             "How long do deleted files stay?", "When do passwords expire?"]
+DISPUTED = "Who approves laptops?"
+
+
+def _graded_today(page) -> int:
+    return int(page.inner_text("[data-progress=graded-today]"))
+
+
+def _grade_everything_with_the_keyboard(page, key_for_question) -> list[str]:
+    seen = []
+    for expected in range(1, len(QUESTIONS) + 1):
+        page.wait_for_selector("#grading-item form.grade")
+        question = page.inner_text("[data-field=question]")
+        seen.append(question)
+        page.keyboard.press(key_for_question(question))
+        page.wait_for_function(
+            "n => document.querySelector('[data-progress=graded-today]').textContent.trim() === String(n)",
+            arg=expected)
+    page.wait_for_selector("text=Nothing is waiting for you")
+    return seen
+
+
+def _sign_out(page):
+    page.click("header form.who button[type=submit]")
+    page.wait_for_load_state("networkidle")
+
+
+def test_graders_grade_with_the_keyboard_and_a_reviewer_adjudicates_their_disagreement(sign_in, live_server):
+    make_route("it-support", "IT support", guidelines="Grade the answer **as written**.")
+    make_user("gina", "grader")
+    make_user("gus", "grader")
+    make_user("rita", "reviewer")
+    pooled([record(question=q, claim=f"Answer to: {q}") if n % 2
+            else served_record(question=q, served_answer=f"Answer: {q}") for n, q in enumerate(QUESTIONS)])
+
+    page = sign_in("gina")
+    assert page.url.endswith("/grading/")
+    page.wait_for_selector("#grading-item form.grade")
+    assert _graded_today(page) == 0
+    assert page.inner_text("[data-progress=left]") == "4"  # the fifth is in hand
+    assert "as written" in page.inner_text(".guidelines")
+    seen = _grade_everything_with_the_keyboard(page, lambda question: "1")
+    assert sorted(seen) == sorted(QUESTIONS)
+    assert _graded_today(page) == 5 and page.inner_text("[data-progress=left]") == "0"
+    _sign_out(page)
+
+    page = sign_in("gus")
+    _grade_everything_with_the_keyboard(page, lambda question: "2" if question == DISPUTED else "1")
+    _sign_out(page)
+    assert Grade.objects.count() == 10
+    assert FinalLabel.objects.filter(method="unanimous").count() == 4
+
+    page = sign_in("rita")
+    page.click("header nav >> text=Adjudicate")
+    page.wait_for_selector("table.list")
+    page.click(f"text={DISPUTED}")
+    page.wait_for_selector("table.grades")
+    grades = page.inner_text("table.grades")
+    assert "gina" in grades and "gus" in grades and "Correct" in grades and "Incorrect" in grades
+    page.fill("textarea[name=note]", "The passage names the manager, not IT.")
+    page.click("form.adjudicate button[value=incorrect]")
+    page.wait_for_selector("text=Nothing waits for adjudication")
+    label = FinalLabel.objects.get(decision__question=DISPUTED)
+    assert (label.method, label.correct, label.decided_by.username) == ("adjudicated", False, "rita")
