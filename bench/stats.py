@@ -1,0 +1,255 @@
+"""Operating points + calibration over 1,000,000 decisions with 20,000 graded.
+
+The API side is two HTTP requests to a real gunicorn server over loopback
+(`GET /api/v1/routes/bench-stats/operating-points` and `.../calibration`), timed end to end
+(request, SQL, statistics, JSON, response). The baseline is numpy on the same arrays already in
+memory, in the same run: the population's 1,000,000 gate scores and the 20,000 graded scores,
+correctness, inclusion probabilities and strata, fed to the same console.stats functions (served
+counts by `np.count_nonzero(scores >= t)` per cutoff, the fastest numpy way for a handful of
+cutoffs). Targets (DESIGN section 9): under 1 s per request and within 3x of numpy.
+
+Two API figures are printed: "cold" runs with the result cache emptied first, so every request
+queries PostgreSQL and computes (this is the figure the targets are checked against); "cached"
+is the steady state once the recompute job has stored the result for the route's current data.
+
+The data is loaded once with COPY into the benchmark database (`.console/bench`) and reused
+while its counts are right; the graded sample is stratified by score band (6,000 below 0.5,
+8,000 in [0.5, 0.9), 6,000 at or above 0.9), so the table is Hajek-weighted, the heavier case.
+
+    .venv/bin/python bench/stats.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from common import report, setup_django, web_server
+
+ROUTE = "bench-stats"
+POPULATION = 1_000_000
+STRATA = (("low", -np.inf, 0.5, 6_000), ("mid", 0.5, 0.9, 8_000), ("high", 0.9, np.inf, 6_000))
+GRADED = sum(size for *_, size in STRATA)
+IMPORTED = 5_000
+CUTOFFS = "0.5,0.7,0.85,0.9,0.95"
+SEED = 20261101
+
+
+def synthetic_population(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Gate scores like the demo's (80% answerable), and whether each answer would be correct."""
+    answerable = rng.random(POPULATION) < 0.8
+    scores = np.where(answerable, rng.beta(9, 1.3, POPULATION), rng.beta(2, 4, POPULATION)).round(4)
+    correct = rng.random(POPULATION) < np.where(answerable, 0.2 + 0.75 * scores, 0.1)
+    return scores, correct
+
+
+def stratified_sample(rng: np.random.Generator, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices of the graded items, their stratum names and inclusion probabilities."""
+    chosen, names, probabilities = [], [], []
+    for name, low, high, size in STRATA:
+        members = np.flatnonzero((scores >= low) & (scores < high))
+        picked = rng.choice(members, size=size, replace=False)
+        chosen.append(picked)
+        names += [name] * size
+        probabilities.append(np.full(size, size / members.size))
+    return np.concatenate(chosen), np.array(names), np.concatenate(probabilities)
+
+
+def load(database_url: str, route_id: int) -> None:
+    """COPY the population, the grading items and the final labels (one transaction)."""
+    import psycopg
+
+    rng = np.random.default_rng(SEED)
+    scores, correct = synthetic_population(rng)
+    sample, strata, probabilities = stratified_sample(rng, scores)
+    start = datetime(2026, 9, 1, tzinfo=UTC)
+    seconds = rng.integers(0, 60 * 86400, POPULATION)
+    models = np.where(rng.random(POPULATION) < 0.5, "gen-2026-10", "gen-2026-11")
+    languages = np.where(rng.random(POPULATION) < 0.75, "en", "de")
+    with psycopg.connect(database_url) as conn, conn.cursor() as cur:
+        cur.execute("SELECT coalesce(max(id), 0) FROM ledger_decision")
+        first_id = cur.fetchone()[0] + 1
+        columns = ("id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, cutoff, outcome, "
+                   "served_answer, versions, segments, ingested_at, content_hash")
+        with cur.copy(f"COPY ledger_decision ({columns}) FROM STDIN") as copy:
+            for i in range(POPULATION):
+                at = start + timedelta(seconds=int(seconds[i]))
+                served = scores[i] >= 0.7
+                copy.write_row((
+                    first_id + i, route_id, f"stats-{i:07d}", at, f"How do I reset thing {i % 977}?",
+                    "Open Settings > Security and choose Reset.", "entailment", float(scores[i]), 0.7,
+                    "served" if served else "refused", "Open Settings > Security." if served else None,
+                    json.dumps({"model": str(models[i]), "retriever": "hybrid-3", "corpus": "snap-2026-11-01",
+                                "gate": "nli-4"}),
+                    json.dumps({"language": str(languages[i]), "query_type": "how-to"}),
+                    at, f"{i:064x}",
+                ))
+        cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)",
+                    [first_id + POPULATION])
+        now = datetime.now(UTC)
+        cur.execute("SELECT coalesce(max(id), 0) FROM grading_gradingitem")
+        first_item = cur.fetchone()[0] + 1
+        with cur.copy("COPY grading_gradingitem (id, route_id, decision_id, question, answer, answer_source, stratum, "
+                      "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
+                      "FROM STDIN") as copy:
+            for j, i in enumerate(sample.tolist()):
+                copy.write_row((first_item + j, route_id, first_id + i, "q", "a", "served", str(strata[j]),
+                                float(probabilities[j]), int(rng.integers(0, 2**62)), 2, "labelled", False, "", now))
+        cur.execute("SELECT setval(pg_get_serial_sequence('grading_gradingitem', 'id'), %s)", [first_item + GRADED])
+        with cur.copy("COPY grading_finallabel (decision_id, item_id, correct, method, source, decided_at) "
+                      "FROM STDIN") as copy:
+            for j, i in enumerate(sample.tolist()):
+                imported = j % (GRADED // IMPORTED) == 0
+                copy.write_row((first_id + i, first_item + j, bool(correct[i]),
+                                "imported" if imported else "majority", "legacy-eval" if imported else "", now))
+        conn.commit()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE ledger_decision")
+        conn.execute("VACUUM ANALYZE grading_gradingitem")
+        conn.execute("VACUUM ANALYZE grading_finallabel")
+
+
+def ensure_loaded(database_url: str) -> tuple[int, bool]:
+    """The benchmark route's id, loading the data unless the right counts are already there."""
+    from audit.services import Actor
+    from console.ledger.models import Decision, Route
+    from console.ledger.services import route_create
+    from grading.models import FinalLabel
+
+    route = Route.objects.filter(slug=ROUTE).first() or route_create(
+        actor=Actor.system("bench"), slug=ROUTE, name="Statistics benchmark")
+    decisions = Decision.objects.filter(route=route).count()
+    labels = FinalLabel.objects.filter(decision__route=route).count()
+    if (decisions, labels) == (POPULATION, GRADED):
+        return route.pk, False
+    if decisions or labels:
+        raise SystemExit(f"route {ROUTE} holds {decisions} decisions and {labels} labels, not "
+                         f"{POPULATION} and {GRADED}; remove {BENCH_HINT} and run again")
+    load(database_url, route.pk)
+    return route.pk, True
+
+
+BENCH_HINT = ".console/bench"
+
+
+def in_memory_arrays(route_id: int) -> tuple[np.ndarray, object]:
+    """The population's scores and the graded sample, loaded once (not timed)."""
+    from django.db import connection
+
+    from console.ledger.models import Route
+    from console.policy import selectors
+    from console.policy.params import Window
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])
+        population = np.array([row[0] for row in cursor.fetchall()], dtype=float)
+    return population, selectors.graded_sample(Route.objects.get(pk=route_id), Window())
+
+
+def numpy_table_and_calibration(population: np.ndarray, sample, cutoffs: list[float]) -> tuple[list, dict]:
+    """What the two requests compute, from arrays in memory: same console.stats functions."""
+    from console.stats.calibration import calibration_report
+    from console.stats.operating_points import operating_points
+
+    served = [int(np.count_nonzero(population >= t)) for t in cutoffs]
+    weights, strata = sample.weights_and_strata()
+    rows = operating_points(population_size=population.size, cutoffs=cutoffs, served_counts=served,
+                            graded_scores=sample.scores, graded_correct=sample.correct,
+                            graded_weights=weights, graded_strata=strata)
+    return rows, calibration_report(sample.scores, sample.correct, 10)
+
+
+def get_json(url: str, token: str) -> dict:
+    request = urllib.request.Request(url, headers={"Authorization": f"Token {token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def timed(function, repeat: int) -> tuple[float, object]:
+    """Median wall time in ms over `repeat` calls, and the last result."""
+    times, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = function()
+        times.append(1000 * (time.perf_counter() - started))
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    database_url = setup_django()
+    load_started = time.perf_counter()
+    route_id, loaded = ensure_loaded(database_url)
+    load_seconds = time.perf_counter() - load_started
+
+    from audit.services import Actor
+    from console.accounts import services as accounts
+    from console.policy.models import StatsResult
+
+    actor = Actor.system("bench")
+    user = accounts.user_ensure(actor=actor, username="bench-stats-reader")
+    if not user.grants.exists():
+        accounts.role_grant(actor=actor, user=user, role="reviewer")
+    token = accounts.token_issue(actor=actor, user=user).key
+
+    cutoffs = [float(c) for c in CUTOFFS.split(",")]
+    population, sample = in_memory_arrays(route_id)
+    numpy_ms, (rows, calibration) = timed(lambda: numpy_table_and_calibration(population, sample, cutoffs),
+                                          args.repeat)
+
+    def forget() -> None:
+        StatsResult.objects.filter(route_id=route_id).delete()
+
+    with web_server(workers=1, threads=1) as url:
+        table_url = f"{url}/api/v1/routes/{ROUTE}/operating-points?cutoffs={CUTOFFS}"
+        calibration_url = f"{url}/api/v1/routes/{ROUTE}/calibration?bins=10"
+        forget()
+        get_json(table_url, token), get_json(calibration_url, token)  # warm the worker's imports
+        cold_table, cold_calibration = [], []
+        for _ in range(args.repeat):
+            forget()
+            ms, table = timed(lambda: get_json(table_url, token), 1)
+            cold_table.append(ms)
+            ms, api_calibration = timed(lambda: get_json(calibration_url, token), 1)
+            cold_calibration.append(ms)
+        cached_table_ms, _ = timed(lambda: get_json(table_url, token), args.repeat)
+        cached_calibration_ms, _ = timed(lambda: get_json(calibration_url, token), args.repeat)
+
+    same = all(
+        abs((api_row[key]["value"] or 0) - (row.as_dict()[key]["value"] or 0)) < 1e-9
+        for api_row, row in zip(table["rows"], rows, strict=True)
+        for key in ("abstention_rate", "wrong_served_per_1000") if api_row[key]
+    ) and abs(api_calibration["auroc"] - calibration["auroc"]) < 1e-12
+    table_ms, calibration_ms = statistics.median(cold_table), statistics.median(cold_calibration)
+    cold_ms = table_ms + calibration_ms
+    cached_ms = cached_table_ms + cached_calibration_ms
+    slowest = max(table_ms, calibration_ms)
+
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    report("stats", [
+        f"data: {POPULATION:,} decisions, {GRADED:,} graded (stratified, Hajek-weighted); "
+        + (f"loaded with COPY in {load_seconds:.1f} s" if loaded else "reused from an earlier run"),
+        f"API over HTTP (gunicorn, 1 worker), median of {args.repeat}; numpy on the arrays in memory, same run",
+        f"numpy, table + calibration           : {numpy_ms:8.1f} ms",
+        f"API cold, table                      : {table_ms:8.1f} ms (SQL aggregate + graded values_list + stats)",
+        f"API cold, calibration                : {calibration_ms:8.1f} ms",
+        f"API cold, table + calibration        : {cold_ms:8.1f} ms  ratio to numpy {cold_ms / numpy_ms:.2f}",
+        f"API cached, table + calibration      : {cached_ms:8.1f} ms  ratio to numpy {cached_ms / numpy_ms:.2f}",
+        f"API rows and AUROC equal numpy's     : {'yes' if same else 'NO'}",
+        f"cold request under 1 s               : slowest {slowest:.0f} ms {verdict(slowest < 1000)}",
+        f"cold within 3x of numpy              : {cold_ms / numpy_ms:.2f}x {verdict(cold_ms <= 3 * numpy_ms)}",
+        f"cached within 3x of numpy            : {cached_ms / numpy_ms:.2f}x {verdict(cached_ms <= 3 * numpy_ms)}",
+    ])
+
+
+if __name__ == "__main__":
+    main()

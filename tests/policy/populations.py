@@ -1,0 +1,74 @@
+"""Populations for the statistics endpoints: decisions go in through the ingest API, labels are
+written directly (the label import and blind grading are other apps' business)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from console.ledger.models import Decision
+from grading.models import FinalLabel, GradingItem, ItemStatus
+from tests.factories import record, served_record
+
+_keys = itertools.count(1)
+
+
+@dataclass
+class Population:
+    """What was ingested, in ingest order: ids, scores and (for labelled ones) correctness."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    correct: np.ndarray
+
+
+def decision_records(scores, *, route="it-support", **overrides) -> list[dict]:
+    """API records with these gate scores; served at or above 0.7 like the logged gate."""
+    records = []
+    for score in scores:
+        score = float(score)
+        build = served_record if score >= 0.7 else record
+        records.append(build(route=route, gate={"name": "nli", "score": score, "cutoff": 0.7}, **overrides))
+    return records
+
+
+def post_decisions(integrator, records: list[dict]) -> list[int]:
+    """POST /api/v1/decisions in batches; the new decisions' ids in the order given."""
+    for start in range(0, len(records), 1000):
+        response = integrator.post("/api/v1/decisions", {"decisions": records[start:start + 1000]}, format="json")
+        assert response.status_code == 201, response.json()
+    ids = dict(Decision.objects.filter(request_id__in=[r["request_id"] for r in records])
+               .values_list("request_id", "id"))
+    return [ids[r["request_id"]] for r in records]
+
+
+def label(decision_id: int, correct: bool, *, method: str = "imported", source: str = "offline-eval",
+          inclusion_probability: float | None = None, stratum: str = "all") -> FinalLabel:
+    """A final label; with an inclusion probability it hangs on the decision's pool item."""
+    item = None
+    if inclusion_probability is not None:
+        decision = Decision.objects.get(pk=decision_id)
+        item = GradingItem.objects.filter(decision=decision, is_gold=False).first()
+        if item is None:
+            item = GradingItem.objects.create(
+                route_id=decision.route_id, decision=decision, question=decision.question, answer=decision.claim,
+                answer_source="claim", stratum=stratum, inclusion_probability=inclusion_probability,
+                queue_key=next(_keys), status=ItemStatus.LABELLED)
+        else:
+            item.stratum, item.inclusion_probability, item.status = stratum, inclusion_probability, ItemStatus.LABELLED
+            item.save(update_fields=["stratum", "inclusion_probability", "status"])
+    return FinalLabel.objects.create(decision_id=decision_id, item=item, correct=bool(correct), method=method,
+                                     source=source if method == "imported" else "")
+
+
+def census(integrator, *, n=300, seed=0, route="it-support", **overrides) -> Population:
+    """n decisions with scores on a 0.01 grid (so some equal the cutoffs), every one labelled."""
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.beta(4, 2, n), 2)
+    correct = rng.random(n) < 0.2 + 0.7 * scores
+    ids = np.array(post_decisions(integrator, decision_records(scores, route=route, **overrides)))
+    for decision_id, right in zip(ids.tolist(), correct.tolist(), strict=True):
+        label(decision_id, right)
+    return Population(ids, scores, correct)
