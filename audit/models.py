@@ -12,6 +12,23 @@ class Action(models.TextChoices):
     ROLE_GRANTED = "role_granted", "Role granted"
     USER_CREATED = "user_created", "User created"
     DEMO_LOADED = "demo_loaded", "Demo loaded"
+    SHADOW_PIPELINE_SET = "shadow_pipeline_set", "Shadow pipeline set"
+    DECISIONS_VERIFIED = "decisions_verified", "Claim spans verified"
+    SHADOW_RUNS_QUEUED = "shadow_runs_queued", "Shadow runs queued"
+    SHADOW_RUNS_REQUEUED = "shadow_runs_requeued", "Shadow runs queued again"
+    SHADOW_RUN_STARTED = "shadow_run_started", "Shadow run started"
+    SHADOW_RUN_SUCCEEDED = "shadow_run_succeeded", "Shadow run succeeded"
+    SHADOW_RUN_FAILED = "shadow_run_failed", "Shadow run failed"
+    SHADOW_RUN_RETRIED = "shadow_run_retried", "Shadow run retry requested"
+    POOL_ENTERED = "pool_entered", "Entered the grading pool"
+    GRADING_PLAN_SET = "grading_plan_set", "Grading plan set"
+    GOLD_ITEM_CREATED = "gold_item_created", "Gold item created"
+    ITEM_SKIPPED = "item_skipped", "Item skipped by a grader"
+    GRADE_SUBMITTED = "grade_submitted", "Grade submitted"
+    LABEL_DECIDED = "label_decided", "Final label decided"
+    ADJUDICATION_REQUESTED = "adjudication_requested", "Sent to adjudication"
+    LABEL_ADJUDICATED = "label_adjudicated", "Label adjudicated"
+    LABELS_IMPORTED = "labels_imported", "Labels imported"
 
 
 class AuditEvent(models.Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
@@ -14,6 +15,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 BENCH_DATA = Path(os.environ.get("BENCH_DATA_DIR", ROOT / ".console" / "bench"))
+_held: list = []  # child processes (the embedded broker) that live as long as the benchmark
+
+
+def _stop_children() -> None:
+    from console import embedded
+
+    for process in _held:
+        embedded.stop_process(process)
+
+
+atexit.register(_stop_children)
 
 
 def setup_django() -> str:
@@ -23,6 +35,10 @@ def setup_django() -> str:
     from console import embedded
 
     os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or embedded.postgres_url(BENCH_DATA)
+    if not os.environ.get("CELERY_BROKER_URL"):
+        # A real broker, as under `make run`: requests publish their jobs (no worker consumes them here).
+        _held.append(embedded.start_redis(BENCH_DATA))
+        os.environ["CELERY_BROKER_URL"] = embedded.redis_url(BENCH_DATA)
     import django
 
     django.setup()

@@ -9,7 +9,9 @@ the broker cannot be reached, instead of failing the request that made the chang
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from django.db import transaction
 
@@ -20,9 +22,27 @@ def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
     """Queue `task(*args, **kwargs)` once the current transaction commits (at once outside one)."""
 
     def publish() -> None:
+        if _embedded_broker_absent():
+            logger.warning("embedded broker is not running; %s%r left for the sweeper", task.name, args)
+            return
         try:
             task.apply_async(args=args, kwargs=kwargs)
         except Exception:  # broker down: the sweeper will find the pending work
             logger.warning("could not queue %s%r; the sweeper will retry", task.name, args, exc_info=True)
 
     transaction.on_commit(publish)
+
+
+def _embedded_broker_absent() -> bool:
+    """True when the broker is a unix socket that does not exist: publishing could only time out.
+
+    Eager mode (tests) never touches the broker, so it is never absent there.
+    """
+    from console.celery import app
+
+    if app.conf.task_always_eager:
+        return False
+    url = app.conf.broker_url or ""
+    if not url.startswith("redis+socket://"):
+        return False
+    return not Path(unquote(url.removeprefix("redis+socket://"))).exists()

@@ -155,6 +155,46 @@ LOGGING = {
 }
 
 INGEST_MAX_BATCH = 1000
+
+# Blind grading: how long a grader holds an item before it returns to the queue for others.
+GRADING_LEASE_SECONDS = env_int("GRADING_LEASE_SECONDS", 15 * 60, minimum=10, maximum=24 * 3600)
+# Periodic jobs (Celery beat): each app adds its own entry to this one dict.
+CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE["grading-pool-sweep"] = {"task": "grading.tasks.grading_pool_sweep", "schedule": 60.0}
+
+# Span verification and shadow evaluation jobs (README "Background jobs").
+# The sweepers run every JOBS_SWEEP_SECONDS and queue again what has waited JOBS_REQUEUE_AFTER_SECONDS.
+JOBS_SWEEP_SECONDS = env_int("JOBS_SWEEP_SECONDS", 60, minimum=1, maximum=3600)
+JOBS_REQUEUE_AFTER_SECONDS = env_int("JOBS_REQUEUE_AFTER_SECONDS", 300, minimum=1, maximum=7 * 24 * 3600)
+# A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
+SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
+SHADOW_HTTP_TIMEOUT_MS = env_int("SHADOW_HTTP_TIMEOUT_MS", 30_000, minimum=10, maximum=600_000)
+SHADOW_HTTP_RETRIES = env_int("SHADOW_HTTP_RETRIES", 2, minimum=0, maximum=10)
+SHADOW_HTTP_BACKOFF_MS = env_int("SHADOW_HTTP_BACKOFF_MS", 1_000, minimum=0, maximum=60_000)
+# "Header-Name: value", sent to every HTTP shadow pipeline (e.g. "Authorization: Bearer ...").
+SHADOW_HTTP_AUTH_HEADER = env_str("SHADOW_HTTP_AUTH_HEADER")
+if SHADOW_HTTP_AUTH_HEADER is not None:
+    import re as _re
+
+    if not _re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*[^\r\n]+", SHADOW_HTTP_AUTH_HEADER):
+        from console.env import ConfigError
+
+        raise ConfigError('SHADOW_HTTP_AUTH_HEADER must look like "Header-Name: value" on one line')
+_longest_http_run_ms = (SHADOW_HTTP_RETRIES + 1) * SHADOW_HTTP_TIMEOUT_MS + SHADOW_HTTP_BACKOFF_MS * (
+    2**SHADOW_HTTP_RETRIES - 1)
+if _longest_http_run_ms >= SHADOW_RUN_TIMEOUT_SECONDS * 1000:
+    from console.env import ConfigError
+
+    raise ConfigError(f"SHADOW_RUN_TIMEOUT_SECONDS must exceed the longest HTTP shadow run "
+                      f"({_longest_http_run_ms / 1000:g} s with the SHADOW_HTTP_* settings), or live runs get re-run")
+CELERY_BEAT_SCHEDULE["verification-sweep"] = {
+    "task": "console.verification.tasks.decisions_verify_sweep", "schedule": float(JOBS_SWEEP_SECONDS)}
+CELERY_BEAT_SCHEDULE["shadow-sweep"] = {"task": "console.shadow.tasks.shadow_runs_sweep",
+                                        "schedule": float(JOBS_SWEEP_SECONDS)}
+# Operating points: recompute the default table, calibration and certified cutoff of every route
+# whose decisions or labels changed since they were last computed (README "Operating points").
+CELERY_BEAT_SCHEDULE["stats-refresh"] = {"task": "console.policy.tasks.stats_refresh_stale",
+                                         "schedule": float(JOBS_SWEEP_SECONDS)}
 SPECTACULAR_SETTINGS.update(
     {
         "SWAGGER_UI_DIST": "SIDECAR",

@@ -79,3 +79,20 @@ def visible(queryset: QuerySet, user, roles: Iterable[str], field: str = "route"
 
 def can_read_decisions(user) -> bool:
     return has_role(user, DECISION_READERS)
+
+
+# Roles that may work the blind grading queue. A reviewer who grades is not blind (reviewers read
+# decisions); the grades are still recorded, and a reviewer may not adjudicate an item they graded.
+GRADERS = (Role.GRADER, Role.REVIEWER)
+# Roles that may adjudicate disagreements, edit grading guidelines and read agreement.
+LABEL_REVIEWERS = (Role.REVIEWER,)
+# Roles that may import an existing graded set as final labels.
+LABEL_IMPORTERS = (Role.INTEGRATOR, Role.REVIEWER)
+
+
+def can_grade(user, route=None) -> bool:
+    return has_role(user, GRADERS, route)
+
+
+def can_review_labels(user, route=None) -> bool:
+    return has_role(user, LABEL_REVIEWERS, route)

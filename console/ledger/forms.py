@@ -20,6 +20,10 @@ class DecisionFilterForm(forms.Form):
     corpus = forms.CharField(required=False, max_length=200, label="Corpus version")
     gate = forms.CharField(required=False, max_length=200, label="Gate version")
     segment = forms.CharField(required=False, max_length=200, help_text="key=value, e.g. language=en")
+    no_supporting_passage = forms.BooleanField(
+        required=False, label="No supporting passage",
+        help_text="No claim unit was found in any logged passage: a retrieval problem, not a gate one.",
+    )
 
     def __init__(self, *args, routes=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -47,4 +51,5 @@ class DecisionFilterForm(forms.Form):
             date_to=data.get("date_to"),
             versions=versions or None,
             segments=data.get("segment"),
+            no_supporting_passage=bool(data.get("no_supporting_passage")),
         )

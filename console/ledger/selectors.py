@@ -14,6 +14,9 @@ from django.utils import timezone
 from console.accounts import permissions
 from console.errors import Forbidden
 from console.ledger.models import Decision, DecisionPassage, Outcome, Route
+from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
+from console.verification.selectors import span_checks_as_list, support_as_dict
+from grading.selectors import decision_grading
 
 
 def readable_routes(user) -> QuerySet[Route]:
@@ -29,7 +32,7 @@ def get_decision_for_user(user, *, pk: int | None = None, route_slug: str | None
     """The decision if the user may read it; Forbidden for graders-only users, else 404."""
     if not permissions.can_read_decisions(user):
         raise Forbidden("Your role does not allow reading decisions.")
-    queryset = readable_decisions(user).select_related("route").prefetch_related(
+    queryset = readable_decisions(user).select_related("route", "support").prefetch_related(
         _ranked_passages_prefetch()
     )
     lookup = {"pk": pk} if pk is not None else {"route__slug": route_slug, "request_id": request_id}
@@ -78,10 +81,10 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
             }
             for link in decision.ranked_passages.all()
         ],
-        "span_checks": [],
-        "shadow_run": None,
-        "grades": [],
-        "final_label": None,
+        "span_checks": span_checks_as_list(decision),
+        "support": support_as_dict(decision),
+        "shadow_run": shadow_run_as_dict(shadow_run_of(decision)),
+        **decision_grading(decision.pk),  # "grades" and "final_label"
     }
 
 
@@ -97,6 +100,7 @@ class DecisionFilters:
     date_to: date | None = None
     versions: dict[str, str] | None = None
     segments: dict[str, Any] | None = None
+    no_supporting_passage: bool = False  # verified, and no claim unit found in any logged passage
 
     def apply(self, queryset: QuerySet[Decision]) -> QuerySet[Decision]:
         if self.route:
@@ -115,6 +119,8 @@ class DecisionFilters:
             queryset = queryset.filter(versions__contains=self.versions)
         if self.segments:
             queryset = queryset.filter(segments__contains=self.segments)
+        if self.no_supporting_passage:
+            queryset = queryset.filter(support__no_supporting_passage=True)
         return queryset
 
 
@@ -123,7 +129,7 @@ def _start_of(day: date) -> datetime:
 
 
 def decision_list(user, filters: DecisionFilters) -> QuerySet[Decision]:
-    return filters.apply(readable_decisions(user)).select_related("route").order_by("-occurred_at", "-pk")
+    return filters.apply(readable_decisions(user)).select_related("route", "support").order_by("-occurred_at", "-pk")
 
 
 def route_daily_counts(user, *, days: int = 14) -> list[dict[str, Any]]:

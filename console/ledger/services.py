@@ -10,8 +10,12 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.errors import Conflict, InvalidInput
+from console.jobs import enqueue
 from console.ledger.models import Route
 from console.ledger.validation import DecisionInput
+from console.shadow import tasks as shadow_tasks
+from console.verification import tasks as verification_tasks
+from grading import tasks as grading_tasks
 
 
 def route_create(*, actor: Actor, slug: str, name: str, guidelines: str = "",
@@ -160,6 +164,10 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
         EventSpec(Action.DECISIONS_INGESTED, "route", slug, {"objects": {"decision": ids}, "created": len(ids)})
         for slug, ids in sorted(by_route.items())
     ])
+    # One message per batch and job, not per decision: a publish costs about as much as storing a decision.
+    enqueue(verification_tasks.decisions_verify, decision_ids)
+    enqueue(shadow_tasks.shadow_runs_open, decision_ids)
+    enqueue(grading_tasks.grading_pool_enter, decision_ids)
     return result
 
 

@@ -1,6 +1,6 @@
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -9,6 +9,9 @@ from console.accounts import permissions
 from console.errors import Forbidden
 from console.ledger import selectors
 from console.ledger.forms import DecisionFilterForm
+from console.shadow import selectors as shadow_selectors
+from console.verification import selectors as verification_selectors
+from grading.selectors import decision_grading
 
 PAGE_SIZE = 50
 
@@ -21,6 +24,8 @@ def _require_decision_reader(request) -> None:
 @require_GET
 def dashboard(request):
     if not permissions.can_read_decisions(request.user):
+        if permissions.can_grade(request.user):  # graders land on their queue
+            return redirect("grading-queue")
         return render(request, "ledger/dashboard.html", {"routes": [], "reader": False})
     return render(request, "ledger/dashboard.html",
                   {"routes": selectors.route_daily_counts(request.user), "reader": True})
@@ -53,4 +58,7 @@ def decision_detail(request, pk: int):
         "decision": decision,
         "passages": decision.ranked_passages.all(),
         "events": events,
+        "grading": decision_grading(decision.pk),
+        **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
+        **shadow_selectors.shadow_context(request.user, decision),
     })

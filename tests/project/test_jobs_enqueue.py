@@ -1,0 +1,55 @@
+import pytest
+
+from console.celery import app
+from console.jobs import enqueue
+
+
+class RecordingTask:
+    name = "tests.recording"
+
+    def __init__(self, fail: bool = False):
+        self.calls = []
+        self.fail = fail
+
+    def apply_async(self, args, kwargs):
+        if self.fail:
+            raise ConnectionError("broker unreachable")
+        self.calls.append((args, kwargs))
+
+
+@pytest.fixture
+def broker_url():
+    previous = app.conf.broker_url, app.conf.task_always_eager
+    app.conf.task_always_eager = False
+
+    def use(url):
+        app.conf.broker_url = url
+
+    yield use
+    app.conf.broker_url, app.conf.task_always_eager = previous
+
+
+def test_a_job_is_queued_only_after_the_transaction_commits(db, broker_url, embedded_broker,
+                                                            django_capture_on_commit_callbacks):
+    broker_url(embedded_broker)
+    task = RecordingTask()
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(task, 1, 2)
+        assert task.calls == []
+    assert task.calls == [((1, 2), {})]
+
+
+def test_a_missing_embedded_broker_skips_publishing_at_once(db, broker_url, tmp_path,
+                                                            django_capture_on_commit_callbacks):
+    broker_url(f"redis+socket://{tmp_path}/absent.sock")
+    task = RecordingTask()
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(task, 7)
+    assert task.calls == []
+
+
+def test_a_failing_publish_does_not_fail_the_request(db, broker_url, embedded_broker,
+                                                     django_capture_on_commit_callbacks):
+    broker_url(embedded_broker)
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(RecordingTask(fail=True), 7)  # logs and returns
