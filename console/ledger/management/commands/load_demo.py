@@ -11,6 +11,10 @@ from console.ledger import services
 from console.ledger.demo import demo_records
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
+from console.shadow.services import route_shadow_set
+from grading import selectors as grading_selectors
+from grading.services import labels_import
+from grading.validation import validate_labels
 
 DEMO_ROUTES = {"it-support": "IT support", "hr-policy": "HR policy"}
 DEMO_USERS = [  # username, role, route (None = all routes)
@@ -43,23 +47,48 @@ class Command(BaseCommand):
             with transaction.atomic():
                 user = accounts.user_ensure(actor=actor, username=username)
                 user.set_password(password)
-                user.is_staff = role == "admin"
-                user.save(update_fields=["password", "is_staff"])
+                user.is_staff = user.is_superuser = role == "admin"
+                user.save(update_fields=["password", "is_staff", "is_superuser"])
                 accounts.role_grant(actor=actor, user=user, role=role, route=routes.get(route))
             logins.append(f"{username:<9} {password:<16} ({role}{' on ' + route if route else ''})")
+        # IT support re-runs its refusals through the built-in extractive pipeline, and its answers
+        # wait for the graders; HR policy comes with an imported graded set, so its operating
+        # points can be read at once.
+        route_shadow_set(actor=actor, route=routes["it-support"], config={"kind": "reference"})
         created = 0
+        graded_set = []
         for slug in DEMO_ROUTES:
             records = list(demo_records(slug, decisions))
             for start in range(0, len(records), 500):
                 items, errors = validate_batch(records[start:start + 500])
                 assert not errors, errors[:3]
                 created += services.decision_ingest(actor=actor, items=items, routes=routes).created
+            if slug == "hr-policy":
+                # The demo generator writes unsupported claims as "I believe ...": those grade wrong.
+                graded_set = [{"route": slug, "request_id": r["request_id"], "source": "demo-graded-set",
+                               "verdict": "incorrect" if r["claim"].startswith("I believe") else "correct"}
+                              for r in records]
+        imported = self._import_labels(actor, graded_set)
         with transaction.atomic():
             audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
-                         payload={"decisions_created": created, "users": [u for u, _, _ in DEMO_USERS]})
+                         payload={"decisions_created": created, "labels_imported": imported,
+                                  "users": [u for u, _, _ in DEMO_USERS]})
         logins_file = settings.DATA_DIR / "demo-logins.txt"
         logins_file.write_text("\n".join(logins) + "\n")
         logins_file.chmod(0o600)
-        self.stdout.write(f"Demo workspace ready: {created} decisions. Logins in {logins_file}:")
+        self.stdout.write(f"Demo workspace ready: {created} decisions, {imported} imported labels. "
+                          f"Logins in {logins_file}:")
         for line in logins:
             self.stdout.write("  " + line)
+
+    @staticmethod
+    def _import_labels(actor, records: list[dict]) -> int:
+        created = 0
+        for start in range(0, len(records), 1000):
+            items, errors = validate_labels(records[start:start + 1000])
+            assert not errors, errors[:3]
+            routes, _ = services.routes_for_items(items)
+            decision_ids, unknown = grading_selectors.decisions_for_labels(items, routes)
+            assert not unknown, unknown[:3]
+            created += labels_import(actor=actor, items=items, routes=routes, decision_ids=decision_ids).created
+        return created
