@@ -90,6 +90,8 @@ class Decision(models.Model):
             models.Index(fields=["route", "occurred_at"], name="decision_route_time_idx"),
             models.Index(fields=["route", "outcome", "occurred_at"], name="decision_route_outcome_idx"),
             models.Index(fields=["route", "gate_score"], name="decision_route_score_idx"),
+            # the newest decision of a route, read by the statistics cache's data version
+            models.Index(fields=["route", "id"], name="decision_route_id_idx"),
             GinIndex(fields=["versions"], opclasses=["jsonb_path_ops"], name="decision_versions_gin"),
             GinIndex(fields=["segments"], opclasses=["jsonb_path_ops"], name="decision_segments_gin"),
         ]

@@ -72,9 +72,13 @@ def _data_version(route: Route) -> str:
                      WHERE object_type = 'route' AND object_id IN (%s, %s)),
                    count(*), max(label.id), sum(label.id) FILTER (WHERE label.correct),
                    count(*) FILTER (WHERE label.method = %s)
-              FROM grading_finallabel label
-              LEFT JOIN grading_gradingitem item ON item.id = label.item_id
-             WHERE item.route_id = %s OR label.item_id IS NULL
+              FROM (  -- two indexed halves instead of one OR, which no index serves
+                    SELECT l.id, l.correct, l.method FROM grading_finallabel l
+                      JOIN grading_gradingitem item ON item.id = l.item_id
+                     WHERE item.route_id = %s
+                    UNION ALL
+                    SELECT l.id, l.correct, l.method FROM grading_finallabel l WHERE l.item_id IS NULL
+                   ) label
             """,
             [route.pk, str(route.pk), route.slug, LabelMethod.IMPORTED, route.pk],
         )
