@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -14,7 +13,8 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.accounts import permissions
-from console.errors import Conflict, Forbidden, InvalidInput, TooLarge
+from console.api_batches import batch_records
+from console.errors import Conflict, Forbidden, InvalidInput
 from console.ledger.apis import _ERROR
 from console.ledger.models import Route
 from console.ledger.services import routes_for_items
@@ -253,15 +253,7 @@ class LabelsImportApi(APIView):
     def post(self, request: Request) -> Response:
         if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS):
             raise Forbidden("Importing labels needs the integrator or reviewer role.")
-        body = request.data
-        if not isinstance(body, dict) or not isinstance(body.get("labels"), list):
-            raise InvalidInput('Body must be {"labels": [...]}.', code="invalid_body")
-        records = body["labels"]
-        if len(records) > settings.INGEST_MAX_BATCH:
-            raise TooLarge(f"At most {settings.INGEST_MAX_BATCH} labels per call; got {len(records)}.",
-                           code="batch_too_large")
-        if not records:
-            raise InvalidInput("The batch is empty.", code="empty_batch")
+        records = batch_records(request.data, "labels")
         items, errors = validate_labels(records)
         routes, route_errors = routes_for_items(items)
         if errors or route_errors:

@@ -1,4 +1,3 @@
-from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -8,7 +7,8 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.accounts import permissions
 from console.accounts.models import Role
-from console.errors import Forbidden, InvalidInput, TooLarge
+from console.api_batches import batch_records
+from console.errors import Forbidden, InvalidInput
 from console.ledger import selectors, services
 from console.ledger.validation import validate_batch
 
@@ -33,15 +33,7 @@ class DecisionIngestApi(APIView):
         summary="Ingest decisions",
     )
     def post(self, request: Request) -> Response:
-        body = request.data
-        if not isinstance(body, dict) or not isinstance(body.get("decisions"), list):
-            raise InvalidInput('Body must be {"decisions": [...]}.', code="invalid_body")
-        records = body["decisions"]
-        if len(records) > settings.INGEST_MAX_BATCH:
-            raise TooLarge(f"At most {settings.INGEST_MAX_BATCH} decisions per call; got {len(records)}.",
-                           code="batch_too_large")
-        if not records:
-            raise InvalidInput("The batch is empty.", code="empty_batch")
+        records = batch_records(request.data, "decisions")
         items, errors = validate_batch(records)
         routes, route_errors = services.routes_for_items(items)
         if errors or route_errors:
