@@ -5,10 +5,11 @@ in `console.env`. Without DATABASE_URL the embedded PostgreSQL in CONSOLE_DATA_D
 joined); without CELERY_BROKER_URL the broker is the embedded Redis socket in the same folder.
 """
 
+import re
 from pathlib import Path
 
 from console import embedded
-from console.env import env_bool, env_int, env_list, env_path, env_str
+from console.env import ConfigError, env_bool, env_int, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("CONSOLE_DATA_DIR", BASE_DIR / ".console")
@@ -174,17 +175,11 @@ SHADOW_HTTP_BACKOFF_MS = env_int("SHADOW_HTTP_BACKOFF_MS", 1_000, minimum=0, max
 # "Header-Name: value", sent to every HTTP shadow pipeline (e.g. "Authorization: Bearer ...").
 SHADOW_HTTP_AUTH_HEADER = env_str("SHADOW_HTTP_AUTH_HEADER")
 if SHADOW_HTTP_AUTH_HEADER is not None:
-    import re as _re
-
-    if not _re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*[^\r\n]+", SHADOW_HTTP_AUTH_HEADER):
-        from console.env import ConfigError
-
+    if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*[^\r\n]+", SHADOW_HTTP_AUTH_HEADER):
         raise ConfigError('SHADOW_HTTP_AUTH_HEADER must look like "Header-Name: value" on one line')
 _longest_http_run_ms = (SHADOW_HTTP_RETRIES + 1) * SHADOW_HTTP_TIMEOUT_MS + SHADOW_HTTP_BACKOFF_MS * (
     2**SHADOW_HTTP_RETRIES - 1)
 if _longest_http_run_ms >= SHADOW_RUN_TIMEOUT_SECONDS * 1000:
-    from console.env import ConfigError
-
     raise ConfigError(f"SHADOW_RUN_TIMEOUT_SECONDS must exceed the longest HTTP shadow run "
                       f"({_longest_http_run_ms / 1000:g} s with the SHADOW_HTTP_* settings), or live runs get re-run")
 CELERY_BEAT_SCHEDULE["verification-sweep"] = {

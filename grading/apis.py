@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.accounts import permissions
-from console.api_batches import batch_records
+from console.api_batches import batch_records, raise_batch_invalid
 from console.errors import Conflict, Forbidden, InvalidInput
 from console.ledger.apis import _ERROR
 from console.ledger.models import Route
@@ -257,25 +257,17 @@ class LabelsImportApi(APIView):
         items, errors = validate_labels(records)
         routes, route_errors = routes_for_items(items)
         if errors or route_errors:
-            _raise_invalid(len(records), errors, route_errors, "unknown_route", "route(s)")
+            raise_batch_invalid(total=len(records), records_noun="labels", errors=errors, unknown=route_errors,
+                                unknown_code="unknown_route", unknown_noun="route(s)")
         denied = sorted(slug for slug, route in routes.items()
                         if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS, route))
         if denied:
             raise Forbidden(f"You may not import labels into route(s): {', '.join(denied)}.")
         decision_ids, unknown = selectors.decisions_for_labels(items, routes)
         if unknown:
-            _raise_invalid(len(records), [], unknown, "unknown_decision", "decision(s)")
+            raise_batch_invalid(total=len(records), records_noun="labels", errors=[], unknown=unknown,
+                                unknown_code="unknown_decision", unknown_noun="decision(s)")
         result = services.labels_import(actor=Actor.from_request(request), items=items, routes=routes,
                                         decision_ids=decision_ids)
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
-
-
-def _raise_invalid(total: int, errors: list[dict], unknown: list[dict], code: str, noun: str) -> None:
-    all_errors = sorted(errors + unknown, key=lambda e: (e["index"], e["field"]))
-    bad = len({e["index"] for e in all_errors})
-    message = f"{bad} of {total} labels are invalid; nothing was written."
-    names = sorted({e["value"] for e in unknown})
-    if names:
-        message += f" Unknown {noun}: {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}."
-    raise InvalidInput(message, details=all_errors, code=code if unknown and not errors else "invalid")
 

@@ -7,8 +7,8 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.accounts import permissions
 from console.accounts.models import Role
-from console.api_batches import batch_records
-from console.errors import Forbidden, InvalidInput
+from console.api_batches import batch_records, raise_batch_invalid
+from console.errors import Forbidden
 from console.ledger import selectors, services
 from console.ledger.validation import validate_batch
 
@@ -37,14 +37,8 @@ class DecisionIngestApi(APIView):
         items, errors = validate_batch(records)
         routes, route_errors = services.routes_for_items(items)
         if errors or route_errors:
-            all_errors = sorted(errors + route_errors, key=lambda e: (e["index"], e["field"]))
-            bad = len({e["index"] for e in all_errors})
-            message = f"{bad} of {len(records)} decisions are invalid; nothing was written."
-            unknown = sorted({e["value"] for e in route_errors})
-            if unknown:
-                message += f" Unknown route(s): {', '.join(unknown)}."
-            raise InvalidInput(message, details=all_errors,
-                               code="unknown_route" if route_errors and not errors else "invalid")
+            raise_batch_invalid(total=len(records), records_noun="decisions", errors=errors, unknown=route_errors,
+                                unknown_code="unknown_route", unknown_noun="route(s)")
         denied = sorted(slug for slug, route in routes.items()
                         if not permissions.has_role(request.user, [Role.INTEGRATOR], route))
         if denied:
