@@ -26,6 +26,7 @@ from console.verification.models import DecisionSupport, SpanCheck, SupportStatu
 from console.verification.spans import (
     VERIFIER_VERSION,
     ClaimTooLong,
+    EncodedText,
     TextNotUtf8,
     split_claim_units,
     support_summary,
@@ -130,12 +131,13 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
     try:
         units = split_claim_units(claim)
         outcome = _Outcome(checks=[], units=len(units))
+        encoded = [(passage_id, _encoded(text)) for passage_id, text in passages]  # once, for every unit
         for index, unit in enumerate(units):
             found = False
-            for passage_id, text in passages:
+            for passage_id, text in encoded:
                 try:
-                    span = verify_span(text, unit)
-                except (ClaimTooLong, TextNotUtf8):  # cannot be searched: not found
+                    span = None if text is None else verify_span(text, unit)
+                except ClaimTooLong:  # cannot be searched: not found
                     span = None
                 found = found or bool(span and span.supported)
                 outcome.checks.append(SpanCheck(
@@ -150,6 +152,14 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
     except Exception as exc:  # one bad decision must not hold back the rest of the chunk
         logger.exception("verifying decision %s failed", decision_id)
         return _Outcome(checks=[], error=f"{type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS])
+
+
+def _encoded(text: str) -> EncodedText | None:
+    """The passage as the verifier reads it; None for a text with no UTF-8 form (not searchable)."""
+    try:
+        return EncodedText(text)
+    except TextNotUtf8:
+        return None
 
 
 def _apply(support: DecisionSupport, outcome: _Outcome, now) -> None:

@@ -32,42 +32,59 @@ Rules
 
 How it stays O(len(text)) and close to ``bytes.find``
 ------------------------------------------------------
-- ASCII text: casefold is ``lower()`` and every offset is a byte offset: one ``lower()`` and
-  ``str.find``.
-- Other text, when the folded claim has an anchor (its longest run of ASCII characters that
-  only ASCII characters of a text can fold to, if 3 long or the whole claim; see
-  ``_plan_claim``): search
-  the anchor in ``text.encode().lower()`` and check the rest of the claim on a small decoded
-  window around each hit. No casefold of the text. Char offsets come from decoding only the
-  gaps between matches, from whichever end of the text is nearer. If too many hits are not
-  matches (a common anchor), hand over to the next path.
-- Otherwise: casefold the text (in chunks) and ``str.find`` the folded claim. Only characters
+The verifier reads a passage as its UTF-8 bytes (``EncodedText``; a ``str`` is encoded on the
+way in), which is what its byte offsets point into and what ``bytes.find`` is measured on.
+
+- ASCII text: casefold is ASCII lower-casing and every offset is a byte offset: lower-case
+  the bytes and find the claim (StringZilla's SIMD ``translate`` and ``find``).
+- Other text, when the folded claim has an anchor (a run of ASCII characters that only ASCII
+  characters of a text fold to; ``folding.ClaimPlan``): find the anchor in the lower-cased
+  bytes and check the rest of the claim on either side of each hit with a compiled pattern of
+  every byte spelling that folds to it. No decoding, no casefold of the text. If too many hits
+  are not matches (a common anchor), hand over to the next path.
+- A short text (up to 4 KiB) and a claim without an anchor: one scan of the lower-cased bytes
+  with the claim's pattern (``finditer``: leftmost, non-overlapping, whole characters).
+- Otherwise: StringZilla's SIMD uncased search (``utf8_uncased_matches``) proposes candidate
+  spans. It implements full case folding too but, unlike the rules above, also reports a match
+  that only covers part of a character's folding, and uses a newer Unicode version (it folds a
+  few characters Python does not know). So every candidate is checked against the claim's
+  pattern (Python's folding); a rejected one is retried one character later.
+- If candidates keep being rejected (a periodic claim against a periodic text, "sss..." in
+  "ßßß..."), casefold the text in chunks and ``str.find`` the folded claim. Only characters
   that fold to more than one code point shift offsets; a chunk without them maps one to one,
   and a chunk with them gets a table of where they are, built only when a hit falls in it.
-  A hit that cuts through a character skips ahead by the claim's period, so a periodic claim
-  against a periodic text ("sss..." in "ßßß...") stays linear.
+  A hit that cuts through a character skips ahead by the claim's period, so this stays linear.
+- Character offsets of byte ranges come from counting code points (SIMD) up to each match.
 """
 
 import re
-import sys
 from bisect import bisect_right
 from collections.abc import Callable
-from functools import cache, lru_cache
-from itertools import accumulate
+from functools import lru_cache
+from itertools import accumulate, islice
 from typing import Any, Literal, NamedTuple
 
+import stringzilla
+
 from console.errors import InvalidInput
+from console.verification.folding import ClaimPlan, fold_tables
 
 MAX_CLAIM_CHARS = 2_000
 MAX_MATCH_RANGES = 100
 VERIFIER_VERSION = "spans-1"
 
-# A shorter anchor (unless it is the whole claim) hits too often to beat a full casefold.
-_MIN_ANCHOR_BYTES = 3
 # Misses (anchor hits that are not matches) the anchored search tolerates before it hands over
-# to the full casefold: a few per call plus one per 4 KiB keeps its worst case near one pass.
+# to the uncased search: a few per call plus one per 4 KiB keeps its worst case near one pass.
 _ANCHOR_MISS_ALLOWANCE = 16
 _ANCHOR_MISS_BYTES = 4096
+# A text this short and a claim without an anchor: one regular-expression scan of the text is
+# cheaper than setting up the uncased search (which costs about 10 microseconds per claim).
+_SCAN_UP_TO_BYTES = 4096
+# bytes.lower() as a table, for StringZilla's SIMD translate (ASCII letters only, like lower()).
+_ASCII_LOWER = bytes(range(256)).lower()
+# Rejected uncased candidates tolerated before the search falls back to the full casefold.
+_REJECT_ALLOWANCE = 16
+_REJECT_BYTES = 4096
 # The full casefold works in chunks so that offsets map back one chunk at a time.
 _FOLD_CHUNK = 4_096
 
@@ -85,6 +102,25 @@ class ClaimTooLong(InvalidInput):
 
 class TextNotUtf8(InvalidInput):
     code = "text_not_utf8"
+
+
+class EncodedText:
+    """A passage as the verifier reads it: the text and its UTF-8 bytes.
+
+    Encode a passage once when several claims are checked against it (every claim unit of a
+    decision is checked against every logged passage). Raises ``TextNotUtf8`` for a text with
+    a lone surrogate (possible from a JSON ``\\ud800`` escape): it has no byte offsets.
+    """
+
+    __slots__ = ("text", "data", "is_ascii")
+
+    def __init__(self, text: str) -> None:
+        try:
+            self.data = text.encode()
+        except UnicodeEncodeError:
+            raise TextNotUtf8("The text contains a lone surrogate and has no UTF-8 form.") from None
+        self.text = text
+        self.is_ascii = len(self.data) == len(text)
 
 
 class SpanResult(NamedTuple):
@@ -112,37 +148,34 @@ class SupportSummary(NamedTuple):
     fully_supported: bool
 
 
-class _ClaimPlan(NamedTuple):
-    folded: str
-    before: str  # folded claim before the anchor
-    anchor: bytes  # ASCII; empty when the claim has no usable anchor
-    after: str  # folded claim after the anchor
-
-
-class _FoldTables(NamedTuple):
-    ascii_folds: tuple[str, ...]  # foldings of non-ASCII characters that contain ASCII
-    expanding: re.Pattern[str]  # characters that fold to more than one code point
-
-
-def verify_span(text: str, claim: str, *, max_ranges: int = MAX_MATCH_RANGES) -> SpanResult:
+def verify_span(text: str | EncodedText, claim: str, *, max_ranges: int = MAX_MATCH_RANGES) -> SpanResult:
     """Find the claim in the text; see the module docstring for the rules."""
     if max_ranges < 0:
         raise ValueError("max_ranges must be >= 0")
-    plan = _plan_claim(_trimmed_claim(claim))
+    plan = _plan(claim)
     limit = max_ranges + 1  # one more than shown, to know whether the list was truncated
-    if text.isascii():
+    if not plan.searchable:
+        char_ranges, byte_ranges = [], []
+    elif type(text) is str and text.isascii():  # code points are bytes: nothing to encode
         char_ranges = _ascii_ranges(text, plan.folded, limit)
         byte_ranges = char_ranges.copy()
     else:
-        char_ranges, byte_ranges = _non_ascii_ranges(text, plan, limit)
-    supported = bool(char_ranges)
-    truncated = len(char_ranges) > max_ranges
-    if truncated:
+        encoded = text if type(text) is EncodedText else EncodedText(text)
+        if encoded.is_ascii:
+            char_ranges = _ascii_ranges(encoded.data, plan.needle, limit)
+            byte_ranges = char_ranges.copy()
+        else:
+            char_ranges, byte_ranges = _non_ascii_ranges(encoded, plan, limit)
+    # tuple.__new__ skips the named tuple's Python-level constructor, a tenth of a short check.
+    if len(char_ranges) > max_ranges:
         del char_ranges[max_ranges:], byte_ranges[max_ranges:]
-    decision: Decision = "supported" if supported else "unsupported_claim"
-    return SpanResult(supported, decision, byte_ranges, char_ranges, truncated)
+        return _new_result(SpanResult, (True, "supported", byte_ranges, char_ranges, True))
+    if char_ranges:
+        return _new_result(SpanResult, (True, "supported", byte_ranges, char_ranges, False))
+    return _new_result(SpanResult, (False, "unsupported_claim", byte_ranges, char_ranges, False))
 
 
+_new_result = tuple.__new__
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -173,7 +206,10 @@ def support_summary(unit_found: list[bool]) -> SupportSummary:
     return SupportSummary(found / len(unit_found), found == len(unit_found))
 
 
-def _trimmed_claim(claim: str) -> str:
+@lru_cache(maxsize=256)
+def _plan(claim: str) -> ClaimPlan:
+    """The claim trimmed, checked and planned. Cached because a claim unit is checked against
+    every passage of a decision; errors are raised again on every call."""
     trimmed = claim.strip()
     if not trimmed:
         raise ClaimEmpty("The claim is empty.")
@@ -182,154 +218,225 @@ def _trimmed_claim(claim: str) -> str:
             f"The claim has {len(trimmed)} characters; at most {MAX_CLAIM_CHARS} are allowed.",
             details={"max_chars": MAX_CLAIM_CHARS, "chars": len(trimmed)},
         )
-    return trimmed
+    return ClaimPlan(trimmed)
 
 
-@lru_cache(maxsize=256)
-def _plan_claim(claim: str) -> _ClaimPlan:
-    """Fold the claim and pick its anchor.
-
-    A folded ASCII character can come from a non-ASCII one (Kelvin sign -> "k", "ſ" -> "s",
-    "ß" -> "ss", "ﬁ" -> "fi", "İ" -> "i" + U+0307 ...). A position is safe when no such folding
-    occurs in the folded claim over it: then, in every match, an ASCII character of the text
-    produced it, so the anchor (the longest safe run) appears in the text's lower-cased UTF-8
-    bytes as is. Cached because a claim unit is checked against every passage of a decision.
-    """
-    folded = claim.casefold()
-    unsafe = [not char.isascii() for char in folded]
-    for ascii_fold in _fold_tables().ascii_folds:
-        at = folded.find(ascii_fold)
-        while at >= 0:
-            unsafe[at : at + len(ascii_fold)] = [True] * len(ascii_fold)
-            at = folded.find(ascii_fold, at + 1)
-    best_start = best_length = run_start = 0
-    for index, is_unsafe in enumerate([*unsafe, True]):
-        if is_unsafe:
-            if index - run_start > best_length:
-                best_start, best_length = run_start, index - run_start
-            run_start = index + 1
-    if best_length < min(_MIN_ANCHOR_BYTES, len(folded)):
-        best_start = best_length = 0
-    anchor_end = best_start + best_length
-    return _ClaimPlan(
-        folded=folded,
-        before=folded[:best_start],
-        anchor=folded[best_start:anchor_end].encode("ascii"),
-        after=folded[anchor_end:],
-    )
-
-
-@cache
-def _fold_tables() -> _FoldTables:
-    """Scan every code point once (about 0.1 s, on first use) for the two tables."""
-    ascii_folds = set()
-    expanding = []
-    for code_point in range(0x80, sys.maxunicode + 1):
-        char = chr(code_point)
-        folded = char.casefold()
-        if folded == char:
-            continue
-        if len(folded) > 1:
-            expanding.append(char)
-        if any(part.isascii() for part in folded):
-            ascii_folds.add(folded)
-    return _FoldTables(
-        ascii_folds=tuple(sorted(ascii_folds)),
-        expanding=re.compile("[" + "".join(map(re.escape, expanding)) + "]"),
-    )
-
-
-def _ascii_ranges(text: str, folded_claim: str, limit: int) -> list[Range]:
-    if not folded_claim.isascii():
+def _ascii_ranges(text: str | bytes, needle: str | bytes, limit: int) -> list[Range]:
+    """Ranges of the folded claim in an ASCII text, as str or bytes (the offsets are the same)."""
+    if not needle.isascii():
         return []  # an ASCII character never folds to anything else
-    lowered = text.lower()
-    width = len(folded_claim)
+    lowered = stringzilla.translate(text, _ASCII_LOWER)
+    find = stringzilla.find
+    width = len(needle)
     ranges: list[Range] = []
-    hit = lowered.find(folded_claim)
+    hit = find(lowered, needle)
     while hit >= 0 and len(ranges) < limit:
         ranges.append((hit, hit + width))
-        hit = lowered.find(folded_claim, hit + width)
+        hit = find(lowered, needle, hit + width)
     return ranges
 
 
-def _non_ascii_ranges(text: str, plan: _ClaimPlan, limit: int) -> tuple[list[Range], list[Range]]:
+def _non_ascii_ranges(encoded: EncodedText, plan: ClaimPlan, limit: int) -> tuple[list[Range], list[Range]]:
     """(char ranges, byte ranges) of the matches in a text that is not pure ASCII."""
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:
-        raise TextNotUtf8("The text contains a lone surrogate and has no UTF-8 form.") from None
-    found = _anchored_byte_ranges(data, plan, limit) if plan.anchor else None
-    if found is not None:
-        byte_ranges, char_widths = found
-        char_ranges = _convert_ranges(
-            byte_ranges, char_widths, len(data), len(text), lambda a, b: len(data[a:b].decode())
-        )
-        return char_ranges, byte_ranges
+    data = encoded.data
+    if plan.anchor:
+        byte_ranges = _anchored_byte_ranges(data, plan, limit)
+    elif len(data) <= _SCAN_UP_TO_BYTES and plan.pattern is not None:
+        byte_ranges = _scanned_byte_ranges(data, plan.pattern, limit)
+    else:
+        byte_ranges = None
+    if byte_ranges is None:
+        byte_ranges = _uncased_byte_ranges(data, plan, limit)
+    if byte_ranges is not None:
+        return (_char_ranges(data, byte_ranges) if byte_ranges else []), byte_ranges
+    text = encoded.text
     char_ranges = _folded_char_ranges(text, plan.folded, limit)
-    byte_widths = [len(text[start:end].encode()) for start, end in char_ranges]
     byte_ranges = _convert_ranges(
-        char_ranges, byte_widths, len(text), len(data), lambda a, b: len(text[a:b].encode())
+        char_ranges,
+        [len(text[start:end].encode()) for start, end in char_ranges],
+        len(text),
+        len(data),
+        lambda a, b: len(text[a:b].encode()),
     )
     return char_ranges, byte_ranges
 
 
-def _anchored_byte_ranges(
-    data: bytes, plan: _ClaimPlan, limit: int
-) -> tuple[list[Range], list[int]] | None:
-    """Byte ranges and character widths of the matches found through the claim's anchor.
+def _scanned_byte_ranges(data: bytes, pattern: re.Pattern[bytes], limit: int) -> list[Range]:
+    """Byte ranges of the matches from one scan of the lower-cased bytes with the claim's
+    pattern: ``finditer`` is leftmost-first and non-overlapping, as the rules are."""
+    lowered = stringzilla.translate(data, _ASCII_LOWER)
+    return [found.span() for found in islice(pattern.finditer(lowered), limit)]
 
-    None when too many anchor hits were not matches. Hits come in text order and so do the
-    matches they extend to, because the part before the anchor always folds to the same
-    ``plan.before``; each match is found from exactly one hit.
+
+def _char_ranges(data: bytes, byte_ranges: list[Range]) -> list[Range]:
+    """The same ranges in code points, counted (SIMD) from the start of the text."""
+    # Slicing bytes copies, a memoryview does not; the view costs more to make than a short copy.
+    source = memoryview(data) if len(data) > 65_536 else data
+    count = stringzilla.utf8_count
+    if len(byte_ranges) == 1:  # the usual case, spelled out: this runs for every supported check
+        (start, end), = byte_ranges
+        chars = count(source[:start])
+        return [(chars, chars + count(source[start:end]))]
+    char_ranges: list[Range] = []
+    chars = position = 0
+    for start, end in byte_ranges:
+        chars += count(source[position:start])
+        width = count(source[start:end])
+        char_ranges.append((chars, chars + width))
+        chars += width
+        position = end
+    return char_ranges
+
+
+def _anchored_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range] | None:
+    """Byte ranges of the matches found through the claim's anchor.
+
+    Around each hit, the claim's pattern is searched from as far before it as ``before`` can
+    be spelled to as far after it as ``after`` can. The leftmost match there is the leftmost
+    one not yet found: one starting further left has its anchor at an earlier hit, whose
+    window held it whole. None when too many hits found nothing (a common anchor).
     """
-    lowered = data.lower()  # in UTF-8, ASCII bytes only ever encode ASCII characters
+    anchored_search = plan.anchored_search
+    if anchored_search is None:
+        return _anchored_byte_ranges_by_decoding(data, plan, limit)
+    search, longest_before, longest_rest = anchored_search
+    find = stringzilla.find
+    # In UTF-8, ASCII bytes only ever encode ASCII characters: lower-casing them is safe, and
+    # both the anchor and the claim's pattern are written for lower-cased bytes.
+    lowered = stringzilla.translate(data, _ASCII_LOWER)
+    anchor = plan.anchor
+    misses = 0
+    ranges: list[Range] = []
+    end = 0
+    hit = find(lowered, anchor)
+    while hit >= 0 and len(ranges) < limit:
+        lowest = hit - longest_before
+        found = search(lowered, lowest if lowest > end else end, hit + longest_rest)
+        if found is not None:
+            span = found.span()
+            ranges.append(span)
+            end = span[1]
+            hit = find(lowered, anchor, end)
+            continue
+        misses += 1
+        if misses > _ANCHOR_MISS_ALLOWANCE + len(data) // _ANCHOR_MISS_BYTES:
+            return None
+        hit = find(lowered, anchor, hit + 1)
+    return ranges
+
+
+def _anchored_byte_ranges_by_decoding(data: bytes, plan: ClaimPlan, limit: int) -> list[Range] | None:
+    """The anchored search for a claim too intricate to spell out as a pattern: the rest of
+    the claim is checked on a small decoded window on either side of each hit."""
+    lowered = stringzilla.translate(data, _ASCII_LOWER)
     anchor_width = len(plan.anchor)
     misses_left = _ANCHOR_MISS_ALLOWANCE + len(data) // _ANCHOR_MISS_BYTES
     ranges: list[Range] = []
-    char_widths: list[int] = []
     end = 0
     hit = lowered.find(plan.anchor)
     while hit >= 0 and len(ranges) < limit:
-        extension = _extend_anchor_hit(data, hit, anchor_width, plan)
-        if extension is not None:
-            before, after = extension
-            start = hit - len(before.encode())
-            if start >= end:  # else it overlaps the previous match
-                end = hit + anchor_width + len(after.encode())
-                ranges.append((start, end))
-                char_widths.append(len(before) + anchor_width + len(after))
+        start = _start_folding_to(data, hit, plan.before)
+        if start is not None and start >= end:  # else no match, or it overlaps the previous one
+            stop = _end_folding_to(data, hit + anchor_width, plan.after)
+            if stop is not None:
+                ranges.append((start, stop))
+                end = stop
                 hit = lowered.find(plan.anchor, end)
                 continue
         misses_left -= 1
         if misses_left < 0:
             return None
         hit = lowered.find(plan.anchor, hit + 1)
-    return ranges, char_widths
+    return ranges
 
 
-def _extend_anchor_hit(
-    data: bytes, hit: int, anchor_width: int, plan: _ClaimPlan
-) -> tuple[str, str] | None:
-    """The original characters around an anchor hit that fold to the rest of the claim.
+def _start_folding_to(data: bytes, hit: int, before: str) -> int | None:
+    """Where the run of whole characters ending at ``hit`` that folds to ``before`` starts."""
+    if not before:
+        return hit
+    # A character folds to at least one code point and is at most 4 bytes long; decoding drops
+    # a character cut by the window's edge.
+    window = data[max(0, hit - 4 * len(before)) : hit].decode("utf-8", "ignore")
+    matched = _suffix_folding_to(window, before)
+    return None if matched is None else hit - len(matched.encode())
 
-    A character folds to at least one code point and is at most 4 bytes, so a window of
-    4 bytes per folded code point (plus one character cut by the window edge, which the
-    "ignore" decoding drops) always holds enough whole characters.
+
+def _end_folding_to(data: bytes, position: int, after: str) -> int | None:
+    """Where the run of whole characters starting at ``position`` that folds to ``after`` ends."""
+    if not after:
+        return position
+    window = data[position : position + 4 * len(after) + 4].decode("utf-8", "ignore")
+    matched = _prefix_folding_to(window, after)
+    return None if matched is None else position + len(matched.encode())
+
+
+def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range] | None:
+    """Byte ranges of the matches, from StringZilla's candidates checked against the rules.
+
+    None when too many candidates were rejected. A rejected candidate at ``start`` may hide a
+    match that starts there too (StringZilla may have aligned the claim inside a character's
+    folding), so that is checked, and the search resumes one character later.
     """
-    before = after = ""
-    if plan.before:
-        window_start = max(0, hit - 4 * len(plan.before) - 4)
-        window = data[window_start:hit].decode("utf-8", "ignore")
-        before = _suffix_folding_to(window, plan.before)
-        if before is None:
+    haystack = stringzilla.Str(data)
+    needle = plan.needle
+    rejects_left = _REJECT_ALLOWANCE + len(data) // _REJECT_BYTES
+    ranges: list[Range] = []
+    position = 0
+    while len(ranges) < limit:
+        for candidate in stringzilla.utf8_uncased_matches(haystack[position:], needle):
+            start = candidate.offset_within(haystack)
+            stop = start + len(candidate)
+            if _folds_to_claim(data, start, stop, plan):
+                ranges.append((start, stop))
+                if len(ranges) == limit:
+                    return ranges
+            else:
+                break
+        else:
+            return ranges
+        rejects_left -= 1
+        if rejects_left < 0:
             return None
-    if plan.after:
-        window_start = hit + anchor_width
-        window = data[window_start : window_start + 4 * len(plan.after) + 4]
-        after = _prefix_folding_to(window.decode("utf-8", "ignore"), plan.after)
-        if after is None:
-            return None
-    return before, after
+        stop = _match_at(data, start, plan)
+        if stop is not None:
+            ranges.append((start, stop))
+            position = stop
+        else:
+            position = start + _char_width(data[start])
+    return ranges
+
+
+def _folds_to_claim(data: bytes, start: int, stop: int, plan: ClaimPlan) -> bool:
+    pattern = plan.pattern
+    if pattern is not None:
+        return pattern.fullmatch(data[start:stop].lower()) is not None
+    try:
+        return data[start:stop].decode().casefold() == plan.folded
+    except UnicodeDecodeError:
+        return False
+
+
+def _match_at(data: bytes, start: int, plan: ClaimPlan) -> int | None:
+    """The end of the match starting at byte ``start``, if one does."""
+    if 0x80 <= data[start] < 0xC0:
+        return None  # inside a character
+    # A character folds to at least one code point and is at most 4 bytes long.
+    window = data[start : start + 4 * len(plan.folded)]
+    pattern = plan.pattern
+    if pattern is not None:
+        found = pattern.match(window.lower())
+        return None if found is None else start + found.end()
+    matched = _prefix_folding_to(window.decode("utf-8", "ignore"), plan.folded)
+    return None if matched is None else start + len(matched.encode())
+
+
+def _char_width(lead_byte: int) -> int:
+    """Bytes of the UTF-8 character starting with this byte (1 for a stray continuation byte)."""
+    if lead_byte >= 0xF0:
+        return 4
+    if lead_byte >= 0xE0:
+        return 3
+    return 2 if lead_byte >= 0xC0 else 1
 
 
 def _suffix_folding_to(window: str, folded: str) -> str | None:
@@ -431,7 +538,7 @@ class _FoldedText:
             indexes: list[int] = []
             shift = 0
             chunk_end = origin + _FOLD_CHUNK
-            for match in _fold_tables().expanding.finditer(self.text, origin, chunk_end):
+            for match in fold_tables().expanding.finditer(self.text, origin, chunk_end):
                 index = match.start() - origin
                 folded_width = len(match.group().casefold())
                 starts.append(index + shift)

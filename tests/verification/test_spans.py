@@ -1,4 +1,5 @@
 import json
+import sys
 import time
 
 import pytest
@@ -6,9 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from console.verification import spans
+from console.verification.folding import ClaimPlan
 from console.verification.spans import (
     ClaimEmpty,
     ClaimTooLong,
+    EncodedText,
     SpanResult,
     TextNotUtf8,
     split_claim_units,
@@ -230,25 +233,87 @@ def test_a_periodic_claim_in_a_periodic_text_stays_linear():
     assert time.perf_counter() - started < 2
 
 
-def test_an_anchor_that_keeps_missing_hands_over_to_the_full_casefold(monkeypatch):
+def spy_on(monkeypatch, name: str) -> list:
     calls = []
-    full_search = spans._folded_char_ranges
+    function = getattr(spans, name)
 
     def spy(*args):
         calls.append(args)
-        return full_search(*args)
+        return function(*args)
 
-    monkeypatch.setattr(spans, "_folded_char_ranges", spy)
+    monkeypatch.setattr(spans, name, spy)
+    return calls
+
+
+def test_an_anchor_that_keeps_missing_hands_over_to_the_uncased_search(monkeypatch):
+    uncased = spy_on(monkeypatch, "_uncased_byte_ranges")
     text = "é" + "xyz " * 200 + "xyzß"
-    assert spans._plan_claim("XYZSS").anchor == b"xyz"
+    assert ClaimPlan("XYZSS").anchor == b"xyz"
     assert verify_span(text, "XYZSS").char_ranges == [(801, 805)]
-    assert len(calls) == 1
+    assert len(uncased) == 1
+
+
+def test_rejected_candidates_hand_over_to_the_full_casefold(monkeypatch):
+    folded = spy_on(monkeypatch, "_folded_char_ranges")
+    # Every uncased candidate of "sss" in "ßßß..." cuts through a "ß".
+    assert not verify_span("ß" * 5_000, "SSS").supported
+    assert len(folded) == 1
+
+
+def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_search(monkeypatch):
+    anchored = spy_on(monkeypatch, "_anchored_byte_ranges")
+    uncased = spy_on(monkeypatch, "_uncased_byte_ranges")
+    text = "é " + "lorem ipsum " * 5_000 + "Die Straße nach İstanbul. Ο Σίσυφος."
+    assert spans_of(text, "DIE STRASSE NACH İSTANBUL") == ["Die Straße nach İstanbul"]
+    assert (len(anchored), len(uncased)) == (1, 0)
+    assert spans_of(text, "Ο ΣΊΣΥΦΟΣ") == ["Ο Σίσυφος"]
+    assert (len(anchored), len(uncased)) == (1, 1)
+
+
+def test_a_short_text_and_a_claim_without_an_anchor_take_one_scan(monkeypatch):
+    uncased = spy_on(monkeypatch, "_uncased_byte_ranges")
+    scanned = spy_on(monkeypatch, "_scanned_byte_ranges")
+    assert spans_of("Ο Σίσυφος, ο ΣΊΣΥΦΟΣ.", "ο σίσυφος") == ["Ο Σίσυφος", "ο ΣΊΣΥΦΟΣ"]
+    assert (len(scanned), len(uncased)) == (1, 0)
+
+
+def test_characters_newer_than_pythons_unicode_fold_as_python_says():
+    # StringZilla folds U+A7CB (Unicode 16) to U+0264; this Python's Unicode may not know it,
+    # and the rules follow str.casefold, whatever StringZilla proposes.
+    for text, claim in (("\ua7cb " * 3, "\u0264"), ("\u0264 " * 3, "\ua7cb")):
+        result = verify_span(("é " + "x" * 30_000 + text), claim)
+        expected = brute_force_spans("é " + "x" * 30_000 + text, claim)
+        assert result.char_ranges == expected
+        assert result.supported == ("\ua7cb".casefold() == "\u0264")
+
+
+def test_an_encoded_text_gives_the_same_result_as_its_string():
+    for text, claim in (("Die Straße", "STRASSE"), ("plain ascii", "ASCII"), ("ΣΊΣΥΦΟΣ", "σίσυφος")):
+        assert verify_span(EncodedText(text), claim) == verify_span(text, claim)
+
+
+def test_encoding_a_text_with_a_lone_surrogate_raises_text_not_utf8():
+    with pytest.raises(TextNotUtf8):
+        EncodedText("ok \udfff")
+
+
+def test_a_claim_with_a_lone_surrogate_is_never_found():
+    for text in ("abc", "abç", "ß" * 40_000):
+        assert not verify_span(text, "\ud800").supported
 
 
 def test_casefold_is_the_concatenation_of_each_characters_folding():
     # The search depends on it; a future Unicode or Python change must not slip by.
     sample = "ΣΑΣ σας ΌΣΟΣ ß ẞ İ ı \u212A ﬃ ŉ ǰ ΐ ᾈ 😀 Ǆǅǆ"
     assert "".join(char.casefold() for char in sample) == sample.casefold()
+
+
+def test_casefold_is_idempotent_for_every_code_point():
+    # folding_pattern spells a folded claim with the preimages of its own code points.
+    for code_point in range(sys.maxunicode + 1):
+        if not 0xD800 <= code_point <= 0xDFFF:
+            folded = chr(code_point).casefold()
+            assert folded.casefold() == folded, hex(code_point)
 
 
 @settings(max_examples=300)
@@ -294,26 +359,47 @@ def test_any_text_agrees_with_the_brute_force_search(pair):
     assert result.char_ranges == brute_force_spans(text, claim)
 
 
+def without_patterns(claim: str) -> ClaimPlan:
+    """A plan whose patterns are unavailable, as for a claim too long to spell out."""
+    plan = ClaimPlan(claim)
+    plan.pattern = plan.anchored_search = None
+    return plan
+
+
 @settings(max_examples=500)
 @given(
     st.one_of(
         text_and_claim(st.sampled_from(RICH_ALPHABET)),
         text_and_claim(st.sampled_from(ANCHOR_ALPHABET)),
+        text_and_claim(no_surrogates),
     )
 )
-def test_the_anchored_and_the_full_casefold_search_each_agree_with_brute_force(pair):
+def test_every_search_path_agrees_with_brute_force(pair):
     text, claim = pair
     expected = brute_force_spans(text, claim)
-    plan = spans._plan_claim(claim.strip())
-    assert spans._folded_char_ranges(text, plan.folded, 10_000) == expected
-    if plan.anchor:
-        found = spans._anchored_byte_ranges(text.encode(), plan, 10_000)
-        if found is not None:
-            byte_ranges, char_widths = found
-            assert byte_ranges == [
-                (len(text[:start].encode()), len(text[:end].encode())) for start, end in expected
-            ]
-            assert char_widths == [end - start for start, end in expected]
+    expected_bytes = [(len(text[:start].encode()), len(text[:end].encode())) for start, end in expected]
+    assert spans._folded_char_ranges(text, claim.strip().casefold(), 10_000) == expected
+    plan = ClaimPlan(claim.strip())
+    if plan.pattern is not None:
+        assert spans._scanned_byte_ranges(text.encode(), plan.pattern, 10_000) == expected_bytes
+    for plan in (ClaimPlan(claim.strip()), without_patterns(claim.strip())):
+        if plan.anchor:
+            found = spans._anchored_byte_ranges(text.encode(), plan, 10_000)
+            assert found is None or found == expected_bytes
+        found = spans._uncased_byte_ranges(text.encode(), plan, 10_000)
+        assert found is None or found == expected_bytes
+
+
+@settings(max_examples=300)
+@given(text_and_claim(st.sampled_from(RICH_ALPHABET)))
+def test_the_uncased_search_agrees_with_brute_force_however_often_it_is_rejected(pair):
+    text, claim = pair
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_REJECT_ALLOWANCE", 10_000)
+        found = spans._uncased_byte_ranges(text.encode(), ClaimPlan(claim.strip()), 10_000)
+    assert found == [
+        (len(text[:start].encode()), len(text[:end].encode())) for start, end in brute_force_spans(text, claim)
+    ]
 
 
 @settings(max_examples=300)
@@ -326,10 +412,11 @@ def test_offsets_map_back_across_fold_chunk_boundaries(pair):
     assert found == brute_force_spans(text, claim)
 
 
-def test_a_match_beyond_the_first_fold_chunk_has_exact_offsets():
+def test_a_match_beyond_the_first_fold_chunk_has_exact_offsets(monkeypatch):
+    monkeypatch.setattr(spans, "_REJECT_ALLOWANCE", -1)  # straight to the full casefold
     text = "aß" * 10_000 + " Σίσυφος ßß"
     claim = "ΣΊΣΥΦΟΣ SSSS"
-    assert not spans._plan_claim(claim).anchor  # so the whole text is casefolded
+    assert not ClaimPlan(claim).anchor
     assert spans_of(text, claim) == ["Σίσυφος ßß"]
     assert verify_span(text, claim).char_ranges == [(20_001, 20_011)]
 
