@@ -154,14 +154,14 @@ def verify_span(text: str | EncodedText, claim: str, *, max_ranges: int = MAX_MA
         raise ValueError("max_ranges must be >= 0")
     plan = _plan(claim)
     limit = max_ranges + 1  # one more than shown, to know whether the list was truncated
-    if not plan.searchable:
-        char_ranges, byte_ranges = [], []
-    elif type(text) is str and text.isascii():  # code points are bytes: nothing to encode
-        char_ranges = _ascii_ranges(text, plan.folded, limit)
+    if type(text) is str and text.isascii():  # code points are bytes: nothing to encode
+        char_ranges = _ascii_ranges(text, plan.folded, limit) if plan.searchable else []
         byte_ranges = char_ranges.copy()
     else:
         encoded = text if type(text) is EncodedText else EncodedText(text)
-        if encoded.is_ascii:
+        if not plan.searchable:
+            char_ranges, byte_ranges = [], []
+        elif encoded.is_ascii:
             char_ranges = _ascii_ranges(encoded.data, plan.needle, limit)
             byte_ranges = char_ranges.copy()
         else:

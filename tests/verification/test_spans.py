@@ -298,8 +298,10 @@ def test_encoding_a_text_with_a_lone_surrogate_raises_text_not_utf8():
 
 
 def test_a_claim_with_a_lone_surrogate_is_never_found():
-    for text in ("abc", "abç", "ß" * 40_000):
+    for text in ("abc", "abç", "ß" * 40_000, EncodedText("abç")):
         assert not verify_span(text, "\ud800").supported
+    with pytest.raises(TextNotUtf8):
+        verify_span("ab\udc00", "\ud800")
 
 
 def test_casefold_is_the_concatenation_of_each_characters_folding():
