@@ -1,4 +1,5 @@
 import json
+import random
 import sys
 import time
 
@@ -456,3 +457,19 @@ def test_support_summary_counts_found_units():
 def test_support_summary_needs_at_least_one_unit():
     with pytest.raises(ValueError):
         support_summary([])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_texts_with_many_spellings_agree_with_the_full_casefold(seed):
+    # Tens of kilobytes, the claim spelled many ways and near-misses around it: every path over
+    # long texts gives what casefolding the whole text gives.
+    rng = random.Random(seed)
+    spellings = ["Straße", "STRASSE", "strasse", "ſtraſſe", "STRAẞE", "Strase", "Straßen", "ﬆraße"]
+    words = ["die", "nach", "İstanbul", "ISTANBUL", "Kelvin", "\u212Aelvin", "Σίσυφος", "ΣΊΣΥΦΟΣ", "café", "x"]
+    text = " ".join(rng.choice(spellings + words * 3) for _ in range(8_000))
+    for claim in ("strasse", "STRASSE NACH", "i̇stanbul", "kelvin", "σίσυφος", "Straße die", "ss"):
+        expected = spans._folded_char_ranges(text, claim.casefold(), 101)
+        result = verify_span(text, claim)
+        assert result.char_ranges == expected[:100]
+        assert result.truncated == (len(expected) > 100)
+        assert_ranges_are_original_spans(text, claim, result)
