@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["ingest.py", "verify.py", "grading_queue.py", "stats.py"]
+ORDER = ["ingest.py", "verify.py", "grading_queue.py", "stats.py", "pages.py"]
 
 
 def main() -> int:

@@ -90,6 +90,8 @@ class Decision(models.Model):
             models.Index(fields=["route", "occurred_at"], name="decision_route_time_idx"),
             models.Index(fields=["route", "outcome", "occurred_at"], name="decision_route_outcome_idx"),
             models.Index(fields=["route", "gate_score"], name="decision_route_score_idx"),
+            # the newest refusals of every route, the refusals list of a reader of all routes
+            models.Index(fields=["outcome", "occurred_at"], name="decision_outcome_time_idx"),
             # the newest decision of a route, read by the statistics cache's data version
             models.Index(fields=["route", "id"], name="decision_route_id_idx"),
             GinIndex(fields=["versions"], opclasses=["jsonb_path_ops"], name="decision_versions_gin"),
@@ -102,6 +104,25 @@ class Decision(models.Model):
     @property
     def refused(self) -> bool:
         return self.outcome == Outcome.REFUSED
+
+
+class RouteDayCount(models.Model):
+    """Decisions per route, UTC day and outcome, kept by database triggers on the decision table
+    (every insert, update and delete, whoever makes it), so that totals and daily bars never
+    count a million rows. Read-only for the application."""
+
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="day_counts")
+    day = models.DateField(help_text="UTC date of occurred_at.")
+    outcome = models.CharField(max_length=24, choices=Outcome.choices)
+    decisions = models.BigIntegerField(help_text="Decisions of the route that day with this outcome.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["route", "day", "outcome"], name="unique_route_day_outcome"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}/{self.day}/{self.outcome}: {self.decisions}"
 
 
 class DecisionPassage(models.Model):

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models import Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
 from console.errors import Forbidden
-from console.ledger.models import Decision, DecisionPassage, Outcome, Route
+from console.ledger.models import Decision, DecisionPassage, Outcome, Route, RouteDayCount
 from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
 from console.verification.selectors import span_checks_as_list, support_as_dict
 from grading.selectors import decision_grading
@@ -104,7 +104,8 @@ class DecisionFilters:
 
     def apply(self, queryset: QuerySet[Decision]) -> QuerySet[Decision]:
         if self.route:
-            queryset = queryset.filter(route__slug=self.route)
+            # An id, not a join on the slug: the planner then knows the route's share of rows.
+            queryset = queryset.filter(route_id=Subquery(Route.objects.filter(slug=self.route).values("pk")[:1]))
         if self.outcome:
             queryset = queryset.filter(outcome=self.outcome)
         if self.score_min is not None:
@@ -132,22 +133,83 @@ def decision_list(user, filters: DecisionFilters) -> QuerySet[Decision]:
     return filters.apply(readable_decisions(user)).select_related("route", "support").order_by("-occurred_at", "-pk")
 
 
+# The refusals list counts matches up to this many; past it, it says "more than".
+COUNT_CAP = 1_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class DecisionPage:
+    """One page of the refusals list, newest first, and cursors to its neighbours."""
+
+    decisions: list[Decision]
+    count: int  # matching decisions, exact up to COUNT_CAP
+    more_than_count: bool  # more than COUNT_CAP matched
+    newer: str | None  # cursor for the page before this one (newer decisions)
+    older: str | None  # cursor for the page after it
+
+
+def decision_page(user, filters: DecisionFilters, *, before: str = "", after: str = "",
+                  size: int = 50) -> DecisionPage:
+    """A page of ``decision_list`` by keyset: ``before`` (older than a cursor) or ``after``
+    (newer than one), else the newest. Every page costs one index range scan however deep it
+    is, where an OFFSET would walk every row before it; the count stops at ``COUNT_CAP`` for the
+    same reason. A cursor that does not parse gives the newest page."""
+    count = filters.apply(readable_decisions(user)).order_by().values("pk")[: COUNT_CAP + 1].count()
+    ordered = decision_list(user, filters)
+    older_than, newer_than = _parse_cursor(before), _parse_cursor(after)
+    if newer_than is not None:
+        at, pk = newer_than
+        rows = list(ordered.filter(Q(occurred_at__gt=at) | Q(occurred_at=at, pk__gt=pk), occurred_at__gte=at)
+                    .order_by("occurred_at", "pk")[: size + 1])
+        has_newer, has_older = len(rows) > size, True
+        rows = rows[:size][::-1]
+    else:
+        if older_than is not None:
+            at, pk = older_than
+            ordered = ordered.filter(Q(occurred_at__lt=at) | Q(occurred_at=at, pk__lt=pk), occurred_at__lte=at)
+        rows = list(ordered[: size + 1])
+        has_newer, has_older = older_than is not None, len(rows) > size
+        rows = rows[:size]
+    return DecisionPage(
+        decisions=rows,
+        count=min(count, COUNT_CAP),
+        more_than_count=count > COUNT_CAP,
+        newer=_cursor_of(rows[0]) if rows and has_newer else None,
+        older=_cursor_of(rows[-1]) if rows and has_older else None,
+    )
+
+
+def _cursor_of(decision: Decision) -> str:
+    """``<microseconds since 1970 UTC>.<id>``: exact, ordered as the list is, safe in a URL."""
+    return f"{(decision.occurred_at - _EPOCH) // timedelta(microseconds=1)}.{decision.pk}"
+
+
+def _parse_cursor(value: str) -> tuple[datetime, int] | None:
+    try:
+        micros, pk = value.split(".")
+        return _EPOCH + timedelta(microseconds=int(micros)), int(pk)
+    except (ValueError, OverflowError):
+        return None
+
+
 def route_daily_counts(user, *, days: int = 14) -> list[dict[str, Any]]:
-    """Per readable route: decisions and refusals per day over the last `days` days."""
-    since = _start_of(timezone.now().date() - timedelta(days=days - 1))
+    """Per readable route: decisions and refusals in all and per day over the last `days` days,
+    read from the counters the database keeps per route, UTC day and outcome (RouteDayCount)."""
+    today = timezone.now().date()
     routes = list(readable_routes(user).annotate(
-        total=Count("decisions"), refused=Count("decisions", filter=Q(decisions__outcome=Outcome.REFUSED))
+        total=Coalesce(Sum("day_counts__decisions"), 0),
+        refused=Coalesce(Sum("day_counts__decisions", filter=Q(day_counts__outcome=Outcome.REFUSED)), 0),
     ))
     rows = (
-        readable_decisions(user).filter(occurred_at__gte=since)
-        .annotate(day=TruncDate("occurred_at"))
+        permissions.visible(RouteDayCount.objects.all(), user, permissions.DECISION_READERS)
+        .filter(day__gte=today - timedelta(days=days - 1))
         .values("route_id", "day")
-        .annotate(total=Count("id"), refused=Count("id", filter=Q(outcome=Outcome.REFUSED)))
+        .annotate(total=Sum("decisions"), refused=Coalesce(Sum("decisions", filter=Q(outcome=Outcome.REFUSED)), 0))
     )
     by_route: dict[int, dict[date, dict[str, int]]] = {}
     for row in rows:
         by_route.setdefault(row["route_id"], {})[row["day"]] = row
-    today = timezone.now().date()
     days_list = [today - timedelta(days=offset) for offset in range(days - 1, -1, -1)]
     result = []
     for route in routes:

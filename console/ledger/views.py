@@ -1,5 +1,4 @@
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -37,10 +36,11 @@ def refusal_list(request):
     _require_decision_reader(request)
     form = DecisionFilterForm(request.GET or None, routes=selectors.readable_routes(request.user))
     filters = form.to_filters() if form.is_bound and form.is_valid() else selectors.DecisionFilters()
-    paginator = Paginator(selectors.decision_list(request.user, filters), PAGE_SIZE)
-    page = paginator.get_page(request.GET.get("page"))
+    page = selectors.decision_page(request.user, filters, before=request.GET.get("before", ""),
+                                   after=request.GET.get("after", ""), size=PAGE_SIZE)
     query = request.GET.copy()
-    query.pop("page", None)
+    for key in ("before", "after", "page"):
+        query.pop(key, None)
     context = {"form": form, "page": page, "query": query.urlencode()}
     template = "ledger/partials/decision_table.html" if request.htmx else "ledger/refusal_list.html"
     return render(request, template, context)

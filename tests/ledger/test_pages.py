@@ -90,7 +90,56 @@ def test_the_refusals_list_costs_the_same_queries_for_5_or_60_rows(route, review
     ingest([record() for _ in range(55)])
     with django_assert_num_queries(len(few.captured_queries)):
         response = reviewer_pages.get("/refusals/")
-    assert "Page 1 of 2" in response.content.decode()
+    page = response.content.decode()
+    assert "60 decisions" in page and "Older →" in page and "← Newer" not in page
+
+
+def shown_questions(page: str) -> list[str]:
+    return re.findall(r'class="question"><a href="/decisions/\d+/">([^<]*)</a>', page)
+
+
+def cursor_link(page: str, key: str) -> str | None:
+    found = re.search(rf'href="\?([^"]*{key}=[^"&]*)"', page)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+def test_the_refusals_list_pages_through_every_row_once_newest_first(route, reviewer_pages):
+    # The 50th and 51st newest share an instant, across the page boundary: the id breaks the tie.
+    def when(i: int) -> str:
+        return "2026-10-12T03:30:00Z" if i in (69, 70) else f"2026-10-{1 + i // 6:02d}T{i % 6:02d}:00:00Z"
+
+    ingest([record(question=f"q{i:03d}", occurred_at=when(i)) for i in range(120)])
+    seen, pages, query = [], [], "route=it-support"
+    while query is not None:
+        page = reviewer_pages.get(f"/refusals/?{query}").content.decode()
+        pages.append(page)
+        seen += shown_questions(page)
+        query = cursor_link(page, "before")
+    assert len(pages) == 3 and len(seen) == 120 == len(set(seen))
+    assert seen == [f"q{i:03d}" for i in range(119, -1, -1)]
+    assert "120 decisions" in pages[0]
+    # and back: the newer link of the last page shows the middle page again
+    back = reviewer_pages.get(f"/refusals/?{cursor_link(pages[2], 'after')}").content.decode()
+    assert shown_questions(back) == shown_questions(pages[1])
+    assert "« Newest" in back
+
+
+@pytest.mark.parametrize("cursor", ["before=abc", "before=1.2.3", "after=99999999999999999999999.1", "before="])
+def test_a_cursor_that_does_not_parse_shows_the_newest_page(route, reviewer_pages, cursor):
+    ingest([record(question="only one")])
+    response = reviewer_pages.get(f"/refusals/?{cursor}")
+    assert response.status_code == 200
+    assert shown_questions(response.content.decode()) == ["only one"]
+
+
+def test_the_count_stops_at_its_cap(route, reviewer_pages, monkeypatch):
+    from console.ledger import selectors
+
+    monkeypatch.setattr(selectors, "COUNT_CAP", 3)
+    ingest([record() for _ in range(5)])
+    assert "More than 3 decisions" in reviewer_pages.get("/refusals/").content.decode()
+    ingest_three = reviewer_pages.get("/refusals/?outcome=served").content.decode()
+    assert "0 decisions" in ingest_three
 
 
 def test_the_refusals_list_renders_only_the_table_for_htmx(route, reviewer_pages):

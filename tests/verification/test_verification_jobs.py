@@ -178,7 +178,8 @@ def test_the_filtered_refusals_list_costs_the_same_queries_for_5_or_60_rows(rout
     ingest_with_jobs([record(**nowhere) for _ in range(55)])
     with django_assert_num_queries(len(few.captured_queries)):
         response = reviewer_pages.get("/refusals/?no_supporting_passage=on")
-    assert "Page 1 of 2" in response.content.decode()
+    page = response.content.decode()
+    assert "60 decisions" in page and "Older →" in page
 
 
 def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
