@@ -35,3 +35,24 @@ def test_a_grader_sees_no_refusal_pages(sign_in, live_server):
     response = page.goto(f"{live_server.url}/refusals/")
     assert response.status == 403
     assert "Secret refusal" not in page.content() and "0.3131" not in page.content()
+
+
+def test_a_reviewer_pages_older_and_back_to_newest_in_place(sign_in, live_server):
+    make_route("it-support", "IT support")
+    make_user("rob", "reviewer")
+    ingest([record(question=f"Question {i:03d}", occurred_at=f"2026-10-{1 + i // 10:02d}T{i % 10:02d}:00:00Z")
+            for i in range(60)])
+    page = sign_in("rob")
+    page.click("text=Refusals")
+    assert page.locator("table.list tbody tr").count() == 50
+    assert page.locator("table.list tbody tr").first.inner_text().count("Question 059") == 1
+    page.click("text=Older →")
+    page.wait_for_selector("text=Question 009")
+    rows = page.locator("table.list tbody tr")
+    assert rows.count() == 10 and "Question 000" in rows.last.inner_text()
+    assert "before=" in page.url and page.locator("text=Older →").count() == 0  # pushed, and the end
+    page.click("text=← Newer")
+    page.wait_for_selector("text=Question 059")
+    assert page.locator("table.list tbody tr").count() == 50
+    page.go_back()  # htmx pushed each page to the history
+    page.wait_for_selector("text=Question 009")
