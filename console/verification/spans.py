@@ -59,7 +59,6 @@ way in), which is what its byte offsets point into and what ``bytes.find`` is me
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable
 from functools import lru_cache
 from itertools import accumulate, islice
 from typing import Any, Literal, NamedTuple
@@ -249,16 +248,8 @@ def _non_ascii_ranges(encoded: EncodedText, plan: ClaimPlan, limit: int) -> tupl
         byte_ranges = _uncased_byte_ranges(data, plan, limit)
     if byte_ranges is not None:
         return (_char_ranges(data, byte_ranges) if byte_ranges else []), byte_ranges
-    text = encoded.text
-    char_ranges = _folded_char_ranges(text, plan.folded, limit)
-    byte_ranges = _convert_ranges(
-        char_ranges,
-        [len(text[start:end].encode()) for start, end in char_ranges],
-        len(text),
-        len(data),
-        lambda a, b: len(text[a:b].encode()),
-    )
-    return char_ranges, byte_ranges
+    char_ranges = _folded_char_ranges(encoded.text, plan.folded, limit)
+    return char_ranges, _byte_ranges(encoded.text, char_ranges)
 
 
 def _scanned_byte_ranges(data: bytes, pattern: re.Pattern[bytes], limit: int) -> list[Range]:
@@ -286,6 +277,19 @@ def _char_ranges(data: bytes, byte_ranges: list[Range]) -> list[Range]:
         chars += width
         position = end
     return char_ranges
+
+
+def _byte_ranges(text: str, char_ranges: list[Range]) -> list[Range]:
+    """The same ranges in UTF-8 bytes, measured by encoding the text up to each match."""
+    byte_ranges: list[Range] = []
+    size = position = 0
+    for start, end in char_ranges:
+        size += len(text[position:start].encode())
+        width = len(text[start:end].encode())
+        byte_ranges.append((size, size + width))
+        size += width
+        position = end
+    return byte_ranges
 
 
 def _anchored_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range] | None:
@@ -560,37 +564,3 @@ def _smallest_period(value: str) -> int:
             border += 1
         borders[index] = border
     return len(value) - borders[-1]
-
-
-def _convert_ranges(
-    ranges: list[Range],
-    widths: list[int],
-    source_length: int,
-    target_length: int,
-    gap_length: Callable[[int, int], int],
-) -> list[Range]:
-    """The same sorted, disjoint ranges in other units (bytes <-> chars).
-
-    ``widths`` are the ranges' own sizes in the target units and ``gap_length(a, b)`` the size
-    of source[a:b] in them. Only the gaps are measured, from the end of the text nearer to the
-    matches, so a claim found near the end costs a short tail rather than the whole text.
-    """
-    if not ranges:
-        return []
-    converted: list[Range] = []
-    if ranges[-1][1] <= source_length - ranges[0][0]:
-        source = target = 0
-        for (start, end), width in zip(ranges, widths, strict=True):
-            target += gap_length(source, start)
-            converted.append((target, target + width))
-            target += width
-            source = end
-        return converted
-    source, target = source_length, target_length
-    for (start, end), width in zip(reversed(ranges), reversed(widths), strict=True):
-        target -= gap_length(end, source)
-        converted.append((target - width, target))
-        target -= width
-        source = start
-    converted.reverse()
-    return converted
