@@ -48,6 +48,18 @@ def setup_django() -> str:
     return os.environ["DATABASE_URL"]
 
 
+def bench_reviewer():
+    """The benchmarks' reader of every route (role reviewer), created on first use."""
+    from audit.services import Actor
+    from console.accounts import services as accounts
+
+    actor = Actor.system("bench")
+    user = accounts.user_ensure(actor=actor, username="bench-stats-reader")
+    if not user.grants.exists():
+        accounts.role_grant(actor=actor, user=user, role="reviewer")
+    return user
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

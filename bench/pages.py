@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 
-from common import report, setup_django, web_server
+from common import bench_reviewer, report, setup_django, web_server
 from stats import POPULATION, ROUTE, ensure_loaded
 
 TARGET_MS = 200.0
@@ -43,15 +43,8 @@ def signed_in_cookie() -> str:
     from django.conf import settings
     from django.test import Client
 
-    from audit.services import Actor
-    from console.accounts import services as accounts
-
-    actor = Actor.system("bench")
-    user = accounts.user_ensure(actor=actor, username="bench-pages-reviewer")
-    if not user.grants.exists():
-        accounts.role_grant(actor=actor, user=user, role="reviewer")
     client = Client()
-    client.force_login(user)
+    client.force_login(bench_reviewer())
     return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
 
 

@@ -29,7 +29,7 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from common import report, setup_django, web_server
+from common import bench_reviewer, report, setup_django, web_server
 
 ROUTE = "bench-stats"
 POPULATION = 1_000_000
@@ -193,11 +193,7 @@ def main() -> None:
     from console.accounts import services as accounts
     from console.policy.models import StatsResult
 
-    actor = Actor.system("bench")
-    user = accounts.user_ensure(actor=actor, username="bench-stats-reader")
-    if not user.grants.exists():
-        accounts.role_grant(actor=actor, user=user, role="reviewer")
-    token = accounts.token_issue(actor=actor, user=user).key
+    token = accounts.token_issue(actor=Actor.system("bench"), user=bench_reviewer()).key
 
     cutoffs = [float(c) for c in CUTOFFS.split(",")]
     population, sample = in_memory_arrays(route_id)
