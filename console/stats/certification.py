@@ -16,7 +16,7 @@ query); the graded items must be a uniform sample of the traffic (no weights).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -75,14 +75,7 @@ class CertificationStep:
     upper_bound: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "cutoff": self.cutoff,
-            "graded_served": self.graded_served,
-            "wrong_served": self.wrong_served,
-            "outcome": self.outcome,
-            "p_value": self.p_value,
-            "upper_bound": self.upper_bound,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -68,13 +68,7 @@ class Band:
     wrong: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "lower": self.lower,
-            "upper": self.upper,
-            "graded": self.graded,
-            "correct": self.correct,
-            "wrong": self.wrong,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
