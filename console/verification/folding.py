@@ -22,7 +22,7 @@ so checking a candidate span costs one C call instead of a decode and a casefold
 import re
 import sys
 from collections.abc import Callable
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from typing import NamedTuple
 
 # A shorter anchor (unless it is the whole claim) hits too often to beat the uncased search.
@@ -78,6 +78,17 @@ def preimages_of(folding: str) -> tuple[str, ...]:
     return (folding,) if len(folding) == 1 and not 0xD800 <= ord(folding) <= 0xDFFF else ()
 
 
+class Spelling(NamedTuple):
+    """Every UTF-8 spelling of one folded string, as a pattern over lower-cased bytes, and how
+    long those spellings are."""
+
+    source: bytes
+    min_bytes: int
+    max_bytes: int
+    # the longest spelling of folded[:p] for every segment boundary p (0 and the end included)
+    longest_prefix: dict[int, int]
+
+
 class ClaimPlan:
     """A trimmed claim made ready for searching; built once per claim and cached.
 
@@ -99,22 +110,29 @@ class ClaimPlan:
         self.after = self.folded[end:]
 
     @cached_property
+    def spelled(self) -> Spelling | None:
+        return spelling(self.folded)
+
+    @cached_property
     def pattern(self) -> re.Pattern[bytes] | None:
         """Matches exactly the ASCII-lower-cased UTF-8 spans whose folding is the folded claim
         (None if the claim is too intricate to spell out)."""
-        found = spelling(self.folded)
-        return None if found is None else re.compile(found.source)
+        return None if self.spelled is None else re.compile(self.spelled.source)
 
     @cached_property
     def anchored_search(self) -> tuple[Callable[..., re.Match[bytes] | None], int, int] | None:
         """(the pattern's search, the longest spelling of ``before``, the longest of the anchor
         and ``after``) in bytes: how far a match may start before its anchor's hit and end
-        after it. None when the claim cannot be spelled out as a pattern."""
-        pattern = self.pattern
-        before, after = spelling(self.before), spelling(self.after)
-        if pattern is None or before is None or after is None:
+        after it. None when the claim cannot be spelled out as a pattern.
+
+        No expanding character's folding crosses into the anchor (it would contain ASCII and
+        make the position unsafe), so both ends of the anchor are segment boundaries.
+        """
+        if self.pattern is None:
             return None
-        return pattern.search, before.max_bytes, len(self.anchor) + after.max_bytes
+        longest = self.spelled.longest_prefix
+        longest_after = self.spelled.max_bytes - longest[len(self.folded) - len(self.after)]
+        return self.pattern.search, longest[len(self.before)], len(self.anchor) + longest_after
 
 
 def _anchor_bounds(folded: str) -> tuple[int, int]:
@@ -143,15 +161,6 @@ def _anchor_bounds(folded: str) -> tuple[int, int]:
     return best_start, best_start + best_length
 
 
-class Spelling(NamedTuple):
-    """Every UTF-8 spelling of one folded string, as a pattern over lower-cased bytes, and how
-    long those spellings are."""
-
-    source: bytes
-    min_bytes: int
-    max_bytes: int
-
-
 def spelling(folded: str) -> Spelling | None:
     """The UTF-8 strings that fold to ``folded`` (itself a folded string).
 
@@ -168,6 +177,7 @@ def spelling(folded: str) -> Spelling | None:
                 widths[position].append(width)
     parts: list[bytes] = []
     min_bytes = max_bytes = 0
+    longest_prefix = {0: 0}
     start = 0
     while start < len(folded):
         end = start + 1
@@ -182,9 +192,10 @@ def spelling(folded: str) -> Spelling | None:
         parts.append(sources[0] if len(sources) == 1 else b"(?:" + b"|".join(sources) + b")")
         min_bytes += min(low for _, low, _ in tilings)
         max_bytes += max(high for _, _, high in tilings)
+        longest_prefix[end] = max_bytes
         start = end
     source = b"".join(parts)
-    return Spelling(source, min_bytes, max_bytes) if len(source) <= _MAX_PATTERN_BYTES else None
+    return Spelling(source, min_bytes, max_bytes, longest_prefix) if len(source) <= _MAX_PATTERN_BYTES else None
 
 
 def _tilings(folded: str, start: int, end: int, widths: list[list[int]]) -> list[tuple[bytes, int, int]] | None:
@@ -201,17 +212,23 @@ def _tilings(folded: str, start: int, end: int, widths: list[list[int]]) -> list
         for width in [1, *widths[position]]:
             if position + width > end:
                 continue
-            chars = preimages_of(folded[position : position + width])
-            if chars:
-                sizes = [len(char.encode()) for char in chars]
-                pending.append((position + width, prefix + _choice(chars), low + min(sizes), high + max(sizes)))
+            choice = _choice(folded[position : position + width])
+            if choice is not None:
+                source, shortest, longest = choice
+                pending.append((position + width, prefix + source, low + shortest, high + longest))
     return found
 
 
-def _choice(chars: tuple[str, ...]) -> bytes:
-    """A pattern for any one of ``chars`` in lower-cased bytes: a class for the ASCII ones,
-    lower-cased, and whole UTF-8 sequences for the rest, so a match never starts or ends
-    inside a character."""
+@lru_cache(maxsize=4096)
+def _choice(folding: str) -> tuple[bytes, int, int] | None:
+    """A pattern for any one character whose casefold is ``folding``, in lower-cased bytes, and
+    the shortest and longest of them in bytes; None when no character folds to it. A class for
+    the ASCII ones, lower-cased, and whole UTF-8 sequences for the rest, so a match never starts
+    or ends inside a character. Cached: the same letters recur in every claim."""
+    chars = preimages_of(folding)
+    if not chars:
+        return None
+    sizes = [len(char.encode()) for char in chars]
     single = [re.escape(lowered.encode()) for lowered in sorted({char.lower() for char in chars if char.isascii()})]
     multi = [re.escape(char.encode()) for char in chars if not char.isascii()]
     options = multi
@@ -219,4 +236,5 @@ def _choice(chars: tuple[str, ...]) -> bytes:
         options = [single[0], *multi]
     elif single:
         options = [b"[" + b"".join(single) + b"]", *multi]
-    return options[0] if len(options) == 1 else b"(?:" + b"|".join(options) + b")"
+    source = options[0] if len(options) == 1 else b"(?:" + b"|".join(options) + b")"
+    return source, min(sizes), max(sizes)

@@ -61,3 +61,13 @@ def test_the_pattern_matches_exactly_the_strings_that_fold_to_the_claim(claim, t
     assert pattern.fullmatch(claim.encode().lower())
     if pattern.fullmatch(text.encode().lower()):
         assert spelled.min_bytes <= len(text.encode()) <= spelled.max_bytes
+
+
+@settings(max_examples=500)
+@given(st.text(st.sampled_from(FOLD_HEAVY + "abcdeo "), min_size=1, max_size=12))
+def test_the_reach_around_the_anchor_is_the_longest_spelling_on_each_side(claim):
+    plan = ClaimPlan(claim.strip() or "x")
+    if plan.anchor and plan.anchored_search is not None:
+        _, longest_before, longest_rest = plan.anchored_search
+        assert longest_before == spelling(plan.before).max_bytes
+        assert longest_rest == len(plan.anchor) + spelling(plan.after).max_bytes
