@@ -21,7 +21,6 @@ passage, written here once); the detail pages are refusals picked at random amon
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import time
 import urllib.error
@@ -155,5 +154,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    random.seed(20261130)
     main()
