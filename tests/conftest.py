@@ -7,6 +7,25 @@ from rest_framework.test import APIClient
 
 from tests import factories
 
+# Slow lanes: `make test-fast` skips them; `make test` (and CI) runs everything.
+_SLOW_FOLDERS = ("browser", "jobs")
+_SLOW_FILES = ("test_api_fuzz.py",)
+
+
+def pytest_configure(config):
+    from django.conf import settings
+
+    # Django's default PBKDF2 costs ~0.3 s a password; every test user would pay it (healthchecks does the same).
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    config.addinivalue_line("markers", "slow: browser, real-worker and fuzzing tests (skipped by make test-fast)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = item.path
+        if path.parent.name in _SLOW_FOLDERS or path.name in _SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture
 def route(db):
