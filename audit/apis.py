@@ -7,18 +7,15 @@ from rest_framework.views import APIView
 from audit import selectors
 from audit.models import AuditEvent
 from console.accounts import permissions
-from console.accounts.models import Role
-from console.errors import Forbidden, InvalidInput
-from console.ledger.selectors import get_decision_for_user
+from console.core.errors import Forbidden, InvalidInput, NotFound
 
-_AUDIT_READERS = (Role.AUDITOR, Role.ADMIN)
 _PAGE = 500
 
 
 def event_as_dict(event: AuditEvent) -> dict:
     return {
         "seq": event.seq, "at": event.at.isoformat(), "actor": event.actor, "action": event.action,
-        "object": f"{event.object_type}:{event.object_id}", "payload": event.payload,
+        "object": f"{event.object_type}:{event.object_id}", "route": event.route or None, "payload": event.payload,
         "prev_hash": event.prev_hash, "hash": event.hash,
     }
 
@@ -31,7 +28,8 @@ def _parse_object(raw: str) -> tuple[str, str]:
 
 
 class AuditEventListApi(APIView):
-    """Audit events, oldest first. Auditors see all; readers of a decision see its own history."""
+    """Audit events, oldest first. Auditors see their routes' events (global auditors all);
+    readers of a decision see its own history."""
 
     @extend_schema(parameters=[
         OpenApiParameter("object", str, description="type:id, e.g. decision:12"),
@@ -43,17 +41,24 @@ class AuditEventListApi(APIView):
             after = int(request.query_params.get("after", 0))
         except ValueError:
             raise InvalidInput("after must be a whole number.", code="invalid_after") from None
+        user = request.user
         if raw_object:
             kind, oid = _parse_object(raw_object)
-            if not permissions.has_role(request.user, _AUDIT_READERS):
+            if permissions.can_read_audit(user):
+                events = selectors.audit_events_for_object(kind, oid, selectors.readable_events(user))
+            else:
+                if not permissions.can_read_decisions(user):
+                    raise Forbidden("Your role does not allow reading decisions.")
                 if kind != "decision" or not oid.isdigit():
                     raise Forbidden("Only auditors may read this history.")
-                get_decision_for_user(request.user, pk=int(oid))
-            events = selectors.audit_events_for_object(kind, oid)
+                readable = selectors.readable_events(user, permissions.DECISION_READERS)
+                events = selectors.audit_events_for_object(kind, oid, readable)
+                if not events.exists():  # every stored decision has its ingest event on its route
+                    raise NotFound("No such decision.")
         else:
-            if not permissions.has_role(request.user, _AUDIT_READERS):
+            if not permissions.can_read_audit(user):
                 raise Forbidden("Only auditors may read the audit trail.")
-            events = AuditEvent.objects.order_by("seq")
+            events = selectors.readable_events(user).order_by("seq")
         page = list(events.filter(seq__gt=after)[:_PAGE])
         next_after = page[-1].seq if len(page) == _PAGE else None
         return Response({"events": [event_as_dict(e) for e in page], "next_after": next_after})
@@ -62,7 +67,7 @@ class AuditEventListApi(APIView):
 class AuditVerifyApi(APIView):
     @extend_schema(summary="Recompute the hash chain and report the first broken link")
     def get(self, request: Request) -> Response:
-        if not permissions.has_role(request.user, _AUDIT_READERS):
+        if not permissions.can_read_audit(request.user):
             raise Forbidden("Only auditors may verify the audit trail.")
         return Response(selectors.audit_chain_verify())
 
@@ -70,12 +75,14 @@ class AuditVerifyApi(APIView):
 class AuditExportApi(APIView):
     @extend_schema(summary="Export the whole audit trail as JSON Lines")
     def get(self, request: Request):
-        if not permissions.has_role(request.user, _AUDIT_READERS):
+        if not permissions.can_read_audit(request.user):
             raise Forbidden("Only auditors may export the audit trail.")
         import json
 
+        events = selectors.readable_events(request.user).order_by("seq")
+
         def lines():
-            for event in AuditEvent.objects.order_by("seq").iterator(chunk_size=2000):
+            for event in events.iterator(chunk_size=2000):
                 yield json.dumps(event_as_dict(event), ensure_ascii=False) + "\n"
 
         response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")

@@ -18,8 +18,12 @@ def canonical_bytes(
     object_id: str,
     payload: Any,
     prev_hash: str,
+    route: str = "",
 ) -> bytes:
-    """JSON with sorted keys, no spaces, UTF-8; `at` as ISO 8601 in UTC with microseconds."""
+    """JSON with sorted keys, no spaces, UTF-8; `at` as ISO 8601 in UTC with microseconds.
+
+    `route` enters the document only when set, so events written before events carried their
+    route hash as they always did."""
     if at.tzinfo is None:
         raise ValueError("audit times must be timezone-aware")
     document = {
@@ -32,6 +36,8 @@ def canonical_bytes(
         "payload": payload,
         "prev_hash": prev_hash,
     }
+    if route:
+        document["route"] = route
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

@@ -44,13 +44,14 @@ class EventSpec:
     object_type: str
     object_id: str
     payload: dict[str, Any]
+    route: str = ""  # slug of the route the event belongs to; "" for global events
 
 
 def audit_record(*, actor: Actor, action: Action, object_type: str, object_id: Any,
-                 payload: dict[str, Any] | None = None) -> AuditEvent:
+                 payload: dict[str, Any] | None = None, route: str = "") -> AuditEvent:
     """Append one event; must run inside the transaction that makes the change."""
     return audit_record_many(
-        actor=actor, events=[EventSpec(action, object_type, str(object_id), payload or {})]
+        actor=actor, events=[EventSpec(action, object_type, str(object_id), payload or {}, route)]
     )[0]
 
 
@@ -59,6 +60,8 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
         raise RuntimeError("audit events must be written in the transaction of the change")
     if not events:
         return []
+    for spec in events:
+        Action(spec.action)  # ValueError for an action the enum does not name
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
     last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first()
@@ -76,6 +79,7 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
             object_id=spec.object_id,
             payload=spec.payload,
             prev_hash=prev_hash,
+            route=spec.route,
         )
         prev_hash = event_hash(**fields)
         rows.append(AuditEvent(hash=prev_hash, **fields))

@@ -142,8 +142,8 @@ def in_memory_arrays(route_id: int) -> tuple[np.ndarray, object]:
     from django.db import connection
 
     from console.ledger.models import Route
-    from console.policy import selectors
-    from console.policy.params import Window
+    from console.analysis import selectors
+    from console.analysis.params import Window
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])
@@ -191,7 +191,7 @@ def main() -> None:
 
     from audit.services import Actor
     from console.accounts import services as accounts
-    from console.policy.models import StatsResult
+    from console.analysis.models import StatsResult
 
     token = accounts.token_issue(actor=Actor.system("bench"), user=bench_reviewer()).key
 

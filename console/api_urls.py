@@ -1,14 +1,15 @@
 from django.urls import include, path, re_path
 
 from audit import apis as audit_apis
-from console.api_errors import api_not_found
+from console.core.api import api_not_found
 from console.ledger import apis as ledger_apis
+from console.review import apis as review_apis
 
 urlpatterns = [
     path("decisions", ledger_apis.DecisionIngestApi.as_view(), name="api-decisions"),
-    path("decisions/<int:decision_id>", ledger_apis.DecisionDetailApi.as_view(), name="api-decision"),
+    path("decisions/<int:decision_id>", review_apis.DecisionDetailApi.as_view(), name="api-decision"),
     path("routes", ledger_apis.RouteListApi.as_view(), name="api-routes"),
-    path("routes/<slug:slug>/decisions/<path:request_id>", ledger_apis.DecisionByRequestApi.as_view(),
+    path("routes/<slug:slug>/decisions/<path:request_id>", review_apis.DecisionByRequestApi.as_view(),
          name="api-decision-by-request"),
     path("audit/events", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),
     path("audit/verify", audit_apis.AuditVerifyApi.as_view(), name="api-audit-verify"),
@@ -16,6 +17,6 @@ urlpatterns = [
     path("", include("console.verification.api_urls")),
     path("", include("console.shadow.api_urls")),
     path("", include("grading.api_urls")),
-    path("", include("console.policy.api_urls")),
+    path("", include("console.analysis.api_urls")),
     re_path(r"^.*$", api_not_found),
 ]

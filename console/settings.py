@@ -49,7 +49,8 @@ INSTALLED_APPS = [
     "console.verification",
     "console.shadow",
     "grading",
-    "console.policy",
+    "console.analysis",
+    "console.review",
 ]
 
 MIDDLEWARE = [
@@ -62,7 +63,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "console.middleware.LoginRequiredEverywhereMiddleware",
+    "console.core.middleware.LoginRequiredEverywhereMiddleware",
+    "console.core.middleware.ServiceErrorPagesMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -125,7 +127,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "console.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "console.core.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -159,9 +161,6 @@ INGEST_MAX_BATCH = 1000
 
 # Blind grading: how long a grader holds an item before it returns to the queue for others.
 GRADING_LEASE_SECONDS = env_int("GRADING_LEASE_SECONDS", 15 * 60, minimum=10, maximum=24 * 3600)
-# Periodic jobs (Celery beat): each app adds its own entry to this one dict.
-CELERY_BEAT_SCHEDULE: dict = {}
-CELERY_BEAT_SCHEDULE["grading-pool-sweep"] = {"task": "grading.tasks.grading_pool_sweep", "schedule": 60.0}
 
 # Span verification and shadow evaluation jobs (README "Background jobs").
 # The sweepers run every JOBS_SWEEP_SECONDS and queue again what has waited JOBS_REQUEUE_AFTER_SECONDS.
@@ -182,14 +181,16 @@ _longest_http_run_ms = (SHADOW_HTTP_RETRIES + 1) * SHADOW_HTTP_TIMEOUT_MS + SHAD
 if _longest_http_run_ms >= SHADOW_RUN_TIMEOUT_SECONDS * 1000:
     raise ConfigError(f"SHADOW_RUN_TIMEOUT_SECONDS must exceed the longest HTTP shadow run "
                       f"({_longest_http_run_ms / 1000:g} s with the SHADOW_HTTP_* settings), or live runs get re-run")
-CELERY_BEAT_SCHEDULE["verification-sweep"] = {
-    "task": "console.verification.tasks.decisions_verify_sweep", "schedule": float(JOBS_SWEEP_SECONDS)}
-CELERY_BEAT_SCHEDULE["shadow-sweep"] = {"task": "console.shadow.tasks.shadow_runs_sweep",
-                                        "schedule": float(JOBS_SWEEP_SECONDS)}
-# Operating points: recompute the default table, calibration and certified cutoff of every route
-# whose decisions or labels changed since they were last computed (README "Operating points").
-CELERY_BEAT_SCHEDULE["stats-refresh"] = {"task": "console.policy.tasks.stats_refresh_stale",
-                                         "schedule": float(JOBS_SWEEP_SECONDS)}
+
+# Every periodic job, in one place, by the stable task names given in each app's tasks.py. The
+# sweepers queue again whatever a lost message or a dead worker left behind; stats-refresh
+# recomputes the default documents of every route whose decisions or labels changed.
+CELERY_BEAT_SCHEDULE = {
+    "grading-pool-sweep": {"task": "grading.grading_pool_sweep", "schedule": 60.0},
+    "verification-sweep": {"task": "verification.decisions_verify_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
+    "shadow-sweep": {"task": "shadow.shadow_runs_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
+    "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
+}
 SPECTACULAR_SETTINGS.update(
     {
         "SWAGGER_UI_DIST": "SIDECAR",

@@ -4,9 +4,10 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from audit import views as audit_views
-from console import health
-from console.api_errors import api_not_found
+from console.core import health
+from console.core.api import api_not_found
 from console.ledger import views as ledger_views
+from console.review import views as review_views
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -19,10 +20,14 @@ urlpatterns = [
     re_path(r"^api/", api_not_found),
     path("", ledger_views.dashboard, name="dashboard"),
     path("refusals/", ledger_views.refusal_list, name="refusal-list"),
-    path("decisions/<int:pk>/", ledger_views.decision_detail, name="decision-detail"),
+    path("decisions/<int:pk>/", review_views.decision_detail, name="decision-detail"),
     path("audit/", audit_views.audit_log, name="audit-log"),
     path("", include("console.verification.urls")),
     path("", include("console.shadow.urls")),
     path("grading/", include("grading.urls")),
-    path("", include("console.policy.urls")),
+    path("", include("console.analysis.urls")),
 ]
+
+handler400 = "console.core.middleware.bad_request"
+handler403 = "console.core.middleware.permission_denied"
+handler404 = "console.core.middleware.page_not_found"

@@ -13,14 +13,16 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.accounts import permissions
-from console.api_batches import batch_records, raise_batch_invalid
-from console.errors import Conflict, Forbidden, InvalidInput
-from console.ledger.apis import _ERROR
+from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.batches import batch_records, raise_batch_invalid
+from console.core.errors import Conflict, Forbidden, InvalidInput
 from console.ledger.models import Route
 from console.ledger.services import routes_for_items
-from grading import selectors, services
+from grading import selectors
 from grading.models import GradingItem, Verdict
 from grading.selectors import SLUG
+from grading.services import labels as labels_services
+from grading.services import queue as queue_services
 from grading.validation import validate_labels
 
 _GRADER_ITEM = inline_serializer("GraderItem", {
@@ -69,7 +71,7 @@ class GradingNextApi(APIView):
 
     @extend_schema(request=InputSerializer,
                    responses={200: _GRADER_ITEM, 204: OpenApiResponse(description="Nothing left for you"),
-                              400: _ERROR, 401: _ERROR, 403: _ERROR},
+                              400: ERROR, 401: ERROR, 403: ERROR},
                    summary="Lease the next item to grade")
     def post(self, request: Request) -> Response:
         _require_grader(request.user)
@@ -81,7 +83,7 @@ class GradingNextApi(APIView):
             route = _route_or_400(body["route"])
             if not permissions.can_grade(request.user, route):
                 raise Forbidden("Your role does not allow grading on this route.")
-        assignment = services.assignment_claim(
+        assignment = queue_services.assignment_claim(
             actor=Actor.from_request(request), grader=request.user,
             route_ids=selectors.gradable_route_ids(request.user, route))
         if assignment is None:
@@ -97,8 +99,8 @@ class GradeCreateApi(APIView):
             ref_name = "GradeInput"
 
         verdict = serializers.ChoiceField(choices=Verdict.values)
-        note = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_NOTE, default="")
-        seconds_spent = serializers.FloatField(required=False, min_value=0, max_value=services.MAX_SECONDS)
+        note = serializers.CharField(required=False, allow_blank=True, max_length=labels_services.MAX_NOTE, default="")
+        seconds_spent = serializers.FloatField(required=False, min_value=0, max_value=labels_services.MAX_SECONDS)
 
     class OutputSerializer(serializers.Serializer):
         class Meta:
@@ -109,13 +111,13 @@ class GradeCreateApi(APIView):
         note = serializers.CharField()
 
     @extend_schema(request=InputSerializer,
-                   responses={201: OutputSerializer, 400: _ERROR, 401: _ERROR, 403: _ERROR, 409: _ERROR},
+                   responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR},
                    summary="Grade a leased item")
     def post(self, request: Request, item_id: str) -> Response:
         _require_grader(request.user)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        grade = services.grade_submit(actor=Actor.from_request(request), grader=request.user,
+        grade = labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user,
                                       public_id=_item_uuid(item_id), **serializer.validated_data)
         # Only what the grader sent: whether the item is now labelled would tell them how others graded.
         return Response({"item": item_id, "verdict": grade.verdict, "note": grade.note}, status=201,
@@ -123,12 +125,12 @@ class GradeCreateApi(APIView):
 
 
 class SkipApi(APIView):
-    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped"), 401: _ERROR,
-                                            403: _ERROR, 409: _ERROR},
+    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped"), 401: ERROR,
+                                            403: ERROR, 409: ERROR},
                    summary="Skip a leased item (never offered to you again)")
     def post(self, request: Request, item_id: str) -> Response:
         _require_grader(request.user)
-        services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
+        queue_services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
                                  public_id=_item_uuid(item_id))
         return Response(status=204)
 
@@ -145,7 +147,7 @@ def _adjudication_dict(view: selectors.AdjudicationView) -> dict:
 
 class AdjudicationListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("route", str, required=False)],
-                   responses={200: OpenApiResponse(description="Items waiting for a reviewer"), 403: _ERROR},
+                   responses={200: OpenApiResponse(description="Items waiting for a reviewer"), 403: ERROR},
                    summary="Items the graders disagreed on")
     def get(self, request: Request) -> Response:
         if not permissions.can_review_labels(request.user):
@@ -166,18 +168,18 @@ class AdjudicateApi(APIView):
             ref_name = "AdjudicationInput"
 
         verdict = serializers.ChoiceField(choices=[Verdict.CORRECT, Verdict.INCORRECT])
-        note = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_NOTE, default="")
+        note = serializers.CharField(required=False, allow_blank=True, max_length=labels_services.MAX_NOTE, default="")
 
-    @extend_schema(responses={200: OpenApiResponse(description="The item with every grade"), 403: _ERROR,
-                              404: _ERROR}, summary="An item waiting for adjudication")
+    @extend_schema(responses={200: OpenApiResponse(description="The item with every grade"), 403: ERROR,
+                              404: ERROR}, summary="An item waiting for adjudication")
     def get(self, request: Request, item_id: str) -> Response:
         if not permissions.can_review_labels(request.user):
             raise Forbidden("Only reviewers adjudicate.")
         return Response(_adjudication_dict(selectors.adjudication_item(request.user, _uuid_or_404(item_id))))
 
     @extend_schema(request=InputSerializer,
-                   responses={201: OpenApiResponse(description="The final label"), 400: _ERROR, 403: _ERROR,
-                              404: _ERROR, 409: _ERROR},
+                   responses={201: OpenApiResponse(description="The final label"), 400: ERROR, 403: ERROR,
+                              404: ERROR, 409: ERROR},
                    summary="Decide an item the graders disagreed on")
     def post(self, request: Request, item_id: str) -> Response:
         if not permissions.can_review_labels(request.user):
@@ -185,7 +187,7 @@ class AdjudicateApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = _reviewable_item(request.user, _uuid_or_404(item_id))
-        label = services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=item,
+        label = labels_services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=item,
                                           **serializer.validated_data)
         return Response({"item": item_id, "verdict": label.verdict, "method": label.method}, status=201)
 
@@ -207,8 +209,8 @@ def _reviewable_item(user, public_id) -> GradingItem:
 
 class AgreementApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("confidence", float, required=False)],
-                   responses={200: OpenApiResponse(description="Agreement between graders"), 403: _ERROR,
-                              404: _ERROR}, summary="Agreement between the route's graders")
+                   responses={200: OpenApiResponse(description="Agreement between graders"), 403: ERROR,
+                              404: ERROR}, summary="Agreement between the route's graders")
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.reviewable_routes(request.user).filter(slug=slug).first()
         if route is None:
@@ -247,8 +249,8 @@ class LabelsImportApi(APIView):
         unchanged = serializers.IntegerField()
 
     @extend_schema(request=InputSerializer,
-                   responses={201: OutputSerializer, 400: _ERROR, 401: _ERROR, 403: _ERROR, 409: _ERROR,
-                              413: _ERROR},
+                   responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR,
+                              413: ERROR},
                    summary="Import labels")
     def post(self, request: Request) -> Response:
         if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS):
@@ -267,7 +269,7 @@ class LabelsImportApi(APIView):
         if unknown:
             raise_batch_invalid(total=len(records), records_noun="labels", errors=[], unknown=unknown,
                                 unknown_code="unknown_decision", unknown_noun="decision(s)")
-        result = services.labels_import(actor=Actor.from_request(request), items=items, routes=routes,
+        result = labels_services.labels_import(actor=Actor.from_request(request), items=items, routes=routes,
                                         decision_ids=decision_ids)
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
 

@@ -1,7 +1,7 @@
 from django import forms
 
 from grading.models import Verdict
-from grading.services import MAX_NOTE, MAX_SECONDS
+from grading.services.labels import MAX_NOTE, MAX_SECONDS
 
 
 class GradeForm(forms.Form):

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-from celery import shared_task
-
 from audit.services import Actor
-from grading import services
+from console.core.jobs import job
+from grading.services import pool as pool_services
 
 
-@shared_task(acks_late=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=5)
+@job("grading.grading_pool_enter")
 def grading_pool_enter(decision_ids: list[int]) -> int:
     """Queued after ingest: the new decisions whose answer under review is ready enter the pool.
 
     Refused decisions still waiting for their shadow run are left to the sweeper.
     """
-    result = services.grading_pool_enter(actor=Actor.system("grading_pool_enter"), decision_ids=decision_ids)
+    result = pool_services.grading_pool_enter(actor=Actor.system("grading_pool_enter"), decision_ids=decision_ids)
     return result.entered + result.not_sampled
 
 
-@shared_task(acks_late=True)
+@job("grading.grading_pool_sweep")
 def grading_pool_sweep(max_batches: int = 50) -> int:
     """Beat: everything the ingest hook missed (broker down, shadow run finished since) enters the pool."""
     actor = Actor.system("grading_pool_sweep")
     total = 0
     for _batch in range(max_batches):
-        result = services.grading_pool_enter(actor=actor)
+        result = pool_services.grading_pool_enter(actor=actor)
         handled = result.entered + result.not_sampled
         total += handled
-        if handled < services.POOL_BATCH:
+        if handled < pool_services.POOL_BATCH:
             break
     return total

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from console.ledger.validation import MAX_ID, MAX_LABEL, _Errors, _text
+from console.core.validation import FieldErrors, text_field
+from console.ledger.validation import MAX_ID, MAX_LABEL
 
 LABEL_FIELDS = {"route", "request_id", "verdict", "source"}
 LABEL_VERDICTS = ("correct", "incorrect")
@@ -26,7 +27,7 @@ class LabelInput:
 
 def validate_labels(records: list[Any]) -> tuple[list[LabelInput], list[dict[str, Any]]]:
     """Parse the batch; return the good items and one error per problem (nothing is dropped silently)."""
-    errors = _Errors()
+    errors = FieldErrors()
     items: list[LabelInput] = []
     for index, raw in enumerate(records):
         if not isinstance(raw, dict):
@@ -34,9 +35,9 @@ def validate_labels(records: list[Any]) -> tuple[list[LabelInput], list[dict[str
             continue
         for unknown in sorted(raw.keys() - LABEL_FIELDS):
             errors.add(index, unknown, "is not a known field")
-        route = _text(errors, index, "route", raw.get("route"), max_len=64)
-        request_id = _text(errors, index, "request_id", raw.get("request_id"), max_len=MAX_ID)
-        source = _text(errors, index, "source", raw.get("source"), max_len=MAX_LABEL)
+        route = text_field(errors, index, "route", raw.get("route"), max_len=64)
+        request_id = text_field(errors, index, "request_id", raw.get("request_id"), max_len=MAX_ID)
+        source = text_field(errors, index, "source", raw.get("source"), max_len=MAX_LABEL)
         verdict = raw.get("verdict")
         if verdict not in LABEL_VERDICTS:
             errors.add(index, "verdict", "must be 'correct' or 'incorrect'")

@@ -18,10 +18,13 @@ from django.views.decorators.vary import vary_on_headers
 
 from audit.services import Actor
 from console.accounts import permissions
-from console.errors import ServiceError
+from console.core.errors import ServiceError
 from console.ledger.models import Route
-from grading import selectors, services
+from grading import selectors
 from grading.forms import AdjudicationForm, GradeForm, GuidelinesForm
+from grading.services import labels as labels_services
+from grading.services import pool as pool_services
+from grading.services import queue as queue_services
 
 
 def _require_grader(request) -> None:
@@ -85,7 +88,7 @@ def grading_queue(request):
 
 
 def _claim_next(request, route: Route | None):
-    assignment = services.assignment_claim(actor=Actor.from_request(request), grader=request.user,
+    assignment = queue_services.assignment_claim(actor=Actor.from_request(request), grader=request.user,
                                            route_ids=selectors.gradable_route_ids(request.user, route))
     return _render_queue(request, route, assignment, done=assignment is None)
 
@@ -106,7 +109,7 @@ def grading_grade(request, item_id: str):
         return _render_queue(request, route, selectors.current_lease(
             request.user, selectors.gradable_route_ids(request.user, route)))
     try:
-        services.grade_submit(actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id),
+        labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id),
                               **form.cleaned_data)
     except ServiceError as exc:
         messages.warning(request, f"That grade was not recorded: {exc.message}")
@@ -118,7 +121,7 @@ def grading_skip(request, item_id: str):
     _require_grader(request)
     route = _chosen_route(request, request.POST.get("route"))
     try:
-        services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
+        queue_services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
                                  public_id=_public_id(item_id))
     except ServiceError as exc:
         messages.warning(request, f"Not skipped: {exc.message}")
@@ -145,7 +148,7 @@ def adjudication_item(request, item_id: str):
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=view.item,
+            labels_services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=view.item,
                                       **form.cleaned_data)
         except ServiceError as exc:
             messages.error(request, exc.message)
@@ -174,7 +177,7 @@ def guidelines_edit(request, slug: str):
         raise Http404("No such route.")
     form = GuidelinesForm(request.POST or None, initial={"guidelines": route.guidelines})
     if request.method == "POST" and form.is_valid():
-        services.route_guidelines_update(actor=Actor.from_request(request), route=route,
+        pool_services.route_guidelines_update(actor=Actor.from_request(request), route=route,
                                          guidelines=form.cleaned_data["guidelines"])
         messages.success(request, "Guidelines saved; graders see them with their next item.")
         return redirect("grading-guidelines", slug=route.slug)

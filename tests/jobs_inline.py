@@ -1,6 +1,6 @@
 """Running queued jobs inside a test's transaction.
 
-Jobs are queued after commit (console.jobs.enqueue) and tests run them eagerly, but a test's
+Jobs are queued after commit (console.core.jobs.enqueue) and tests run them eagerly, but a test's
 transaction never commits; capturing the on-commit callbacks with execute=True runs them (and
 the jobs those jobs queue) when the block ends.
 """

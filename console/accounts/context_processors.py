@@ -2,8 +2,11 @@ from console.accounts import permissions
 
 
 def roles(request):
+    """What the navigation may offer this user; templates never test role names themselves."""
     user = request.user
     return {
-        "user_roles": permissions.roles_of(user),
         "user_reads_decisions": permissions.can_read_decisions(user),
+        "user_grades": permissions.can_grade(user),
+        "user_reviews_labels": permissions.can_review_labels(user),
+        "user_reads_audit": permissions.can_read_audit(user),
     }

@@ -72,6 +72,21 @@ def route_filter(user, roles: Iterable[str], field: str = "route") -> Q | None:
     return Q(**{f"{field}__in": route_ids})
 
 
+def route_slugs(user, roles: Iterable[str]) -> set[str] | None:
+    """Slugs of the routes where the user holds one of `roles`; None means every route (a global
+    grant or admin). For tables that name their route by slug, such as the audit trail."""
+    if is_admin(user):
+        return None
+    wanted = set(roles)
+    slugs = set()
+    for grant in _grants(user):
+        if grant.role in wanted:
+            if grant.route_id is None:
+                return None
+            slugs.add(grant.route.slug)
+    return slugs
+
+
 def visible(queryset: QuerySet, user, roles: Iterable[str], field: str = "route") -> QuerySet:
     condition = route_filter(user, roles, field)
     return queryset if condition is None else queryset.filter(condition)
@@ -88,6 +103,26 @@ GRADERS = (Role.GRADER, Role.REVIEWER)
 LABEL_REVIEWERS = (Role.REVIEWER,)
 # Roles that may import an existing graded set as final labels.
 LABEL_IMPORTERS = (Role.INTEGRATOR, Role.REVIEWER)
+
+
+# Roles that may ingest decisions into a route.
+INGESTERS = (Role.INTEGRATOR,)
+# Roles that may send a failed shadow run back to its pipeline.
+SHADOW_RETRIERS = (Role.REVIEWER,)
+# Roles that may read, verify and export the audit trail (of their routes; global grants: all).
+AUDIT_READERS = (Role.AUDITOR,)
+
+
+def can_ingest(user, route) -> bool:
+    return has_role(user, INGESTERS, route)
+
+
+def can_retry_shadow(user, route) -> bool:
+    return has_role(user, SHADOW_RETRIERS, route)
+
+
+def can_read_audit(user, route=None) -> bool:
+    return has_role(user, AUDIT_READERS, route)
 
 
 def can_grade(user, route=None) -> bool:

@@ -10,7 +10,7 @@ from django.db import transaction
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts.models import ApiToken, Role, RoleGrant, hash_token
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.ledger.models import Route
 
 
@@ -46,6 +46,7 @@ def role_grant(*, actor: Actor, user, role: str, route: Route | None = None) -> 
         grant, created = RoleGrant.objects.get_or_create(user=user, role=role, route=route)
         if created:
             audit_record(actor=actor, action=Action.ROLE_GRANTED, object_type="user", object_id=user.pk,
+                         route=route.slug if route else "",
                          payload={"new": {"role": role, "route": route.slug if route else None}})
     return grant
 

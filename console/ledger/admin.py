@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from audit.services import Actor
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.ledger.models import Route
 from console.shadow.pipelines import validate_shadow_config
 from console.shadow.services import route_shadow_set

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -6,15 +6,11 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.accounts import permissions
-from console.accounts.models import Role
-from console.api_batches import batch_records, raise_batch_invalid
-from console.errors import Forbidden
+from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.batches import batch_records, raise_batch_invalid
+from console.core.errors import Forbidden
 from console.ledger import selectors, services
 from console.ledger.validation import validate_batch
-
-_ERROR = inline_serializer("Error", {"error": inline_serializer("ErrorBody", {
-    "code": serializers.CharField(), "message": serializers.CharField(), "details": serializers.JSONField(),
-})})
 
 
 class DecisionIngestApi(APIView):
@@ -29,7 +25,7 @@ class DecisionIngestApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={201: OutputSerializer, 400: _ERROR, 401: _ERROR, 403: _ERROR, 409: _ERROR, 413: _ERROR},
+        responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 413: ERROR},
         summary="Ingest decisions",
     )
     def post(self, request: Request) -> Response:
@@ -40,31 +36,11 @@ class DecisionIngestApi(APIView):
             raise_batch_invalid(total=len(records), records_noun="decisions", errors=errors, unknown=route_errors,
                                 unknown_code="unknown_route", unknown_noun="route(s)")
         denied = sorted(slug for slug, route in routes.items()
-                        if not permissions.has_role(request.user, [Role.INTEGRATOR], route))
+                        if not permissions.can_ingest(request.user, route))
         if denied:
             raise Forbidden(f"Your token may not ingest into route(s): {', '.join(denied)}.")
         result = services.decision_ingest(actor=Actor.from_request(request), items=items, routes=routes)
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
-
-
-_DECISION = inline_serializer("Decision", {"id": serializers.IntegerField(), "route": serializers.CharField(),
-                                           "request_id": serializers.CharField(),
-                                           "passages": serializers.ListField(child=serializers.JSONField())})
-
-
-class DecisionDetailApi(APIView):
-    @extend_schema(responses={200: _DECISION, 403: _ERROR, 404: _ERROR}, summary="Look up a decision")
-    def get(self, request: Request, decision_id: int) -> Response:
-        decision = selectors.get_decision_for_user(request.user, pk=decision_id)
-        return Response(selectors.decision_as_dict(decision))
-
-
-class DecisionByRequestApi(APIView):
-    @extend_schema(responses={200: _DECISION, 403: _ERROR, 404: _ERROR},
-                   summary="Look up a decision by route and request_id")
-    def get(self, request: Request, slug: str, request_id: str) -> Response:
-        decision = selectors.get_decision_for_user(request.user, route_slug=slug, request_id=request_id)
-        return Response(selectors.decision_as_dict(decision))
 
 
 class RouteListApi(APIView):

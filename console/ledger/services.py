@@ -9,13 +9,10 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
-from console.errors import Conflict, InvalidInput
-from console.jobs import enqueue
+from console.core.errors import Conflict, InvalidInput
+from console.ledger.hooks import queue_after_ingest
 from console.ledger.models import Route
 from console.ledger.validation import DecisionInput
-from console.shadow import tasks as shadow_tasks
-from console.verification import tasks as verification_tasks
-from grading import tasks as grading_tasks
 
 
 def route_create(*, actor: Actor, slug: str, name: str, guidelines: str = "",
@@ -25,7 +22,7 @@ def route_create(*, actor: Actor, slug: str, name: str, guidelines: str = "",
     route.full_clean()
     with transaction.atomic():
         route.save()
-        audit_record(actor=actor, action=Action.ROUTE_CREATED, object_type="route", object_id=route.pk,
+        audit_record(actor=actor, action=Action.ROUTE_CREATED, object_type="route", object_id=route.pk, route=slug,
                      payload={"new": {"slug": slug, "name": name, "graders_per_item": graders_per_item,
                                       "shadow_config": route.shadow_config}})
     return route
@@ -161,13 +158,10 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     for decision_id, item in zip(decision_ids, fresh, strict=True):
         by_route.setdefault(item.route, []).append(decision_id)
     audit_record_many(actor=actor, events=[
-        EventSpec(Action.DECISIONS_INGESTED, "route", slug, {"objects": {"decision": ids}, "created": len(ids)})
+        EventSpec(Action.DECISIONS_INGESTED, "route", slug, route=slug, payload={"objects": {"decision": ids}, "created": len(ids)})
         for slug, ids in sorted(by_route.items())
     ])
-    # One message per batch and job, not per decision: a publish costs about as much as storing a decision.
-    enqueue(verification_tasks.decisions_verify, decision_ids)
-    enqueue(shadow_tasks.shadow_runs_open, decision_ids)
-    enqueue(grading_tasks.grading_pool_enter, decision_ids)
+    queue_after_ingest(decision_ids)
     return result
 
 

@@ -11,8 +11,10 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from console.core.validation import FieldErrors, number_field, text_field, timestamp_field
 
 MAX_QUESTION = 10_000
 MAX_CLAIM = 20_000
@@ -67,66 +69,7 @@ class DecisionInput:
     content_hash: str = ""
 
 
-class _Errors:
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-
-    def add(self, index: int, path: str, message: str) -> None:
-        self.items.append({"index": index, "field": path, "message": message})
-
-
-def _text(errors: _Errors, index: int, path: str, value: Any, *, max_len: int,
-          required: bool = True, allow_empty: bool = False) -> str | None:
-    if value is None:
-        if required:
-            errors.add(index, path, "is required")
-        return None
-    if not isinstance(value, str):
-        errors.add(index, path, "must be a string")
-        return None
-    if not allow_empty and not value.strip():
-        errors.add(index, path, "must not be empty")
-        return None
-    if len(value) > max_len:
-        errors.add(index, path, f"is longer than {max_len:,} characters ({len(value):,})")
-        return None
-    if "\x00" in value:
-        errors.add(index, path, "must not contain NUL characters")
-        return None
-    return value
-
-
-def _number(errors: _Errors, index: int, path: str, value: Any, *, required: bool = True) -> float | None:
-    if value is None:
-        if required:
-            errors.add(index, path, "is required")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        errors.add(index, path, "must be a number")
-        return None
-    number = float(value)
-    if not math.isfinite(number):
-        errors.add(index, path, "must be finite")
-        return None
-    return number
-
-
-def _timestamp(errors: _Errors, index: int, path: str, value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        errors.add(index, path, "is required as an ISO 8601 timestamp with a timezone")
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        errors.add(index, path, f"is not an ISO 8601 timestamp: {value[:40]!r}")
-        return None
-    if parsed.tzinfo is None:
-        errors.add(index, path, "must include a timezone (for example Z or +00:00)")
-        return None
-    return parsed.astimezone(UTC)
-
-
-def _string_map(errors: _Errors, index: int, path: str, value: Any, *, scalars: bool) -> dict | None:
+def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scalars: bool) -> dict | None:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -152,7 +95,7 @@ def _string_map(errors: _Errors, index: int, path: str, value: Any, *, scalars: 
     return clean
 
 
-def _passages(errors: _Errors, index: int, value: Any) -> list[PassageInput] | None:
+def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput] | None:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -171,9 +114,9 @@ def _passages(errors: _Errors, index: int, value: Any) -> list[PassageInput] | N
             continue
         for unknown in raw.keys() - _PASSAGE_FIELDS:
             errors.add(index, f"{path}.{unknown}", "is not a known field")
-        external_id = _text(errors, index, f"{path}.id", raw.get("id"), max_len=MAX_PASSAGE_ID)
-        text = _text(errors, index, f"{path}.text", raw.get("text"), max_len=MAX_PASSAGE_TEXT, allow_empty=True)
-        score = _number(errors, index, f"{path}.retrieval_score", raw.get("retrieval_score"), required=False)
+        external_id = text_field(errors, index, f"{path}.id", raw.get("id"), max_len=MAX_PASSAGE_ID)
+        text = text_field(errors, index, f"{path}.text", raw.get("text"), max_len=MAX_PASSAGE_TEXT, allow_empty=True)
+        score = number_field(errors, index, f"{path}.retrieval_score", raw.get("retrieval_score"), required=False)
         rank = raw.get("rank", position + 1)
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
             errors.add(index, f"{path}.rank", "must be a whole number from 1")
@@ -182,9 +125,9 @@ def _passages(errors: _Errors, index: int, value: Any) -> list[PassageInput] | N
             errors.add(index, f"{path}.rank", f"rank {rank} appears twice")
         else:
             ranks.add(rank)
-        source = _text(errors, index, f"{path}.source", raw.get("source") or "", max_len=MAX_LABEL,
+        source = text_field(errors, index, f"{path}.source", raw.get("source") or "", max_len=MAX_LABEL,
                        allow_empty=True)
-        uri = _text(errors, index, f"{path}.uri", raw.get("uri") or "", max_len=MAX_URI, allow_empty=True)
+        uri = text_field(errors, index, f"{path}.uri", raw.get("uri") or "", max_len=MAX_URI, allow_empty=True)
         embedding = raw.get("embedding")
         if embedding is not None:
             if (not isinstance(embedding, list) or not 0 < len(embedding) <= MAX_EMBEDDING
@@ -199,18 +142,18 @@ def _passages(errors: _Errors, index: int, value: Any) -> list[PassageInput] | N
     return result if len(errors.items) == before else None
 
 
-def validate_decision(index: int, raw: Any, errors: _Errors) -> DecisionInput | None:
+def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInput | None:
     if not isinstance(raw, dict):
         errors.add(index, "", "must be an object")
         return None
     before = len(errors.items)
     for unknown in raw.keys() - _TOP_FIELDS:
         errors.add(index, unknown, "is not a known field")
-    request_id = _text(errors, index, "request_id", raw.get("request_id"), max_len=MAX_ID)
-    route = _text(errors, index, "route", raw.get("route"), max_len=64)
-    occurred_at = _timestamp(errors, index, "occurred_at", raw.get("occurred_at"))
-    question = _text(errors, index, "question", raw.get("question"), max_len=MAX_QUESTION)
-    claim = _text(errors, index, "claim", raw.get("claim"), max_len=MAX_CLAIM)
+    request_id = text_field(errors, index, "request_id", raw.get("request_id"), max_len=MAX_ID)
+    route = text_field(errors, index, "route", raw.get("route"), max_len=64)
+    occurred_at = timestamp_field(errors, index, "occurred_at", raw.get("occurred_at"))
+    question = text_field(errors, index, "question", raw.get("question"), max_len=MAX_QUESTION)
+    claim = text_field(errors, index, "claim", raw.get("claim"), max_len=MAX_CLAIM)
     gate = raw.get("gate")
     gate_name = gate_score = cutoff = None
     if not isinstance(gate, dict):
@@ -218,9 +161,9 @@ def validate_decision(index: int, raw: Any, errors: _Errors) -> DecisionInput | 
     else:
         for unknown in gate.keys() - _GATE_FIELDS:
             errors.add(index, f"gate.{unknown}", "is not a known field")
-        gate_name = _text(errors, index, "gate.name", gate.get("name"), max_len=100)
-        gate_score = _number(errors, index, "gate.score", gate.get("score"))
-        cutoff = _number(errors, index, "gate.cutoff", gate.get("cutoff"))
+        gate_name = text_field(errors, index, "gate.name", gate.get("name"), max_len=100)
+        gate_score = number_field(errors, index, "gate.score", gate.get("score"))
+        cutoff = number_field(errors, index, "gate.cutoff", gate.get("cutoff"))
     outcome = raw.get("outcome")
     if outcome not in OUTCOMES:
         errors.add(index, "outcome", f"must be one of {', '.join(OUTCOMES)}")
@@ -230,7 +173,7 @@ def validate_decision(index: int, raw: Any, errors: _Errors) -> DecisionInput | 
             errors.add(index, "served_answer", "must be null when the outcome is refused")
         served_answer = None
     elif outcome in OUTCOMES:
-        served_answer = _text(errors, index, "served_answer", served_answer, max_len=MAX_ANSWER)
+        served_answer = text_field(errors, index, "served_answer", served_answer, max_len=MAX_ANSWER)
     passages = _passages(errors, index, raw.get("passages"))
     if "versions" not in raw:
         errors.add(index, "versions", "is required (model, retriever, corpus, gate)")
@@ -271,7 +214,7 @@ def _fill_hashes(item: DecisionInput) -> None:
 
 def validate_batch(records: list[Any], *, start_index: int = 0) -> tuple[list[DecisionInput], list[dict]]:
     """Validate every record; returns the clean items and every problem found."""
-    errors = _Errors()
+    errors = FieldErrors()
     items = []
     for offset, raw in enumerate(records):
         item = validate_decision(start_index + offset, raw, errors)

@@ -3,14 +3,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from audit.selectors import audit_events_for_object
 from console.accounts import permissions
-from console.errors import Forbidden
 from console.ledger import selectors
 from console.ledger.forms import DecisionFilterForm
-from console.shadow import selectors as shadow_selectors
-from console.verification import selectors as verification_selectors
-from grading.selectors import decision_grading
 
 PAGE_SIZE = 50
 
@@ -44,20 +39,3 @@ def refusal_list(request):
     context = {"form": form, "page": page, "query": query.urlencode()}
     template = "ledger/partials/decision_table.html" if request.htmx else "ledger/refusal_list.html"
     return render(request, template, context)
-
-
-@require_GET
-def decision_detail(request, pk: int):
-    try:  # the selector refuses users who may not read decisions, and 404s routes they may not see
-        decision = selectors.get_decision_for_user(request.user, pk=pk)
-    except Forbidden as exc:
-        raise PermissionDenied(str(exc)) from exc
-    events = audit_events_for_object("decision", decision.pk)
-    return render(request, "ledger/decision_detail.html", {
-        "decision": decision,
-        "passages": decision.ranked_passages.all(),
-        "events": events,
-        "grading": decision_grading(decision.pk),
-        **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
-        **shadow_selectors.shadow_context(request.user, decision),
-    })

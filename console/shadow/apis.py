@@ -5,7 +5,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit.services import Actor
-from console.ledger.apis import _ERROR
+from console.core.api import ERROR_SCHEMA as ERROR
 from console.shadow import selectors, services
 
 _SHADOW_RUN = inline_serializer("ShadowRun", {
@@ -20,7 +20,7 @@ _SHADOW_RUN = inline_serializer("ShadowRun", {
 class ShadowRunRetryApi(APIView):
     """Send a failed shadow run back to its route's pipeline (reviewers and admins; audited)."""
 
-    @extend_schema(request=None, responses={202: _SHADOW_RUN, 401: _ERROR, 403: _ERROR, 404: _ERROR, 409: _ERROR},
+    @extend_schema(request=None, responses={202: _SHADOW_RUN, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
                    summary="Retry a failed shadow run")
     def post(self, request: Request, run_id: int) -> Response:
         run = selectors.get_shadow_run_for_retry(request.user, run_id)

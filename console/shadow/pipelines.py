@@ -31,7 +31,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.verification.spans import split_claim_units
 
 PIPELINE_KINDS = ("reference", "http")

@@ -8,15 +8,11 @@ from typing import Any
 from django.http import Http404
 
 from console.accounts import permissions
-from console.accounts.models import Role
-from console.errors import Forbidden
+from console.core.errors import Forbidden
 from console.ledger.models import Decision, DecisionPassage, Outcome
+from console.ledger.selectors import readable_decisions
 from console.shadow.models import ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelinePassage, PipelineRequest, passages_sha256
-
-# Who may send a failed shadow run back to its pipeline (admins always may).
-SHADOW_RETRIERS = (Role.REVIEWER,)
-
 
 def logged_pipeline_request(decision: Decision) -> PipelineRequest:
     """What a pipeline is handed: the question and exactly the logged passages, in rank order."""
@@ -39,13 +35,11 @@ def shadow_run_of(decision: Decision) -> ShadowRun | None:
 
 
 def can_retry(user, route) -> bool:
-    return permissions.has_role(user, SHADOW_RETRIERS, route)
+    return permissions.can_retry_shadow(user, route)
 
 
 def get_shadow_run_for_retry(user, pk: int) -> ShadowRun:
     """The run if the user may retry it: 404 when they may not read its decision, else 403."""
-    from console.ledger.selectors import readable_decisions  # the ledger's selectors import this module
-
     if not permissions.can_read_decisions(user):
         raise Forbidden("Your role does not allow reading decisions.")
     run = (ShadowRun.objects.select_related("decision__route")

@@ -25,8 +25,8 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
-from console.errors import Conflict
-from console.jobs import enqueue
+from console.core.errors import Conflict
+from console.core.jobs import enqueue
 from console.ledger.models import Decision, Outcome, Route
 from console.shadow import selectors
 from console.shadow.models import ShadowRun, ShadowStatus
@@ -57,7 +57,7 @@ def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> Rout
     route.full_clean()
     with transaction.atomic():
         route.save(update_fields=["shadow_config"])
-        audit_record(actor=actor, action=Action.SHADOW_PIPELINE_SET, object_type="route", object_id=route.pk,
+        audit_record(actor=actor, action=Action.SHADOW_PIPELINE_SET, object_type="route", object_id=route.pk, route=route.slug,
                      payload={"slug": route.slug, "old": old, "new": new})
     return route
 
@@ -87,7 +87,7 @@ def shadow_runs_open(*, actor: Actor, decision_ids: Sequence[int]) -> list[int]:
         for run_id, decision_id in opened:
             by_route.setdefault(slugs[decision_id], []).append((run_id, decision_id))
         audit_record_many(actor=actor, events=[
-            EventSpec(Action.SHADOW_RUNS_QUEUED, "route", slug, {
+            EventSpec(Action.SHADOW_RUNS_QUEUED, "route", slug, route=slug, payload={
                 "objects": {"decision": [d for _, d in pairs], "shadow_run": [r for r, _ in pairs]},
                 "opened": len(pairs)})
             for slug, pairs in sorted(by_route.items())
@@ -136,7 +136,7 @@ def _claim(run_id: int) -> ShadowRun | None:
             return None
         run = ShadowRun.objects.select_related("decision__route").get(pk=run_id)
         audit_record(actor=Actor.system("shadow_run_execute"), action=Action.SHADOW_RUN_STARTED,
-                     object_type="shadow_run", object_id=run.pk,
+                     object_type="shadow_run", object_id=run.pk, route=run.decision.route.slug,
                      payload={"objects": {"decision": [run.decision_id]}, "attempt": run.attempts,
                               "old": {"status": ShadowStatus.QUEUED}, "new": {"status": ShadowStatus.RUNNING}})
     return run
@@ -164,7 +164,7 @@ def _finish(run: ShadowRun, *, name: str, version: str, answer: str, error: str,
             payload["answer_sha256"] = hashlib.sha256(answer.encode("utf-8")).hexdigest()
         audit_record(actor=Actor.system("shadow_run_execute"),
                      action=Action.SHADOW_RUN_FAILED if error else Action.SHADOW_RUN_SUCCEEDED,
-                     object_type="shadow_run", object_id=run.pk, payload=payload)
+                     object_type="shadow_run", object_id=run.pk, route=run.decision.route.slug, payload=payload)
     return ShadowRun.objects.get(pk=run.pk)
 
 
@@ -184,6 +184,7 @@ def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
         locked.full_clean()
         locked.save(update_fields=["status", "error", "queued_at"])
         audit_record(actor=actor, action=Action.SHADOW_RUN_RETRIED, object_type="shadow_run", object_id=locked.pk,
+                     route=locked.decision.route.slug,
                      payload={"objects": {"decision": [locked.decision_id]},
                               "old": {"status": ShadowStatus.FAILED, "error": old_error},
                               "new": {"status": ShadowStatus.QUEUED}})
@@ -222,7 +223,7 @@ def shadow_runs_requeue(*, actor: Actor, limit: int = _SWEEP_LIMIT) -> list[int]
         for row in rows:
             by_route.setdefault(row[4], []).append(row)
         audit_record_many(actor=actor, events=[
-            EventSpec(Action.SHADOW_RUNS_REQUEUED, "route", slug, {
+            EventSpec(Action.SHADOW_RUNS_REQUEUED, "route", slug, route=slug, payload={
                 "objects": {"decision": [r[3] for r in group], "shadow_run": [r[0] for r in group]},
                 "lost_in_queue": [r[0] for r in group if r[1] == ShadowStatus.QUEUED],
                 "presumed_dead": [r[0] for r in group if r[1] == ShadowStatus.RUNNING],

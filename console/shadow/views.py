@@ -1,19 +1,15 @@
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from audit.services import Actor
-from console.errors import Conflict, Forbidden
+from console.core.errors import Conflict
 from console.shadow import selectors, services
 
 
 @require_POST
 def shadow_run_retry(request, pk: int):
-    try:
-        run = selectors.get_shadow_run_for_retry(request.user, pk)
-    except Forbidden as exc:
-        raise PermissionDenied(str(exc)) from exc
+    run = selectors.get_shadow_run_for_retry(request.user, pk)
     try:
         services.shadow_run_retry(actor=Actor.user(request.user), run=run)
         messages.success(request, "The shadow run is queued again.")

@@ -5,8 +5,8 @@ from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
-from console.errors import InvalidInput
-from console.ledger.apis import _ERROR
+from console.core.errors import InvalidInput
+from console.core.api import ERROR_SCHEMA as ERROR
 from console.verification import selectors
 from console.verification.spans import verify_span
 
@@ -79,7 +79,7 @@ class VerifyApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={200: OutputSerializer, 400: _ERROR, 401: _ERROR, 403: _ERROR, 404: _ERROR},
+        responses={200: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},
         summary="Verify a claim against a passage",
         examples=[OpenApiExample("Logged passage", value={"passage_id": 12, "claim": "choose Reset"},
                                  request_only=True),

@@ -5,3 +5,9 @@ class VerificationConfig(AppConfig):
     name = "console.verification"
     label = "verification"
     verbose_name = "Span verification"
+
+    def ready(self) -> None:
+        from console.ledger.hooks import register_after_ingest
+        from console.verification import tasks
+
+        register_after_ingest(tasks.decisions_verify)

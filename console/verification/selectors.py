@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from console.accounts import permissions
-from console.errors import Forbidden, NotFound
+from console.core.errors import Forbidden, NotFound
 from console.ledger.models import Decision, Passage
 from console.verification.models import DecisionSupport, SpanCheck
 

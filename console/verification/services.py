@@ -190,7 +190,7 @@ def _events(claimed: list[int], decisions: dict, supports: dict[int, DecisionSup
     events = []
     for slug, ids in sorted(by_route.items()):
         rows = [supports[pk] for pk in ids]
-        events.append(EventSpec(Action.DECISIONS_VERIFIED, "route", slug, {
+        events.append(EventSpec(Action.DECISIONS_VERIFIED, "route", slug, route=slug, payload={
             "objects": {"decision": ids},
             "verifier_version": VERIFIER_VERSION,
             "fully_supported": sum(s.fully_supported for s in rows),

@@ -65,7 +65,7 @@ from typing import Any, Literal, NamedTuple
 
 import stringzilla
 
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.verification.folding import ClaimPlan, fold_tables
 
 MAX_CLAIM_CHARS = 2_000

@@ -2,29 +2,25 @@
 
 from datetime import timedelta
 
-from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from audit.services import Actor
-from console.jobs import enqueue
+from console.core.jobs import enqueue, job
 from console.verification import selectors, services
 
-_RETRYING = {"acks_late": True, "autoretry_for": (OperationalError, InterfaceError), "retry_backoff": True,
-             "retry_backoff_max": 600, "retry_jitter": True, "max_retries": 8}
 _SWEEP_LIMIT = 2_000
 _IDS_PER_JOB = 500
 
 
-@shared_task(**_RETRYING)
+@job("verification.decisions_verify", soft_time_limit=600)
 def decisions_verify(decision_ids: list[int]) -> dict[str, int]:
     """Queued once per ingest batch with the new decision ids (one message, not one per decision)."""
     result = services.decisions_verify(actor=Actor.system("decisions_verify"), decision_ids=decision_ids)
     return {"verified": len(result.verified), "failed": len(result.failed)}
 
 
-@shared_task(**_RETRYING)
+@job("verification.decisions_verify_sweep")
 def decisions_verify_sweep() -> int:
     """Beat job: queue again decisions that have no DecisionSupport some time after ingest."""
     ingested_before = timezone.now() - timedelta(seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)

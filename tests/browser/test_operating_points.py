@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from tests.factories import ingest, make_route, make_user
-from tests.policy.populations import decision_records, label
+from tests.analysis.populations import decision_records, label
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

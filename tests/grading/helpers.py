@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from rest_framework.test import APIClient
 
-from grading import services
+from grading.services import pool as pool_services
 from tests import factories
 
 
 def pooled(records: list[dict]) -> list[int]:
     """Ingest the records and put their decisions into the pool (the ingest hook's job, done inline)."""
     decision_ids = factories.ingest(records)
-    services.grading_pool_enter(actor=factories.TEST_ACTOR, decision_ids=decision_ids)
+    pool_services.grading_pool_enter(actor=factories.TEST_ACTOR, decision_ids=decision_ids)
     return decision_ids
 
 

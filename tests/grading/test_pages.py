@@ -9,8 +9,11 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from audit.models import AuditEvent
 from console.ledger.models import Decision
-from grading import selectors, services
+from grading import selectors
 from grading.models import Assignment, FinalLabel, Grade, GradingItem, ItemStatus
+from grading.services import labels as labels_services
+from grading.services import pool as pool_services
+from grading.services import queue as queue_services
 from tests.factories import TEST_ACTOR, make_route, make_user, record, served_record
 from tests.grading.helpers import pooled
 
@@ -151,9 +154,9 @@ def test_a_reviewer_of_another_route_cannot_edit_its_guidelines(route, other_rou
 def _grade_all(graders_verdicts: dict, questions: list[str]) -> None:
     """Each grader claims every item in turn and grades it by its question."""
     for user, verdicts in graders_verdicts.items():
-        while (assignment := services.assignment_claim(actor=TEST_ACTOR, grader=user, route_ids=None)) is not None:
+        while (assignment := queue_services.assignment_claim(actor=TEST_ACTOR, grader=user, route_ids=None)) is not None:
             verdict = verdicts[questions.index(assignment.item.question)]
-            services.grade_submit(actor=TEST_ACTOR, grader=user, public_id=assignment.item.public_id, verdict=verdict)
+            labels_services.grade_submit(actor=TEST_ACTOR, grader=user, public_id=assignment.item.public_id, verdict=verdict)
 
 
 def test_adjudication_pages_show_every_grade_and_record_the_decision(route, page_of):
@@ -177,7 +180,7 @@ def test_agreement_matches_scikit_learn_and_statsmodels(route, page_of):
     ana, ben = make_user("ana", "grader"), make_user("ben", "grader")
     questions = [f"Question {n}" for n in range(10)]
     decision_ids = pooled([record(question=q) for q in questions])
-    gold = services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_ids[0]),
+    gold = pool_services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_ids[0]),
                                      verdict="correct", answer="A gold answer.")
     ana_votes = ["correct", "correct", "incorrect", "incorrect", "correct", "unsure", "correct", "incorrect",
                  "correct", "correct"]
@@ -187,7 +190,7 @@ def test_agreement_matches_scikit_learn_and_statsmodels(route, page_of):
     # the gold rate decides at random when a gold item comes; hand this one to ana directly
     Assignment.objects.create(item=gold, grader=ana, leased_at=timezone.now(),
                               lease_expires_at=timezone.now() + timedelta(minutes=5))
-    services.grade_submit(actor=TEST_ACTOR, grader=ana, public_id=gold.public_id, verdict="correct")
+    labels_services.grade_submit(actor=TEST_ACTOR, grader=ana, public_id=gold.public_id, verdict="correct")
 
     result = selectors.route_agreement(route)
     [pair] = result["pairs"]

@@ -4,8 +4,9 @@ import pytest
 
 from audit.models import AuditEvent
 from console.shadow.models import ShadowRun
-from grading import services, tasks
+from grading import tasks
 from grading.models import AnswerSource, FinalLabel, GradingItem, ItemStatus
+from grading.services import pool as pool_services
 from tests.factories import TEST_ACTOR, ingest, make_route, record, served_record
 from tests.grading.helpers import pooled
 
@@ -44,7 +45,7 @@ def test_a_refusal_on_a_route_with_a_shadow_pipeline_waits_for_its_run(db):
 
 def test_entering_the_pool_twice_leaves_one_item(route):
     decision_ids = pooled([record(), served_record()])
-    again = services.grading_pool_enter(actor=TEST_ACTOR, decision_ids=decision_ids)
+    again = pool_services.grading_pool_enter(actor=TEST_ACTOR, decision_ids=decision_ids)
     assert again.entered == 0
     assert tasks.grading_pool_sweep() == 0
     assert GradingItem.objects.count() == 2
@@ -83,7 +84,7 @@ def test_queue_keys_are_drawn_at_random_not_from_score_or_arrival(route):
 def test_a_stratified_plan_samples_each_band_at_target_over_population(route):
     ingest([record(gate={"name": "nli", "score": 0.1 + 0.001 * n, "cutoff": 0.85}) for n in range(200)]
            + [record(gate={"name": "nli", "score": 0.7 + 0.001 * n, "cutoff": 0.85}) for n in range(20)])
-    plan = services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 50), (0.5, 1.0, 40)])
+    plan = pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 50), (0.5, 1.0, 40)])
     assert [(s["name"], s["population"], s["rate"]) for s in plan.strata] == [("0-0.5", 200, 0.25), ("0.5-1", 20, 1.0)]
     tasks.grading_pool_sweep()
     low = GradingItem.objects.filter(stratum="0-0.5")
@@ -96,23 +97,23 @@ def test_a_stratified_plan_samples_each_band_at_target_over_population(route):
 
 
 def test_a_score_outside_every_band_always_enters(route):
-    services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 1)])
+    pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 1)])
     [decision_id] = pooled([served_record(gate={"name": "nli", "score": 0.97, "cutoff": 0.85})])
     item = _item(decision_id)
     assert (item.stratum, item.inclusion_probability, item.status) == ("unbanded", 1.0, ItemStatus.OPEN)
 
 
 def test_overlapping_bands_are_refused(route):
-    from console.errors import InvalidInput
+    from console.core.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="overlap"):
-        services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.6, 10), (0.5, 1.0, 10)])
+        pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.6, 10), (0.5, 1.0, 10)])
 
 
 def test_a_decision_labelled_by_import_enters_already_labelled(route):
     [decision_id] = ingest([record()])
     FinalLabel.objects.create(decision_id=decision_id, correct=True, method="imported", source="legacy")
-    services.grading_pool_enter(actor=TEST_ACTOR, decision_ids=[decision_id])
+    pool_services.grading_pool_enter(actor=TEST_ACTOR, decision_ids=[decision_id])
     assert _item(decision_id).status == ItemStatus.LABELLED
 
 
@@ -120,7 +121,7 @@ def test_a_gold_item_copies_question_and_answer_and_knows_its_verdict(route):
     [decision_id] = pooled([record(claim="Wrong on purpose.")])
     from console.ledger.models import Decision
 
-    gold = services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id),
+    gold = pool_services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id),
                                      verdict="incorrect")
     assert (gold.is_gold, gold.gold_verdict, gold.answer, gold.answer_source) == (
         True, "incorrect", "Wrong on purpose.", AnswerSource.GOLD)

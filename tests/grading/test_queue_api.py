@@ -165,13 +165,13 @@ def test_the_queue_needs_authentication(route, anonymous):
 
 def test_gold_items_are_mixed_in_at_the_route_rate_and_each_grader_sees_each_once(route, graders):
     from console.ledger.models import Decision
-    from grading import services
+    from grading.services import pool as pool_services
     from tests.factories import TEST_ACTOR
 
     decision_ids = pooled([record() for _ in range(6)])
     for decision_id in decision_ids[:2]:
-        services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id), verdict="correct")
-    services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[], gold_rate=0.5)
+        pool_services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id), verdict="correct")
+    pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[], gold_rate=0.5)
     first = graders[0]
     seen = []
     while (item := next_item(first)) is not None:

@@ -3,7 +3,7 @@ import threading
 import pytest
 from django.db import connection
 
-from console.errors import Conflict
+from console.core.errors import Conflict
 from console.ledger import services
 from console.ledger.models import Decision, DecisionPassage
 from console.ledger.validation import validate_batch

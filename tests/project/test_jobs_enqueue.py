@@ -1,7 +1,7 @@
 import pytest
 
 from console.celery import app
-from console.jobs import enqueue
+from console.core.jobs import enqueue
 
 
 class RecordingTask:

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.shadow.pipelines import (
     HttpPipeline,
     PipelineError,

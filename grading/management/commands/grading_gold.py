@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.services import Actor
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.ledger.models import Decision
-from grading.services import gold_item_create
+from grading.services.pool import gold_item_create
 
 
 class Command(BaseCommand):

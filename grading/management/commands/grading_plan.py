@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.services import Actor
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.ledger.models import Route
-from grading.services import grading_plan_set
+from grading.services.pool import grading_plan_set
 
 
 def _band(text: str) -> tuple[float, float, int]:

@@ -4,7 +4,7 @@ from django.db import transaction
 from audit.services import Actor
 from console.accounts import services
 from console.accounts.models import Role
-from console.errors import ServiceError
+from console.core.errors import ServiceError
 from console.ledger.models import Route
 
 

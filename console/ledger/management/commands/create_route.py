@@ -2,7 +2,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.services import Actor
-from console.errors import InvalidInput
+from console.core.errors import InvalidInput
 from console.ledger.models import Route
 from console.ledger.services import route_create
 from console.shadow.pipelines import validate_shadow_config

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from audit.services import Actor
-from console.errors import Conflict
+from console.core.errors import Conflict
 from console.ledger import services
 from console.ledger.validation import validate_batch
 

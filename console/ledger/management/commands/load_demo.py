@@ -13,7 +13,7 @@ from console.ledger.models import Route
 from console.ledger.validation import validate_batch
 from console.shadow.services import route_shadow_set
 from grading import selectors as grading_selectors
-from grading.services import labels_import
+from grading.services.labels import labels_import
 from grading.validation import validate_labels
 
 DEMO_ROUTES = {"it-support": "IT support", "hr-policy": "HR policy"}

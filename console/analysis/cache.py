@@ -1,0 +1,83 @@
+"""The one cache of statistics documents: each is stored under route, kind, the SHA-256 of its
+canonical parameters, and the route's data version (`selectors.data_version`: the newest decision
+and ingest event of the route, and the state of its final labels).
+
+A stored document is served only while the version is unchanged; any new decision or label changes
+the version, so the next request (or the recompute job) computes afresh. Nothing stale is ever
+returned and no invalidation is needed. A document is derived data that can be rebuilt at any
+time, so storing one writes no audit event (what it reads was audited when it was written).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from django.utils import timezone
+
+from console.analysis import selectors
+from console.analysis.models import StatsResult
+from console.ledger.models import Route
+
+
+def params_key(kind: str, params: dict[str, Any]) -> str:
+    canonical = json.dumps({"kind": kind, **params}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A statistics document as JSON text (what the API sends, byte for byte as stored)."""
+
+    text: str
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.text)
+
+
+def cached(route: Route, kind: str, params: dict[str, Any], compute: Callable[[], dict[str, Any]],
+           *, version: str | None = None) -> Document:
+    """The stored document for these parameters on the route's current data, or compute and store it.
+
+    The version is read before computing: if data arrives while computing, the document is stored
+    under the older version and the next request computes again.
+    """
+    version = version or selectors.data_version(route)
+    key = params_key(kind, params)
+    stored = (StatsResult.objects.filter(route=route, kind=kind, params_key=key, data_version=version)
+              .values_list("document", flat=True).first())
+    if stored is not None:
+        return Document(stored)
+    started = time.perf_counter()
+    document = compute()
+    document["computed_at"] = timezone.now().isoformat()
+    document["data_version"] = version
+    text = json.dumps(document, allow_nan=False, separators=(",", ":"))
+    _store(route=route, kind=kind, params=params, params_key=key, data_version=version,
+                                document=text, compute_ms=1000 * (time.perf_counter() - started))
+    return Document(text)
+
+
+def _store(*, route: Route, kind: str, params: dict[str, Any], params_key: str, data_version: str,
+                       document: str, compute_ms: float) -> None:
+    """Insert or replace the document for (route, kind, params) in one statement (safe under races)."""
+    result = StatsResult(route=route, kind=kind, params_key=params_key, params=params, data_version=data_version,
+                         document=document, compute_ms=compute_ms)
+    result.clean_fields(exclude=["route"])  # the route was just read; checking it again costs a query
+    StatsResult.objects.bulk_create(
+        [result], update_conflicts=True, unique_fields=["route", "kind", "params_key"],
+        update_fields=["params", "data_version", "document", "compute_ms", "computed_at"],
+    )
+
+
+
+def is_current(route: Route, kind: str, params: dict[str, Any]) -> bool:
+    """Whether the document for these parameters is stored for the route's current data."""
+    return StatsResult.objects.filter(route=route, kind=kind, params_key=params_key(kind, params),
+                                      data_version=selectors.data_version(route)).exists()

@@ -1,0 +1,310 @@
+"""Query parameters of the statistics endpoints and the operating-points page, parsed once.
+
+Every parameter is checked; all problems are reported together as
+``InvalidInput(details=[{"parameter", "message"}, ...])`` (400 in the API, messages beside the
+form on the page). Unknown parameters are refused too, so a misspelt filter
+(``segments.language``) cannot silently widen the population.
+
+Filters (all optional): ``from`` and ``to`` are dates (YYYY-MM-DD, UTC days, both inclusive, as
+on the refusals page); ``version.<key>=<value>`` and ``segment.<key>=<value>`` keep decisions
+whose versions / segments hold that key with that (string) value. Several keys combine with AND.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from console.core.errors import InvalidInput
+from console.ledger.selectors import DecisionFilters
+from console.stats.certification import DEFAULT_GRID
+from console.stats.intervals import INTERVAL_METHODS
+
+DEFAULT_CUTOFFS: tuple[float, ...] = (0.5, 0.7, 0.85, 0.9, 0.95)
+MAX_CUTOFFS = 50
+MAX_GRID = 1001
+MAX_BINS = 100
+_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_MAX_VALUE = 200
+FILTER_PARAMETERS = ("from", "to")
+FILTER_PREFIXES = ("version.", "segment.")
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which decisions of the route count: a date window and version / segment equalities."""
+
+    date_from: date | None = None
+    date_to: date | None = None
+    versions: tuple[tuple[str, str], ...] = ()
+    segments: tuple[tuple[str, str], ...] = ()
+
+    def decision_filters(self) -> DecisionFilters:
+        return DecisionFilters(
+            outcome=None,
+            date_from=self.date_from,
+            date_to=self.date_to,
+            versions=dict(self.versions) or None,
+            segments=dict(self.segments) or None,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "from": self.date_from.isoformat() if self.date_from else None,
+            "to": self.date_to.isoformat() if self.date_to else None,
+            "versions": dict(self.versions),
+            "segments": dict(self.segments),
+        }
+
+    def query_items(self) -> list[tuple[str, str]]:
+        """The window as query-string pairs, for links that keep it."""
+        items = [("from", self.date_from.isoformat())] if self.date_from else []
+        items += [("to", self.date_to.isoformat())] if self.date_to else []
+        items += [(f"version.{k}", v) for k, v in self.versions]
+        items += [(f"segment.{k}", v) for k, v in self.segments]
+        return items
+
+    def describe(self) -> str:
+        """In words, for statements: "decisions from 2026-10-01 to 2026-10-31, language=de"."""
+        if self.date_from and self.date_to:
+            when = f"decisions from {self.date_from} to {self.date_to}"
+        elif self.date_from:
+            when = f"decisions from {self.date_from} on"
+        elif self.date_to:
+            when = f"decisions up to {self.date_to}"
+        else:
+            when = "all decisions to date"
+        if self.segments:
+            when += " with " + ", ".join(f"{k}={v}" for k, v in self.segments)
+        return when
+
+
+@dataclass(frozen=True)
+class OperatingPointsQuery:
+    window: Window = field(default_factory=Window)
+    cutoffs: tuple[float, ...] = DEFAULT_CUTOFFS
+    confidence: float = 0.95
+    interval: str = "wilson"
+
+    def cache_params(self) -> dict[str, Any]:
+        return {"window": self.window.as_dict(), "cutoffs": sorted(self.cutoffs),
+                "confidence": self.confidence, "interval": self.interval}
+
+
+@dataclass(frozen=True)
+class CertifiedCutoffQuery:
+    window: Window = field(default_factory=Window)
+    alpha: float = 0.1
+    delta: float = 0.05
+    grid: tuple[float, ...] = DEFAULT_GRID
+
+    def cache_params(self) -> dict[str, Any]:
+        return {"window": self.window.as_dict(), "alpha": self.alpha, "delta": self.delta,
+                "grid": sorted(set(self.grid))}
+
+
+@dataclass(frozen=True)
+class CalibrationQuery:
+    window: Window = field(default_factory=Window)
+    bins: int = 10
+    by: tuple[str, str] | None = None
+    """("segment" | "version", key) to report per value of that segment or version."""
+    points: int | None = None
+    """Thin the risk-coverage curve to at most this many points (AURC always uses all)."""
+
+    def cache_params(self) -> dict[str, Any]:
+        return {"window": self.window.as_dict(), "bins": self.bins, "by": list(self.by) if self.by else None,
+                "points": self.points}
+
+
+class _Reader:
+    """Reads one parameter at a time from a QueryDict-like mapping, collecting every problem."""
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self.params = params
+        self.errors: list[dict[str, str]] = []
+
+    def values(self, name: str) -> list[str]:
+        getlist = getattr(self.params, "getlist", None)
+        if getlist is not None:
+            return list(getlist(name))
+        value = self.params.get(name)
+        return [] if value is None else [value]
+
+    def raw(self, name: str) -> str | None:
+        values = self.values(name)
+        if len(values) > 1:
+            self.error(name, "is given more than once.")
+            return None
+        return values[0].strip() if values else None
+
+    def error(self, name: str, message: str) -> None:
+        self.errors.append({"parameter": name, "message": f"{name} {message}"})
+
+    def number(self, name: str, default: float, low: float, high: float, *, closed: bool = False) -> float:
+        raw = self.raw(name)
+        if raw is None or raw == "":
+            return default
+        value = _to_float(raw)
+        inside = value is not None and (low <= value <= high if closed else low < value < high)
+        if not inside:
+            bounds = f"[{low:g}, {high:g}]" if closed else f"strictly between {low:g} and {high:g}"
+            self.error(name, f"must be a number {bounds}; got {raw[:40]!r}.")
+            return default
+        return value
+
+    def integer(self, name: str, default: int | None, low: int, high: int) -> int | None:
+        raw = self.raw(name)
+        if raw is None or raw == "":
+            return default
+        if not re.fullmatch(r"\d{1,7}", raw) or not low <= int(raw) <= high:
+            self.error(name, f"must be a whole number from {low} to {high}; got {raw[:40]!r}.")
+            return default
+        return int(raw)
+
+    def number_list(self, name: str, default: tuple[float, ...], limit: int) -> tuple[float, ...]:
+        raw = self.raw(name)
+        if raw is None:
+            return default
+        parts = [part.strip() for part in raw.split(",") if part.strip()]
+        if not parts:
+            self.error(name, "needs at least one number (comma-separated).")
+            return default
+        if len(parts) > limit:
+            self.error(name, f"takes at most {limit} numbers; got {len(parts)}.")
+            return default
+        values = [_to_float(part) for part in parts]
+        bad = [part for part, value in zip(parts, values, strict=True) if value is None]
+        if bad:
+            self.error(name, f"must be finite numbers; not {', '.join(repr(b[:20]) for b in bad[:3])}.")
+            return default
+        if len(set(values)) != len(values):
+            self.error(name, "must not repeat a value.")
+            return default
+        return tuple(values)
+
+    def choice(self, name: str, default: str, choices: Iterable[str]) -> str:
+        raw = self.raw(name)
+        if raw is None or raw == "":
+            return default
+        options = tuple(choices)
+        if raw not in options:
+            self.error(name, f"must be one of {', '.join(options)}; got {raw[:40]!r}.")
+            return default
+        return raw
+
+    def day(self, name: str) -> date | None:
+        raw = self.raw(name)
+        if raw is None or raw == "":
+            return None
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
+            try:
+                return date.fromisoformat(raw)
+            except ValueError:  # 2026-02-30
+                pass
+        self.error(name, f"must be a date written YYYY-MM-DD; got {raw[:40]!r}.")
+        return None
+
+    def window(self) -> Window:
+        date_from, date_to = self.day("from"), self.day("to")
+        if date_from and date_to and date_from > date_to:
+            self.error("from", f"({date_from}) is after to ({date_to}).")
+        pairs: dict[str, list[tuple[str, str]]] = {"version.": [], "segment.": []}
+        for name in self.params:
+            prefix = next((p for p in FILTER_PREFIXES if name.startswith(p)), None)
+            if prefix is None:
+                continue
+            key = name[len(prefix):]
+            value = self.raw(name)
+            if not _KEY.fullmatch(key):
+                self.error(name, "needs a key of letters, digits, '_' or '-' (at most 64) after the dot.")
+            elif not value or len(value) > _MAX_VALUE or "\x00" in value:
+                self.error(name, f"needs a value of 1 to {_MAX_VALUE} characters.")
+            else:
+                pairs[prefix].append((key, value))
+        return Window(date_from, date_to, tuple(sorted(pairs["version."])), tuple(sorted(pairs["segment."])))
+
+    def refuse_unknown(self, known: Iterable[str]) -> None:
+        allowed = set(known) | set(FILTER_PARAMETERS)
+        for name in self.params:
+            if name not in allowed and not name.startswith(FILTER_PREFIXES):
+                self.error(name, "is not a parameter of this endpoint.")
+
+    def finish(self) -> None:
+        _raise_for(self.errors)
+
+
+def _raise_for(errors: list[dict[str, str]]) -> None:
+    if errors:
+        problems = " ".join(e["message"] for e in errors)
+        raise InvalidInput(f"Invalid parameters. {problems}", details=errors, code="invalid_parameter")
+
+
+def _to_float(raw: str) -> float | None:
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and abs(value) <= 1e12 else None
+
+
+def parse_operating_points(params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()
+                           ) -> tuple[OperatingPointsQuery, list[dict[str, str]]]:
+    """The query with defaults in place of bad values, and the problems found (for the page)."""
+    reader = _Reader(params)
+    reader.refuse_unknown({"cutoffs", "confidence", "interval", *also_allowed})
+    query = OperatingPointsQuery(
+        window=reader.window(),
+        cutoffs=reader.number_list("cutoffs", DEFAULT_CUTOFFS, MAX_CUTOFFS),
+        confidence=reader.number("confidence", 0.95, 0.0, 1.0),
+        interval=reader.choice("interval", "wilson", INTERVAL_METHODS),
+    )
+    return query, reader.errors
+
+
+def operating_points_query(params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()) -> OperatingPointsQuery:
+    """``cutoffs`` (1 to 50 distinct finite numbers), ``confidence`` in (0, 1), ``interval``."""
+    query, errors = parse_operating_points(params, also_allowed=also_allowed)
+    _raise_for(errors)
+    return query
+
+
+def certified_cutoff_query(params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()) -> CertifiedCutoffQuery:
+    """``alpha`` in [0.001, 0.999], ``delta`` in [0.0001, 0.5], ``grid`` (1 to 1001 cutoffs).
+
+    The bounds keep the smallest sample that can certify (n_start) within reach: alpha = 0.001
+    already needs about 11,000 graded served answers.
+    """
+    reader = _Reader(params)
+    reader.refuse_unknown({"alpha", "delta", "grid", *also_allowed})
+    query = CertifiedCutoffQuery(
+        window=reader.window(),
+        alpha=reader.number("alpha", 0.1, 0.001, 0.999, closed=True),
+        delta=reader.number("delta", 0.05, 0.0001, 0.5, closed=True),
+        grid=reader.number_list("grid", DEFAULT_GRID, MAX_GRID),
+    )
+    reader.finish()
+    return query
+
+
+def calibration_query(params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()) -> CalibrationQuery:
+    """``bins`` (1 to 100), ``by`` (``segment.<key>`` or ``version.<key>``), ``points`` (2 to 100,000)."""
+    reader = _Reader(params)
+    reader.refuse_unknown({"bins", "by", "points", *also_allowed})
+    window = reader.window()
+    bins = reader.integer("bins", 10, 1, MAX_BINS)
+    points = reader.integer("points", None, 2, 100_000)
+    by_raw = reader.raw("by")
+    by = None
+    if by_raw:
+        kind, dot, key = by_raw.partition(".")
+        if kind in ("segment", "version") and dot and _KEY.fullmatch(key):
+            by = (kind, key)
+        else:
+            reader.error("by", f"must be segment.<key> or version.<key>; got {by_raw[:40]!r}.")
+    reader.finish()
+    return CalibrationQuery(window=window, bins=bins or 10, by=by, points=points)

@@ -1,0 +1,256 @@
+"""Reads behind the statistics: who may see a route, the population as SQL aggregates, and the
+graded sample as numpy arrays.
+
+The population is never loaded row by row: the served count at every cutoff comes from one
+``width_bucket`` aggregate (PostgreSQL compares each score with the sorted cutoffs exactly, so
+the tie policy ``score >= cutoff`` holds bit for bit), which runs as an index-only scan on
+``(route, gate_score)`` when no filter needs the other columns. Only labelled decisions are
+fetched, through ``values_list``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+from django.contrib.postgres.fields import ArrayField
+from django.db import connection
+from django.db.models import Count, F, FloatField, Func, IntegerField, Max, Min, QuerySet, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
+from numpy.typing import NDArray
+
+from console.accounts import permissions
+from console.analysis.params import Window
+from console.core.errors import Forbidden, NotFound
+from console.ledger.models import Decision, Route
+from console.ledger.selectors import readable_routes
+from grading.models import FinalLabel, LabelMethod
+
+IMPORTED_STRATUM = "imported"
+
+
+def route_for_reader(user, slug: str) -> Route:
+    """The route if the user may read its decisions: 403 for a user who reads no decisions at
+    all (graders), 404 for a route that does not exist or that the user may not see."""
+    if not permissions.can_read_decisions(user):
+        raise Forbidden("Your role does not allow reading decisions or their statistics.")
+    route = readable_routes(user).filter(slug=slug).first()
+    if route is None:
+        raise NotFound(f"No route {slug!r}.")
+    return route
+
+
+def data_version(route: Route) -> str:
+    """A string that changes whenever the route's decisions or final labels change (one query).
+
+    Decisions are insert-only. Their part is the newest decision id of the route together with
+    the newest audit event about the route: every ingest (and every label import) writes one in
+    its transaction, under the audit chain's lock, so its sequence number follows commit order
+    and also moves when a batch with lower ids commits after a later one. The labels' part covers
+    the labels on the route's grading items (blind grades, and imports onto pool items) plus every
+    label without an item (imports, which are rare): their count, newest id, the sum of the ids
+    labelled correct (it moves when a label flips) and how many are imported. Documents stored
+    under one version are never served under another (see `console.analysis.reports`).
+
+    Not covered: an in-place edit of a grading item's stratum or inclusion probability (they are
+    fixed when the item enters the pool).
+    """
+    return _remembered(("version", route.pk), lambda: _data_version(route))
+
+
+def _data_version(route: Route) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT (SELECT max(id) FROM ledger_decision WHERE route_id = %s),
+                   (SELECT max(seq) FROM audit_auditevent
+                     WHERE object_type = 'route' AND object_id IN (%s, %s)),
+                   count(*), max(label.id), sum(label.id) FILTER (WHERE label.correct),
+                   count(*) FILTER (WHERE label.method = %s)
+              FROM (  -- two indexed halves instead of one OR, which no index serves
+                    SELECT l.id, l.correct, l.method FROM grading_finallabel l
+                      JOIN grading_gradingitem item ON item.id = l.item_id
+                     WHERE item.route_id = %s
+                    UNION ALL
+                    SELECT l.id, l.correct, l.method FROM grading_finallabel l WHERE l.item_id IS NULL
+                   ) label
+            """,
+            [route.pk, str(route.pk), route.slug, LabelMethod.IMPORTED, route.pk],
+        )
+        newest, audit_seq, labels, newest_label, correct_ids, imported = cursor.fetchone()
+    return f"d{newest or 0}.a{audit_seq or 0}.l{labels}.{newest_label or 0}.{correct_ids or 0}.{imported}"
+
+
+def _decisions(route: Route, window: Window) -> QuerySet[Decision]:
+    return window.decision_filters().apply(Decision.objects.filter(route=route))
+
+
+def population_served_counts(route: Route, window: Window, cutoffs: list[float]) -> tuple[int, list[int]]:
+    """Decisions in the window and, per cutoff (in the order given), how many score ``>= cutoff``.
+
+    One query: ``width_bucket(gate_score, sorted cutoffs)`` puts a score in bucket ``i`` when
+    ``edge[i-1] <= score < edge[i]``; served at ``edge[j]`` is the sum of buckets above ``j``.
+    """
+    edges = sorted(set(cutoffs))
+    if not edges:
+        return _decisions(route, window).count(), []
+    bucket = Func(F("gate_score"), Cast(Value(edges), ArrayField(FloatField())),
+                  function="width_bucket", output_field=IntegerField())
+    counts = np.zeros(len(edges) + 1, dtype=np.int64)
+    for index, count in (_decisions(route, window).annotate(bucket=bucket).values("bucket")
+                         .annotate(n=Count("*")).order_by().values_list("bucket", "n")):
+        counts[index] = count
+    at_or_above = np.cumsum(counts[::-1])[::-1]  # at_or_above[i]: scores in bucket i or higher
+    served = {edge: int(at_or_above[i + 1]) for i, edge in enumerate(edges)}
+    return int(counts.sum()), [served[cutoff] for cutoff in cutoffs]
+
+
+@dataclass(frozen=True)
+class GradedSample:
+    """Labelled decisions of a window: the arrays the statistics read.
+
+    Blind console grades carry their pool item's stratum and inclusion probability (the route's
+    grading plan). Imported labels were not drawn by that plan: they count with inclusion
+    probability 1 in a stratum of their own, "imported". The estimate is Hájek-weighted only
+    when inclusion probabilities differ; otherwise every labelled decision counts the same
+    (census or simple random sample, DESIGN section 5).
+    """
+
+    scores: NDArray[np.float64]
+    correct: NDArray[np.bool_]
+    inclusion_probability: NDArray[np.float64]
+    strata: NDArray[np.object_]
+    imported: NDArray[np.bool_]
+    sources: tuple[str, ...]
+    methods: NDArray[np.object_]
+    groups: NDArray[np.object_] | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.scores.shape[0])
+
+    @property
+    def uniform(self) -> bool:
+        """Every labelled decision had the same chance of being graded."""
+        p = self.inclusion_probability
+        return p.size == 0 or bool(np.all(p == p[0]))
+
+    @property
+    def estimator(self) -> str:
+        return "proportion" if self.uniform else "hajek"
+
+    def weights_and_strata(self) -> tuple[NDArray[np.float64] | None, NDArray[np.object_] | None]:
+        if self.uniform:
+            return None, None
+        return 1.0 / self.inclusion_probability, self.strata
+
+    def label_counts(self) -> dict[str, object]:
+        """Which labels are imported graded sets and which are blind console grades."""
+        imported = int(np.count_nonzero(self.imported))
+        names, counts = np.unique(self.methods.astype(str), return_counts=True)
+        return {"imported": imported, "blind": self.size - imported, "imported_sources": list(self.sources),
+                "by_method": dict(zip(names.tolist(), counts.tolist(), strict=True))}
+
+
+_shared: ContextVar[dict | None] = ContextVar("shared_policy_reads", default=None)
+
+
+@contextmanager
+def shared_reads() -> Iterator[None]:
+    """Within the block the data version of a route and the graded sample of a window are read
+    once: a page shows several documents computed from the same decisions and labels."""
+    token = _shared.set({})
+    try:
+        yield
+    finally:
+        _shared.reset(token)
+
+
+def _remembered(key: tuple, read):
+    shared = _shared.get()
+    if shared is None:
+        return read()
+    if key not in shared:
+        shared[key] = read()
+    return shared[key]
+
+
+def graded_sample(route: Route, window: Window, *, group_by: tuple[str, str] | None = None) -> GradedSample:
+    """One query over the labelled decisions of the window (none inside `shared_reads` when the
+    same window was read before).
+
+    ``group_by`` (``("segment", "language")``) adds each decision's value of that segment or
+    version, as text ("" when the decision has none).
+    """
+    return _remembered(("graded", route.pk, window, group_by), lambda: _graded_sample(route, window, group_by))
+
+
+def _graded_sample(route: Route, window: Window, group_by: tuple[str, str] | None) -> GradedSample:
+    columns = [
+        "gate_score",
+        "final_label__correct",
+        "final_label__method",
+        "final_label__source",
+        "final_label__item__inclusion_probability",
+        "final_label__item__stratum",
+    ]
+    queryset = _decisions(route, window).filter(pk__in=FinalLabel.objects.values("decision_id"))
+    if group_by:
+        field = "segments" if group_by[0] == "segment" else "versions"
+        queryset = queryset.annotate(group=KeyTextTransform(group_by[1], field))
+        columns.append("group")
+    rows = list(queryset.values_list(*columns))
+    if not rows:
+        empty = np.array([], dtype=object)
+        return GradedSample(np.array([], dtype=float), np.array([], dtype=bool), np.array([], dtype=float),
+                            empty, np.array([], dtype=bool), (), empty, empty if group_by else None)
+    fields = list(zip(*rows, strict=True))
+    methods = np.array(fields[2], dtype=object)
+    imported = methods == LabelMethod.IMPORTED
+    # An imported set was not drawn by the route's grading plan, even when its decisions also
+    # hold a pool item: its labels carry no inclusion probability of their own.
+    probability = np.array([1.0 if i or p is None else p for p, i in zip(fields[4], imported, strict=True)],
+                           dtype=float)
+    strata = np.array([IMPORTED_STRATUM if i or s is None else s for s, i in zip(fields[5], imported, strict=True)],
+                      dtype=object)
+    sources = tuple(sorted({s for s, i in zip(fields[3], imported.tolist(), strict=True) if i and s}))
+    groups = np.array(["" if g is None else g for g in fields[6]], dtype=object) if group_by else None
+    return GradedSample(
+        scores=np.array(fields[0], dtype=float),
+        correct=np.array(fields[1], dtype=bool),
+        inclusion_probability=probability,
+        strata=strata,
+        imported=imported,
+        sources=sources,
+        methods=methods,
+        groups=groups,
+    )
+
+
+@dataclass(frozen=True)
+class GradedScope:
+    """What the graded decisions of a window cover, for statements: dates and versions seen."""
+
+    first_day: date | None
+    last_day: date | None
+    versions: dict[str, list[str]]
+
+
+def graded_scope(route: Route, window: Window) -> GradedScope:
+    """Dates and distinct versions among the window's labelled decisions (two small queries)."""
+    queryset = _decisions(route, window).filter(pk__in=FinalLabel.objects.values("decision_id"))
+    span = queryset.aggregate(first=Min("occurred_at"), last=Max("occurred_at"))
+    seen: dict[str, set[str]] = {}
+    for versions in queryset.order_by().values_list("versions", flat=True).distinct():
+        for key, value in (versions or {}).items():
+            seen.setdefault(key, set()).add(str(value))
+    return GradedScope(
+        first_day=span["first"].date() if span["first"] else None,
+        last_day=span["last"].date() if span["last"] else None,
+        versions={key: sorted(values) for key, values in sorted(seen.items())},
+    )

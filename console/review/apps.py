@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class ReviewConfig(AppConfig):
+    """The decision dossier: everything about one decision, assembled from every app.
+
+    It sits on top of the dependency rule (docs/architecture.md): it may import any app and no app
+    imports it, so the ledger never has to know what the apps above it add to a decision."""
+
+    name = "console.review"
+    label = "review"
+    verbose_name = "Decision review"

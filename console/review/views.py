@@ -1,0 +1,25 @@
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from audit.selectors import audit_events_for_object, readable_events
+from console.accounts import permissions
+from console.ledger.selectors import get_decision_for_user
+from console.shadow import selectors as shadow_selectors
+from console.verification import selectors as verification_selectors
+from grading.selectors import decision_grading
+
+
+@require_GET
+def decision_detail(request, pk: int):
+    # The selector refuses users who may not read decisions (403) and 404s routes they may not see.
+    decision = get_decision_for_user(request.user, pk=pk)
+    events = audit_events_for_object("decision", decision.pk,
+                                     readable_events(request.user, permissions.DECISION_READERS))
+    return render(request, "review/decision_detail.html", {
+        "decision": decision,
+        "passages": decision.ranked_passages.all(),
+        "events": events,
+        "grading": decision_grading(decision.pk),
+        **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
+        **shadow_selectors.shadow_context(request.user, decision),
+    })

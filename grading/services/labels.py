@@ -1,0 +1,202 @@
+"""Grades, final labels (unanimous, majority, adjudicated) and the import of an existing graded set."""
+
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from audit.models import Action
+from audit.services import Actor, EventSpec, audit_record, audit_record_many
+from console.accounts import permissions
+from console.core.errors import Conflict, Forbidden, InvalidInput
+from console.ledger.models import Route
+from grading.models import (
+    FinalLabel,
+    Grade,
+    GradingItem,
+    ItemStatus,
+    LabelMethod,
+    Verdict,
+)
+from grading.services.queue import live_assignment
+from grading.validation import LabelInput
+
+MAX_NOTE = 2000
+MAX_SECONDS = 86_400
+
+
+def grade_submit(*, actor: Actor, grader, public_id, verdict: str, note: str = "",
+                 seconds_spent: float | None = None) -> Grade:
+    """Record the grader's verdict on an item they hold a running lease on (else 409).
+
+    With the item's k-th grade in, a non-gold item gets its final label when the graders' votes
+    agree (`unsure` is no vote), and goes to adjudication when they differ or nobody voted.
+    """
+    if verdict not in Verdict.values:
+        raise InvalidInput("The verdict must be 'correct', 'incorrect' or 'unsure'.", code="invalid_verdict")
+    if len(note or "") > MAX_NOTE:
+        raise InvalidInput(f"The note is longer than {MAX_NOTE:,} characters.")
+    if seconds_spent is not None and not (math.isfinite(seconds_spent) and 0 <= seconds_spent <= MAX_SECONDS):
+        raise InvalidInput(f"seconds_spent must lie between 0 and {MAX_SECONDS:,}.")
+    now = timezone.now()
+    with transaction.atomic():
+        assignment = live_assignment(grader=grader, public_id=public_id, now=now)
+        item = assignment.item
+        if seconds_spent is None:
+            seconds_spent = (now - assignment.leased_at).total_seconds()
+        grade = Grade(item=item, grader=grader, verdict=verdict, note=note or "", seconds_spent=seconds_spent)
+        grade.full_clean(exclude=["item", "grader"], validate_unique=False, validate_constraints=False)
+        grade.save()
+        assignment.graded_at = now
+        assignment.save(update_fields=["graded_at"])
+        payload: dict[str, Any] = {"new": {"grader": grader.get_username(), "verdict": verdict,
+                                           "seconds_spent": round(seconds_spent, 3)}}
+        if item.decision_id and not item.is_gold:
+            payload["objects"] = {"decision": [item.decision_id]}
+        audit_record(actor=actor, action=Action.GRADE_SUBMITTED, object_type="grading_item", object_id=item.pk,
+                     route=item.route.slug, payload=payload)
+        if not item.is_gold and item.status == ItemStatus.OPEN:
+            _item_resolve(actor=actor, item=item)
+    return grade
+
+
+def _item_resolve(*, actor: Actor, item: GradingItem) -> None:
+    verdicts = list(Grade.objects.filter(item=item).values_list("verdict", flat=True))
+    if len(verdicts) < item.grades_required:
+        return
+    votes = {v for v in verdicts if v != Verdict.UNSURE}
+    objects = {"decision": [item.decision_id]}
+    if len(votes) == 1 and not FinalLabel.objects.filter(decision_id=item.decision_id).exists():
+        [verdict] = votes
+        label = FinalLabel(decision_id=item.decision_id, item=item, correct=verdict == Verdict.CORRECT,
+                           method=LabelMethod.UNANIMOUS)
+        label.full_clean(exclude=["decision", "item"], validate_unique=False, validate_constraints=False)
+        label.save()
+        item.status = ItemStatus.LABELLED
+        item.save(update_fields=["status"])
+        audit_record(actor=actor, action=Action.LABEL_DECIDED, object_type="grading_item", object_id=item.pk, route=item.route.slug,
+                     payload={"objects": objects, "new": {"verdict": verdict, "method": LabelMethod.UNANIMOUS},
+                              "grades": sorted(verdicts)})
+        return
+    item.status = ItemStatus.ADJUDICATION
+    item.save(update_fields=["status"])
+    audit_record(actor=actor, action=Action.ADJUDICATION_REQUESTED, object_type="grading_item", object_id=item.pk, route=item.route.slug,
+                 payload={"objects": objects, "reason": "disagreement" if votes else "all_unsure",
+                          "grades": sorted(verdicts)})
+
+
+def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str, note: str = "") -> FinalLabel:
+    """A reviewer decides an item the graders did not agree on. A reviewer who graded it may not."""
+    if verdict not in (Verdict.CORRECT, Verdict.INCORRECT):
+        raise InvalidInput("The verdict must be 'correct' or 'incorrect'.", code="invalid_verdict")
+    if len(note or "") > MAX_NOTE:
+        raise InvalidInput(f"The note is longer than {MAX_NOTE:,} characters.")
+    with transaction.atomic():
+        item = GradingItem.objects.select_for_update().select_related("route").get(pk=item.pk)
+        if not permissions.can_review_labels(reviewer, item.route):
+            raise Forbidden("Only a reviewer of this route may adjudicate.")
+        if item.status != ItemStatus.ADJUDICATION:
+            raise Conflict("This item is not waiting for adjudication.", code="not_in_adjudication")
+        grades = list(item.grades.select_related("grader").order_by("pk"))
+        if any(g.grader_id == reviewer.pk for g in grades):
+            raise Forbidden("You graded this item; another reviewer must adjudicate it.", code="own_grade")
+        if FinalLabel.objects.filter(decision_id=item.decision_id).exists():
+            raise Conflict("This decision already has a final label.", code="already_labelled")
+        label = FinalLabel(decision_id=item.decision_id, item=item, correct=verdict == Verdict.CORRECT,
+                           method=LabelMethod.ADJUDICATED, decided_by=reviewer, note=note or "")
+        label.full_clean(exclude=["decision", "item", "decided_by"], validate_unique=False,
+                         validate_constraints=False)
+        label.save()
+        item.status = ItemStatus.LABELLED
+        item.save(update_fields=["status"])
+        audit_record(actor=actor, action=Action.LABEL_ADJUDICATED, object_type="grading_item", object_id=item.pk, route=item.route.slug,
+                     payload={"objects": {"decision": [item.decision_id]},
+                              "old": None, "new": {"verdict": verdict, "method": LabelMethod.ADJUDICATED},
+                              "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict} for g in grades],
+                              "note": note or ""})
+    return label
+
+
+
+
+
+@dataclass
+class LabelImportResult:
+    created: int = 0
+    unchanged: int = 0
+
+
+def labels_import(*, actor: Actor, items: list[LabelInput], routes: dict[str, Route],
+                  decision_ids: dict[int, int]) -> LabelImportResult:
+    """Store an existing graded set as final labels (method `imported`), all or nothing.
+
+    Replaying a label already stored with the same verdict and source is `unchanged`; a decision
+    labelled otherwise (another verdict or source, or by console graders) is a conflict and
+    nothing is written. Pool items of newly labelled decisions leave the queue.
+    """
+    wanted: dict[int, LabelInput] = {}
+    repeats, conflicts = 0, []
+    for item in items:
+        decision_id = decision_ids[item.index]
+        first = wanted.get(decision_id)
+        if first is None:
+            wanted[decision_id] = item
+        elif (first.verdict, first.source) == (item.verdict, item.source):
+            repeats += 1
+        else:
+            conflicts.append({"index": item.index, "route": item.route, "request_id": item.request_id,
+                              "message": f"differs from item {first.index} for the same decision"})
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                return _labels_import_once(actor, wanted, routes, repeats, conflicts)
+        except IntegrityError:  # a concurrent import stored one of these labels first: compare again
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _labels_import_once(actor, wanted: dict[int, LabelInput], routes, repeats, conflicts) -> LabelImportResult:
+    conflicts = list(conflicts)
+    existing = {label.decision_id: label for label in FinalLabel.objects.filter(decision_id__in=wanted)}
+    fresh = {}
+    for decision_id, item in wanted.items():
+        label = existing.get(decision_id)
+        if label is None:
+            fresh[decision_id] = item
+        elif not (label.method == LabelMethod.IMPORTED and label.correct == item.correct
+                  and label.source == item.source):
+            conflicts.append({"index": item.index, "route": item.route, "request_id": item.request_id,
+                              "message": f"already labelled {label.verdict} ({label.method}"
+                                         f"{', ' + label.source if label.source else ''})"})
+    if conflicts:
+        raise Conflict("Some decisions already hold another label; nothing was written.",
+                       details=sorted(conflicts, key=lambda c: c["index"]))
+    result = LabelImportResult(unchanged=len(wanted) - len(fresh) + repeats, created=len(fresh))
+    if not fresh:
+        return result
+    pool_items = {i.decision_id: i for i in GradingItem.objects.select_for_update().filter(
+        decision_id__in=fresh, is_gold=False)}
+    labels = []
+    for decision_id, item in fresh.items():
+        label = FinalLabel(decision_id=decision_id, item=pool_items.get(decision_id), correct=item.correct,
+                           method=LabelMethod.IMPORTED, source=item.source)
+        label.clean_fields(exclude=["decision", "item", "decided_by"])
+        labels.append(label)
+    FinalLabel.objects.bulk_create(labels)
+    GradingItem.objects.filter(pk__in=[i.pk for i in pool_items.values()],
+                               status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]).update(status=ItemStatus.LABELLED)
+    by_route: dict[str, list[int]] = {}
+    sources: dict[str, set[str]] = {}
+    for decision_id, item in fresh.items():
+        by_route.setdefault(item.route, []).append(decision_id)
+        sources.setdefault(item.route, set()).add(item.source)
+    audit_record_many(actor=actor, events=[
+        EventSpec(Action.LABELS_IMPORTED, "route", slug, route=slug,
+                  payload={"objects": {"decision": sorted(ids)}, "created": len(ids), "sources": sorted(sources[slug])})
+        for slug, ids in sorted(by_route.items())
+    ])
+    return result

@@ -1,0 +1,212 @@
+"""Entering decisions into the grading pool, the sampling plan and gold items.
+
+The queue is a table scan in `queue_key` order. `queue_key` is drawn at random when an item enters
+the pool and never changes, so the items graded at any moment are a simple random sample of their
+stratum (the statistics rely on it), and served and refused items come interleaved.
+"""
+
+
+import math
+import random
+import secrets
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from audit.models import Action
+from audit.services import Actor, EventSpec, audit_record, audit_record_many
+from console.core.errors import InvalidInput
+from console.ledger.models import Decision, Outcome, Route
+from console.shadow.models import ShadowRun, ShadowStatus
+from grading.models import (
+    AnswerSource,
+    FinalLabel,
+    GradingItem,
+    GradingPlan,
+    ItemStatus,
+    Verdict,
+)
+
+# Pool entry takes this transaction-scoped lock, so two entry jobs never race for one decision.
+_POOL_LOCK_KEY = 0x47726164  # "Grad"
+POOL_BATCH = 1000
+_rng = random.SystemRandom()
+
+
+def _queue_key() -> int:
+    return secrets.randbits(63)
+
+
+@dataclass
+class PoolEntryResult:
+    entered: int = 0
+    not_sampled: int = 0
+    item_ids: list[int] = field(default_factory=list)
+
+
+def _ready_for_pool(decision_ids: list[int] | None):
+    """Decisions not in the pool whose answer under review exists, with that answer's parts.
+
+    Served: the served answer. Refused: the shadow run's answer once it succeeded; the logged claim
+    when the route has no shadow pipeline. A refused decision on a route with a pipeline waits.
+    """
+    shadow_answer = (ShadowRun.objects.filter(decision=OuterRef("pk"), status=ShadowStatus.SUCCEEDED)
+                     .order_by("-finished_at", "-pk").values("answer")[:1])
+    queryset = (
+        Decision.objects
+        .filter(~Exists(GradingItem.objects.filter(decision=OuterRef("pk"), is_gold=False)))
+        .annotate(shadow_answer=Subquery(shadow_answer),
+                  labelled=Exists(FinalLabel.objects.filter(decision=OuterRef("pk"))))
+        .filter(~Q(outcome=Outcome.REFUSED) | Q(shadow_answer__isnull=False)
+                | ~Q(route__shadow_config__has_key="kind"))
+        .only("pk", "route_id", "gate_score", "outcome", "question", "claim", "served_answer")
+        .order_by("pk")
+    )
+    if decision_ids is not None:
+        queryset = queryset.filter(pk__in=decision_ids)
+    return queryset
+
+
+def _answer_under_review(decision) -> tuple[str, str]:
+    if decision.outcome != Outcome.REFUSED:
+        return decision.served_answer, AnswerSource.SERVED
+    if decision.shadow_answer is not None:
+        return decision.shadow_answer, AnswerSource.SHADOW
+    return decision.claim, AnswerSource.CLAIM
+
+
+def grading_pool_enter(*, actor: Actor, decision_ids: list[int] | None = None,
+                       limit: int = POOL_BATCH) -> PoolEntryResult:
+    """Put decisions whose answer under review is ready into their route's pool (idempotent).
+
+    `decision_ids` None sweeps: up to `limit` ready decisions not in the pool yet. Each decision
+    gets exactly one item: `open` when its stratum's draw includes it, `excluded` when not (so
+    the sweeper does not draw it again and the stratum's population stays countable). A decision
+    that already holds a final label (an imported one) enters as `labelled`.
+    """
+    result = PoolEntryResult()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_POOL_LOCK_KEY])
+        candidates = _ready_for_pool(decision_ids)
+        decisions = list(candidates if decision_ids is not None else candidates[:limit])
+        if not decisions:
+            return result
+        route_ids = {d.route_id for d in decisions}
+        routes = {r.pk: r for r in Route.objects.filter(pk__in=route_ids).select_related("grading_plan")}
+        items = []
+        for decision in decisions:
+            route = routes[decision.route_id]
+            plan = getattr(route, "grading_plan", None)
+            stratum, probability = plan.stratum_for(decision.gate_score) if plan else ("all", 1.0)
+            answer, source = _answer_under_review(decision)
+            if decision.labelled:
+                status = ItemStatus.LABELLED
+            else:
+                status = ItemStatus.OPEN if _rng.random() < probability else ItemStatus.EXCLUDED
+            item = GradingItem(route_id=route.pk, decision_id=decision.pk, question=decision.question,
+                               answer=answer or "", answer_source=source, stratum=stratum,
+                               inclusion_probability=probability, queue_key=_queue_key(),
+                               grades_required=route.graders_per_item, status=status)
+            # Field checks only: the unique and check constraints hold in the database for the batch.
+            item.clean_fields(exclude=["public_id", "route", "decision"])
+            items.append(item)
+        GradingItem.objects.bulk_create(items)
+        by_route: dict[int, dict[str, list[int]]] = {}
+        for item in items:
+            group = by_route.setdefault(item.route_id, {"entered": [], "not_sampled": []})
+            group["not_sampled" if item.status == ItemStatus.EXCLUDED else "entered"].append(item.decision_id)
+        audit_record_many(actor=actor, events=[
+            EventSpec(Action.POOL_ENTERED, "route", routes[route_id].slug, route=routes[route_id].slug,
+                      payload={"objects": {"decision": group["entered"]}, "entered": len(group["entered"]),
+                       "not_sampled": group["not_sampled"]})
+            for route_id, group in sorted(by_route.items())
+        ])
+    result.item_ids = [item.pk for item in items]
+    result.not_sampled = sum(item.status == ItemStatus.EXCLUDED for item in items)
+    result.entered = len(items) - result.not_sampled
+    return result
+
+
+
+
+
+def grading_plan_set(*, actor: Actor, route: Route, bands: list[tuple[float, float, int]],
+                     gold_rate: float = 0.0, window_days: int = 30) -> GradingPlan:
+    """Set the route's stratified plan: per score band [low, high) a target count, turned into a rate.
+
+    The rate of a band is target / (decisions of the route in that band over the last
+    `window_days`), at most 1; it applies to decisions that enter the pool from now on. An empty
+    `bands` list means everything enters.
+    """
+    bands = sorted(bands)
+    for position, (low, high, target) in enumerate(bands):
+        following = bands[position + 1] if position + 1 < len(bands) else None
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise InvalidInput(f"Band [{low}, {high}) must have finite edges with low < high.")
+        if target < 1:
+            raise InvalidInput(f"Band [{low}, {high}) needs a target of at least 1.")
+        if following and following[0] < high:
+            raise InvalidInput(f"Bands [{low}, {high}) and [{following[0]}, {following[1]}) overlap.")
+    if not 0 <= gold_rate <= 0.5:
+        raise InvalidInput("The gold rate must lie between 0 and 0.5.")
+    since = timezone.now() - timedelta(days=window_days)
+    counts = Decision.objects.filter(route=route, occurred_at__gte=since).aggregate(**{
+        f"band{i}": Count("pk", filter=Q(gate_score__gte=low, gate_score__lt=high))
+        for i, (low, high, _target) in enumerate(bands)
+    }) if bands else {}
+    strata = []
+    for i, (low, high, target) in enumerate(bands):
+        population = counts[f"band{i}"]
+        strata.append({"name": f"{low:g}-{high:g}", "low": low, "high": high, "target": target,
+                       "population": population, "rate": min(1.0, target / population) if population else 1.0})
+    with transaction.atomic():
+        plan = GradingPlan.objects.select_for_update().filter(route=route).first() or GradingPlan(route=route)
+        old = {"strata": plan.strata, "gold_rate": plan.gold_rate} if plan.pk else None
+        plan.strata, plan.gold_rate, plan.window_days = strata, gold_rate, window_days
+        plan.full_clean()
+        plan.save()
+        audit_record(actor=actor, action=Action.GRADING_PLAN_SET, object_type="route", object_id=route.slug, route=route.slug,
+                     payload={"old": old, "new": {"strata": strata, "gold_rate": gold_rate,
+                                                  "window_days": window_days}})
+    return plan
+
+
+def gold_item_create(*, actor: Actor, decision: Decision, verdict: str, answer: str | None = None) -> GradingItem:
+    """A gold item: the decision's question and passages with an answer whose right verdict is known.
+
+    Graders cannot tell gold items from others; every grader may grade each gold item once, and
+    their verdicts measure them instead of labelling a decision.
+    """
+    if verdict not in (Verdict.CORRECT, Verdict.INCORRECT):
+        raise InvalidInput("A gold item's verdict must be 'correct' or 'incorrect'.")
+    if answer is None:
+        pool_item = GradingItem.objects.filter(decision=decision, is_gold=False).first()
+        answer = pool_item.answer if pool_item else (decision.served_answer or decision.claim)
+    item = GradingItem(route_id=decision.route_id, decision=decision, question=decision.question, answer=answer,
+                       answer_source=AnswerSource.GOLD, stratum="gold", queue_key=_queue_key(),
+                       grades_required=decision.route.graders_per_item, is_gold=True, gold_verdict=verdict)
+    item.full_clean(exclude=["public_id"])
+    with transaction.atomic():
+        item.save()
+        audit_record(actor=actor, action=Action.GOLD_ITEM_CREATED, object_type="grading_item", object_id=item.pk,
+                     route=decision.route.slug, payload={"new": {"decision": decision.pk, "verdict": verdict}})
+    return item
+
+
+def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str) -> Route:
+    """Replace a route's grading guidelines (Markdown, shown to its graders)."""
+    with transaction.atomic():
+        route = Route.objects.select_for_update().get(pk=route.pk)
+        old = route.guidelines
+        if old == guidelines:
+            return route
+        route.guidelines = guidelines
+        route.full_clean()
+        route.save(update_fields=["guidelines"])
+        audit_record(actor=actor, action=Action.ROUTE_UPDATED, object_type="route", object_id=route.slug, route=route.slug,
+                     payload={"old": {"guidelines": old}, "new": {"guidelines": guidelines}})
+    return route
