@@ -141,9 +141,9 @@ def in_memory_arrays(route_id: int) -> tuple[np.ndarray, object]:
     """The population's scores and the graded sample, loaded once (not timed)."""
     from django.db import connection
 
-    from console.ledger.models import Route
     from console.analysis import selectors
     from console.analysis.params import Window
+    from console.ledger.models import Route
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])

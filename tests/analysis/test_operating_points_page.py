@@ -10,8 +10,8 @@ from django.test import Client
 
 from console.analysis.panels import row_from_document
 from console.stats.policy_math import ExchangeRateBisection, recommended_row
-from tests.factories import make_user
 from tests.analysis.populations import census
+from tests.factories import make_user
 
 PAGE = "/operating-points/"
 
