@@ -105,7 +105,8 @@ def cohen_kappa(
     clipped to [-1, 1]. Asymptotic: treat intervals on a few dozen items, or near kappa = 1,
     as rough. Categories are the labels that occur; ``"unsure"`` is one of them (see module
     docstring). ``value`` is ``None`` when p_e = 1 (both graders used one and the same
-    category throughout) or there are no items.
+    category throughout) or there are no items; with a single item ``value`` is given but
+    ``se``, ``low`` and ``high`` are ``None``.
     """
     _check_confidence(confidence)
     if len(labels_a) != len(labels_b):
@@ -124,6 +125,10 @@ def cohen_kappa(
     if chance >= 1.0:
         return _estimate(None, None, n, confidence, COHEN_INTERVAL)
     kappa = (observed - chance) / (1.0 - chance)
+    if n < 2:
+        # One item has no spread to estimate: the formula gives SE 0 and a zero-width interval
+        # that claims certainty. No interval, as for Fleiss' kappa and AC1.
+        return _estimate(float(kappa), None, n, confidence, COHEN_INTERVAL)
 
     diagonal = np.diag(p) * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2
     off_diagonal = p * (cols[:, None] + rows[None, :]) ** 2

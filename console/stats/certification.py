@@ -159,9 +159,13 @@ def certify_cutoff(
     """
     _check_levels(alpha, delta)
     scores = np.asarray(graded_scores, dtype=float)
-    correct = np.asarray(graded_correct).astype(bool)
-    if scores.ndim != 1 or correct.shape != scores.shape:
+    labels = np.asarray(graded_correct)
+    if scores.ndim != 1 or labels.shape != scores.shape:
         raise ValueError("graded_scores and graded_correct must be 1-D arrays of equal length")
+    # A cast to bool would read 2 or NaN as "correct" and certify on labels nobody gave.
+    if labels.dtype != bool and not np.all((labels == 0) | (labels == 1)):
+        raise ValueError("graded_correct must be boolean (or 0/1); got other values")
+    correct = labels.astype(bool)
     if not np.all(np.isfinite(scores)):
         raise ValueError("graded_scores must be finite")
     cutoffs = np.asarray(DEFAULT_GRID if grid is None else grid, dtype=float)

@@ -39,6 +39,24 @@ TIE_POLICY = "serve_if_score_gte_cutoff"
 EXCHANGE_RATE_INTERVAL: IntervalMethod = "clopper_pearson"
 
 
+def _finite_scores(name: str, scores: ArrayLike) -> NDArray[np.float64]:
+    """``scores`` as a 1-D float array, rejecting NaN and infinities.
+
+    A NaN compares false with every cutoff (both ``score < t`` and ``score >= t`` are false),
+    and a sort puts it last, so the population count would call it served while a mask would
+    call it neither. A score that is not a number has no side of the cutoff: the population and
+    the graded sample are validated the same way, so one bad score fails loudly wherever it
+    enters.
+    """
+    values = np.asarray(scores, dtype=float)
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional")
+    if not np.all(np.isfinite(values)):
+        bad = int(np.count_nonzero(~np.isfinite(values)))
+        raise ValueError(f"{name} must be finite: {bad} of {values.size} are NaN or infinite")
+    return values
+
+
 def served_counts_from_scores(
     scores: ArrayLike, cutoffs: Sequence[float], *, presorted: bool = False
 ) -> NDArray[np.int64]:
@@ -48,9 +66,7 @@ def served_counts_from_scores(
     ``len(scores) - searchsorted(sorted_scores, t, side="left")``; O(m log n) once sorted.
     Pass ``presorted=True`` when the scores are already ascending to skip the sort.
     """
-    values = np.asarray(scores, dtype=float)
-    if values.ndim != 1:
-        raise ValueError("scores must be one-dimensional")
+    values = _finite_scores("scores", scores)
     if not presorted:
         values = np.sort(values)
     thresholds = np.asarray(cutoffs, dtype=float)
@@ -154,12 +170,10 @@ def _graded_sample(
     confidence: float,
     method: IntervalMethod,
 ) -> _GradedSample:
-    scores = np.asarray(graded_scores, dtype=float)
+    scores = _finite_scores("graded_scores", graded_scores)
     correct_raw = np.asarray(graded_correct)
-    if scores.ndim != 1 or correct_raw.shape != scores.shape:
+    if correct_raw.shape != scores.shape:
         raise ValueError("graded_scores and graded_correct must be 1-D arrays of equal length")
-    if not np.all(np.isfinite(scores)):
-        raise ValueError("graded_scores must be finite")
     if correct_raw.dtype != bool and not np.all((correct_raw == 0) | (correct_raw == 1)):
         raise ValueError("graded_correct must be boolean (or 0/1)")
     weights = None
@@ -188,7 +202,7 @@ def _population_counts(
     if (population_scores_sorted is None) == (served_counts is None):
         raise ValueError("pass exactly one of population_scores_sorted and served_counts")
     if population_scores_sorted is not None:
-        scores = np.asarray(population_scores_sorted, dtype=float)
+        scores = _finite_scores("population_scores_sorted", population_scores_sorted)
         if scores.shape[0] != population_size:
             raise ValueError("population_scores_sorted must hold population_size scores")
         if np.any(scores[1:] < scores[:-1]):

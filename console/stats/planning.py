@@ -15,6 +15,8 @@ from typing import Literal
 
 from scipy import stats
 
+from console.stats.intervals import IntervalMethod, proportion_interval
+
 # Products like 3.8415 * 0.2244 / 0.0021 land a hair above an integer in floating point;
 # rounding up from there would ask for one grade nobody needs.
 _CEIL_TOLERANCE = 1e-9
@@ -72,6 +74,65 @@ def half_width_for_grades(
         raise ValueError(f"n must be positive, got {n!r}")
     z = _z_two_sided(confidence)
     return z * math.sqrt(p * (1.0 - p) * design_effect / n)
+
+
+def half_width_of_interval(
+    k: float, n: float, *, method: IntervalMethod = "wilson", confidence: float = 0.95
+) -> float:
+    """Half the width of the interval the table shows for ``k`` of ``n``: ``(high - low) / 2``
+    of :func:`console.stats.intervals.proportion_interval` with the same ``method`` and
+    ``confidence``.
+
+    This, not :func:`half_width_for_grades`, is the "half-width now" beside a row: the Wald
+    figure ``z sqrt(p (1 - p) / n)`` is 0 at ``p = 0`` or ``1`` whatever ``n`` is, so 2 of 2
+    correct would read "±0.0, target met" while the table shows the Wilson interval
+    [0.342, 1] (half-width 0.329). Wilson and the other intervals here are not symmetric about
+    ``k / n``, so half the width is the honest single figure. ``k`` may be fractional (an
+    effective count). Raises ``ValueError`` for ``n <= 0``: no grades, no interval.
+    """
+    if not n > 0:
+        raise ValueError(f"n must be positive, got {n!r}")
+    interval = proportion_interval(k, n, confidence=confidence, method=method)
+    return (interval.high - interval.low) / 2.0
+
+
+def grades_for_interval_half_width(
+    p: float,
+    half_width: float,
+    *,
+    method: IntervalMethod = "wilson",
+    confidence: float = 0.95,
+    max_n: int = 100_000_000,
+) -> int:
+    """Smallest ``n`` whose displayed interval at share ``p`` is no wider than ``± half_width``:
+    the least ``n`` with ``half_width_of_interval(p n, n) <= half_width``.
+
+    The counterpart of :func:`grades_for_half_width` for the interval the table actually
+    shows. Away from 0 and 1 the two agree within a few grades; at ``p`` in {0, 1} the Wald
+    formula asks for 1 grade, while Wilson needs ``n >= z^2 (1 - 2h) / (2h)`` (from
+    ``low = n / (n + z^2) >= 1 - 2h``), 35 for ``h = 0.05`` at 95%. The half-width shrinks as
+    ``n`` grows at fixed ``p``, so the answer is found by doubling and then bisection.
+    """
+    _check_share("p", p)
+    if not 0.0 < half_width < 1.0:
+        raise ValueError(f"half_width must lie in (0, 1), got {half_width!r}")
+
+    def fits(n: int) -> bool:
+        return half_width_of_interval(p * n, n, method=method, confidence=confidence) <= half_width
+
+    high = 1
+    while not fits(high):
+        high *= 2
+        if high > max_n:
+            raise ValueError(f"no n up to {max_n} reaches ±{half_width:g} at p = {p:g}")
+    low = high // 2  # fits(low) is false (or low == 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 @dataclass(frozen=True)

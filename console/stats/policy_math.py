@@ -19,17 +19,51 @@ def _check_cost(name: str, value: float) -> None:
         raise ValueError(f"{name} must be finite and non-negative, got {value!r}")
 
 
+def cost_threshold_problem(c_w: float, c_a: float) -> str | None:
+    """Why the costs give no usable threshold, or None when ``tau`` lies strictly in (0, 1).
+
+    With ``tau = (c_w - c_a) / (1 + c_w)`` and both costs finite and ``>= 0``: ``tau < 1``
+    always holds (it needs ``c_a > -1``), and ``tau > 0`` exactly when ``c_w > c_a``. So the
+    only ways out of (0, 1) are a negative or non-finite cost, and a refusal that costs as much
+    as a wrong answer or more (``c_a >= c_w``): then answering is never worse than refusing,
+    the threshold is 0 or negative, and there is no cutoff to choose. The message is meant to
+    be shown to the owner beside the form field.
+    """
+    for name, value in (("c_w", c_w), ("c_a", c_a)):
+        if not math.isfinite(value):
+            return f"The cost {name} must be a finite number, got {value!r}."
+        if value < 0:
+            return f"The cost {name} must not be negative (got {value:g}); costs are in units of one correct answer."
+    if c_a >= c_w:
+        return (
+            f"A refusal costs as much as a wrong answer or more (c_a = {c_a:g} >= c_w = {c_w:g}), so "
+            f"answering always beats refusing and the threshold (c_w - c_a)/(1 + c_w) = "
+            f"{(c_w - c_a) / (1.0 + c_w):.3g} is not in (0, 1). A gate only pays when a wrong answer "
+            "costs more than a refusal: raise c_w or lower c_a."
+        )
+    return None
+
+
+def validate_costs(c_w: float, c_a: float) -> None:
+    """Raise ``ValueError`` with :func:`cost_threshold_problem`'s reason when ``tau`` would
+    leave (0, 1)."""
+    problem = cost_threshold_problem(c_w, c_a)
+    if problem is not None:
+        raise ValueError(problem)
+
+
 def cost_threshold(c_w: float, c_a: float) -> float:
     """Probability of correctness above which answering beats refusing.
 
     Answering is worth ``p - (1 - p) c_w``, refusing ``-c_a``; they are equal at
-    ``tau = (c_w - c_a) / (1 + c_w)`` (seed 004, "The decision belongs to the cost matrix").
-    Answer when ``p >= tau`` (the console's tie policy). Seed 004's figures: ``c_w = 2,
-    c_a = 0.5`` gives 0.5; ``c_w = 200`` gives ``199.5/201 ~ 0.992537``. When ``c_a > c_w``
-    the threshold is negative: refusing costs more than a wrong answer, so never refuse.
+    ``tau = (c_w - c_a) / (1 + c_w)`` (the cost-matrix argument of docs/statistics.md, "Cost
+    threshold"). Answer when ``p >= tau`` (the console's tie policy). Worked figures:
+    ``c_w = 2, c_a = 0.5`` gives 0.5; ``c_w = 200`` gives ``199.5/201 ~ 0.992537``.
+    Costs that put ``tau`` outside (0, 1) (``c_a >= c_w``, or a negative cost) raise
+    ``ValueError`` with the reason from :func:`cost_threshold_problem`: a threshold of 0 or
+    below means "never refuse", which is not a cutoff anybody can sign.
     """
-    _check_cost("c_w", c_w)
-    _check_cost("c_a", c_a)
+    validate_costs(c_w, c_a)
     return (c_w - c_a) / (1.0 + c_w)
 
 

@@ -281,3 +281,18 @@ def test_gold_labels_must_be_correct_or_incorrect():
         rater_accuracy_on_gold(["correct"], ["unsure"])
     with pytest.raises(ValueError):
         rater_accuracy_on_gold(["right"], ["correct"])
+
+
+@pytest.mark.parametrize("a, b", [(["correct"], ["incorrect"]), (["correct"], ["unsure"])])
+def test_cohen_kappa_of_a_single_item_has_no_interval(a, b):
+    # One disagreed item used to report SE 0 and the interval [0, 0].
+    result = cohen_kappa(a, b)
+    assert result["n"] == 1
+    assert result["value"] == 0.0
+    assert result["se"] is None and result["low"] is None and result["high"] is None
+
+
+def test_cohen_kappa_of_two_items_has_an_interval_again():
+    result = cohen_kappa(["correct", "incorrect"], ["correct", "unsure"])
+    assert result["se"] is not None and result["se"] > 0
+    assert result["low"] < result["value"] < result["high"]
