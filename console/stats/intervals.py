@@ -4,7 +4,7 @@ Every table in the console reports a share with an interval. This module is the 
 turns counts (or weighted indicators) into an :class:`Interval`; the operating-point table, the
 middle-band table and the certified cutoff all call it.
 
-Conventions (DESIGN section 5):
+Conventions (docs/statistics.md, "Conventions"):
 
 * Wilson is the display default; Clopper–Pearson is used for anything called certified. The
   method and confidence level are parameters, and callers name them in their output.
@@ -71,7 +71,7 @@ class Interval:
         return Interval(1.0 - self.value, 1.0 - self.high, 1.0 - self.low)
 
     def as_dict(self) -> dict[str, float | None]:
-        """``{"value", "low", "high"}`` as in DESIGN section 4; NaN and infinities become
+        """``{"value", "low", "high"}``, the shape of every interval in the API; NaN and infinities become
         ``None`` because JSON cannot carry them."""
         return {
             "value": _json_number(self.value),
@@ -154,7 +154,7 @@ def one_sided_upper_clopper_pearson(k: int, n: int, confidence: float = 0.95) ->
     ``U = Beta^-1(confidence; k + 1, n - k)`` (Clopper & Pearson 1934), with ``U = 1`` when
     ``k == n`` and when ``n == 0`` (no data bounds nothing). By the beta–binomial identity,
     ``U <= a`` exactly when ``P(Bin(n, a) <= k) <= 1 - confidence``, which is the test the
-    certified cutoff uses (DESIGN section 4).
+    certified cutoff uses (docs/statistics.md, "Certified cutoff").
     """
     alpha = _alpha(confidence)
     if n < 0 or not 0 <= k <= n:

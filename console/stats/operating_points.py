@@ -1,4 +1,4 @@
-"""The operating-point table and the middle-band table (DESIGN sections 4 and 5; seed 001).
+"""The operating-point table and the middle-band table (docs/statistics.md, "The operating-point table").
 
 Two instruments feed every row, and they are passed in separately because they come from
 different places:
@@ -11,11 +11,12 @@ different places:
 
 Tie policy: an item is served when ``score >= cutoff`` (``TIE_POLICY``).
 
-Unlike the seed's table, which mixes a 400-refusal shadow sample with a separate 2,000-answer
-graded set and therefore "does not close" (seed 001, the paragraph on the wrong-answers
-column), both halves of every row here come from one population and one graded sample. With a
-census (every item graded, no weights) the rows equal the seed's ``operating_points`` exactly,
-and ``wrong_served(no gate) - wrong_served(t)`` equals the wrong answers among the refused.
+A table whose refused half comes from a shadow sample of refusals and whose served half comes
+from a separate graded set does not close: its wrong-served column cannot be rebuilt from the
+abstention and false-abstention rates. Here both halves of every row come from one population
+and one graded sample. With a census (every item graded, no weights) each row is the plain
+per-cutoff share of refused, of correct among refused and of wrong among served, and
+``wrong_served(no gate) - wrong_served(t)`` equals the wrong answers among the refused.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class OperatingPointRow:
     band: Band | None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict in the shape of DESIGN section 4.
+        """JSON-ready dict in the shape of the operating-points API response.
 
         Intervals become ``{"value", "low", "high"}``; a missing estimate is ``null``. Inside
         ``exchange_rate`` a ``null`` ``value``/``high`` means unbounded (the band has no wrong
@@ -272,7 +273,7 @@ def operating_points(
     the graded sample's scores, correctness, and optional inverse-inclusion weights and strata.
     ``cutoffs`` may come in any order but must be distinct.
 
-    Per row, with ``R = N - S`` (DESIGN section 5, seed 001 "operating_points"):
+    Per row, with ``R = N - S`` (docs/statistics.md, "The operating-point table"):
 
     * ``abstention_rate``: value ``R/N``, exact on the window; interval = binomial interval of
       ``method`` at ``(R, N)``, read as the rate on future traffic like this window.
@@ -288,8 +289,8 @@ def operating_points(
       edge after the no-gate row), ``p`` = share correct among graded band items and the rate
       is the band's odds ``p/(1-p)`` = extra correct withheld per extra wrong removed, with
       interval ``[L/(1-L), U/(1-U)]`` from the band's Clopper–Pearson interval at
-      ``confidence`` (DESIGN section 5: "the band's exact interval"; Korn–Graubard effective
-      n when weighted). ``high`` (and ``value`` when ``p = 1``) is ``inf`` when the band has
+      ``confidence`` (an exact interval, so the odds interval is exact too; Korn–Graubard
+      effective n when weighted). ``high`` (and ``value`` when ``p = 1``) is ``inf`` when the band has
       no wrong item. None when the band has no graded item. ``band`` carries its raw counts.
     """
     sorted_cutoffs, aligned_counts = _sorted_cutoffs(cutoffs, served_counts)
@@ -374,9 +375,8 @@ def operating_points_document(
     confidence: float,
     method: IntervalMethod,
 ) -> dict[str, Any]:
-    """The body of DESIGN section 4's operating-points response, minus ``route`` (the caller
-    adds it with any filters). Names the interval methods and tie policy, as DESIGN asks of
-    every output."""
+    """The body of the operating-points response, minus ``route`` (the caller adds it with any
+    filters). Names the interval methods and tie policy, as every statistical output does."""
     return {
         "population": population_size,
         "graded": graded,
@@ -429,7 +429,7 @@ class BandSegment:
 @dataclass(frozen=True)
 class BandTable:
     """A policy ``(band_lower, cutoff)``: serve at or above ``cutoff``, serve with the evidence
-    shown in ``[band_lower, cutoff)``, refuse below ``band_lower`` (seed 001, the middle band)."""
+    shown in ``[band_lower, cutoff)``, refuse below ``band_lower`` (docs/statistics.md, "Middle band")."""
 
     band_lower: float
     cutoff: float

@@ -1,9 +1,9 @@
-"""Sample-size planner: how many grades a decision needs (DESIGN section 5; seed 001).
+"""Sample-size planner: how many grades a decision needs (docs/statistics.md, "Sample-size planner").
 
-Seed 001: "On 400 refusals ... 34% were answers that graded correct. That figure carries a 95%
-interval of roughly ±4.6 points ... Sizing the sample against the decision you are making
-avoids grading four hundred answers to resolve a difference the sample cannot see." The two
-planners below size the sample for the two decisions the table supports: reading one row to a
+A false-abstention rate of 34% measured on 400 graded refusals carries a 95% interval of about
+±4.6 points: enough to tell a cutoff of 0.85 from 0.9, not 0.85 from 0.87. Sizing the sample
+against the decision at hand avoids grading hundreds of answers to resolve a difference the
+sample cannot see. The planners below size the sample for the two decisions the table supports: reading one row to a
 given precision, and telling two cutoffs apart.
 """
 
@@ -51,7 +51,7 @@ def grades_for_half_width(
     normal-approximation (Wald) half-width solved for ``n`` (Cochran 1977, eq. 4.2), inflated
     by the design effect (Kish 1965) when the sample is weighted. Use ``p = 0.5`` when nothing
     is known: it is the worst case. For the rows' false-abstention rate, ``n`` counts graded
-    *refused* items. Seed 001 check: ``p = 0.34, h = 0.046`` gives 408, in line with its 400.
+    *refused* items. Check: ``p = 0.34, h = 0.046`` gives 408, in line with the 400 refusals above.
     """
     _check_share("p", p)
     _check_design_effect(design_effect)
@@ -66,7 +66,8 @@ def half_width_for_grades(
 ) -> float:
     """The inverse of :func:`grades_for_half_width`: ``h = z sqrt(p (1 - p) deff / n)``.
 
-    Seed 001 check: ``p = 0.34, n = 400`` gives 0.0464, the seed's "roughly ±4.6 points".
+    Check: ``p = 0.34, n = 400`` gives 0.0464, the "about ±4.6 points" above. This is a
+    planning figure; the half-width beside a row is :func:`half_width_of_interval`.
     """
     _check_share("p", p)
     _check_design_effect(design_effect)
@@ -166,8 +167,8 @@ def grades_to_separate_cutoffs(
     below ``t1``; the two false-abstention rates differ exactly when the band's share correct
     ``p_band`` differs from the share correct below ``t1``, ``p_below``. The refused sets are
     nested, so comparing them directly would reuse the same items; the band and the set below
-    are disjoint, which makes the comparison a test of two independent proportions (DESIGN
-    section 5: "compare the band between them with the refused set below").
+    are disjoint, which makes the comparison a test of two independent proportions: compare the band between
+    the cutoffs with the refused set below.
 
     Arcsine (Cohen's h) normal approximation (Cohen 1988, ch. 6), with
     ``h = |2 asin sqrt(p_band) - 2 asin sqrt(p_below)|`` and ``r = n_band / n_below``::

@@ -19,7 +19,7 @@ def reference_n_start(alpha, delta):
 
 
 def reference_certified_cutoff(scores, correct, grid, alpha, delta):
-    """DESIGN section 4, written independently: returns (cutoff, n, k) or None."""
+    """The certified-cutoff rule of docs/statistics.md, written independently: returns (cutoff, n, k) or None."""
     minimum = reference_n_start(alpha, delta)
     answer = None
     for cutoff in sorted(set(grid), reverse=True):

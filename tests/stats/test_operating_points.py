@@ -20,7 +20,7 @@ CUTOFFS = [0.5, 0.7, 0.85, 0.9, 0.95]
 
 
 def seed_rows(scores, correct, cutoffs):
-    """Seed 001's operating_points definition, written out again for comparison."""
+    """The per-cutoff definitions of a census table, written out again for comparison."""
     rows = []
     for cutoff in cutoffs:
         refused = scores < cutoff
