@@ -59,6 +59,12 @@ class Interval:
     def is_defined(self) -> bool:
         return not math.isnan(self.value)
 
+    @property
+    def half_width(self) -> float:
+        """``(high - low) / 2``: the "±" figure of an interval that need not be symmetric about
+        ``value`` (Wilson, Jeffreys, weighted). NaN when undefined, inf when unbounded."""
+        return (self.high - self.low) / 2.0
+
     def scaled(self, factor: float) -> Interval:
         """Multiply every field by a known, non-negative constant (e.g. ``1000 * R / N``)."""
         if factor < 0 or not math.isfinite(factor):

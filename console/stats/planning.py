@@ -89,12 +89,13 @@ def half_width_of_interval(
     correct would read "±0.0, target met" while the table shows the Wilson interval
     [0.342, 1] (half-width 0.329). Wilson and the other intervals here are not symmetric about
     ``k / n``, so half the width is the honest single figure. ``k`` may be fractional (an
-    effective count). Raises ``ValueError`` for ``n <= 0``: no grades, no interval.
+    effective count). Raises ``ValueError`` for ``n <= 0``: no grades, no interval. For a row
+    of a weighted table, read :attr:`Interval.half_width` of the row's own interval, which
+    carries the Korn–Graubard effective n.
     """
     if not n > 0:
         raise ValueError(f"n must be positive, got {n!r}")
-    interval = proportion_interval(k, n, confidence=confidence, method=method)
-    return (interval.high - interval.low) / 2.0
+    return proportion_interval(k, n, confidence=confidence, method=method).half_width
 
 
 def grades_for_interval_half_width(

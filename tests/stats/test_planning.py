@@ -138,7 +138,25 @@ def test_half_width_of_interval_equals_the_operating_point_rows_interval():
     for row in rows[1:]:
         far = row.false_abstention_rate
         k = round(far.value * row.graded_refused)
-        assert half_width_of_interval(k, row.graded_refused) == pytest.approx((far.high - far.low) / 2)
+        assert half_width_of_interval(k, row.graded_refused) == pytest.approx(far.half_width)
+
+
+def test_a_weighted_rows_half_width_is_its_own_interval_not_the_unweighted_one():
+    rng = np.random.default_rng(5)
+    scores = rng.uniform(size=400)
+    correct = rng.uniform(size=400) < scores
+    weights = np.where(scores < 0.5, 1.0, 6.0)
+    rows = operating_points(
+        population_size=400,
+        cutoffs=[0.7],
+        graded_scores=scores,
+        graded_correct=correct,
+        graded_weights=weights,
+        population_scores_sorted=np.sort(scores),
+    )
+    far = rows[1].false_abstention_rate
+    assert far.half_width == pytest.approx((far.high - far.low) / 2)
+    assert far.half_width > half_width_of_interval(far.value * rows[1].graded_refused, rows[1].graded_refused)
 
 
 @pytest.mark.parametrize("p", [0.0, 0.02, 0.34, 0.5, 0.9, 1.0])
