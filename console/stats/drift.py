@@ -22,7 +22,7 @@ from scipy import stats
 
 DEFAULT_SIGMAS = 3.0
 DEFAULT_CUSUM_INTERVAL = math.log(1000.0)
-"""``h = ln 1000``: by Lorden's bound the in-control run length exceeds ``e^h`` = 1000 days."""
+"""``h = ln 1000``: by Lorden's bound the in-control average run length is at least 1000 days."""
 PSI_EPSILON = 1e-4
 DEFAULT_PSI_EDGES: tuple[float, ...] = tuple(i / 10 for i in range(11))
 """Ten equal-width bins on [0, 1], the calibration bins."""
@@ -167,8 +167,9 @@ def bernoulli_cusum(
     evidence of a shift persists, and it returns below ``h`` only after enough in-control days.
 
     Choosing ``h``: Lorden (1971, Ann. Math. Statist. 42:1897) bounds the in-control average
-    run length of this CUSUM below by ``e^h``; the default ``h = ln 1000 ~ 6.91`` means fewer
-    than one false signal per 1000 days of in-control traffic, whatever the daily volume.
+    run length of this CUSUM below by ``e^h``; the default ``h = ln 1000 ~ 6.91`` means at
+    least 1000 in-control days, on average, before a false signal, whatever the daily volume
+    (the likelihood ratio is a mean-one martingale under ``p0`` for unequal ``n_t`` too).
     """
     _check_rate("p0", p0, open_interval=True)
     _check_rate("p1", p1, open_interval=True)
