@@ -60,9 +60,10 @@ def test_cohen_kappa_standard_error_is_the_fleiss_cohen_everitt_one_of_statsmode
     for x, y in pairs:
         table[categories.index(x), categories.index(y)] += 1
     reference = statsmodels_cohens_kappa(table)
-    # Rounding can leave the variance a hair below zero (e.g. when one grader is constant,
-    # kappa is identically 0 and so is its variance); statsmodels then reports NaN.
-    assert result["se"] == pytest.approx(math.sqrt(max(reference.var_kappa, 0.0)), abs=1e-9)
+    # Rounding can leave the variance a hair either side of zero (e.g. when one grader is
+    # constant, kappa is identically 0 and so is its variance); statsmodels then reports NaN,
+    # and a square root turns a 1e-18 residue into 1e-9. Compare variances.
+    assert result["se"] ** 2 == pytest.approx(max(reference.var_kappa, 0.0), abs=1e-13)
 
 
 def test_cohen_kappa_interval_is_value_plus_or_minus_z_se_and_names_its_method():
