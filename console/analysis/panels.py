@@ -31,7 +31,7 @@ from console.ledger.models import Route
 from console.ledger.selectors import readable_routes
 from console.stats.intervals import Interval
 from console.stats.operating_points import OperatingPointRow
-from console.stats.planning import grades_for_half_width, grades_to_separate_cutoffs, half_width_for_grades
+from console.stats.planning import grades_for_interval_half_width, grades_to_separate_cutoffs
 from console.stats.policy_math import (
     ExchangeRateBisection,
     citation_adjusted_cost,
@@ -276,11 +276,15 @@ def planner_panel(page: Page) -> dict[str, Any]:
         have = row["graded_refused"]
         reading.append({
             "cutoff": row["cutoff"], "p": p, "assumed": far is None or far["value"] is None, "have": have,
-            "needed": grades_for_half_width(p, half_width, confidence),
-            "now": half_width_for_grades(p, have, confidence) if have else None,
+            # Both read the interval the table shows (its method, weights included), never a Wald
+            # figure that collapses to 0 when every graded item agrees.
+            "needed": grades_for_interval_half_width(p, half_width, method=document["interval"],
+                                                     confidence=confidence),
+            "now": _interval(far).half_width if have and far and far["value"] is not None else None,
         })
     context: dict[str, Any] = {"planner_form": form, "reading": reading, "half_width": half_width,
-                               "confidence": confidence}
+                               "confidence": confidence,
+                               "interval_label": INTERVAL_LABELS.get(document["interval"], document["interval"])}
     chosen = (form.cleaned_data.get("compare") if form.is_valid() else None) or form.data.get("compare")
     pair = next(((a, b) for a, b in pairs if f"{a:g}-{b:g}" == chosen), None)
     if pair:
