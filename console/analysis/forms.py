@@ -95,3 +95,36 @@ class CalibrationForm(_PanelForm):
             return calibration_query({"by": raw}).by if raw else None
         except InvalidInput:
             raise forms.ValidationError("Write segment.<key> or version.<key>.") from None
+
+
+class SettingsForm(forms.Form):
+    """The table's settings as the page shows them. Parsing is `console.analysis.params`, shared
+    with the API, so this form only renders: it is built from the query the page already parsed."""
+
+    def __init__(self, *, routes, route, query, interval_labels: dict[str, str]):
+        window = query.window
+        versions, segments = dict(window.versions), window.segments
+        initial = {
+            "route": route.slug,
+            "from": window.date_from,
+            "to": window.date_to,
+            "version.model": versions.get("model", ""),
+            "version.gate": versions.get("gate", ""),
+            "segment": ",".join(f"{key}={value}" for key, value in segments),
+            "confidence": query.confidence,
+            "interval": query.interval,
+        }
+        super().__init__(initial=initial)
+        date = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+        self.fields.update({
+            "route": forms.ChoiceField(label="Route", choices=[(r.slug, r.name) for r in routes]),
+            "from": forms.DateField(label="From", required=False, widget=date),
+            "to": forms.DateField(label="To", required=False, widget=date),
+            "version.model": forms.CharField(label="Model version", required=False),
+            "version.gate": forms.CharField(label="Gate version", required=False),
+            "segment": forms.CharField(label="Segment", required=False,
+                                       widget=forms.TextInput(attrs={"placeholder": "language=de"})),
+            "confidence": forms.FloatField(label="Confidence", widget=forms.TextInput(
+                attrs={"size": 5, "inputmode": "decimal"})),
+            "interval": forms.ChoiceField(label="Interval", choices=list(interval_labels.items())),
+        })

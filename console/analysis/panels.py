@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from console.analysis import charts, reports, selectors
-from console.analysis.forms import BandForm, CalibrationForm, CertifyForm, CostForm, PlannerForm
+from console.analysis.forms import BandForm, CalibrationForm, CertifyForm, CostForm, PlannerForm, SettingsForm
 from console.analysis.params import (
     FILTER_PREFIXES,
     CalibrationQuery,
@@ -93,13 +93,13 @@ class Page:
 
 def _clean(params: QueryDict) -> QueryDict:
     """Drop empty fields (an empty filter box means no filter) and turn the page's
-    ``segment=key=value`` box into the API's ``segment.key=value``."""
+    ``segment=key=value[,key=value...]`` box into the API's ``segment.key=value``."""
     cleaned = QueryDict(mutable=True)
     for name, values in params.lists():
         kept = [v for v in values if v.strip()]
         if name == "segment":
-            for value in kept:
-                key, _, segment_value = value.partition("=")
+            for pair in (pair for value in kept for pair in value.split(",") if pair.strip()):
+                key, _, segment_value = pair.partition("=")
                 cleaned.appendlist(f"segment.{key.strip()}", segment_value.strip())
         elif kept:
             cleaned.setlist(name, kept)
@@ -371,7 +371,8 @@ def region(page: Page, target: str | None) -> tuple[str | None, dict[str, Any]]:
         template, builders = None, TAB_PANELS[page.tab]
     context: dict[str, Any] = {"page": page, "tab_template": TAB_TEMPLATES[page.tab],
                                "errors_in_table": target == "op-table",
-                               "interval_methods": INTERVAL_LABELS.items(),
+                               "settings_form": SettingsForm(routes=page.routes, route=page.route, query=page.query,
+                                                             interval_labels=INTERVAL_LABELS),
                                # The last answer also re-renders the table, to highlight the row it picks.
                                "oob_table": target == "bisection",
                                # New cutoffs change the planner's rows and pairs too.
