@@ -5,8 +5,8 @@ Each page is fetched over HTTP from a real gunicorn server on loopback with a si
 session (a reviewer who reads every route), sequentially, after two warm-up requests; the
 figure is the whole request (session, queries, template, transfer). The baseline, in the same
 run, is the cheapest signed-in request there is: `GET /accounts/login/`, which only loads the
-session and the user and redirects. Target (DESIGN section 9): p95 under 200 ms for list and
-detail pages.
+session and the user and redirects. Target (the project's, listed in bench/README.md): p95
+under 200 ms for list and detail pages.
 
 The dashboard reads the per-route, per-day counters the database keeps; the list pages by
 keyset (a cursor, not an OFFSET) and counts matches up to 1,000. The million decisions are the
