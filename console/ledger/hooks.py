@@ -28,3 +28,16 @@ def queue_after_ingest(decision_ids: list[int]) -> None:
     # One message per batch and job, not per decision: a publish costs about as much as storing a decision.
     for task in _after_ingest:
         enqueue(task, decision_ids)
+
+
+_after_demo: list[Any] = []
+
+
+def register_after_demo(step: Any) -> None:
+    """`step(actor=, routes=, users=)` runs at the end of `load_demo`, for demo data of the apps above."""
+    if step not in _after_demo:
+        _after_demo.append(step)
+
+
+def after_demo_steps() -> tuple[Any, ...]:
+    return tuple(_after_demo)
