@@ -1,4 +1,7 @@
 import hashlib
+import json
+from functools import cached_property
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -86,6 +89,10 @@ class PolicyVersion(models.Model):
     @property
     def in_force(self) -> bool:
         return self.status in IN_FORCE
+
+    @cached_property
+    def evidence_document(self) -> dict[str, Any]:
+        return json.loads(self.evidence_text)
 
     @staticmethod
     def sha256_of(text: str) -> str:

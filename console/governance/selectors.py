@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db import connection
@@ -106,7 +105,7 @@ def decisions_not_following_policy(route_ids: list[int] | None = None) -> dict[i
 
 
 def evidence_of(policy: PolicyVersion) -> dict[str, Any]:
-    return json.loads(policy.evidence_text)
+    return policy.evidence_document
 
 
 CHANGED_FIELDS = (

@@ -46,7 +46,6 @@ def policy_draft(request, slug: str):
     return render(request, "governance/draft.html", {
         "route": route, "values": forms.initial_values(params), "filters": forms.filter_items(params),
         "owners": selectors.eligible_owners(route), "errors": errors, "intervals": INTERVAL_METHODS,
-        "error_fields": {e["field"].split(".")[0] for e in errors} | {e["field"] for e in errors},
     }, status=400 if errors else 200)
 
 
