@@ -109,3 +109,23 @@ def test_the_route_page_counts_decisions_not_following_the_policy(draft, owner, 
     post_decisions(integrator, decision_records([0.5, 0.9, 0.2], occurred_at="2099-01-01T00:00:00Z"))
     html = _browser(reviewer).get("/routes/it-support/policy/").content.decode()
     assert "<strong>3</strong> decisions logged a cutoff other than the signed cutoff" in html
+
+
+def test_the_demo_has_a_signed_hr_policy_and_an_it_draft_for_the_lead(settings, tmp_path):
+    from django.core.management import call_command
+
+    settings.DATA_DIR = tmp_path
+    call_command("load_demo", "--decisions", "40")
+    hr = PolicyVersion.objects.get(route__slug="hr-policy")
+    it = PolicyVersion.objects.get(route__slug="it-support")
+    assert hr.status == "active" and hr.owner.username == "lead" and hr.signed_by.username == "lead"
+    assert it.status == "draft" and it.owner.username == "lead"
+    from django.contrib.auth import get_user_model
+
+    lead = get_user_model().objects.get(username="lead")
+    page = Client()
+    page.force_login(lead)
+    assert page.get("/routes/hr-policy/policy/").status_code == 200
+    assert page.get(f"/policies/{it.pk}/sign/").status_code == 200
+    logins = (tmp_path / "demo-logins.txt").read_text()
+    assert logins.count("lead ") == 1 and "policy_owner on it-support, policy_owner on hr-policy" in logins
