@@ -104,6 +104,26 @@ def decisions_not_following_policy(route_ids: list[int] | None = None) -> dict[i
         return dict(cursor.fetchall())
 
 
+def decisions_not_following_policy_list(route: Route, *, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest decisions of the route that logged a cutoff other than the signed one in force then,
+    with that version (one query): what "gate not following policy" lists."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT d.id, d.request_id, d.occurred_at, d.cutoff, signed.cutoff, signed.version
+              FROM ledger_decision d
+              JOIN LATERAL (
+                    SELECT p.cutoff, p.version FROM governance_policyversion p
+                     WHERE p.route_id = d.route_id AND p.signed_at IS NOT NULL AND p.signed_at <= d.occurred_at
+                     ORDER BY p.signed_at DESC LIMIT 1
+                   ) signed ON true
+             WHERE d.route_id = %s AND abs(d.cutoff - signed.cutoff) > %s
+             ORDER BY d.occurred_at DESC, d.id DESC
+             LIMIT %s
+        """, [route.pk, CUTOFF_TOLERANCE, limit])
+        columns = ("id", "request_id", "occurred_at", "logged_cutoff", "signed_cutoff", "version")
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
 def evidence_of(policy: PolicyVersion) -> dict[str, Any]:
     return policy.evidence_document
 

@@ -23,6 +23,7 @@ def route_policy(request, slug: str):
         "policy": selectors.policy_in_force(route),
         "history": selectors.history(route),
         "not_following": selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0),
+        "not_following_list": selectors.decisions_not_following_policy_list(route),
         "can_draft": permissions.can_draft_policy(request.user, route),
     })
 

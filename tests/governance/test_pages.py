@@ -109,6 +109,7 @@ def test_the_route_page_counts_decisions_not_following_the_policy(draft, owner, 
     post_decisions(integrator, decision_records([0.5, 0.9, 0.2], occurred_at="2099-01-01T00:00:00Z"))
     html = _browser(reviewer).get("/routes/it-support/policy/").content.decode()
     assert "<strong>3</strong> decisions logged a cutoff other than the signed cutoff" in html
+    assert html.count('<a class="mono" href="/decisions/') == 3
 
 
 def test_the_demo_has_a_signed_hr_policy_and_an_it_draft_for_the_lead(settings, tmp_path):
@@ -129,3 +130,22 @@ def test_the_demo_has_a_signed_hr_policy_and_an_it_draft_for_the_lead(settings, 
     assert page.get(f"/policies/{it.pk}/sign/").status_code == 200
     logins = (tmp_path / "demo-logins.txt").read_text()
     assert logins.count("lead ") == 1 and "policy_owner on it-support, policy_owner on hr-policy" in logins
+
+
+def test_the_route_page_and_the_versions_list_cost_a_fixed_number_of_queries(draft, reviewer, owner):
+    from tests.governance.conftest import draft_body
+
+    page = _browser(reviewer)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count(url: str, client) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured.captured_queries)
+
+    before = (count("/routes/it-support/policy/", page), count("/api/v1/routes/it-support/policies", reviewer))
+    for cutoff in (0.8, 0.9, 0.95):
+        reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=cutoff), format="json")
+    after = (count("/routes/it-support/policy/", page), count("/api/v1/routes/it-support/policies", reviewer))
+    assert after == before
