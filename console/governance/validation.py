@@ -105,17 +105,26 @@ def _filter_params(errors: FieldErrors, data: dict[str, Any]) -> dict[str, str]:
     if not isinstance(filters, dict):
         errors.add(0, "filters", "must be an object")
         filters = {}
+    unknown = set(filters) - {"from", "to", "model", "segment", "versions", "segments"}
+    if unknown:
+        errors.add(0, "filters", f"has unknown keys: {', '.join(sorted(map(str, unknown)))}")
     for name in ("from", "to"):
         if filters.get(name):
             params[name] = str(filters[name])
     if filters.get("model"):
         params["version.model"] = str(filters["model"])
     segment = filters.get("segment")
-    if isinstance(segment, str) and segment:
+    if isinstance(segment, str) and segment:  # "language=de", as the operating-points page writes it
         key, _, value = segment.partition("=")
         params[f"segment.{key.strip()}"] = value.strip()
+    elif isinstance(segment, dict):
+        filters = filters | {"segments": (filters.get("segments") or {}) | segment}
     for kind, prefix in (("versions", "version."), ("segments", "segment.")):
-        for key, value in (filters.get(kind) or {}).items():
+        pairs = filters.get(kind) or {}
+        if not isinstance(pairs, dict):
+            errors.add(0, f"filters.{kind}", "must be an object of key: value")
+            continue
+        for key, value in pairs.items():
             params[prefix + str(key)] = str(value)
     for name in ("confidence", "interval"):
         if data.get(name) is not None:

@@ -169,3 +169,17 @@ def test_a_grader_and_a_stranger_cannot_read_the_route_policy(draft, grader, oth
     assert grader.get("/api/v1/routes/it-support/policy").status_code == 404
     assert other_owner.get("/api/v1/routes/it-support/policy").status_code == 404
     assert other_owner.get(f"/api/v1/policies/{draft['id']}").status_code == 404
+
+
+def test_filters_narrow_the_evidence_and_unknown_filters_are_refused(reviewer, owner, graded):
+    narrowed = reviewer.post("/api/v1/routes/it-support/policies",
+                             draft_body(filters={"from": "2026-11-02", "to": None, "model": None, "segment": None}),
+                             format="json").json()
+    assert narrowed["evidence"]["operating_points"]["population"] == 0  # every decision is from 2026-11-01
+    assert narrowed["filters"]["from"] == "2026-11-02"
+    by_segment = reviewer.post("/api/v1/routes/it-support/policies",
+                               draft_body(filters={"segment": "language=en"}), format="json").json()
+    assert by_segment["evidence"]["operating_points"]["population"] == 300
+    response = reviewer.post("/api/v1/routes/it-support/policies", draft_body(filters={"segmnt": "x"}),
+                             format="json")
+    assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == "filters"
