@@ -30,6 +30,11 @@ class Action(models.TextChoices):
     ADJUDICATION_REQUESTED = "adjudication_requested", "Sent to adjudication"
     LABEL_ADJUDICATED = "label_adjudicated", "Label adjudicated"
     LABELS_IMPORTED = "labels_imported", "Labels imported"
+    POLICY_DRAFTED = "policy_drafted", "Policy version drafted"
+    POLICY_EVIDENCE_REFRESHED = "policy_evidence_refreshed", "Policy draft's evidence recomputed on new data"
+    POLICY_SIGNED = "policy_signed", "Policy version signed"
+    POLICY_SUPERSEDED = "policy_superseded", "Policy version superseded"
+    POLICY_WITHDRAWN = "policy_withdrawn", "Policy version withdrawn"
 
 
 class AuditEvent(models.Model):

@@ -55,3 +55,27 @@ def env_path(name: str, default: Path) -> Path:
     raw = os.environ.get(name)
     path = Path(raw) if raw else default
     return path.expanduser().resolve()
+
+
+def email_settings(url: str) -> dict[str, object]:
+    """Django's SMTP settings from ``smtp://user:password@host:port`` (``smtp+tls://`` for
+    STARTTLS, ``smtps://`` for TLS from the first byte); user and password are percent-decoded."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in {"smtp", "smtp+tls", "smtps"} or not parts.hostname:
+        raise ConfigError(f"EMAIL_URL must look like smtp://user:password@host:port (or smtp+tls://, smtps://), "
+                          f"got scheme {parts.scheme!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError("EMAIL_URL has a port that is not a number") from None
+    return {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": parts.hostname,
+        "EMAIL_PORT": port or (465 if parts.scheme == "smtps" else 587 if parts.scheme == "smtp+tls" else 25),
+        "EMAIL_HOST_USER": unquote(parts.username or ""),
+        "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+        "EMAIL_USE_TLS": parts.scheme == "smtp+tls",
+        "EMAIL_USE_SSL": parts.scheme == "smtps",
+    }

@@ -5,11 +5,12 @@ in `console.env`. Without DATABASE_URL the embedded PostgreSQL in CONSOLE_DATA_D
 joined); without CELERY_BROKER_URL the broker is the embedded Redis socket in the same folder.
 """
 
+import hashlib
 import re
 from pathlib import Path
 
 from console import embedded
-from console.env import ConfigError, env_bool, env_int, env_list, env_path, env_str
+from console.env import ConfigError, email_settings, env_bool, env_int, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("CONSOLE_DATA_DIR", BASE_DIR / ".console")
@@ -51,6 +52,8 @@ INSTALLED_APPS = [
     "grading",
     "console.analysis",
     "console.review",
+    "console.notify",
+    "console.governance",
 ]
 
 MIDDLEWARE = [
@@ -190,6 +193,7 @@ CELERY_BEAT_SCHEDULE = {
     "verification-sweep": {"task": "verification.decisions_verify_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "shadow-sweep": {"task": "shadow.shadow_runs_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
+    "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
 }
 SPECTACULAR_SETTINGS.update(
     {
@@ -198,3 +202,20 @@ SPECTACULAR_SETTINGS.update(
         "REDOC_DIST": "SIDECAR",
     }
 )
+
+# Notifications (console/notify). Email goes through Django's email framework: SMTP when EMAIL_URL
+# is set, otherwise each message is written as a file into the outbox folder of the data directory.
+# Webhooks are JSON POSTs signed with HMAC-SHA256 under NOTIFY_WEBHOOK_SECRET (derived from the
+# secret key when unset), retried with exponential back-off up to NOTIFY_MAX_ATTEMPTS.
+_email_url = env_str("EMAIL_URL")
+if _email_url:
+    globals().update(email_settings(_email_url))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = DATA_DIR / "outbox"
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "console@localhost")
+NOTIFY_WEBHOOK_SECRET = env_str("NOTIFY_WEBHOOK_SECRET") or hashlib.sha256(
+    f"notify-webhook:{SECRET_KEY}".encode()).hexdigest()
+NOTIFY_WEBHOOK_TIMEOUT_S = env_int("NOTIFY_WEBHOOK_TIMEOUT_S", 10, minimum=1, maximum=120)
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5, minimum=1, maximum=20)
+NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)

@@ -26,6 +26,8 @@ urlpatterns = [
     path("", include("console.shadow.urls")),
     path("grading/", include("grading.urls")),
     path("", include("console.analysis.urls")),
+    path("", include("console.governance.urls")),
+    path("", include("console.notify.urls")),
 ]
 
 handler400 = "console.core.middleware.bad_request"

@@ -131,3 +131,36 @@ def can_grade(user, route=None) -> bool:
 
 def can_review_labels(user, route=None) -> bool:
     return has_role(user, LABEL_REVIEWERS, route)
+
+
+# Policy sign-off. Reviewers, policy owners and admins of the route may draft a policy version;
+# only the owner named in a draft may sign it, and only while they hold `policy_owner` on its
+# route through a grant of their own: admin rights never stand in for the owner's signature.
+POLICY_DRAFTERS = (Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_draft_policy(user, route) -> bool:
+    return has_role(user, POLICY_DRAFTERS, route)
+
+
+def holds_policy_owner(user, route) -> bool:
+    """A grant of `policy_owner` on this route (or on every route); admin status does not count."""
+    return any(g.role == Role.POLICY_OWNER and (g.route_id is None or g.route_id == route.pk) for g in _grants(user))
+
+
+def can_sign_policy(user, policy) -> bool:
+    return user.is_authenticated and policy.owner_id == user.pk and holds_policy_owner(user, policy.route)
+
+
+def can_withdraw_policy(user, policy) -> bool:
+    """A draft is withdrawn by whoever drafted it or by its owner."""
+    return user.is_authenticated and user.pk in (policy.created_by_id, policy.owner_id)
+
+
+def can_read_policy(user, route) -> bool:
+    """Every reader of the route's decisions, integrators included: the gate reads its cutoff here."""
+    return has_role(user, DECISION_READERS, route)
+
+
+def can_read_outbox(user) -> bool:
+    return is_admin(user)

@@ -194,10 +194,33 @@ def _recommended_cutoff(page: Page, rows: list[dict[str, Any]]) -> tuple[bool, f
     return True, recommended_row([row_from_document(r) for r in rows], state.r_star).cutoff
 
 
+# What a "Propose as policy" link carries to the governance draft form besides the cutoff.
+PROPOSAL_PARAMETERS = ("from", "to", "confidence", "interval", "answers", "c_w", "c_a", "q", "c_v")
+
+
+def propose_url(page: Page, cutoff: float, **extra: Any) -> str:
+    """The draft form of the route's policy, prefilled with this cutoff, the page's filters, the
+    exchange-rate answers, the cost calculator's values and the band when it sits below the cutoff."""
+    query = QueryDict(mutable=True)
+    query["cutoff"] = f"{cutoff:g}"
+    for name, values in page.params.lists():
+        if name in PROPOSAL_PARAMETERS or name.startswith(FILTER_PREFIXES):
+            query.setlist(name, values)
+    band_lower = BandForm(page.params).values()["band_lower"]
+    if "band_lower" in page.params and band_lower is not None and band_lower < cutoff:
+        query["band_lower"] = f"{band_lower:g}"
+    for name, value in extra.items():
+        query[name] = f"{value:g}"
+    return f"{reverse('policy-draft', args=[page.route.slug])}?{query.urlencode()}"
+
+
 def table_panel(page: Page) -> dict[str, Any]:
     document = _table_document(page)
     rows = document["rows"]
     answered, recommended = _recommended_cutoff(page, rows)
+    # Each row with its "Propose as policy" link (the no-gate row has no cutoff to propose).
+    rows = [row | {"propose_url": propose_url(page, row["cutoff"]) if row["cutoff"] is not None else None}
+            for row in rows]
     chart = charts.tradeoff_chart(document.get("curve", []), marked=page.query.cutoffs,
                                   recommended=recommended if answered else None)
     return {
@@ -222,6 +245,9 @@ def bisection_panel(page: Page) -> dict[str, Any]:
     if state.done:
         lower, upper = state.bracket
         context |= {"r_star": state.r_star, "lower": lower, "upper": upper} | table_panel(page)
+        if context["recommended"] is not None:
+            context["propose_recommended_url"] = propose_url(page, context["recommended"],
+                                                             exchange_rate=round(state.r_star, 3))
     else:
         context |= {"question": question_text(state.next_question), "rate": state.next_question,
                     "number": len(state.answers) + 1, "total": state.max_answers}
@@ -258,7 +284,12 @@ def certified_panel(page: Page) -> dict[str, Any]:
     form = CertifyForm(page.params)
     values = form.values()
     query = CertifiedCutoffQuery(window=page.query.window, alpha=values["alpha"], delta=values["delta"])
-    return {"certify_form": form, "certification": reports.certified_cutoff_report(page.route, query).data}
+    certification = reports.certified_cutoff_report(page.route, query).data
+    context = {"certify_form": form, "certification": certification}
+    if certification["certified"]:
+        context["propose_certified_url"] = propose_url(page, certification["cutoff"], alpha=values["alpha"],
+                                                       delta=values["delta"])
+    return context
 
 
 def planner_panel(page: Page) -> dict[str, Any]:

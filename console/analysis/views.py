@@ -31,6 +31,7 @@ def operating_points(request):
         return render(request, "analysis/operating_points.html", {"page": None})
     target = request.htmx.target if request.htmx else None
     template, context = panels.region(page, target)
+    context["can_propose"] = permissions.can_draft_policy(request.user, page.route)
     response = render(request, template or "analysis/operating_points.html", context)
     if request.htmx:
         push_url(response, page.url)

@@ -44,6 +44,8 @@ def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
     if isinstance(task, str):
         from console.celery import app
 
+        if task not in app.tasks:  # a web process imports the apps' tasks modules on first need
+            app.loader.import_default_modules()
         task = app.tasks[task]
 
     def publish() -> None:

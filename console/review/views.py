@@ -3,6 +3,7 @@ from django.views.decorators.http import require_GET
 
 from audit.selectors import audit_events_for_object, readable_events
 from console.accounts import permissions
+from console.governance import selectors as governance_selectors
 from console.ledger.selectors import get_decision_for_user
 from console.shadow import selectors as shadow_selectors
 from console.verification import selectors as verification_selectors
@@ -22,4 +23,5 @@ def decision_detail(request, pk: int):
         "grading": decision_grading(decision.pk),
         **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
         **shadow_selectors.shadow_context(request.user, decision),
+        **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...
     })

@@ -38,7 +38,7 @@ def test_a_policy_owner_sees_the_table_the_chart_and_every_panel(lead, graded):
     response = lead.get(PAGE)
     assert response.status_code == 200
     page = response.content.decode()
-    assert '<a href="/operating-points/">Operating points</a>' in page
+    assert '<a href="/operating-points/" aria-current="page">Operating points</a>' in page
     assert page.count('<tr') >= 7 and "no gate" in page
     assert '<svg class="tradeoff-chart"' in page and "<polyline" in page and "<polygon" in page
     for heading in ("Exchange-rate questions", "Certified cutoff", "Cost threshold", "Middle band",

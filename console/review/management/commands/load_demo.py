@@ -7,6 +7,7 @@ from django.db import transaction
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import services as accounts
+from console.governance.demo import demo_policies
 from console.ledger import services
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
@@ -20,6 +21,7 @@ DEMO_ROUTES = {"it-support": "IT support", "hr-policy": "HR policy"}
 DEMO_USERS = [  # username, role, route (None = all routes)
     ("admin", "admin", None),
     ("lead", "policy_owner", "it-support"),
+    ("lead", "policy_owner", "hr-policy"),
     ("reviewer", "reviewer", None),
     ("auditor", "auditor", None),
     ("grader1", "grader", None),
@@ -41,16 +43,19 @@ class Command(BaseCommand):
                                       guidelines="Grade **correct** only if every statement in the answer is "
                                                  "supported by the passages or is common knowledge.")
         routes = {r.slug: r for r in Route.objects.filter(slug__in=DEMO_ROUTES)}
-        logins = []
+        logins: dict[str, list[str]] = {}  # username -> [password, role on route, ...]
+        users = {}
         for username, role, route in DEMO_USERS:
-            password = f"{username}-{secrets.token_hex(3)}"
+            if username not in logins:  # one password per person, however many roles they hold
+                logins[username] = [f"{username}-{secrets.token_hex(3)}"]
             with transaction.atomic():
-                user = accounts.user_ensure(actor=actor, username=username)
-                user.set_password(password)
+                user = accounts.user_ensure(actor=actor, username=username, email=f"{username}@demo.invalid")
+                user.set_password(logins[username][0])
                 user.is_staff = user.is_superuser = role == "admin"
                 user.save(update_fields=["password", "is_staff", "is_superuser"])
                 accounts.role_grant(actor=actor, user=user, role=role, route=routes.get(route))
-            logins.append(f"{username:<9} {password:<16} ({role}{' on ' + route if route else ''})")
+            users[username] = user
+            logins[username].append(f"{role}{' on ' + route if route else ''}")
         # IT support re-runs its refusals through the built-in extractive pipeline, and its answers
         # wait for the graders; HR policy comes with an imported graded set, so its operating
         # points can be read at once.
@@ -69,10 +74,12 @@ class Command(BaseCommand):
                                "verdict": "incorrect" if r["claim"].startswith("I believe") else "correct"}
                               for r in records]
         imported = self._import_labels(actor, graded_set)
+        demo_policies(actor=actor, routes=routes, users=users)
         with transaction.atomic():
             audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
                          payload={"decisions_created": created, "labels_imported": imported,
                                   "users": [u for u, _, _ in DEMO_USERS]})
+        logins = [f"{name:<9} {password:<16} ({', '.join(roles)})" for name, (password, *roles) in logins.items()]
         logins_file = settings.DATA_DIR / "demo-logins.txt"
         logins_file.write_text("\n".join(logins) + "\n")
         logins_file.chmod(0o600)

@@ -1,0 +1,202 @@
+"""Reads of policy versions: what a user may see, the policy in force, its history and compliance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+
+from console.accounts import permissions
+from console.core.errors import NotFound
+from console.governance.models import IN_FORCE, PolicyVersion
+from console.ledger.models import Decision, Route
+from console.ledger.selectors import readable_routes
+
+# Compared as floats: a logged cutoff within this of the signed one follows the policy.
+CUTOFF_TOLERANCE = 1e-9
+
+
+def route_for_policy_reader(user, slug: str) -> Route:
+    """The route if the user may read its policy: 404 for routes they may not see."""
+    route = readable_routes(user).filter(slug=slug).first()
+    if route is None or not permissions.can_read_policy(user, route):
+        raise NotFound(f"No route {slug!r}.")
+    return route
+
+
+def policy_versions(route: Route) -> QuerySet[PolicyVersion]:
+    return (PolicyVersion.objects.filter(route=route).select_related("route", "owner", "created_by", "signed_by")
+            .order_by("-version"))
+
+
+def get_policy_for_user(user, pk: int) -> PolicyVersion:
+    """The version if the user may read its route's policy; 404 otherwise (no hint that it exists)."""
+    policy = (PolicyVersion.objects.select_related("route", "owner", "created_by", "signed_by")
+              .filter(pk=pk).first())
+    if policy is None or not permissions.can_read_policy(user, policy.route):
+        raise NotFound("No such policy version.")
+    return policy
+
+
+def get_policy(pk: int) -> PolicyVersion:
+    """Any version by id, for the owner-only actions: everyone but its owner gets 403 there, not 404."""
+    policy = (PolicyVersion.objects.select_related("route", "owner", "created_by", "signed_by")
+              .filter(pk=pk).first())
+    if policy is None:
+        raise NotFound("No such policy version.")
+    return policy
+
+
+def eligible_owners(route: Route) -> list:
+    """Users who hold policy_owner on the route (or on every route): who may be named owner."""
+    from django.contrib.auth import get_user_model
+
+    from console.accounts.models import Role, RoleGrant
+
+    grants = RoleGrant.objects.filter(role=Role.POLICY_OWNER).filter(Q(route=route) | Q(route__isnull=True))
+    return list(get_user_model().objects.filter(pk__in=grants.values("user_id"), is_active=True).order_by("username"))
+
+
+def policy_in_force(route: Route) -> PolicyVersion | None:
+    return policy_versions(route).filter(status__in=IN_FORCE).first()
+
+
+def policy_in_force_at(route_id: int, at) -> PolicyVersion | None:
+    """The signed version in force at a moment: the last one signed at or before it. Signing
+    supersedes the previous version, so signature times alone order the versions in force."""
+    return (PolicyVersion.objects.filter(route_id=route_id, signed_at__isnull=False, signed_at__lte=at)
+            .select_related("owner").order_by("-signed_at").first())
+
+
+def decision_policy_context(user, decision: Decision) -> dict[str, Any]:
+    """For the decision page: the cutoff the gate logged beside the signed cutoff in force then."""
+    if not permissions.can_read_policy(user, decision.route):
+        return {}
+    signed = policy_in_force_at(decision.route_id, decision.occurred_at)
+    follows = signed is None or abs(signed.cutoff - decision.cutoff) <= CUTOFF_TOLERANCE
+    return {"signed_policy": signed, "gate_follows_policy": follows}
+
+
+_NOT_FOLLOWING_SQL = """
+    SELECT d.route_id, count(*)
+      FROM ledger_decision d
+      JOIN LATERAL (
+            SELECT p.cutoff FROM governance_policyversion p
+             WHERE p.route_id = d.route_id AND p.signed_at IS NOT NULL AND p.signed_at <= d.occurred_at
+             ORDER BY p.signed_at DESC LIMIT 1
+           ) signed ON true
+     WHERE abs(d.cutoff - signed.cutoff) > %s {route_condition}
+     GROUP BY d.route_id
+"""
+
+
+def decisions_not_following_policy(route_ids: list[int] | None = None) -> dict[int, int]:
+    """Per route id, how many decisions logged a cutoff other than the signed cutoff in force at
+    their time (one query; decisions before the first signature are not counted)."""
+    condition, params = "", [CUTOFF_TOLERANCE]
+    if route_ids is not None:
+        if not route_ids:
+            return {}
+        condition, params = "AND d.route_id = ANY(%s)", [CUTOFF_TOLERANCE, list(route_ids)]
+    with connection.cursor() as cursor:
+        cursor.execute(_NOT_FOLLOWING_SQL.format(route_condition=condition), params)
+        return dict(cursor.fetchall())
+
+
+def decisions_not_following_policy_list(route: Route, *, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest decisions of the route that logged a cutoff other than the signed one in force then,
+    with that version (one query): what "gate not following policy" lists."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT d.id, d.request_id, d.occurred_at, d.cutoff, signed.cutoff, signed.version
+              FROM ledger_decision d
+              JOIN LATERAL (
+                    SELECT p.cutoff, p.version FROM governance_policyversion p
+                     WHERE p.route_id = d.route_id AND p.signed_at IS NOT NULL AND p.signed_at <= d.occurred_at
+                     ORDER BY p.signed_at DESC LIMIT 1
+                   ) signed ON true
+             WHERE d.route_id = %s AND abs(d.cutoff - signed.cutoff) > %s
+             ORDER BY d.occurred_at DESC, d.id DESC
+             LIMIT %s
+        """, [route.pk, CUTOFF_TOLERANCE, limit])
+        columns = ("id", "request_id", "occurred_at", "logged_cutoff", "signed_cutoff", "version")
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def evidence_of(policy: PolicyVersion) -> dict[str, Any]:
+    return policy.evidence_document
+
+
+CHANGED_FIELDS = (
+    ("cutoff", "Cutoff"), ("band_lower", "Band lower edge"), ("exchange_rate", "Exchange rate"),
+    ("cost_threshold", "Cost threshold"), ("owner", "Owner"), ("escalation_contact", "Escalation contact"),
+    ("escalation_channel", "Escalation channel"), ("escalation_response_hours", "Response time (hours)"),
+    ("refusal_message", "Refusal message"), ("filters", "Evidence window"), ("data_version", "Data version"),
+)
+
+
+def _value(policy: PolicyVersion, field: str) -> Any:
+    return policy.owner.get_username() if field == "owner" else getattr(policy, field)
+
+
+def changes_between(older: PolicyVersion, newer: PolicyVersion) -> list[dict[str, Any]]:
+    return [{"field": label, "old": _value(older, field), "new": _value(newer, field)}
+            for field, label in CHANGED_FIELDS if _value(older, field) != _value(newer, field)]
+
+
+def history(route: Route) -> list[dict[str, Any]]:
+    """Every version, newest first, with what changed from the version before it."""
+    versions = list(policy_versions(route))
+    rows = []
+    for index, policy in enumerate(versions):
+        before = versions[index + 1] if index + 1 < len(versions) else None
+        rows.append({"policy": policy, "changes": changes_between(before, policy) if before else []})
+    return rows
+
+
+def escalation_of(policy: PolicyVersion) -> dict[str, Any]:
+    return {"contact": policy.escalation_contact, "channel": policy.escalation_channel,
+            "response_hours": policy.escalation_response_hours}
+
+
+def policy_as_dict(policy: PolicyVersion, *, with_evidence: bool = True) -> dict[str, Any]:
+    """A version as the API returns it; ``evidence`` is the stored text parsed, ``evidence_text`` the
+    text itself, whose SHA-256 is ``evidence_sha256``."""
+    data = {
+        "id": policy.pk,
+        "route": policy.route.slug,
+        "version": policy.version,
+        "status": policy.status,
+        "cutoff": policy.cutoff,
+        "band_lower": policy.band_lower,
+        "exchange_rate": policy.exchange_rate,
+        "exchange_answers": policy.exchange_answers,
+        "costs": policy.costs,
+        "cost_threshold": policy.cost_threshold,
+        "owner": policy.owner.get_username(),
+        "created_by": policy.created_by.get_username(),
+        "created_at": policy.created_at.isoformat(),
+        "escalation": escalation_of(policy),
+        "refusal_message": policy.refusal_message,
+        "rationale": policy.rationale,
+        "filters": policy.filters,
+        "confidence": policy.confidence,
+        "interval": policy.interval,
+        "data_version": policy.data_version,
+        "warnings": policy.warnings,
+        "evidence_sha256": policy.evidence_sha256,
+        "signed_at": policy.signed_at.isoformat() if policy.signed_at else None,
+        "signed_by": policy.signed_by.get_username() if policy.signed_by_id else None,
+    }
+    if with_evidence:
+        data |= {"evidence": evidence_of(policy), "evidence_text": policy.evidence_text}
+    return data
+
+
+def route_policy_as_dict(policy: PolicyVersion) -> dict[str, Any]:
+    """What the answering system reads: the policy in force and nothing about its evidence."""
+    return {"route": policy.route.slug, "version": policy.version, "status": policy.status,
+            "cutoff": policy.cutoff, "band_lower": policy.band_lower, "refusal_message": policy.refusal_message,
+            "escalation": escalation_of(policy), "owner": policy.owner.get_username(),
+            "signed_at": policy.signed_at.isoformat() if policy.signed_at else None}

@@ -1,0 +1,140 @@
+"""What the database guarantees about signed versions, concurrent signatures and compliance."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import pytest
+from django.db import DatabaseError, connection, connections, transaction
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from audit.services import Actor
+from console.governance import selectors, services
+from console.governance.models import PolicyVersion
+from tests.analysis.populations import decision_records, post_decisions
+from tests.governance.conftest import draft_body
+
+
+def _sign(owner, draft) -> int:
+    return owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]},
+                      format="json").status_code
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("assignment", [
+    "cutoff = 0.1", "refusal_message = 'changed'", "evidence_text = '{}'", "evidence_sha256 = repeat('0', 64)",
+    "owner_id = created_by_id", "signed_at = now() - interval '1 day'", "escalation_response_hours = 1",
+])
+def test_the_trigger_refuses_sql_updates_of_a_signed_versions_content(draft, owner, assignment):
+    assert _sign(owner, draft) == 200
+    with pytest.raises(DatabaseError, match="only its status may change"), transaction.atomic(), \
+            connection.cursor() as cursor:
+        cursor.execute(f"UPDATE governance_policyversion SET {assignment} WHERE id = %s", [draft["id"]])
+    stored = PolicyVersion.objects.get(pk=draft["id"])
+    assert stored.cutoff == 0.85 and stored.evidence_sha256 == draft["evidence_sha256"]
+
+
+@pytest.mark.django_db
+def test_the_trigger_lets_the_status_move_and_refuses_deleting_a_signed_version(draft, owner):
+    assert _sign(owner, draft) == 200
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE governance_policyversion SET status = 'needs_recheck' WHERE id = %s", [draft["id"]])
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "needs_recheck"
+    with pytest.raises(DatabaseError, match="DELETE refused"), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM governance_policyversion WHERE id = %s", [draft["id"]])
+
+
+@pytest.mark.django_db
+def test_a_draft_can_still_be_changed_in_sql(draft):
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE governance_policyversion SET rationale = 'edited' WHERE id = %s", [draft["id"]])
+    assert PolicyVersion.objects.get(pk=draft["id"]).rationale == "edited"
+
+
+def _race(actions) -> list:
+    """Run the callables at once, each in its own thread and database connection."""
+    barrier = threading.Barrier(len(actions))
+    results: list = [None] * len(actions)
+
+    def run(index, action):
+        try:
+            barrier.wait()
+            results[index] = action()
+        except Exception as exc:  # noqa: BLE001 -- the test inspects what each thread got
+            results[index] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def _owner_client(owner) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(owner.user)
+    return client
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_signatures_of_one_draft_one_wins(draft, owner):
+    results = _race([lambda: _sign(_owner_client(owner), draft) for _ in range(2)])
+    assert sorted(results) == [200, 409]
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "active"
+    from audit.models import AuditEvent
+
+    assert AuditEvent.objects.filter(action="policy_signed").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_drafts_signed_at_once_leave_exactly_one_in_force(draft, reviewer, owner):
+    second = reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=0.9), format="json").json()
+    results = _race([lambda d=d: _sign(_owner_client(owner), d) for d in (draft, second)])
+    assert results == [200, 200]  # signatures are serialised: the later one supersedes the earlier
+    statuses = sorted(PolicyVersion.objects.values_list("status", flat=True))
+    assert statuses == ["active", "superseded"]
+    active = PolicyVersion.objects.get(status="active")
+    superseded = PolicyVersion.objects.get(status="superseded")
+    assert active.signed_at >= superseded.signed_at
+
+
+def _at(day: int, hour: int = 12) -> datetime:
+    return datetime(2026, 11, day, hour, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+def test_the_compliance_count_equals_a_sql_reference(route, reviewer, owner, integrator, monkeypatch):
+    # Decisions on three days with logged cutoffs 0.7 and 0.85; signatures on day 2 (0.85) and day 4 (0.7).
+    records = []
+    for day, cutoff in [(1, 0.7), (2, 0.7), (3, 0.85), (3, 0.7), (4, 0.85), (5, 0.7), (5, 0.85), (5, 0.85)]:
+        records += decision_records([0.5, 0.9], occurred_at=_at(day).isoformat().replace("+00:00", "Z"))
+        for r in records[-2:]:
+            r["gate"]["cutoff"] = cutoff
+    post_decisions(integrator, records)
+    actor = Actor.system("tests")
+    from console.governance.validation import parse_draft
+
+    for cutoff, signed_at in [(0.85, _at(2, 18)), (0.7, _at(4, 18))]:
+        policy = services.policy_draft(actor=actor, user=reviewer.user, route=route,
+                                       draft=parse_draft(draft_body(cutoff=cutoff, band_lower=None), route=route))
+        with monkeypatch.context() as clock:  # sign in the data's past
+            clock.setattr(timezone, "now", lambda at=signed_at: at)
+            services.policy_sign(actor=actor, user=owner.user, policy=policy, evidence_sha256=policy.evidence_sha256)
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT count(*) FROM ledger_decision d
+             WHERE d.route_id = %s
+               AND d.cutoff <> (SELECT p.cutoff FROM governance_policyversion p
+                                 WHERE p.route_id = d.route_id AND p.signed_at <= d.occurred_at
+                                 ORDER BY p.signed_at DESC LIMIT 1)
+        """, [route.pk])
+        (reference,) = cursor.fetchone()
+    # Day 2 noon precedes the first signature; day 3 0.7 (2) differs from 0.85; day 5 0.85 (4) differs from 0.7.
+    assert reference == 6
+    assert selectors.decisions_not_following_policy([route.pk]) == {route.pk: reference}
+    assert selectors.decisions_not_following_policy() == {route.pk: reference}

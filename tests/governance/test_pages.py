@@ -1,0 +1,151 @@
+"""The policy pages: the route's policy, the draft form, the decision record and signing with step-up."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from console.governance.models import PolicyVersion
+from console.ledger.models import Decision
+
+pytestmark = pytest.mark.django_db
+
+
+def _browser(client_for_api) -> Client:
+    browser = Client()
+    browser.force_login(client_for_api.user)
+    return browser
+
+
+def test_signing_in_the_browser_needs_the_password_and_the_read_tick(draft, owner):
+    page = _browser(owner)
+    url = f"/policies/{draft['id']}/sign/"
+    shown = page.get(url)
+    assert shown.status_code == 200
+    stored = PolicyVersion.objects.get(pk=draft["id"])
+    assert stored.evidence_text.replace('"', "&quot;") in shown.content.decode()  # the evidence exactly as stored
+    form = {"evidence_sha256": draft["evidence_sha256"], "read_evidence": "yes", "password": "wrong"}
+    assert page.post(url, form).status_code == 400
+    assert page.post(url, form | {"password": "pw-12345678", "read_evidence": ""}).status_code == 400
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "draft"
+    done = page.post(url, form | {"password": "pw-12345678"})
+    assert done.status_code == 302 and done["Location"] == "/routes/it-support/policy/"
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "active"
+    in_force = page.get("/routes/it-support/policy/").content.decode()
+    assert "In force: version 1" in in_force and "<strong>reliably</strong>" in in_force
+
+
+def test_nobody_but_the_owner_reaches_the_sign_page(draft, reviewer, admin, other_owner):
+    for client in (reviewer, admin, other_owner):
+        page = _browser(client)
+        assert page.get(f"/policies/{draft['id']}/sign/").status_code == 403
+        form = {"evidence_sha256": draft["evidence_sha256"], "read_evidence": "yes", "password": "pw-12345678"}
+        assert page.post(f"/policies/{draft['id']}/sign/", form).status_code == 403
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "draft"
+
+
+def test_the_refusal_message_is_sanitised(reviewer, owner, graded):
+    from tests.governance.conftest import draft_body
+
+    body = draft_body(refusal_message="Sorry <script>alert(1)</script> [desk](javascript:alert(2))")
+    created = reviewer.post("/api/v1/routes/it-support/policies", body, format="json").json()
+    html = _browser(reviewer).get(f"/policies/{created['id']}/").content.decode()
+    assert "<script>alert(1)" not in html and "javascript:alert" not in html
+
+
+def test_the_draft_form_saves_a_draft_and_names_each_missing_field(reviewer, owner, graded):
+    page = _browser(reviewer)
+    prefilled = page.get("/routes/it-support/policy/draft/?cutoff=0.85&answers=yn&c_w=20&c_a=0.5&from=2026-10-01")
+    html = prefilled.content.decode()
+    assert prefilled.status_code == 200 and 'value="0.85"' in html and 'name="from" value="2026-10-01"' in html
+    assert "&quot;rate&quot;: 10" in html  # the answers the questions gave
+    missing = page.post("/routes/it-support/policy/draft/", {"cutoff": "0.85"})
+    assert missing.status_code == 400
+    for field in ("owner", "rationale", "refusal_message", "escalation.contact", "escalation.channel",
+                  "escalation.response_hours"):
+        assert f"<strong>{field}</strong>" in missing.content.decode()
+    saved = page.post("/routes/it-support/policy/draft/", {
+        "cutoff": "0.85", "band_lower": "0.4", "owner": "owner", "rationale": "Because.",
+        "escalation_contact": "Desk", "escalation_channel": "desk@example.org", "escalation_response_hours": "24",
+        "refusal_message": "Sorry.", "exchange_answers": '[{"rate": 10, "accept": true}]', "c_w": "20", "c_a": "0.5",
+        "from": "2026-10-01"})
+    assert saved.status_code == 302
+    policy = PolicyVersion.objects.get()
+    assert policy.filters["from"] == "2026-10-01" and policy.exchange_answers == [{"rate": 10, "accept": True}]
+    assert policy.cost_threshold == pytest.approx(19.5 / 21)
+
+
+def test_the_record_prints_and_its_json_matches_the_api(draft, reviewer):
+    page = _browser(reviewer)
+    html = page.get(f"/policies/{draft['id']}/").content.decode()
+    assert "policy-record.css" in html and draft["evidence_sha256"] in html
+    as_json = page.get(f"/policies/{draft['id']}/record.json").json()
+    assert as_json["evidence_sha256"] == draft["evidence_sha256"] and as_json["evidence_text"]
+
+
+def test_the_operating_points_page_offers_propose_as_policy(reviewer, graded, integrator):
+    html = _browser(reviewer).get("/operating-points/?route=it-support&cutoffs=0.7,0.85").content.decode()
+    assert "/routes/it-support/policy/draft/?cutoff=0.85" in html and "Propose as policy" in html
+    assert "Propose as policy" not in _browser(integrator).get("/operating-points/?route=it-support").content.decode()
+
+
+def test_the_decision_page_shows_the_logged_and_the_signed_cutoff(draft, owner, reviewer, integrator):
+    from tests.analysis.populations import decision_records, post_decisions
+
+    owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json")
+    [decision_id] = post_decisions(integrator, decision_records([0.5], occurred_at="2099-01-01T00:00:00Z"))
+    html = _browser(reviewer).get(f"/decisions/{decision_id}/").content.decode()
+    assert "Cutoff the gate used" in html and "Signed cutoff in force at that time" in html
+    assert "version 1</a>, owner owner" in html and "did not follow the signed policy" in html
+    earlier = Decision.objects.filter(route__slug="it-support").order_by("occurred_at").first()
+    html = _browser(reviewer).get(f"/decisions/{earlier.pk}/").content.decode()
+    assert "no signed policy then" in html
+
+
+def test_the_route_page_counts_decisions_not_following_the_policy(draft, owner, reviewer, integrator):
+    from tests.analysis.populations import decision_records, post_decisions
+
+    owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json")
+    post_decisions(integrator, decision_records([0.5, 0.9, 0.2], occurred_at="2099-01-01T00:00:00Z"))
+    html = _browser(reviewer).get("/routes/it-support/policy/").content.decode()
+    assert "<strong>3</strong> decisions logged a cutoff other than the signed cutoff" in html
+    assert html.count('<a class="mono" href="/decisions/') == 3
+
+
+def test_the_demo_has_a_signed_hr_policy_and_an_it_draft_for_the_lead(settings, tmp_path):
+    from django.core.management import call_command
+
+    settings.DATA_DIR = tmp_path
+    call_command("load_demo", "--decisions", "40")
+    hr = PolicyVersion.objects.get(route__slug="hr-policy")
+    it = PolicyVersion.objects.get(route__slug="it-support")
+    assert hr.status == "active" and hr.owner.username == "lead" and hr.signed_by.username == "lead"
+    assert it.status == "draft" and it.owner.username == "lead"
+    from django.contrib.auth import get_user_model
+
+    lead = get_user_model().objects.get(username="lead")
+    page = Client()
+    page.force_login(lead)
+    assert page.get("/routes/hr-policy/policy/").status_code == 200
+    assert page.get(f"/policies/{it.pk}/sign/").status_code == 200
+    logins = (tmp_path / "demo-logins.txt").read_text()
+    assert logins.count("lead ") == 1 and "policy_owner on it-support, policy_owner on hr-policy" in logins
+
+
+def test_the_route_page_and_the_versions_list_cost_a_fixed_number_of_queries(draft, reviewer, owner):
+    from tests.governance.conftest import draft_body
+
+    page = _browser(reviewer)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count(url: str, client) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured.captured_queries)
+
+    before = (count("/routes/it-support/policy/", page), count("/api/v1/routes/it-support/policies", reviewer))
+    for cutoff in (0.8, 0.9, 0.95):
+        reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=cutoff), format="json")
+    after = (count("/routes/it-support/policy/", page), count("/api/v1/routes/it-support/policies", reviewer))
+    assert after == before
