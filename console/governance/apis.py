@@ -77,12 +77,17 @@ class RoutePoliciesApi(APIView):
         return Response(selectors.policy_as_dict(selectors.get_policy_for_user(request.user, policy.pk)), status=201)
 
     @extend_schema(summary="The route's policy versions, newest first (without the evidence text)",
+                   description="`decisions_not_following_policy`: decisions of the route whose logged cutoff "
+                               "differs from the signed cutoff in force at their time (gate not following policy).",
                    responses={200: inline_serializer("PolicyVersionList", {
-                       "policies": serializers.ListField(child=_POLICY)}), **_ERRORS})
+                       "policies": serializers.ListField(child=_POLICY),
+                       "decisions_not_following_policy": serializers.IntegerField()}), **_ERRORS})
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_policy_reader(request.user, slug)
         return Response({"policies": [selectors.policy_as_dict(p, with_evidence=False)
-                                      for p in selectors.policy_versions(route)]})
+                                      for p in selectors.policy_versions(route)],
+                         "decisions_not_following_policy":
+                             selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0)})
 
 
 class PolicyDetailApi(APIView):

@@ -78,6 +78,16 @@ def decision_policy_context(user, decision: Decision) -> dict[str, Any]:
     return {"signed_policy": signed, "gate_follows_policy": follows}
 
 
+def signed_policy_as_dict(decision: Decision) -> dict[str, Any] | None:
+    """For the decision lookup: the signed version in force when the decision was made, if any."""
+    signed = policy_in_force_at(decision.route_id, decision.occurred_at)
+    if signed is None:
+        return None
+    return {"id": signed.pk, "version": signed.version, "cutoff": signed.cutoff, "owner": signed.owner.get_username(),
+            "signed_at": signed.signed_at.isoformat(),
+            "gate_followed": abs(signed.cutoff - decision.cutoff) <= CUTOFF_TOLERANCE}
+
+
 _NOT_FOLLOWING_SQL = """
     SELECT d.route_id, count(*)
       FROM ledger_decision d

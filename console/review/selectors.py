@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.governance.selectors import signed_policy_as_dict
 from console.ledger.models import Decision
 from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
 from console.verification.selectors import span_checks_as_list, support_as_dict
@@ -42,5 +43,6 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
         "span_checks": span_checks_as_list(decision),
         "support": support_as_dict(decision),
         "shadow_run": shadow_run_as_dict(shadow_run_of(decision)),
+        "signed_policy": signed_policy_as_dict(decision),  # the signed cutoff in force at occurred_at
         **decision_grading(decision.pk),  # "grades" and "final_label"
     }

@@ -138,3 +138,8 @@ def test_the_compliance_count_equals_a_sql_reference(route, reviewer, owner, int
     assert reference == 6
     assert selectors.decisions_not_following_policy([route.pk]) == {route.pk: reference}
     assert selectors.decisions_not_following_policy() == {route.pk: reference}
+    assert reviewer.get("/api/v1/routes/it-support/policies").json()["decisions_not_following_policy"] == reference
+    late = decision_records([0.5], occurred_at=_at(5).isoformat().replace("+00:00", "Z"))[0]
+    [late_id] = post_decisions(integrator, [late])
+    signed = reviewer.get(f"/api/v1/decisions/{late_id}").json()["signed_policy"]
+    assert signed["cutoff"] == 0.7 and signed["version"] == 2 and signed["gate_followed"] is True

@@ -123,3 +123,15 @@ def test_the_outbox_page_lists_notifications_for_admins_only(admin, reviewer, ow
     assert page.status_code == 200 and b"waits for your signature" in page.content
     client.force_login(reviewer.user)
     assert client.get("/outbox/").status_code == 403
+
+
+def test_the_sweeper_delivers_messages_whose_job_was_lost(settings):
+    settings.JOBS_REQUEUE_AFTER_SECONDS = 0
+    with WebhookReceiver() as receiver:
+        notification = Notification.objects.create(channel="webhook", recipient=receiver.url, subject="s", body="b")
+        from console.notify.tasks import notifications_sweep
+
+        assert notifications_sweep() == 1
+        notification.refresh_from_db()
+        assert notification.status == "sent" and len(receiver.requests) == 1
+        assert notifications_sweep() == 0  # nothing is sent twice

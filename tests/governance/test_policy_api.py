@@ -98,7 +98,10 @@ def test_only_the_named_owner_signs(draft, reviewer, integrator, auditor, grader
     assert response.json()["status"] == "active" and response.json()["signed_by"] == "owner"
     signed = AuditEvent.objects.get(action="policy_signed")
     assert signed.payload["evidence_sha256"] == draft["evidence_sha256"] and signed.route == "it-support"
+    # The evidence itself is copied into the audit trail, not pointed at.
+    assert hashlib.sha256(signed.payload["evidence_text"].encode("utf-8")).hexdigest() == draft["evidence_sha256"]
     assert signed.actor.startswith("token:") and signed.actor.endswith("/owner")
+    assert auditor.get("/api/v1/audit/verify").json()["ok"] is True
 
 
 def test_a_stale_evidence_hash_is_409_and_nothing_is_signed(draft, owner):

@@ -26,10 +26,10 @@ def test_lookup_costs_a_fixed_number_of_queries(route, reviewer, django_assert_n
     [few] = ingest([record(passages=[{"id": "x", "text": "t"}])])
     [many] = ingest([record(passages=[{"id": f"p{i}", "text": f"t{i}"} for i in range(40)])])
     # token (read, last used), grants, decision (with its support), passages, span checks, shadow run,
-    # final label, grades
+    # final label, grades, signed policy in force at the decision's time
     for decision_id in (few, many):
         reviewer.credentials(HTTP_AUTHORIZATION=f"Token {make_token(reviewer.user)}")
-        with django_assert_num_queries(9):
+        with django_assert_num_queries(10):
             assert reviewer.get(f"/api/v1/decisions/{decision_id}").status_code == 200
 
 
