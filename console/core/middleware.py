@@ -26,6 +26,21 @@ class LoginRequiredEverywhereMiddleware:
         return self.get_response(request)
 
 
+class ContentSecurityPolicyMiddleware:
+    """Every HTML answer carries settings.CONTENT_SECURITY_POLICY, so a tag that slipped through a
+    sanitiser can still neither run a script nor load an image from another site."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.policy = settings.CONTENT_SECURITY_POLICY
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if self.policy and response.get("Content-Type", "").startswith("text/html"):
+            response.headers.setdefault("Content-Security-Policy", self.policy)
+        return response
+
+
 class ServiceErrorPagesMiddleware:
     """A ServiceError that escapes a page view becomes a page in the site's layout with its status
     and message (403 for Forbidden, 404 for NotFound, ...), so views never translate errors by hand.
