@@ -144,6 +144,19 @@ def test_opening_the_queue_page_takes_no_place(route, page_of):
     assert not Assignment.objects.filter(item__decision_id=decision_id).exists()
 
 
+def test_the_graders_pages_are_never_stored_by_a_browser_or_proxy(route, grader_user, page_of):
+    pooled([record(), record()])
+    pages = page_of(grader_user)
+    claimed = pages.post("/grading/next", HTTP_HX_REQUEST="true")
+    [item_id] = _item_ids(claimed.content.decode())
+    responses = [pages.get("/grading/"), pages.get("/grading/", HTTP_HX_REQUEST="true"), claimed,
+                 pages.post(f"/grading/items/{item_id}/skip", HTTP_HX_REQUEST="true"), pages.post("/grading/next")]
+    [next_id] = _item_ids(pages.get("/grading/").content.decode())
+    responses.append(pages.post(f"/grading/items/{next_id}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true"))
+    for response in responses:
+        assert "no-store" in response["Cache-Control"], response.request
+
+
 def test_guidelines_show_no_image_from_another_site(route, page_of):
     route.guidelines = ("![pixel](https://tracker.example/p.png) <img src=\"//tracker.example/q.png\"> "
                         "<img src=\"/\\tracker.example/r.png\"> ![logo](/static/logo.png) "
