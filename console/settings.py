@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "console.core.middleware.LoginRequiredEverywhereMiddleware",
     "console.core.middleware.ServiceErrorPagesMiddleware",
+    "console.core.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -121,6 +122,14 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads nothing from it; the token is set on <body>
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Sent on every HTML page (README "Security settings"). Scripts and images come from this site only
+# (images also inline as data:, as Swagger UI's icons are); inline styles stay allowed because the
+# dashboard's bars, htmx's indicator rule and Swagger UI set them.
+CONTENT_SECURITY_POLICY = env_str(
+    "CONTENT_SECURITY_POLICY",
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -219,3 +228,34 @@ NOTIFY_WEBHOOK_SECRET = env_str("NOTIFY_WEBHOOK_SECRET") or hashlib.sha256(
 NOTIFY_WEBHOOK_TIMEOUT_S = env_int("NOTIFY_WEBHOOK_TIMEOUT_S", 10, minimum=1, maximum=120)
 NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5, minimum=1, maximum=20)
 NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)
+
+# Django's cache is shared by every web worker (a per-process cache would let each gunicorn worker count
+# failed sign-ins on its own): the database cache, whose table comes with the accounts migrations.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "django_cache"}}
+# Failed sign-ins and bad API tokens (README "Security settings"): once a username or a client address
+# has failed this often within the window, its attempts get 429 until the window ends.
+LOGIN_FAILURES_PER_USER = env_int("LOGIN_FAILURES_PER_USER", 5, minimum=1, maximum=1000)
+LOGIN_FAILURES_PER_CLIENT = env_int("LOGIN_FAILURES_PER_CLIENT", 20, minimum=1, maximum=100_000)
+LOGIN_THROTTLE_SECONDS = env_int("LOGIN_THROTTLE_SECONDS", 15 * 60, minimum=1, maximum=24 * 3600)
+# Behind a reverse proxy every request comes from the proxy: name the header it appends the client's
+# address to (e.g. X-Forwarded-For) and its right-most entry is taken as the client.
+CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER")
+if CLIENT_IP_HEADER is not None and not re.fullmatch(r"[A-Za-z0-9-]+", CLIENT_IP_HEADER):
+    raise ConfigError(f"CLIENT_IP_HEADER must be a header name such as X-Forwarded-For, got {CLIENT_IP_HEADER!r}")
+
+# Behind TLS (README "Security settings"): cookies only over HTTPS, HSTS, and the header by which the
+# TLS-terminating proxy says a request came over HTTPS ("X-Forwarded-Proto: https"). All off by default,
+# since `make run` serves plain HTTP on localhost.
+SECURE_COOKIES = env_bool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 0, minimum=0, maximum=2 * 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+_proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER")
+if _proxy_ssl_header is not None:
+    _match = re.fullmatch(r"([A-Za-z0-9-]+):[ \t]*(\S+)", _proxy_ssl_header)
+    if not _match:
+        raise ConfigError('SECURE_PROXY_SSL_HEADER must look like "X-Forwarded-Proto: https"')
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _match[1].upper().replace("-", "_"), _match[2])

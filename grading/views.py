@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -75,6 +76,7 @@ def _render_queue(request, route: Route | None, assignment, *, done: bool = Fals
     return render(request, "grading/partials/grading_item.html", _queue_context(request, route, assignment, done=done))
 
 
+@never_cache  # like the queue API: an item in hand is never kept by a browser or proxy
 @require_GET
 @vary_on_headers("HX-Request")
 def grading_queue(request):
@@ -93,12 +95,14 @@ def _claim_next(request, route: Route | None):
     return _render_queue(request, route, assignment, done=assignment is None)
 
 
+@never_cache
 @require_POST
 def grading_next(request):
     _require_grader(request)
     return _claim_next(request, _chosen_route(request, request.POST.get("route")))
 
 
+@never_cache
 @require_POST
 def grading_grade(request, item_id: str):
     _require_grader(request)
@@ -116,6 +120,7 @@ def grading_grade(request, item_id: str):
     return _claim_next(request, route)
 
 
+@never_cache
 @require_POST
 def grading_skip(request, item_id: str):
     _require_grader(request)

@@ -3,7 +3,8 @@
   "use strict";
   var shownAt = performance.now();
   var keys = { "1": "button[name=verdict][value=correct]", "2": "button[name=verdict][value=incorrect]",
-               "3": "button[name=verdict][value=unsure]", "s": "button[data-key=s]", "S": "button[data-key=s]" };
+               "3": "button[name=verdict][value=unsure]", "s": "button[data-key=s]", "S": "button[data-key=s]",
+               "n": "button[data-key=n]", "N": "button[data-key=n]" };
 
   // The only swaps on this page bring a new item.
   document.addEventListener("htmx:afterSwap", function () { shownAt = performance.now(); });

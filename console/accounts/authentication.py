@@ -1,11 +1,14 @@
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from console.accounts import throttle
 from console.accounts.models import ApiToken, hash_token
 
 
 class HashedTokenAuthentication(authentication.BaseAuthentication):
-    """`Authorization: Token <key>`; the key is looked up by its SHA-256."""
+    """`Authorization: Token <key>`; the key is looked up by its SHA-256. A client that sent too many
+    bad keys (LOGIN_FAILURES_PER_CLIENT in LOGIN_THROTTLE_SECONDS) gets 429 for bad keys until its
+    window ends."""
 
     keyword = "Token"
 
@@ -13,6 +16,18 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
+        try:
+            return self._authenticate_token(header)
+        except exceptions.AuthenticationFailed:
+            # Only failures touch the throttle: a valid token costs no extra query, and a key of 256
+            # random bits cannot be guessed anyway; what this stops is a client hammering with bad keys.
+            address = throttle.client_address(request)
+            if blocked := throttle.blocked("api-token", username=None, address=address):
+                raise exceptions.Throttled(wait=blocked.retry_after, detail=blocked.message) from None
+            throttle.record_failure("api-token", username=None, address=address)
+            raise
+
+    def _authenticate_token(self, header: list[bytes]):
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Authorization header must be 'Token <key>'.")
         try:

@@ -61,7 +61,11 @@ class CertifiedCutoffApi(APIView):
         parameters=[
             OpenApiParameter("alpha", float, description="Risk level to certify, default 0.1 (0.001 to 0.999)."),
             OpenApiParameter("delta", float, description="Error probability, default 0.05 (0.0001 to 0.5)."),
-            OpenApiParameter("grid", str, description="Comma-separated cutoffs, default 0.00, 0.01, ..., 0.99."),
+            OpenApiParameter("grid", str, description=(
+                "Cutoffs to scan, comma-separated: numbers and start:stop:step ranges (stop included when "
+                "on the step), up to 1001 in all, no repeats. Default 0:0.99:0.01 (0.00, 0.01, ..., 0.99); "
+                "e.g. 0.5:0.99:0.01 or 0:0.5:0.1,0.95. A range is computed in decimal, so 0.5:0.99:0.01 "
+                "gives exactly the cutoffs 0.5,0.51,...,0.99 would.")),
             *_FILTERS,
         ],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The certification"), **_ERRORS},

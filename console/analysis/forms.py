@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django import forms
 
-from console.analysis.params import MAX_BINS, calibration_query
+from console.analysis.params import MAX_BINS, calibration_query, certified_cutoff_query
 from console.analysis.reports import DEFAULT_BAND
 from console.core.errors import InvalidInput
 from console.stats.policy_math import citation_adjusted_cost, cost_threshold_problem
@@ -70,6 +70,21 @@ class CertifyForm(_PanelForm):
     alpha = forms.FloatField(label="Wrong-answer rate to certify (alpha)", min_value=0.001, max_value=0.999,
                              initial=0.1)
     delta = forms.FloatField(label="Error probability (delta)", min_value=0.0001, max_value=0.5, initial=0.05)
+    grid = forms.CharField(label="Cutoffs to scan", required=False, max_length=20_000, initial="0:0.99:0.01",
+                           help_text="start:stop:step ranges and numbers, comma-separated (as the API's grid)")
+
+    def clean_grid(self) -> tuple[float, ...]:
+        raw = (self.cleaned_data.get("grid") or "").strip() or self.fields["grid"].initial
+        try:
+            return certified_cutoff_query({"grid": raw}).grid
+        except InvalidInput as exc:
+            raise forms.ValidationError(exc.details[0]["message"]) from None
+
+    def values(self) -> dict:
+        values = super().values()
+        if not isinstance(values["grid"], tuple):  # the form did not validate: the initial text, parsed
+            values["grid"] = certified_cutoff_query({"grid": values["grid"]}).grid
+        return values
 
 
 class PlannerForm(_PanelForm):

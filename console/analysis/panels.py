@@ -41,7 +41,7 @@ from console.stats.policy_math import (
 )
 
 PAGE_PARAMETERS = ("route", "tab", "answers", "segment", "c_w", "c_a", "q", "c_v", "band_lower", "band_cutoff",
-                   "alpha", "delta", "half_width", "compare", "bins", "by")
+                   "alpha", "delta", "half_width", "compare", "bins", "by", "grid")
 TABS = ("decide", "calibration")
 INTERVAL_LABELS = {"wilson": "Wilson", "clopper_pearson": "Clopper–Pearson", "jeffreys": "Jeffreys",
                    "agresti_coull": "Agresti–Coull"}
@@ -283,7 +283,8 @@ def band_panel(page: Page) -> dict[str, Any]:
 def certified_panel(page: Page) -> dict[str, Any]:
     form = CertifyForm(page.params)
     values = form.values()
-    query = CertifiedCutoffQuery(window=page.query.window, alpha=values["alpha"], delta=values["delta"])
+    query = CertifiedCutoffQuery(window=page.query.window, alpha=values["alpha"], delta=values["delta"],
+                                 grid=values["grid"])
     certification = reports.certified_cutoff_report(page.route, query).data
     context = {"certify_form": form, "certification": certification}
     if certification["certified"]:

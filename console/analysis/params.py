@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 from console.core.errors import InvalidInput
@@ -166,7 +167,9 @@ class _Reader:
             return default
         return int(raw)
 
-    def number_list(self, name: str, default: tuple[float, ...], limit: int) -> tuple[float, ...]:
+    def number_list(self, name: str, default: tuple[float, ...], limit: int, *, ranges: bool = False
+                    ) -> tuple[float, ...]:
+        """Comma-separated numbers; with `ranges`, a part may also be `start:stop:step` (see _range)."""
         raw = self.raw(name)
         if raw is None:
             return default
@@ -177,11 +180,17 @@ class _Reader:
         if len(parts) > limit:
             self.error(name, f"takes at most {limit} numbers; got {len(parts)}.")
             return default
-        values = [_to_float(part) for part in parts]
-        bad = [part for part, value in zip(parts, values, strict=True) if value is None]
+        numbers = [_range(part) if ranges and ":" in part else _to_float(part) for part in parts]
+        bad = [part for part, value in zip(parts, numbers, strict=True) if value is None]
         if bad:
-            self.error(name, f"must be finite numbers; not {', '.join(repr(b[:20]) for b in bad[:3])}.")
+            shape = "finite numbers or start:stop:step ranges (start <= stop, step > 0)" if ranges else "finite numbers"
+            self.error(name, f"must be {shape}; not {', '.join(repr(b[:20]) for b in bad[:3])}.")
             return default
+        total = sum(value.count if isinstance(value, _Range) else 1 for value in numbers)
+        if total > limit:
+            self.error(name, f"takes at most {limit} numbers; got {total if total < 10**9 else 'over a billion'}.")
+            return default
+        values = [v for value in numbers for v in (value.values() if isinstance(value, _Range) else [value])]
         if len(set(values)) != len(values):
             self.error(name, "must not repeat a value.")
             return default
@@ -244,6 +253,33 @@ def _raise_for(errors: list[dict[str, str]]) -> None:
         raise InvalidInput(f"Invalid parameters. {problems}", details=errors, code="invalid_parameter")
 
 
+@dataclass(frozen=True)
+class _Range:
+    """`start:stop:step`: start, start + step, ... up to stop (included when it lies on the step).
+
+    Computed in decimal, so `0.5:0.99:0.01` gives exactly the numbers `0.5,0.51,...,0.99` would (each
+    the float nearest its decimal), with no drift from adding 0.01 in binary; `count` is known before
+    any value is made, so a range of a billion steps is refused without building it.
+    """
+
+    start: Decimal
+    step: Decimal
+    count: int
+
+    def values(self) -> list[float]:
+        return [float(self.start + index * self.step) for index in range(self.count)]
+
+
+def _range(part: str) -> _Range | None:
+    pieces = part.split(":")
+    floats = [_to_float(piece) for piece in pieces]
+    # A step too small for a float (1e-400) counts as zero: it would also overflow the count below.
+    if len(pieces) != 3 or None in floats or floats[2] <= 0 or floats[0] > floats[1]:
+        return None
+    start, stop, step = (Decimal(piece.strip()) for piece in pieces)
+    return _Range(start, step, int((stop - start) / step) + 1)
+
+
 def _to_float(raw: str) -> float | None:
     try:
         value = float(raw)
@@ -274,7 +310,8 @@ def operating_points_query(params: Mapping[str, Any], *, also_allowed: Iterable[
 
 
 def certified_cutoff_query(params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()) -> CertifiedCutoffQuery:
-    """``alpha`` in [0.001, 0.999], ``delta`` in [0.0001, 0.5], ``grid`` (1 to 1001 cutoffs).
+    """``alpha`` in [0.001, 0.999], ``delta`` in [0.0001, 0.5], ``grid`` (1 to 1001 cutoffs, as numbers
+    and ``start:stop:step`` ranges, comma-separated: ``0:0.99:0.01`` is the default grid).
 
     The bounds keep the smallest sample that can certify (n_start) within reach: alpha = 0.001
     already needs about 11,000 graded served answers.
@@ -285,7 +322,7 @@ def certified_cutoff_query(params: Mapping[str, Any], *, also_allowed: Iterable[
         window=reader.window(),
         alpha=reader.number("alpha", 0.1, 0.001, 0.999, closed=True),
         delta=reader.number("delta", 0.05, 0.0001, 0.5, closed=True),
-        grid=reader.number_list("grid", DEFAULT_GRID, MAX_GRID),
+        grid=reader.number_list("grid", DEFAULT_GRID, MAX_GRID, ranges=True),
     )
     reader.finish()
     return query

@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 from django.urls import Resolver404
 
@@ -26,9 +27,25 @@ class LoginRequiredEverywhereMiddleware:
         return self.get_response(request)
 
 
+class ContentSecurityPolicyMiddleware:
+    """Every HTML answer carries settings.CONTENT_SECURITY_POLICY, so a tag that slipped through a
+    sanitiser can still neither run a script nor load an image from another site."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.policy = settings.CONTENT_SECURITY_POLICY
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if self.policy and response.get("Content-Type", "").startswith("text/html"):
+            response.headers.setdefault("Content-Security-Policy", self.policy)
+        return response
+
+
 class ServiceErrorPagesMiddleware:
     """A ServiceError that escapes a page view becomes a page in the site's layout with its status
-    and message (403 for Forbidden, 404 for NotFound, ...), so views never translate errors by hand.
+    and message (403 for Forbidden, 404 for NotFound, ...), so views never translate errors by hand;
+    so does Django's PermissionDenied (403).
     The API answers the same errors in its JSON envelope (console.core.api.exception_handler)."""
 
     def __init__(self, get_response):
@@ -38,7 +55,13 @@ class ServiceErrorPagesMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(exception, ServiceError) or request.path_info.startswith("/api/"):
+        if request.path_info.startswith("/api/"):
+            return None
+        if isinstance(exception, PermissionDenied):
+            # Answered here rather than by Django's handler, which logs a refusal with its traceback;
+            # this way a 403 is one warning line ("Forbidden: /path"), like every other 4xx.
+            return permission_denied(request, exception)
+        if not isinstance(exception, ServiceError):
             return None
         return error_page(request, exception.status, exception.message)
 

@@ -33,7 +33,9 @@ class Passage(models.Model):
     """A retrieved chunk exactly as it was at request time. Rows are never edited.
 
     The same external id with other text (or source, uri, corpus snapshot) is another passage;
-    `content_key` is the SHA-256 over all of them and makes the row content-addressed.
+    `content_key` is the SHA-256 over all of them and makes the row content-addressed. The key
+    includes the route that logged it, so routes never share a passage row (nor its embedding);
+    rows stored before the route was part of the key keep their old key and are never matched again.
     """
 
     external_id = models.CharField(max_length=500, help_text="The retriever's id for the chunk.")

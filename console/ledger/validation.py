@@ -199,10 +199,13 @@ def _fill_hashes(item: DecisionInput) -> None:
     passages = []
     for passage in sorted(item.passages, key=lambda p: p.rank):
         passage.text_sha256 = _sha(passage.text)
-        passage.content_key = _sha(
-            json.dumps([passage.external_id, corpus, passage.text_sha256, passage.source, passage.uri])
-        )
-        passages.append([passage.content_key, passage.rank, passage.retrieval_score, passage.embedding])
+        content = [passage.external_id, corpus, passage.text_sha256, passage.source, passage.uri]
+        # A passage belongs to its route: the same chunk logged by two routes is two rows, each with
+        # its own id and embedding, so one route's readers never reach the other's through a shared id.
+        # The decision's own hash keeps the route-free digest (its route is in it already), so
+        # decisions stored before passages were scoped still repeat as unchanged.
+        passage.content_key = _sha(json.dumps([item.route, *content]))
+        passages.append([_sha(json.dumps(content)), passage.rank, passage.retrieval_score, passage.embedding])
     item.passages.sort(key=lambda p: p.rank)
     canonical = [
         item.route, item.request_id, item.occurred_at.isoformat(timespec="microseconds"),

@@ -75,6 +75,29 @@ def test_a_chosen_grid_is_scanned_instead_of_the_default(owner, integrator):
     assert [step["cutoff"] for step in body["steps"]][:2] == [0.8, 0.65]
 
 
+@pytest.mark.parametrize("compact, long_list", [
+    ("0.5:0.99:0.01", ",".join(f"0.{i}" for i in range(50, 100))),
+    ("0:0.99:0.01", ",".join(f"{i / 100:.2f}" for i in range(100))),
+    ("0.2:0.6:0.2,0.85,0.9:0.99:0.03", "0.2,0.4,0.6,0.85,0.9,0.93,0.96,0.99"),
+])
+def test_a_compact_grid_gives_the_same_answer_as_the_long_list(owner, integrator, compact, long_list):
+    graded_route(integrator, seed=2)
+    url = "/api/v1/routes/it-support/certified-cutoff?alpha=0.15&grid="
+    by_range, by_list = owner.get(url + compact).json(), owner.get(url + long_list).json()
+    assert by_range["steps"] and by_range["certified"]
+    for body in (by_range, by_list):
+        body.pop("computed_at", None)
+    assert by_range == by_list
+
+
+def test_the_largest_grid_fits_in_a_short_query(owner, integrator):
+    graded_route(integrator, seed=3)
+    body = owner.get("/api/v1/routes/it-support/certified-cutoff?alpha=0.15&grid=0:1:0.001").json()
+    assert body["certified"] and round(body["cutoff"], 3) == body["cutoff"]
+    tested = [step["cutoff"] for step in body["steps"]]
+    assert tested == sorted(tested, reverse=True) and tested[0] == 1.0
+
+
 def test_too_small_a_sample_is_not_certified_and_says_why(owner, integrator):
     graded_route(integrator, n=60)
     body = owner.get("/api/v1/routes/it-support/certified-cutoff").json()
@@ -108,6 +131,8 @@ def test_the_statement_names_route_window_and_versions(owner, integrator):
 @pytest.mark.parametrize("query, parameter", [
     ("?alpha=0", "alpha"), ("?alpha=1.5", "alpha"), ("?alpha=0.0001", "alpha"), ("?delta=0.7", "delta"),
     ("?delta=x", "delta"), ("?grid=", "grid"), ("?grid=0.1,z", "grid"), ("?cutoffs=0.5", "cutoffs"),
+    ("?grid=0:1:0.0001", "grid"), ("?grid=0.9:0.1:0.1", "grid"), ("?grid=0:1:0", "grid"), ("?grid=0:1", "grid"),
+    ("?grid=0:1:1e-400", "grid"), ("?grid=0:0.5:0.1,0.3", "grid"), ("?grid=0:1e12:1e-300", "grid"),
 ])
 def test_bad_certification_parameters_are_refused(owner, route, query, parameter):
     response = owner.get(f"/api/v1/routes/it-support/certified-cutoff{query}")

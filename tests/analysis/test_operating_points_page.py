@@ -132,6 +132,16 @@ def test_the_certified_cutoff_panel_speaks_plainly(lead, integrator):
     assert "versions corpus snap-2026-11-01; gate nli-4; model gen-2026-10" in page
 
 
+def test_the_certified_cutoff_panel_takes_a_compact_grid_like_the_api(lead, integrator, owner):
+    census(integrator, n=500, seed=1)
+    api = owner.get("/api/v1/routes/it-support/certified-cutoff?alpha=0.25&grid=0.6:0.9:0.05").json()
+    page = htmx(lead, "certified", "alpha=0.25&grid=0.6:0.9:0.05").content.decode()
+    assert api["certified"] and api["statement"].split(" on route")[0] in page
+    assert 'value="0.6:0.9:0.05"' in page
+    wrong = htmx(lead, "certified", "alpha=0.25&grid=0.9:0.6:0.05").content.decode()
+    assert "start:stop:step" in wrong
+
+
 def test_the_planner_sizes_each_row_and_a_pair_of_cutoffs(lead, graded):
     page = htmx(lead, "planner", "half_width=0.05&compare=0.7-0.85").content.decode()
     assert "Read a row's false-abstention rate to ±5.0%" in page

@@ -39,7 +39,7 @@ def test_signing_in_as_a_grader_ends_on_the_queue(client, route):
     assert b"Grade answers" in response.content
 
 
-def test_the_queue_page_claims_on_load_and_shows_the_item(route, grader_user, page_of):
+def test_the_queue_page_offers_to_start_and_the_button_shows_the_item(route, grader_user, page_of):
     route.guidelines = "# Rules\n\nBe **strict**. <script>alert(1)</script>"
     route.save()
     pooled([record(question="Where is the printer?", claim="On floor two.",
@@ -49,7 +49,7 @@ def test_the_queue_page_claims_on_load_and_shows_the_item(route, grader_user, pa
     page = pages.get("/grading/")
     assert page["Vary"] and "HX-Request" in page["Vary"]
     html = page.content.decode()
-    assert 'hx-trigger="load, submit"' in html and "Start grading" in html  # no lease yet: claimed on load
+    assert "Start grading" in html and 'hx-trigger="load' not in html  # no lease yet: the button takes one
     assert 'src="/static/grading.js"' in html
     fragment = pages.post("/grading/next", HTTP_HX_REQUEST="true").content.decode()
     assert not fragment.lstrip().startswith("<!doctype")
@@ -132,6 +132,41 @@ def test_graders_only_reach_the_queue(route, grader_user, page_of):
         assert pages.get(path).status_code == 403
     outsider = page_of(make_user("nobody-here"))
     assert outsider.get("/grading/").status_code == 403
+
+
+def test_opening_the_queue_page_takes_no_place(route, page_of):
+    [decision_id] = pooled([record()])
+    for name, role in (("browsing-reviewer", "reviewer"), ("browsing-admin", "admin")):
+        pages = page_of(make_user(name, role))
+        for _ in range(2):
+            html = pages.get("/grading/").content.decode()
+            assert 'hx-trigger="load' not in html and "Start grading" in html
+    assert not Assignment.objects.filter(item__decision_id=decision_id).exists()
+
+
+def test_the_graders_pages_are_never_stored_by_a_browser_or_proxy(route, grader_user, page_of):
+    pooled([record(), record()])
+    pages = page_of(grader_user)
+    claimed = pages.post("/grading/next", HTTP_HX_REQUEST="true")
+    [item_id] = _item_ids(claimed.content.decode())
+    responses = [pages.get("/grading/"), pages.get("/grading/", HTTP_HX_REQUEST="true"), claimed,
+                 pages.post(f"/grading/items/{item_id}/skip", HTTP_HX_REQUEST="true"), pages.post("/grading/next")]
+    [next_id] = _item_ids(pages.get("/grading/").content.decode())
+    responses.append(pages.post(f"/grading/items/{next_id}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true"))
+    for response in responses:
+        assert "no-store" in response["Cache-Control"], response.request
+
+
+def test_guidelines_show_no_image_from_another_site(route, page_of):
+    route.guidelines = ("![pixel](https://tracker.example/p.png) <img src=\"//tracker.example/q.png\"> "
+                        "<img src=\"/\\tracker.example/r.png\"> ![logo](/static/logo.png) "
+                        "![dot](data:image/png;base64,iVBORw0KGgo=) [a link](data:text/html,hi)")
+    route.save()
+    html = page_of(make_user("pixel-reviewer", "reviewer")).get("/grading/routes/it-support/guidelines/")
+    preview = html.content.decode().split("</textarea>")[-1]
+    assert "tracker.example" not in preview
+    assert 'src="/static/logo.png"' in preview and 'src="data:image/png;base64,iVBORw0KGgo="' in preview
+    assert "data:text/html" not in preview
 
 
 def test_reviewers_edit_guidelines_as_markdown(route, page_of):

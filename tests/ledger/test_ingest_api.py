@@ -204,3 +204,28 @@ def test_an_embedding_is_stored_as_a_pgvector(integrator):
 
 def test_make_route_helper_is_idempotent(db):
     assert make_route("x-route").pk == make_route("x-route").pk
+
+
+def test_routes_logging_the_same_passage_get_their_own_passage_and_embedding(route, other_route, integrator):
+    shared = {"id": "kb/shared#1", "text": "Badges are collected at reception.", "rank": 1, "source": "kb",
+              "uri": "https://intranet/kb/badges"}
+    it_record = record(route="it-support", passages=[{**shared, "embedding": [1.0, 0.0]}])
+    hr_record = record(route="hr-policy", passages=[{**shared, "embedding": [0.0, 1.0]}])
+    assert post(integrator, [it_record]).status_code == 201
+    assert post(integrator, [hr_record]).status_code == 201
+
+    it_reader = make_user("it-lead", "policy_owner", route)
+    hr_reader = make_user("hr-lead", "policy_owner", other_route)
+    integrator.credentials(HTTP_AUTHORIZATION=f"Token {make_token(it_reader)}")
+    it_passage = integrator.get(f"/api/v1/routes/it-support/decisions/{it_record['request_id']}").json()
+    integrator.credentials(HTTP_AUTHORIZATION=f"Token {make_token(hr_reader)}")
+    hr_passage = integrator.get(f"/api/v1/routes/hr-policy/decisions/{hr_record['request_id']}").json()
+    it_id, hr_id = it_passage["passages"][0]["passage_id"], hr_passage["passages"][0]["passage_id"]
+    assert it_id != hr_id
+    assert list(Passage.objects.get(pk=it_id).embedding) == [1.0, 0.0]
+    assert list(Passage.objects.get(pk=hr_id).embedding) == [0.0, 1.0]
+
+    # The HR reader verifies against HR's passage, and cannot reach IT's through its id.
+    claim = {"claim": "collected at reception"}
+    assert integrator.post("/api/v1/verify", {"passage_id": hr_id, **claim}, format="json").status_code == 200
+    assert integrator.post("/api/v1/verify", {"passage_id": it_id, **claim}, format="json").status_code == 404

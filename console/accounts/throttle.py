@@ -1,0 +1,77 @@
+"""Throttling of failed sign-ins, per username and per client address.
+
+Counts live in Django's cache (the database cache by default, so every web worker sees the same
+counts). A window opens at the first failure and lasts LOGIN_THROTTLE_SECONDS; once a username or
+a client has failed its limit within the window, further attempts are refused, right or wrong, until
+the window ends. A successful sign-in clears its username's count, never its client's, so an
+attacker cannot reset a client's count with an account of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+
+
+@dataclass(frozen=True)
+class Throttled:
+    """Attempts are refused for `retry_after` more seconds."""
+
+    retry_after: int
+
+    @property
+    def message(self) -> str:
+        minutes = max(1, math.ceil(self.retry_after / 60))
+        return f"Too many failed attempts; try again in {minutes} minute{'s' if minutes != 1 else ''}."
+
+
+def client_address(request) -> str:
+    """The client's address: REMOTE_ADDR, or behind a proxy the right-most entry of the header named
+    in CLIENT_IP_HEADER (the one the proxy itself appended, which the client cannot forge)."""
+    header = settings.CLIENT_IP_HEADER
+    if header:
+        forwarded = request.META.get("HTTP_" + header.upper().replace("-", "_"), "")
+        hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+        if hops:
+            return hops[-1]
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def _keys(scope: str, *, username: str | None, address: str) -> list[tuple[str, int]]:
+    """(cache key, limit) of each counter an attempt counts against; usernames fold case as sign-in does not,
+    so `Admin` and `admin` share one count."""
+    keys = [(_key(scope, "client", address), settings.LOGIN_FAILURES_PER_CLIENT)]
+    if username is not None:
+        keys.append((_key(scope, "user", username.strip().casefold()), settings.LOGIN_FAILURES_PER_USER))
+    return keys
+
+
+def _key(scope: str, kind: str, value: str) -> str:
+    return f"throttle:{scope}:{kind}:{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
+def blocked(scope: str, *, username: str | None, address: str) -> Throttled | None:
+    """Throttled when the username or the client has used up its failures in the current window."""
+    now = time.time()
+    waits = [math.ceil(window["until"] - now) for key, limit in _keys(scope, username=username, address=address)
+             if (window := cache.get(key)) and window["failures"] >= limit and window["until"] > now]
+    return Throttled(retry_after=max(waits)) if waits else None
+
+
+def record_failure(scope: str, *, username: str | None, address: str) -> None:
+    now = time.time()
+    for key, _limit in _keys(scope, username=username, address=address):
+        window = cache.get(key)
+        if not window or window["until"] <= now:
+            window = {"failures": 0, "until": now + settings.LOGIN_THROTTLE_SECONDS}
+        window["failures"] += 1
+        cache.set(key, window, timeout=math.ceil(window["until"] - now))
+
+
+def clear_username(scope: str, *, username: str) -> None:
+    cache.delete(_key(scope, "user", username.strip().casefold()))

@@ -1,0 +1,99 @@
+"""Failed sign-ins and bad API tokens are throttled per username and per client address."""
+
+import time
+from types import SimpleNamespace
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from console.accounts import throttle
+from tests.factories import make_token, make_user
+
+LOGIN = "/accounts/login/"
+
+
+@pytest.fixture
+def ada(db):
+    return make_user("ada", "reviewer", password="the-right-password")
+
+
+def _sign_in(password: str, *, username: str = "ada", address: str = "10.0.0.1", client: Client | None = None):
+    client = client or Client()
+    return client.post(LOGIN, {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+def test_five_wrong_passwords_lock_the_username_even_for_the_right_one(ada):
+    for _ in range(5):
+        response = _sign_in("wrong")
+        assert response.status_code == 200 and "did not match" in response.content.decode()
+    response = _sign_in("the-right-password")
+    assert response.status_code == 429
+    assert "Too many failed attempts; try again in 15 minutes." in response.content.decode()
+    assert 0 < int(response["Retry-After"]) <= 900
+    assert "_auth_user_id" not in response.client.session
+
+
+def test_the_username_count_follows_it_across_addresses_and_case(ada):
+    for n in range(5):
+        _sign_in("wrong", username="ADA" if n % 2 else "ada", address=f"10.0.1.{n}")
+    assert _sign_in("the-right-password", address="10.0.9.9").status_code == 429
+
+
+def test_one_address_failing_for_many_usernames_is_locked_out(ada, settings):
+    settings.LOGIN_FAILURES_PER_CLIENT = 8
+    for n in range(8):
+        _sign_in("guess", username=f"someone-{n}", address="10.0.0.66")
+    assert _sign_in("the-right-password", address="10.0.0.66").status_code == 429
+    response = _sign_in("the-right-password", address="10.0.0.67")
+    assert response.status_code == 302 and response["Location"] == "/"
+
+
+def test_signing_in_clears_the_usernames_count(ada):
+    for _ in range(4):
+        _sign_in("wrong")
+    assert _sign_in("the-right-password").status_code == 302
+    for _ in range(4):
+        _sign_in("wrong")
+    assert _sign_in("the-right-password").status_code == 302
+
+
+def test_attempts_are_allowed_again_when_the_window_ends(ada, monkeypatch):
+    now = [time.time()]
+    monkeypatch.setattr(throttle, "time", SimpleNamespace(time=lambda: now[0]))
+    for _ in range(5):
+        _sign_in("wrong")
+    now[0] += 14 * 60
+    response = _sign_in("the-right-password")
+    assert response.status_code == 429 and "try again in 1 minute." in response.content.decode()
+    now[0] += 60
+    assert _sign_in("the-right-password").status_code == 302
+
+
+def test_behind_a_proxy_the_address_it_appended_is_the_client(ada, settings):
+    settings.CLIENT_IP_HEADER = "X-Forwarded-For"
+    settings.LOGIN_FAILURES_PER_CLIENT = 3
+    for n in range(3):
+        # The client controls the left part of the header; the proxy appends the real address last.
+        Client().post(LOGIN, {"username": f"x{n}", "password": "p"}, REMOTE_ADDR="10.9.9.9",
+                      HTTP_X_FORWARDED_FOR=f"1.2.3.{n}, 203.0.113.7")
+    blocked = Client().post(LOGIN, {"username": "ada", "password": "the-right-password"}, REMOTE_ADDR="10.9.9.9",
+                            HTTP_X_FORWARDED_FOR="203.0.113.7")
+    assert blocked.status_code == 429
+    other = Client().post(LOGIN, {"username": "ada", "password": "the-right-password"}, REMOTE_ADDR="10.9.9.9",
+                          HTTP_X_FORWARDED_FOR="198.51.100.1")
+    assert other.status_code == 302
+
+
+def test_a_client_sending_bad_api_tokens_is_throttled_and_good_tokens_still_work(ada, settings):
+    settings.LOGIN_FAILURES_PER_CLIENT = 4
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token arc_not-a-real-token")
+    for _ in range(4):
+        assert client.get("/api/v1/routes", REMOTE_ADDR="10.0.0.5").status_code == 401
+    response = client.get("/api/v1/routes", REMOTE_ADDR="10.0.0.5")
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "throttled" and int(response["Retry-After"]) > 0
+    assert client.get("/api/v1/routes", REMOTE_ADDR="10.0.0.6").status_code == 401
+    client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(ada)}")
+    assert client.get("/api/v1/routes", REMOTE_ADDR="10.0.0.5").status_code == 200
