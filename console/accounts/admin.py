@@ -1,15 +1,34 @@
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 
 from console.accounts.models import ApiToken, RoleGrant
+from console.core.admin import ReadOnlyAdmin
+
+# Users, grants and tokens change through `issue_token` and the account services, which audit
+# every change; the admin only shows them.
 
 
 @admin.register(RoleGrant)
-class RoleGrantAdmin(admin.ModelAdmin):
+class RoleGrantAdmin(ReadOnlyAdmin):
     list_display = ["user", "role", "route", "created_at"]
     list_filter = ["role", "route"]
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(ReadOnlyAdmin):
     list_display = ["prefix", "user", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["key_hash", "prefix", "created_at", "last_used_at"]
+    exclude = ["key_hash"]
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class ReadOnlyUserAdmin(ReadOnlyAdmin, UserAdmin):
+    """Django's user admin, read-only: a user created or made superuser here would skip the audit."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f for f in super().get_readonly_fields(request, obj) if f != "password"]
