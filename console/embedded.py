@@ -20,6 +20,7 @@ from urllib.parse import quote
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "console"
+SUPERUSER = "postgres"  # the cluster superuser pgserver creates; used only to set the roles up
 _held_servers: list[object] = []
 
 

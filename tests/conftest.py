@@ -100,3 +100,12 @@ def _jobs_run_inline():
     app.conf.task_eager_propagates = True
     yield
     app.conf.task_always_eager = False
+
+
+@pytest.fixture(autouse=True)
+def _audit_checkpoints_in_tmp(settings, tmp_path):
+    """Each test signs with its own key into its own checkpoint log, never the data directory's."""
+    settings.AUDIT_SIGNING_KEY = None
+    settings.AUDIT_SIGNING_KEY_FILE = tmp_path / "audit-signing-key.pem"
+    settings.AUDIT_CHECKPOINT_LOG = tmp_path / "audit-checkpoints.jsonl"
+    settings.AUDIT_CHECKPOINT_WEBHOOK = None
