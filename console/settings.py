@@ -86,8 +86,17 @@ TEMPLATES = [
     },
 ]
 
-_database_url = env_str("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
+# Two roles (console/core/db_roles.py): DATABASE_URL is the app's, which may only add and read
+# audit events; DATABASE_OWNER_URL (same server and database) owns the tables and runs migrations.
+_database_url = env_str("DATABASE_URL")
+_owner_url = env_str("DATABASE_OWNER_URL")
+if not _database_url:
+    _database_url, _owner_url = embedded.postgres_url(DATA_DIR), embedded.postgres_owner_url(DATA_DIR)
 DATABASES = {"default": embedded.database_settings(_database_url)}
+DATABASE_OWNER = None
+if _owner_url:
+    _owner = embedded.database_settings(_owner_url)
+    DATABASE_OWNER = {"USER": _owner["USER"], "PASSWORD": _owner["PASSWORD"]}
 # Separate test databases let several test runs share one server (e.g. CI beside a developer).
 DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_console")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -33,6 +33,23 @@ def superuser_conninfo() -> str:
     pytest.skip("an external database needs TEST_DATABASE_SUPERUSER_URL to play the attacker")
 
 
+def owner_conninfo() -> str:
+    """The test database as the owner role (which migrations run as), from the settings."""
+    from django.conf import settings
+
+    params = connection.settings_dict
+    owner = settings.DATABASE_OWNER or {"USER": params["USER"], "PASSWORD": params["PASSWORD"]}
+    return psycopg.conninfo.make_conninfo(host=params["HOST"] or None, port=params["PORT"] or None,
+                                          user=owner["USER"], password=owner["PASSWORD"] or None,
+                                          dbname=params["NAME"])
+
+
+@contextmanager
+def owner_cursor():
+    with psycopg.connect(owner_conninfo(), autocommit=True) as conn, conn.cursor() as cursor:
+        yield cursor
+
+
 @contextmanager
 def superuser_cursor():
     with psycopg.connect(superuser_conninfo(), autocommit=True) as conn, conn.cursor() as cursor:
