@@ -30,6 +30,7 @@ class Action(models.TextChoices):
     ADJUDICATION_REQUESTED = "adjudication_requested", "Sent to adjudication"
     LABEL_ADJUDICATED = "label_adjudicated", "Label adjudicated"
     LABELS_IMPORTED = "labels_imported", "Labels imported"
+    TOKEN_REVOKED = "token_revoked", "Token revoked"
 
 
 class AuditEvent(models.Model):

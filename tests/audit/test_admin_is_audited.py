@@ -142,3 +142,27 @@ def test_a_route_edit_in_the_admin_writes_its_event(superuser_browser, route):
     assert superuser_browser.post(_url(type(route), "add"), {"slug": "x", "name": "X"}).status_code == 403
     assert superuser_browser.post(_url(type(route), "delete", route.pk), {"post": "yes"}).status_code == 403
     assert make_route("it-support").pk == route.pk
+
+
+def test_revoking_tokens_in_the_admin_goes_through_the_audited_service(superuser_browser, route):
+    from rest_framework.test import APIClient
+
+    holder = make_user("holder", "reviewer")
+    key = make_token(holder)
+    token = ApiToken.objects.get(user=holder)
+    before = AuditEvent.objects.count()
+    revoke = {"action": "revoke", "_selected_action": [token.pk], "index": 0}
+    response = superuser_browser.post("/admin/accounts/apitoken/", revoke)
+    assert response.status_code == 302
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    event = AuditEvent.objects.order_by("-seq").first()
+    assert AuditEvent.objects.count() == before + 1
+    assert (event.action, event.actor) == ("token_revoked", "user:root")
+    assert event.payload == {"old": {"token_prefix": key[:12]}}
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert client.get("/api/v1/routes").status_code == 401
+    # Revoking it again changes nothing and records nothing.
+    superuser_browser.post("/admin/accounts/apitoken/", revoke)
+    assert AuditEvent.objects.count() == before + 1
