@@ -117,6 +117,7 @@ def test_every_audited_row_refuses_change_and_delete_posts(superuser_browser, au
     before = AuditEvent.objects.count()
     counts = {model: model.objects.count() for model in audited_rows}
     for model, row in audited_rows.items():
+        assert superuser_browser.get(_url(model, "change", row.pk)).status_code == 200, _label(model)  # viewable
         assert superuser_browser.post(_url(model, "change", row.pk), {}).status_code == 403, _label(model)
         assert superuser_browser.post(_url(model, "delete", row.pk), {"post": "yes"}).status_code == 403, \
             _label(model)
