@@ -5,6 +5,7 @@ and beat use may then only add and read audit events."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +17,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def fresh_cluster(tmp_path):
+def fresh_cluster():
+    """A new PostgreSQL cluster beside the embedded one (pytest's temporary folders are not always
+    reachable by the system user pgserver runs PostgreSQL as when tests run as root)."""
     import pgserver
+    from django.conf import settings
 
-    server = pgserver.get_server(tmp_path / "pg", cleanup_mode="stop")
-    yield server
-    server.cleanup()
+    folder = Path(settings.DATA_DIR) / f"roles-test-{os.getpid()}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    server = pgserver.get_server(folder / "pg", cleanup_mode="stop")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _url(server, role: str) -> str:
