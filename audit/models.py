@@ -36,6 +36,8 @@ class Action(models.TextChoices):
     POLICY_SUPERSEDED = "policy_superseded", "Policy version superseded"
     POLICY_WITHDRAWN = "policy_withdrawn", "Policy version withdrawn"
 
+    TOKEN_REVOKED = "token_revoked", "Token revoked"
+
 
 class AuditEvent(models.Model):
     """One link of the append-only, hash-chained audit trail.

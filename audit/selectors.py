@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from audit import checkpoints
 from audit.chain import GENESIS_HASH, event_hash
 from audit.models import AuditEvent
 from console.accounts import permissions
@@ -29,13 +30,20 @@ def audit_events_for_object(object_type: str, object_id: Any,
     ).order_by("seq")
 
 
-def audit_chain_verify(*, chunk_size: int = 5000) -> dict[str, Any]:
-    """Recompute every link in order; report the first event whose stored hash or link is wrong."""
-    prev_hash = GENESIS_HASH
-    expected_seq = 1
+def _chain_walk(*, after_seq: int = 0, after_hash: str = GENESIS_HASH, up_to_seq: int | None = None,
+                signed: dict[int, dict[str, Any]] | None = None, chunk_size: int = 5000) -> dict[str, Any]:
+    """Recompute every link after `after_seq` in order, comparing the events at checkpointed seqs
+    with the hash each checkpoint signed. Stops at the first problem."""
+    signed = signed or {}
+    prev_hash = after_hash
+    expected_seq = after_seq + 1
+    last_matching_checkpoint = after_seq
     count = 0
     fields = ("seq", "at", "actor", "action", "object_type", "object_id", "payload", "prev_hash", "hash", "route")
-    for row in AuditEvent.objects.order_by("seq").values_list(*fields).iterator(chunk_size=chunk_size):
+    rows = AuditEvent.objects.filter(seq__gt=after_seq).order_by("seq")
+    if up_to_seq is not None:
+        rows = rows.filter(seq__lte=up_to_seq)
+    for row in rows.values_list(*fields).iterator(chunk_size=chunk_size):
         seq, at, actor, action, object_type, object_id, payload, stored_prev, stored_hash, route = row
         problem = None
         if seq != expected_seq:
@@ -52,7 +60,97 @@ def audit_chain_verify(*, chunk_size: int = 5000) -> dict[str, Any]:
         if problem:
             return {"ok": False, "first_bad_seq": expected_seq if seq != expected_seq else seq,
                     "reason": problem, "events_checked": count}
+        checkpoint = signed.get(seq)
+        if checkpoint is not None:
+            if checkpoint["hash"] != stored_hash:
+                # The links hold, so the chain was recomputed after a change: somewhere after the
+                # last checkpoint that still matches, and at or before this one.
+                return {"ok": False, "first_bad_seq": last_matching_checkpoint + 1, "checkpoint_seq": seq,
+                        "reason": f"rewritten: event {seq} no longer has the hash signed in the checkpoint of "
+                                  f"{checkpoint['at']}; the chain was recomputed after a change to an event "
+                                  f"between seq {last_matching_checkpoint + 1} and {seq}",
+                        "events_checked": count}
+            last_matching_checkpoint = seq
         prev_hash = stored_hash
         expected_seq += 1
         count += 1
-    return {"ok": True, "events": count, "head": prev_hash}
+    return {"ok": True, "events": count, "last_seq": expected_seq - 1, "head": prev_hash}
+
+
+def _signed_checkpoints() -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """The log's checkpoints whose signature holds, by seq, and a problem for each one that does not."""
+    entries, problems = checkpoints.log_read()
+    if not entries:
+        return {}, problems
+    try:
+        public_key = checkpoints.signing_key(create=False).public_key()
+    except checkpoints.SigningKeyMissing as exc:
+        return {}, [*problems, f"{len(entries)} checkpoints cannot be checked: {exc}"]
+    signed: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        if not checkpoints.signature_valid(public_key, entry):
+            problems.append(f"checkpoint log line {entry['line']} (seq {entry['seq']}): the signature is not valid "
+                            f"for this console's key")
+        elif entry["seq"] in signed and signed[entry["seq"]]["hash"] != entry["hash"]:
+            problems.append(f"checkpoints of {signed[entry['seq']]['at']} and {entry['at']} sign different hashes "
+                            f"for seq {entry['seq']}")
+        else:
+            signed[entry["seq"]] = entry
+    return signed, problems
+
+
+def audit_chain_verify(*, chunk_size: int = 5000) -> dict[str, Any]:
+    """Recompute every link in order and check the chain against every signed checkpoint.
+
+    Reports the first event whose stored hash or link is wrong; an event whose hash differs from
+    the one a checkpoint signed (an edit followed by recomputed hashes); a checkpoint beyond the
+    chain's end (the newest events deleted); and any checkpoint whose signature does not hold.
+    """
+    signed, problems = _signed_checkpoints()
+    result = _chain_walk(signed=signed, chunk_size=chunk_size)
+    latest = signed[max(signed)] if signed else None
+    summary = {"count": len(signed), "latest_seq": latest["seq"] if latest else None,
+               "latest_at": latest["at"] if latest else None}
+    if result["ok"] and latest and latest["seq"] > result["last_seq"]:
+        end = result["last_seq"]
+        result = {"ok": False, "first_bad_seq": end + 1, "checkpoint_seq": latest["seq"],
+                  "reason": f"truncated: the chain ends at seq {end} but the checkpoint of {latest['at']} signed "
+                            f"seq {latest['seq']}; {latest['seq'] - end} or more of the newest events were deleted",
+                  "events_checked": result["events"]}
+    if result["ok"] and problems:
+        result = {"ok": False, "first_bad_seq": None, "reason": "; ".join(problems),
+                  "events_checked": result["events"]}
+    result.pop("last_seq", None)
+    if problems:
+        result["checkpoint_problems"] = problems
+    result["checkpoints"] = summary
+    return result
+
+
+def audit_head_verified_since_checkpoint() -> dict[str, Any]:
+    """The chain's head, with what the newest matching checkpoint does not already vouch for verified.
+
+    Used before signing a new checkpoint, so that a broken chain is never signed, without
+    re-reading the whole history every few minutes. `{"ok": true, "seq", "hash"}` (seq 0 for an
+    empty chain), or the problem as `audit_chain_verify` names it."""
+    signed, _ = _signed_checkpoints()  # read before the head: every checkpoint here is at or below it
+    head_seq, head_hash = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first() or (0, GENESIS_HASH)
+    if signed and max(signed) > head_seq:
+        latest = signed[max(signed)]
+        return {"ok": False, "first_bad_seq": head_seq + 1, "checkpoint_seq": latest["seq"],
+                "reason": f"truncated: the chain ends at seq {head_seq} but the checkpoint of {latest['at']} "
+                          f"signed seq {latest['seq']}"}
+    start_seq, start_hash = 0, GENESIS_HASH
+    if signed:
+        seq = max(signed)
+        stored = AuditEvent.objects.filter(seq=seq).values_list("hash", flat=True).first()
+        if stored != signed[seq]["hash"]:
+            return {"ok": False, "first_bad_seq": seq, "checkpoint_seq": seq,
+                    "reason": f"rewritten: event {seq} no longer has the hash signed in the checkpoint of "
+                              f"{signed[seq]['at']}"}
+        start_seq, start_hash = seq, stored
+    result = _chain_walk(after_seq=start_seq, after_hash=start_hash, up_to_seq=head_seq)
+    if not result["ok"]:
+        return result
+    return {"ok": True, "seq": head_seq, "hash": head_hash,
+            "checkpointed": head_seq in signed and signed[head_seq]["hash"] == head_hash}

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
 
 from django.db import connection
 from django.utils import timezone
 
+from audit import checkpoints
 from audit.chain import GENESIS_HASH, event_hash
 from audit.models import Action, AuditEvent
+from audit.selectors import audit_head_verified_since_checkpoint
+from console.core.errors import Conflict
 
 # One fixed advisory-lock key serialises appends, so concurrent writers cannot fork the chain.
 _CHAIN_LOCK_KEY = 0x41756469  # "Audi"
@@ -84,3 +88,26 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
         prev_hash = event_hash(**fields)
         rows.append(AuditEvent(hash=prev_hash, **fields))
     return AuditEvent.objects.bulk_create(rows)
+
+
+def audit_checkpoint_create(*, now=None) -> dict[str, Any]:
+    """Sign the chain's head with the key outside the database and append it to the checkpoint log
+    (and post it to the webhook, if one is set). See audit/checkpoints.py for why.
+
+    The part of the chain after the newest checkpoint is verified first: a broken chain is never
+    signed (Conflict naming the problem). An empty chain, or a head already signed, signs nothing.
+    """
+    key = checkpoints.signing_key(create=True)
+    head = audit_head_verified_since_checkpoint()
+    if not head["ok"]:
+        raise Conflict(f"the audit chain is broken at seq {head['first_bad_seq']} ({head['reason']}); "
+                       f"no checkpoint was signed", code="audit_chain_broken", details=head)
+    if head["seq"] == 0:
+        return {"signed": False, "reason": "the audit trail is empty"}
+    if head["checkpointed"]:
+        return {"signed": False, "reason": "the head is already checkpointed", "seq": head["seq"]}
+    at = (now or timezone.now()).astimezone(UTC).isoformat(timespec="microseconds")
+    checkpoint = checkpoints.sign(key, seq=head["seq"], head_hash=head["hash"], at=at)
+    checkpoints.log_append(checkpoint)
+    posted = checkpoints.webhook_post(checkpoint)
+    return {"signed": True, **checkpoint.as_dict(), "webhook": posted}

@@ -56,7 +56,8 @@ def setup_django(data: Path) -> str:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     from console import embedded
 
-    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or embedded.postgres_url(data)
+    # The owner role: benchmarks VACUUM and reset sequences, which the app role may not.
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or embedded.postgres_owner_url(data)
     if not os.environ.get("CELERY_BROKER_URL"):
         # A real broker, as under `make run`: requests publish their jobs (no worker consumes them here).
         _held.append(embedded.start_redis(data))

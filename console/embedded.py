@@ -15,36 +15,140 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "console"
+SUPERUSER = "postgres"  # the cluster superuser pgserver creates; used only to set the roles up
+OWNER_ROLE = "console_owner"
+APP_ROLE = "console_app"
+_SETUP_LOCK_KEY = 0x436F6E73  # "Cons": one first start at a time sets the roles up
 _held_servers: list[object] = []
+_ready: dict[str, str] = {}  # data directory -> its database URL as the superuser, once set up
 
 
 def postgres_url(data_dir: Path) -> str:
-    """Start (or join) the embedded PostgreSQL for `data_dir` and return a URL to its database."""
+    """Start (or join) the embedded PostgreSQL for `data_dir` and return the app role's URL to its
+    database. The roles and the database are set up on first use (see `_ensure_roles_and_database`)."""
+    return _role_url(_start_postgres(data_dir), APP_ROLE)
+
+
+def postgres_owner_url(data_dir: Path) -> str:
+    """The same database as the owner role, which migrations run as (see console/core/db_roles.py)."""
+    return _role_url(_start_postgres(data_dir), OWNER_ROLE)
+
+
+def _start_postgres(data_dir: Path) -> str:
+    """The superuser's URL of the running server for `data_dir`, with the roles and database ready."""
     import warnings
 
     with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on headless machines
         warnings.simplefilter("ignore")
         import pgserver  # imported lazily: external deployments never load it
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
-    _held_servers.append(server)  # keep the handle alive for the life of this process
-    _ensure_database(server.get_uri("postgres"), DATABASE_NAME)
-    return server.get_uri(DATABASE_NAME)
+    key = str(data_dir.resolve())
+    if key not in _ready:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+        _held_servers.append(server)  # keep the handle alive for the life of this process
+        _ensure_roles_and_database(server.get_uri("postgres"), DATABASE_NAME)
+        _ready[key] = server.get_uri(DATABASE_NAME)
+    return _ready[key]
 
 
-def _ensure_database(admin_url: str, name: str) -> None:
+def _role_url(superuser_url: str, role: str) -> str:
+    # The server trusts local socket connections, so a role needs no password here (see below).
+    parsed = urlsplit(superuser_url)
+    netloc = f"{role}:@" + parsed.netloc.rpartition("@")[2]
+    return urlunsplit(parsed._replace(netloc=netloc))
+
+
+def _ensure_roles_and_database(admin_url: str, name: str) -> None:
+    """Least privilege in embedded mode: two roles besides pgserver's superuser.
+
+    - `console_owner` owns the database, the public schema (PostgreSQL 15+ gives it to the
+      database's owner), every table and the audit trail's append-only trigger. Migrations and the
+      test runner's create/flush/drop run as this role.
+    - `console_app` is what the web server and the workers connect as. `migrate` grants it SELECT,
+      INSERT, UPDATE and DELETE on the tables, and only SELECT and INSERT on the audit trail; it owns
+      nothing, so it can neither alter the audit table nor disable its trigger.
+
+    pgserver's cluster trusts local connections (a unix socket in the data directory, mode 0700),
+    so anyone who can use that directory can still connect as the superuser: the roles contain what
+    the application itself can do (a bug or an injected query), and the signed audit checkpoints
+    (audit/checkpoints.py) cover whoever owns the files.
+
+    Older data directories, whose objects the superuser owns, are handed to the owner role once.
+    Concurrent first starts (the `make run` supervisor, a test run) are serialised by an advisory lock.
+    """
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute("SELECT pg_advisory_lock(%s)", [_SETUP_LOCK_KEY])
+        try:
+            owner_is_new = False
+            for role, createdb in ((OWNER_ROLE, True), (APP_ROLE, False)):
+                if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+                    conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEROLE NOREPLICATION {}").format(
+                        sql.Identifier(role), sql.SQL("CREATEDB" if createdb else "NOCREATEDB")))
+                    owner_is_new = owner_is_new or role == OWNER_ROLE
+            if owner_is_new:
+                # pgvector is not a trusted extension, so the owner could not create it: put it in
+                # template1, from which the console's database and every test database are made.
+                with psycopg.connect(_with_database(admin_url, "template1"), autocommit=True) as template:
+                    template.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            row = conn.execute("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s", [name]).fetchone()
+            if row is None:
+                conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(name), sql.Identifier(OWNER_ROLE)))
+            elif row[0] != OWNER_ROLE:
+                _hand_over(_with_database(admin_url, name), name)
+            # Test databases left by earlier runs, which the test runner (as the owner) must drop.
+            for (stale,) in conn.execute(
+                    "SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%%' AND datdba <> "
+                    "(SELECT oid FROM pg_roles WHERE rolname = %s)", [OWNER_ROLE]).fetchall():
+                conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
+                    sql.Identifier(stale), sql.Identifier(OWNER_ROLE)))
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [_SETUP_LOCK_KEY])
+
+
+def _hand_over(url: str, name: str) -> None:
+    """Give the owner role a database created before the roles existed, and everything in it."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(name), sql.Identifier(OWNER_ROLE)))
+        statements = conn.execute(r"""
+            SELECT format('ALTER %%s %%I.%%I OWNER TO %%I',
+                          CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                         WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                          n.nspname, c.relname, %s::text)
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+              AND c.relowner <> (SELECT oid FROM pg_roles WHERE rolname = %s)
+              -- extension members stay with the extension; sequences of a column follow their table
+              AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                              AND d.objid = c.oid AND d.deptype IN ('e', 'a', 'i'))
+            UNION ALL
+            SELECT format('ALTER FUNCTION %%s OWNER TO %%I', p.oid::regprocedure, %s::text)
+            FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE n.nspname = 'public'
+              AND p.proowner <> (SELECT oid FROM pg_roles WHERE rolname = %s)
+              AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
+                              AND d.objid = p.oid AND d.deptype = 'e')
+        """, [OWNER_ROLE, OWNER_ROLE, OWNER_ROLE, OWNER_ROLE]).fetchall()
+        for (statement,) in statements:
+            conn.execute(statement)
+
+
+def _with_database(url: str, name: str) -> str:
+    parsed = urlsplit(url)
+    return urlunsplit(parsed._replace(path="/" + name))
 
 
 def redis_socket(data_dir: Path) -> Path:

@@ -28,9 +28,12 @@ def main() -> int:
     host = env_str("HOST", "127.0.0.1")
     env = dict(os.environ, CONSOLE_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="console.settings")
 
+    # Only `migrate` connects as the owner role; the web server and the workers never get its URL.
+    owner_env = {"DATABASE_OWNER_URL": env.pop("DATABASE_OWNER_URL")} if env.get("DATABASE_OWNER_URL") else {}
     if not env.get("DATABASE_URL"):
         print("Starting embedded PostgreSQL ...", flush=True)
         env["DATABASE_URL"] = embedded.postgres_url(data_dir)
+        owner_env = {"DATABASE_OWNER_URL": embedded.postgres_owner_url(data_dir)}
     children: list[subprocess.Popen] = []
     redis_process = None
     if not env.get("CELERY_BROKER_URL"):
@@ -38,11 +41,12 @@ def main() -> int:
         redis_process = embedded.start_redis(data_dir)
         env["CELERY_BROKER_URL"] = embedded.redis_url(data_dir)
 
-    def manage(*args: str) -> None:
-        subprocess.run([str(BIN / "python"), str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, check=True)
+    def manage(*args: str, extra_env: dict[str, str] | None = None) -> None:
+        subprocess.run([str(BIN / "python"), str(ROOT / "manage.py"), *args], env={**env, **(extra_env or {})},
+                       cwd=ROOT, check=True)
 
     try:
-        manage("migrate", "--noinput", "-v", "0")
+        manage("migrate", "--noinput", "-v", "0", extra_env=owner_env)
         marker = data_dir / "demo-loaded"
         if env_bool("CONSOLE_DEMO", True) and not marker.exists():
             print("Loading the demo workspace (first start) ...", flush=True)

@@ -90,8 +90,17 @@ TEMPLATES = [
     },
 ]
 
-_database_url = env_str("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
+# Two roles (console/core/db_roles.py): DATABASE_URL is the app's, which may only add and read
+# audit events; DATABASE_OWNER_URL (same server and database) owns the tables and runs migrations.
+_database_url = env_str("DATABASE_URL")
+_owner_url = env_str("DATABASE_OWNER_URL")
+if not _database_url:
+    _database_url, _owner_url = embedded.postgres_url(DATA_DIR), embedded.postgres_owner_url(DATA_DIR)
 DATABASES = {"default": embedded.database_settings(_database_url)}
+DATABASE_OWNER = None
+if _owner_url:
+    _owner = embedded.database_settings(_owner_url)
+    DATABASE_OWNER = {"USER": _owner["USER"], "PASSWORD": _owner["PASSWORD"]}
 # Separate test databases let several test runs share one server (e.g. CI beside a developer).
 DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_console")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -194,6 +203,24 @@ if _longest_http_run_ms >= SHADOW_RUN_TIMEOUT_SECONDS * 1000:
     raise ConfigError(f"SHADOW_RUN_TIMEOUT_SECONDS must exceed the longest HTTP shadow run "
                       f"({_longest_http_run_ms / 1000:g} s with the SHADOW_HTTP_* settings), or live runs get re-run")
 
+# Audit checkpoints (audit/checkpoints.py): the chain's head signed with a key kept out of the
+# database, appended to a log outside it and optionally posted to a webhook.
+AUDIT_SIGNING_KEY = env_str("AUDIT_SIGNING_KEY")  # base64 of a raw 32-byte Ed25519 private key
+AUDIT_SIGNING_KEY_FILE = env_path("AUDIT_SIGNING_KEY_FILE", DATA_DIR / "audit-signing-key.pem")
+AUDIT_CHECKPOINT_LOG = env_path("AUDIT_CHECKPOINT_LOG", DATA_DIR / "audit-checkpoints.jsonl")
+AUDIT_CHECKPOINT_WEBHOOK = env_str("AUDIT_CHECKPOINT_WEBHOOK")
+AUDIT_CHECKPOINT_WEBHOOK_TIMEOUT = env_int("AUDIT_CHECKPOINT_WEBHOOK_TIMEOUT", 5, minimum=1, maximum=60)
+AUDIT_CHECKPOINT_SECONDS = env_int("AUDIT_CHECKPOINT_SECONDS", 600, minimum=10, maximum=24 * 3600)
+if AUDIT_SIGNING_KEY:
+    import base64
+    import binascii
+
+    try:
+        if len(base64.b64decode(AUDIT_SIGNING_KEY, validate=True)) != 32:
+            raise ValueError
+    except (binascii.Error, ValueError):
+        raise ConfigError("AUDIT_SIGNING_KEY must be the base64 of a raw 32-byte Ed25519 private key") from None
+
 # Every periodic job, in one place, by the stable task names given in each app's tasks.py. The
 # sweepers queue again whatever a lost message or a dead worker left behind; stats-refresh
 # recomputes the default documents of every route whose decisions or labels changed.
@@ -203,6 +230,8 @@ CELERY_BEAT_SCHEDULE = {
     "shadow-sweep": {"task": "shadow.shadow_runs_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
+
+    "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
 }
 SPECTACULAR_SETTINGS.update(
     {

@@ -100,3 +100,31 @@ def _jobs_run_inline():
     app.conf.task_eager_propagates = True
     yield
     app.conf.task_always_eager = False
+
+
+@pytest.fixture(autouse=True)
+def _audit_checkpoints_in_tmp(settings, tmp_path):
+    """Each test signs with its own key into its own checkpoint log, never the data directory's."""
+    settings.AUDIT_SIGNING_KEY = None
+    settings.AUDIT_SIGNING_KEY_FILE = tmp_path / "audit-signing-key.pem"
+    settings.AUDIT_CHECKPOINT_LOG = tmp_path / "audit-checkpoints.jsonl"
+    settings.AUDIT_CHECKPOINT_WEBHOOK = None
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(request, django_test_environment, django_db_blocker, django_db_keepdb, django_db_createdb,
+                    django_db_modify_db_settings):
+    """pytest-django's test database, created, migrated and dropped as the owner role, so that the
+    tests themselves run as the app role with the privileges of `make run` (console/core/db_roles.py)."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    from console.core.db_roles import as_owner
+
+    verbosity = request.config.option.verbose
+    with django_db_blocker.unblock(), as_owner():
+        config = setup_databases(verbosity=verbosity, interactive=False,
+                                 keepdb=django_db_keepdb and not django_db_createdb)
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock(), as_owner():
+            teardown_databases(config, verbosity=verbosity)

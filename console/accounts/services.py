@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, audit_record
@@ -58,3 +59,17 @@ def token_issue(*, actor: Actor, user) -> IssuedToken:
         audit_record(actor=actor, action=Action.TOKEN_ISSUED, object_type="user", object_id=user.pk,
                      payload={"new": {"token_prefix": token.prefix}})
     return IssuedToken(key=key, token=token)
+
+
+def tokens_revoke(*, actor: Actor, token_ids: list[int]) -> int:
+    """Revoke the tokens that are still live among `token_ids`, one audit event each; returns how many."""
+    with transaction.atomic():
+        live = list(ApiToken.objects.select_for_update().filter(pk__in=token_ids, revoked_at__isnull=True)
+                    .select_related("user").order_by("pk"))
+        now = timezone.now()
+        for token in live:
+            token.revoked_at = now
+            token.save(update_fields=["revoked_at"])
+            audit_record(actor=actor, action=Action.TOKEN_REVOKED, object_type="user", object_id=token.user_id,
+                         payload={"old": {"token_prefix": token.prefix}})
+    return len(live)

@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from audit.services import Actor
+from console.core.admin import ReadOnlyAdmin
 from console.core.errors import InvalidInput
 from console.ledger.models import Route
 from console.shadow.models import ShadowRun
@@ -10,20 +11,11 @@ from console.shadow.services import route_shadow_set
 
 
 @admin.register(ShadowRun)
-class ShadowRunAdmin(admin.ModelAdmin):
+class ShadowRunAdmin(ReadOnlyAdmin):
     """Read-only: runs change through their jobs and the audited retry (refusal page or API)."""
 
     list_display = ["pk", "decision", "pipeline", "status", "attempts", "created_at", "finished_at"]
     list_filter = ["status", "pipeline"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class RouteAdminForm(forms.ModelForm):

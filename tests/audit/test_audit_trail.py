@@ -1,13 +1,14 @@
 import threading
 
+import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
-from django.db.utils import DatabaseError
 
 from audit.models import Action, AuditEvent
 from audit.selectors import audit_chain_verify
 from audit.services import Actor, audit_record
+from tests.audit.attack import owner_cursor, superuser_cursor
 from tests.factories import ingest, record
 
 
@@ -38,17 +39,20 @@ def test_each_event_links_to_the_previous_hash(db):
     "UPDATE audit_auditevent SET actor = 'user:mallory'",
     "DELETE FROM audit_auditevent",
 ])
-def test_the_database_refuses_to_update_or_delete_audit_rows(db, statement):
+@pytest.mark.django_db(transaction=True)
+def test_the_trigger_refuses_even_the_table_owner_to_update_or_delete_audit_rows(statement):
+    # The app role may not even try (tests/audit/test_least_privilege.py); the owner hits the trigger.
     _append(1)
-    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+    with pytest.raises(psycopg.Error, match="append-only"), owner_cursor() as cursor:
         cursor.execute(statement)
     assert AuditEvent.objects.filter(actor="user:mallory").count() == 0
 
 
-def test_a_row_altered_with_the_trigger_disabled_is_found_by_verify(db, auditor):
+@pytest.mark.django_db(transaction=True)
+def test_a_row_altered_with_the_trigger_disabled_is_found_by_verify(auditor):
     _append(4)
     target = AuditEvent.objects.order_by("seq")[2]
-    with connection.cursor() as cursor:
+    with superuser_cursor() as cursor:
         cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_event_no_update_delete")
         cursor.execute("UPDATE audit_auditevent SET payload = '{\"i\": 99}' WHERE seq = %s", [target.seq])
         cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_event_no_update_delete")
@@ -62,9 +66,10 @@ def test_a_row_altered_with_the_trigger_disabled_is_found_by_verify(db, auditor)
         call_command("audit_verify")
 
 
-def test_a_deleted_row_is_found_as_a_gap(db):
+@pytest.mark.django_db(transaction=True)
+def test_a_deleted_row_is_found_as_a_gap():
     _append(4)
-    with connection.cursor() as cursor:
+    with superuser_cursor() as cursor:
         cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_event_no_update_delete")
         cursor.execute("DELETE FROM audit_auditevent WHERE seq = 2")
         cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_event_no_update_delete")

@@ -44,3 +44,17 @@ def test_ci_installs_chromium_and_calls_make_test():
 def test_the_makefile_has_the_two_commands():
     makefile = (ROOT / "Makefile").read_text()
     assert "\nrun:" in makefile and "\ntest:" in makefile and "\nbench:" in makefile
+
+
+def test_compose_gives_the_app_services_the_app_role_and_only_migrate_the_owner():
+    services = _compose()["services"]
+    for name in ("web", "worker", "beat"):
+        env = services[name]["environment"]
+        assert env["DATABASE_URL"].startswith("postgresql://console_app:")
+        assert "DATABASE_OWNER_URL" not in env
+        assert "consoledata:/data" in services[name]["volumes"]  # one signing key and checkpoint log
+    migrate = services["migrate"]["environment"]
+    assert migrate["DATABASE_URL"].startswith("postgresql://console_app:")
+    assert migrate["DATABASE_OWNER_URL"].startswith("postgresql://console_owner:")
+    assert "./docker/initdb:/docker-entrypoint-initdb.d:ro" in services["db"]["volumes"]
+    assert (ROOT / "docker" / "initdb" / "10-console-roles.sh").stat().st_mode & 0o111
