@@ -58,34 +58,55 @@ way in), which is what its byte offsets point into and what ``bytes.find`` is me
 """
 
 import re
-from bisect import bisect_right
+import time
 from functools import lru_cache
-from itertools import accumulate, islice
+from itertools import islice
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
 import stringzilla
 
-from console.errors import InvalidInput
-from console.verification.folding import ClaimPlan, fold_tables
+from console.errors import InvalidInput, ServiceError
+from console.verification.folding import ClaimPlan, fold_lengths, smallest_period
 
 MAX_CLAIM_CHARS = 2_000
 MAX_MATCH_RANGES = 100
 VERIFIER_VERSION = "spans-1"
 
-# Misses (anchor hits that are not matches) the anchored search tolerates before it hands over
-# to the uncased search: a few per call plus one per 4 KiB keeps its worst case near one pass.
+# Misses (anchor hits that are not matches) the anchored search tolerates before it hands over:
+# a few per call plus one per 4 KiB keeps its worst case near one pass.
 _ANCHOR_MISS_ALLOWANCE = 16
 _ANCHOR_MISS_BYTES = 4096
+# A miss of the pattern search costs up to (window bytes) x (claim bytes) steps of the regular
+# expression engine, when the text nearly spells the claim at every start in the window. The
+# misses may cost that much in all, per byte of text plus a fixed amount; and a claim whose
+# window alone costs more is checked by decoding around each hit, in time linear in the claim.
+_ANCHOR_MISS_WORK_PER_BYTE = 2
+_ANCHOR_MISS_WORK_FIXED = 1 << 17
+_ANCHOR_WINDOW_WORK = 1 << 14
 # A text this short and a claim without an anchor: one regular-expression scan of the text is
-# cheaper than setting up the uncased search (which costs about 10 microseconds per claim).
+# cheaper than setting up the uncased search (which costs about 10 microseconds per claim). The
+# scan tries the pattern at every start, so it is also bounded by (text bytes) x (claim bytes).
 _SCAN_UP_TO_BYTES = 4096
+_SCAN_MAX_WORK = 1 << 16
+# StringZilla's searches compare a needle's first 16 bytes or so with SIMD and the rest one
+# candidate at a time: on a periodic text that nearly spells a longer needle everywhere, they
+# take time proportional to text x needle (a 4 KB claim ran at 60 KB/s). Longer needles go to
+# CPython's find (two-way: linear) and the linear search below.
+_SIMD_FIND_MAX_NEEDLE = 64
+_UNCASED_MAX_NEEDLE = 16
 # bytes.lower() as a table, for StringZilla's SIMD translate (ASCII letters only, like lower()).
 _ASCII_LOWER = bytes(range(256)).lower()
 # Rejected uncased candidates tolerated before the search falls back to the full casefold.
 _REJECT_ALLOWANCE = 16
 _REJECT_BYTES = 4096
-# The full casefold works in chunks so that offsets map back one chunk at a time.
-_FOLD_CHUNK = 4_096
+# The full casefold works in chunks, so that a deadline is looked at between them.
+_FOLD_CHUNK = 65_536
+# The linear search's rejected occurrences (ones that cut through a character): past this many,
+# a claim of a short period is searched for in bulk (numpy), its valid occurrences all at once.
+_BULK_AFTER_REJECTS = 32
+_BULK_MAX_PERIOD = 32
+_BULK_BLOCK = 1 << 18
 
 Decision = Literal["supported", "unsupported_claim"]
 Range = tuple[int, int]
@@ -101,6 +122,13 @@ class ClaimTooLong(InvalidInput):
 
 class TextNotUtf8(InvalidInput):
     code = "text_not_utf8"
+
+
+class TimeBudgetExceeded(ServiceError):
+    """The search ran past the caller's deadline (it looks at the clock between chunks of work)."""
+
+    status = 503
+    code = "verify_time_budget"
 
 
 class EncodedText:
@@ -147,8 +175,13 @@ class SupportSummary(NamedTuple):
     fully_supported: bool
 
 
-def verify_span(text: str | EncodedText, claim: str, *, max_ranges: int = MAX_MATCH_RANGES) -> SpanResult:
-    """Find the claim in the text; see the module docstring for the rules."""
+def verify_span(text: str | EncodedText, claim: str, *, max_ranges: int = MAX_MATCH_RANGES,
+                deadline: float | None = None) -> SpanResult:
+    """Find the claim in the text; see the module docstring for the rules.
+
+    ``deadline`` (a ``time.monotonic()`` value) makes the linear search raise
+    ``TimeBudgetExceeded`` once past it; the other paths bound their own work by the text's size.
+    """
     if max_ranges < 0:
         raise ValueError("max_ranges must be >= 0")
     plan = _plan(claim)
@@ -164,7 +197,7 @@ def verify_span(text: str | EncodedText, claim: str, *, max_ranges: int = MAX_MA
             char_ranges = _ascii_ranges(encoded.data, plan.needle, limit)
             byte_ranges = char_ranges.copy()
         else:
-            char_ranges, byte_ranges = _non_ascii_ranges(encoded, plan, limit)
+            char_ranges, byte_ranges = _non_ascii_ranges(encoded, plan, limit, deadline)
     # tuple.__new__ skips the named tuple's Python-level constructor, a tenth of a short check.
     if len(char_ranges) > max_ranges:
         del char_ranges[max_ranges:], byte_ranges[max_ranges:]
@@ -225,7 +258,7 @@ def _ascii_ranges(text: str | bytes, needle: str | bytes, limit: int) -> list[Ra
     if not needle.isascii():
         return []  # an ASCII character never folds to anything else
     lowered = stringzilla.translate(text, _ASCII_LOWER)
-    find = stringzilla.find
+    find = stringzilla.find if len(needle) <= _SIMD_FIND_MAX_NEEDLE else type(lowered).find
     width = len(needle)
     ranges: list[Range] = []
     hit = find(lowered, needle)
@@ -235,20 +268,22 @@ def _ascii_ranges(text: str | bytes, needle: str | bytes, limit: int) -> list[Ra
     return ranges
 
 
-def _non_ascii_ranges(encoded: EncodedText, plan: ClaimPlan, limit: int) -> tuple[list[Range], list[Range]]:
+def _non_ascii_ranges(encoded: EncodedText, plan: ClaimPlan, limit: int,
+                      deadline: float | None = None) -> tuple[list[Range], list[Range]]:
     """(char ranges, byte ranges) of the matches in a text that is not pure ASCII."""
     data = encoded.data
     if plan.anchor:
         byte_ranges = _anchored_byte_ranges(data, plan, limit)
-    elif len(data) <= _SCAN_UP_TO_BYTES and plan.pattern is not None:
+    elif (len(data) <= _SCAN_UP_TO_BYTES and len(data) * len(plan.needle) <= _SCAN_MAX_WORK
+          and plan.pattern is not None):
         byte_ranges = _scanned_byte_ranges(data, plan.pattern, limit)
     else:
         byte_ranges = None
-    if byte_ranges is None:
+    if byte_ranges is None and len(plan.needle) <= _UNCASED_MAX_NEEDLE:
         byte_ranges = _uncased_byte_ranges(data, plan, limit)
     if byte_ranges is not None:
         return (_char_ranges(data, byte_ranges) if byte_ranges else []), byte_ranges
-    char_ranges = _folded_char_ranges(encoded.text, plan.folded, limit)
+    char_ranges = _folded_char_ranges(encoded.text, plan.folded, limit, deadline, period=plan.period)
     return char_ranges, _byte_ranges(encoded.text, char_ranges)
 
 
@@ -304,7 +339,11 @@ def _anchored_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Rang
     if anchored_search is None:
         return _anchored_byte_ranges_by_decoding(data, plan, limit)
     search, longest_before, longest_rest = anchored_search
-    find = stringzilla.find
+    miss_work = (longest_before + longest_rest) * len(plan.needle)
+    if miss_work > _ANCHOR_WINDOW_WORK:
+        return _anchored_byte_ranges_by_decoding(data, plan, limit)
+    work_left = _ANCHOR_MISS_WORK_FIXED + _ANCHOR_MISS_WORK_PER_BYTE * len(data)
+    find = stringzilla.find if len(plan.anchor) <= _SIMD_FIND_MAX_NEEDLE else bytes.find
     # In UTF-8, ASCII bytes only ever encode ASCII characters: lower-casing them is safe, and
     # both the anchor and the claim's pattern are written for lower-cased bytes.
     lowered = stringzilla.translate(data, _ASCII_LOWER)
@@ -323,7 +362,8 @@ def _anchored_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Rang
             hit = find(lowered, anchor, end)
             continue
         misses += 1
-        if misses > _ANCHOR_MISS_ALLOWANCE + len(data) // _ANCHOR_MISS_BYTES:
+        work_left -= miss_work
+        if misses > _ANCHOR_MISS_ALLOWANCE + len(data) // _ANCHOR_MISS_BYTES or work_left < 0:
             return None
         hit = find(lowered, anchor, hit + 1)
     return ranges
@@ -335,6 +375,9 @@ def _anchored_byte_ranges_by_decoding(data: bytes, plan: ClaimPlan, limit: int) 
     lowered = stringzilla.translate(data, _ASCII_LOWER)
     anchor_width = len(plan.anchor)
     misses_left = _ANCHOR_MISS_ALLOWANCE + len(data) // _ANCHOR_MISS_BYTES
+    # A miss decodes and folds windows of this many bytes; those may add up to half the text.
+    miss_bytes = 4 * (len(plan.before) + len(plan.after)) + 4
+    bytes_left = _ANCHOR_MISS_WORK_FIXED + len(data) // 2
     ranges: list[Range] = []
     end = 0
     hit = lowered.find(plan.anchor)
@@ -348,7 +391,8 @@ def _anchored_byte_ranges_by_decoding(data: bytes, plan: ClaimPlan, limit: int) 
                 hit = lowered.find(plan.anchor, end)
                 continue
         misses_left -= 1
-        if misses_left < 0:
+        bytes_left -= miss_bytes
+        if misses_left < 0 or bytes_left < 0:
             return None
         hit = lowered.find(plan.anchor, hit + 1)
     return ranges
@@ -474,93 +518,135 @@ def _prefix_folding_to(window: str, folded: str) -> str | None:
     return window[:end] if head_folded == folded else None
 
 
-def _folded_char_ranges(text: str, folded_claim: str, limit: int) -> list[Range]:
-    """Char ranges of the matches, found by searching the whole folded text (any claim)."""
-    folded = _FoldedText(text)
+def _folded_char_ranges(text: str, folded_claim: str, limit: int, deadline: float | None = None, *,
+                        period: int | None = None) -> list[Range]:
+    """Char ranges of the matches, found by searching the whole folded text (any claim).
+
+    Linear in the text whatever the claim: the text is folded once (in chunks, looking at the
+    deadline between them) and searched with ``str.find``, which CPython runs as a two-way
+    search for long needles, so it never backtracks. An occurrence is a match when it starts
+    and ends where an original character's folding does; the folded start of every character
+    is a running sum of their folding lengths (``folding.fold_lengths``), made only when the
+    folding changed the length and something was found.
+
+    An occurrence that cuts through a character is skipped without searching again from the
+    next position: two occurrences closer than the claim's length are a multiple of its
+    smallest period apart (periodicity lemma), so the next one is either ``period`` further,
+    which needs only the next ``period`` code points compared, or beyond ``length - period``.
+    Where such occurrences pile up (a claim of a short period against a text that repeats it,
+    "s" * 99 in "ßßß..."), the rest of the text is searched in bulk (``_bulk_valid_starts``).
+    """
     width = len(folded_claim)
-    period = 0  # computed on the first rejected hit
+    pieces = []
+    for at in range(0, len(text), _FOLD_CHUNK):
+        pieces.append(text[at : at + _FOLD_CHUNK].casefold())
+        _check_deadline(deadline)
+    folded = "".join(pieces)
     ranges: list[Range] = []
-    hit = folded.value.find(folded_claim)
+    hit = folded.find(folded_claim)
+    if len(folded) == len(text):  # every character folded to one code point: offsets are the same
+        while hit >= 0 and len(ranges) < limit:
+            ranges.append((hit, hit + width))
+            hit = folded.find(folded_claim, hit + width)
+        return ranges
+    if hit < 0:
+        return ranges
+    layout = _FoldLayout(text, len(folded))
+    starts_here = layout.boundaries
+    period = period or smallest_period(folded_claim)
+    rejects = 0
     while hit >= 0 and len(ranges) < limit:
-        start, end = folded.original(hit), folded.original(hit + width)
-        if start is not None and end is not None:
-            ranges.append((start, end))
-            hit = folded.value.find(folded_claim, hit + width)
+        if starts_here[hit] and starts_here[hit + width]:
+            ranges.append((hit, hit + width))
+            hit = folded.find(folded_claim, hit + width)
             continue
-        # The hit cuts through a character. No other hit starts closer than the claim's
-        # smallest period; one at exactly the period needs only the next `period` code points
-        # checked; otherwise none starts before hit + width - period + 1 (periodicity lemma).
-        period = period or _smallest_period(folded_claim)
-        if folded.value.startswith(folded_claim[width - period :], hit + width):
+        rejects += 1
+        if rejects > _BULK_AFTER_REJECTS and period <= _BULK_MAX_PERIOD:
+            ranges.extend(_bulk_matches(folded, folded_claim, period, layout, hit + 1, limit - len(ranges),
+                                        deadline))
+            break
+        if rejects % 1024 == 0:
+            _check_deadline(deadline)
+        if period < width and folded.startswith(folded_claim[width - period :], hit + width):
             hit += period
         else:
-            hit = folded.value.find(folded_claim, hit + width - period + 1)
+            hit = folded.find(folded_claim, hit + max(period, width - period + 1))
+    return layout.original_ranges(ranges)
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise TimeBudgetExceeded("The verification ran out of its time budget.")
+
+
+class _FoldLayout:
+    """Where each character of a text starts in its folding, for a folding that changed length.
+
+    ``starts[i]`` is the folded offset of character i (``starts[len(text)]`` the folded length);
+    ``boundaries[f]`` is 1 when some character's folding starts at folded offset f (or f is the
+    end), as bytes for quick indexing in the search loop.
+    """
+
+    def __init__(self, text: str, folded_length: int) -> None:
+        code_points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+        self.starts = np.zeros(len(text) + 1, dtype=np.int64)
+        np.cumsum(fold_lengths()[code_points], out=self.starts[1:])
+        marks = np.zeros(folded_length + 1, dtype=np.uint8)
+        marks[self.starts] = 1
+        self.marks = marks.view(np.bool_)
+        self.boundaries = marks.tobytes()
+
+    def original_ranges(self, folded_ranges: list[Range]) -> list[Range]:
+        """The same ranges in characters (each end is a boundary, so the lookup is exact)."""
+        if not folded_ranges:
+            return []
+        found = np.searchsorted(self.starts, np.array(folded_ranges, dtype=np.int64).ravel())
+        return [(int(found[i]), int(found[i + 1])) for i in range(0, len(found), 2)]
+
+
+def _bulk_matches(folded: str, claim: str, period: int, layout: _FoldLayout, start: int, limit: int,
+                  deadline: float | None) -> list[Range]:
+    """The leftmost non-overlapping matches at or after folded offset ``start``, in folded offsets,
+    from every valid occurrence of a claim of a short period, computed a block at a time."""
+    width = len(claim)
+    code_points = np.frombuffer(folded.encode("utf-32-le"), dtype="<u4")
+    claim_points = np.frombuffer(claim.encode("utf-32-le"), dtype="<u4")
+    ranges: list[Range] = []
+    position = start
+    last_start = len(folded) - width
+    block_start = start
+    while block_start <= last_start and len(ranges) < limit:
+        _check_deadline(deadline)
+        block_end = min(block_start + _BULK_BLOCK, last_start + 1)
+        valid = _bulk_valid_starts(code_points, claim_points, period, layout.marks, block_start, block_end)
+        index = 0
+        while len(ranges) < limit:
+            index = int(np.searchsorted(valid, position, side="left"))
+            if index == len(valid):
+                break
+            found = int(valid[index])
+            ranges.append((found, found + width))
+            position = found + width
+        block_start = max(block_end, position)
     return ranges
 
 
-class _FoldedText:
-    """``text.casefold()``, folded in chunks so that its offsets map back one chunk at a time.
-
-    Only characters that fold to more than one code point shift offsets, and they are rare.
-    A chunk whose folding kept its length maps one to one; any other gets, on first use, a
-    table of those characters: where each one's folding starts and ends, and its own index.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pieces = [
-            text[at : at + _FOLD_CHUNK].casefold() for at in range(0, len(text), _FOLD_CHUNK)
-        ]
-        self.value = "".join(self.pieces)
-        self.piece_starts = list(accumulate(map(len, self.pieces[:-1]), initial=0))
-        self.tables: dict[int, tuple[list[int], list[int], list[int]]] = {}
-
-    def original(self, offset: int) -> int | None:
-        """The offset in the text, or None when the folded offset cuts through a character."""
-        if len(self.value) == len(self.text):
-            return offset
-        piece = bisect_right(self.piece_starts, offset) - 1
-        local = offset - self.piece_starts[piece]
-        origin = piece * _FOLD_CHUNK
-        if len(self.pieces[piece]) == min(_FOLD_CHUNK, len(self.text) - origin):
-            return origin + local
-        starts, ends, indexes = self._table(piece)
-        entry = bisect_right(starts, local) - 1
-        if entry < 0:
-            return origin + local
-        if local == starts[entry]:
-            return origin + indexes[entry]
-        if local < ends[entry]:
-            return None
-        return origin + indexes[entry] + 1 + local - ends[entry]
-
-    def _table(self, piece: int) -> tuple[list[int], list[int], list[int]]:
-        if piece not in self.tables:
-            origin = piece * _FOLD_CHUNK
-            starts: list[int] = []
-            ends: list[int] = []
-            indexes: list[int] = []
-            shift = 0
-            chunk_end = origin + _FOLD_CHUNK
-            for match in fold_tables().expanding.finditer(self.text, origin, chunk_end):
-                index = match.start() - origin
-                folded_width = len(match.group().casefold())
-                starts.append(index + shift)
-                ends.append(index + shift + folded_width)
-                indexes.append(index)
-                shift += folded_width - 1
-            self.tables[piece] = (starts, ends, indexes)
-        return self.tables[piece]
-
-
-def _smallest_period(value: str) -> int:
-    """Smallest p > 0 with value[i] == value[i + p] for all i (Knuth–Morris–Pratt borders)."""
-    borders = [0] * len(value)
-    border = 0
-    for index in range(1, len(value)):
-        while border and value[index] != value[border]:
-            border = borders[border - 1]
-        if value[index] == value[border]:
-            border += 1
-        borders[index] = border
-    return len(value) - borders[-1]
+def _bulk_valid_starts(code_points: np.ndarray, claim_points: np.ndarray, period: int, marks: np.ndarray,
+                       first: int, stop: int) -> np.ndarray:
+    """Sorted folded offsets f in [first, stop) where the claim occurs and starts and ends on a
+    character's boundary. The claim is its first ``period`` code points repeated, so it occurs
+    at f when those match at f and the text repeats with that period over the rest of the claim:
+    ``period`` array comparisons and one running count, whatever the claim's length."""
+    width = len(claim_points)
+    count = stop - first
+    ok = marks[first:stop] & marks[first + width : stop + width]
+    for offset in range(period):
+        ok &= code_points[first + offset : stop + offset] == claim_points[offset]
+    if width > period:
+        # breaks[k] says the text does not repeat at k: code_points[k] != code_points[k - period]
+        region = code_points[first : stop + width - 1]
+        breaks = np.zeros(count + width, dtype=np.int32)
+        np.cumsum(region[period:] != region[:-period], out=breaks[period + 1 :])
+        # no break over [f + period, f + width)
+        ok &= breaks[width : width + count] == breaks[period : period + count]
+    return np.flatnonzero(ok) + first

@@ -238,9 +238,9 @@ def spy_on(monkeypatch, name: str) -> list:
     calls = []
     function = getattr(spans, name)
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         calls.append(args)
-        return function(*args)
+        return function(*args, **kwargs)
 
     monkeypatch.setattr(spans, name, spy)
     return calls
@@ -261,14 +261,19 @@ def test_rejected_candidates_hand_over_to_the_full_casefold(monkeypatch):
     assert len(folded) == 1
 
 
-def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_search(monkeypatch):
+def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_or_linear_search(monkeypatch):
     anchored = spy_on(monkeypatch, "_anchored_byte_ranges")
     uncased = spy_on(monkeypatch, "_uncased_byte_ranges")
+    linear = spy_on(monkeypatch, "_folded_char_ranges")
     text = "é " + "lorem ipsum " * 5_000 + "Die Straße nach İstanbul. Ο Σίσυφος."
     assert spans_of(text, "DIE STRASSE NACH İSTANBUL") == ["Die Straße nach İstanbul"]
-    assert (len(anchored), len(uncased)) == (1, 0)
+    assert (len(anchored), len(uncased), len(linear)) == (1, 0, 0)
+    # 14 bytes folded: StringZilla's SIMD search holds the whole needle
+    assert spans_of(text, "ΣΊΣΥΦΟΣ") == ["Σίσυφος"]
+    assert (len(anchored), len(uncased), len(linear)) == (1, 1, 0)
+    # 17 bytes: past what the SIMD search compares at once, so the linear search
     assert spans_of(text, "Ο ΣΊΣΥΦΟΣ") == ["Ο Σίσυφος"]
-    assert (len(anchored), len(uncased)) == (1, 1)
+    assert (len(anchored), len(uncased), len(linear)) == (1, 1, 1)
 
 
 def test_a_short_text_and_a_claim_without_an_anchor_take_one_scan(monkeypatch):
