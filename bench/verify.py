@@ -17,10 +17,17 @@ The "from str" column is the verifier handed the Python string instead, so it al
 the passage (and allocates for it) on every call: what `POST /api/v1/verify` with "text" pays.
 It is reported, not judged.
 
-The last block times claims with no ASCII anchor (Greek); it is reported separately and is
-not part of the PASS line.
+The block after it times claims with no ASCII anchor (Greek); it is reported separately and
+is not part of the PASS line.
+
+The adversarial table (``--adversarial-only`` runs just it) times about 1 MB of periodic text
+of characters whose folding changes length or case, against claims that nearly match it
+everywhere or whose every occurrence cuts through a character: the inputs that made the
+verifier quadratic. Each line is judged against >= 20 MB/s (its own PASS line); the ratio to
+bytes.find of the lower-cased claim on the same bytes is reported.
 """
 
+import argparse
 import random
 import sys
 import timeit
@@ -33,6 +40,8 @@ from console.verification.spans import EncodedText, verify_span  # noqa: E402
 SIZES = [("1KB", 1_000), ("10KB", 10_000), ("100KB", 100_000), ("1MB", 1_000_000)]
 TARGET_MB_S = 100.0
 TARGET_RATIO = 5.0
+ADVERSARIAL_MB_S = 20.0
+ADVERSARIAL_BYTES = 1_000_000
 
 ENGLISH = (
     "the a of to and in is for on with as by at from that this it be are was or an which "
@@ -120,10 +129,63 @@ def line(label: str, verify_rate: float, find_rate: float, from_str_rate: float)
     return text, ok
 
 
+# (label, repeated unit of text, claim): the text is the unit repeated to about 1 MB.
+ADVERSARIAL = [
+    ("sigma, near everywhere", "Σ" * 1999 + "x", "σ" * 2000),
+    ("final sigma mixed", "Σς" * 999 + "x", "σ" * 2000),
+    ("sharp s, near everywhere", "ß" * 999 + "x", "ss" * 1000),
+    ("capital sharp s", "ẞ" * 999 + "x", "SS" * 1000),
+    ("sharp s, every hit cut", "ß", "s" * 1999),
+    ("sharp s, short cut hits", "ßx", "sx"),
+    ("sharp s, one letter", "ß", "s"),
+    ("ligature ffi", "ﬃ" * 600 + "x", "ffi" * 666),
+    ("ligature ff, hits cut", "ﬀ", "f" * 1999),
+    ("ligature fi, cut pairs", "ﬁ", "if" * 999),
+    ("dotted I", "İ" * 999 + "x", "i̇" * 1000),
+    ("dotted I, hits cut", "İ", "\u0307i" * 999),
+    ("iota with dialytika", "ΐ" * 600 + "x", "ΐ" * 666),
+    ("iota dialytika, short", "ΐΐx", "ΐΐΐ"),
+    ("combining acute", "e\u0301" * 999 + "x", "E\u0301" * 1000),
+    ("combining acute, short", "e\u0301" * 3 + "x", "E\u0301" * 4),
+    ("ascii, near everywhere", "a" * 1999 + "b", "a" * 2000),
+    ("mixed, near everywhere", "é" * 1999 + "b", "é" * 1999 + "c"),
+    ("anchor, long windows", "é" * 999 + "abc", "é" * 1000 + "abc"),
+    ("anchor, unspellable rest", "abc" + "ß" * 995 + "x", "abc" + "s" * 1992),
+    ("anchor, dense misses", "éxyz" + "xyz" * 20, "éxyz" + "xyz" * 21),
+]
+
+
+def adversarial_table() -> tuple[int, int]:
+    """Print one line per adversarial family; return (lines meeting the target, lines)."""
+    print(f"-- adversarial inputs, about {ADVERSARIAL_BYTES / 1e6:.0f} MB each (target >= {ADVERSARIAL_MB_S:.0f} MB/s) --")
+    passed = 0
+    for label, unit, claim in ADVERSARIAL:
+        text = unit * max(1, ADVERSARIAL_BYTES // len(unit.encode()))
+        encoded = EncodedText(text)
+        data = encoded.data
+        needle = claim.lower().encode()
+        verify_span(encoded, claim)  # plans the claim (and compiles its pattern) outside the timings
+        verify_seconds, find_seconds = seconds_per_call(
+            lambda: verify_span(encoded, claim), lambda: data.find(needle), repeats=3
+        )
+        rate = len(data) / 1e6 / verify_seconds
+        ok = rate >= ADVERSARIAL_MB_S
+        passed += ok
+        print(f"adversarial {label:<26}: {rate:7.0f} MB/s  bytes.find {len(data) / 1e6 / find_seconds:6.0f} MB/s  "
+              f"ratio {verify_seconds / find_seconds:6.1f}x {'ok  ' if ok else 'MISS'}", flush=True)
+    return passed, len(ADVERSARIAL)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--adversarial-only", action="store_true", help="run only the adversarial table")
+    arguments = parser.parse_args()
     rng = random.Random(20261101)
     verify_span("warm", "up")
     verify_span("wärm", "up")  # builds the fold tables once, outside the timings
+    if arguments.adversarial_only:
+        report_adversarial(*adversarial_table())
+        return
     print(f"target: >= {TARGET_MB_S:.0f} MB/s and within {TARGET_RATIO:.0f}x of bytes.find, on the encoded passage")
     verdicts: list[tuple[str, bool]] = []
     for variant in ("ascii", "mixed"):
@@ -150,6 +212,12 @@ def main() -> None:
           f"(>= {TARGET_MB_S:.0f} MB/s and within {TARGET_RATIO:.0f}x of bytes.find)"
           + (f"; missed: {', '.join(missed)}" if missed else ""))
     print(f"(claims without an anchor: {len(SIZES) - fallback_misses}/{len(SIZES)} lines meet both)")
+    report_adversarial(*adversarial_table())
+
+
+def report_adversarial(passed: int, lines: int) -> None:
+    verdict = "PASS" if passed == lines else "FAIL"
+    print(f"{verdict}: {passed}/{lines} adversarial lines meet >= {ADVERSARIAL_MB_S:.0f} MB/s")
 
 if __name__ == "__main__":
     main()
