@@ -588,19 +588,23 @@ class _FoldLayout:
     """
 
     def __init__(self, text: str, folded_length: int) -> None:
+        # As few and as small arrays as will do: on a long text, the time goes into first
+        # touching freshly allocated memory as much as into the arithmetic.
         code_points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
-        self.starts = np.zeros(len(text) + 1, dtype=np.int64)
-        np.cumsum(fold_lengths()[code_points], out=self.starts[1:])
+        index_type = np.int32 if folded_length < 2**31 - 1 else np.int64
+        self.starts = np.empty(len(text) + 1, dtype=index_type)
+        self.starts[0] = 0
+        np.cumsum(fold_lengths()[code_points], dtype=index_type, out=self.starts[1:])
         marks = np.zeros(folded_length + 1, dtype=np.uint8)
         marks[self.starts] = 1
         self.marks = marks.view(np.bool_)
-        self.boundaries = marks.tobytes()
+        self.boundaries = memoryview(marks)  # indexed from Python: a view indexes fast, no copy
 
     def original_ranges(self, folded_ranges: list[Range]) -> list[Range]:
         """The same ranges in characters (each end is a boundary, so the lookup is exact)."""
         if not folded_ranges:
             return []
-        found = np.searchsorted(self.starts, np.array(folded_ranges, dtype=np.int64).ravel())
+        found = np.searchsorted(self.starts, np.array(folded_ranges, dtype=self.starts.dtype).ravel())
         return [(int(found[i]), int(found[i + 1])) for i in range(0, len(found), 2)]
 
 
@@ -646,7 +650,7 @@ def _bulk_valid_starts(code_points: np.ndarray, claim_points: np.ndarray, period
         # breaks[k] says the text does not repeat at k: code_points[k] != code_points[k - period]
         region = code_points[first : stop + width - 1]
         breaks = np.zeros(count + width, dtype=np.int32)
-        np.cumsum(region[period:] != region[:-period], out=breaks[period + 1 :])
+        np.cumsum(region[period:] != region[:-period], dtype=np.int32, out=breaks[period + 1 :])
         # no break over [f + period, f + width)
         ok &= breaks[width : width + count] == breaks[period : period + count]
     return np.flatnonzero(ok) + first
