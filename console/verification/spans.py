@@ -59,8 +59,9 @@ way in), which is what its byte offsets point into and what ``bytes.find`` is me
 
 import re
 import time
+from bisect import bisect_right
 from functools import lru_cache
-from itertools import islice
+from itertools import accumulate, islice
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -91,8 +92,8 @@ _SCAN_UP_TO_BYTES = 4096
 _SCAN_MAX_WORK = 1 << 16
 # StringZilla's searches compare a needle's first 16 bytes or so with SIMD and the rest one
 # candidate at a time: on a periodic text that nearly spells a longer needle everywhere, they
-# take time proportional to text x needle (a 4 KB claim ran at 60 KB/s). Longer needles go to
-# CPython's find (two-way: linear) and the linear search below.
+# take time proportional to text x needle (a 4 KB claim ran at 60 KB/s). A longer needle is
+# found with CPython's find (two-way: linear), or by its SIMD-sized prefix (the uncased search).
 _SIMD_FIND_MAX_NEEDLE = 64
 _UNCASED_MAX_NEEDLE = 16
 # bytes.lower() as a table, for StringZilla's SIMD translate (ASCII letters only, like lower()).
@@ -100,6 +101,7 @@ _ASCII_LOWER = bytes(range(256)).lower()
 # Rejected uncased candidates tolerated before the search falls back to the full casefold.
 _REJECT_ALLOWANCE = 16
 _REJECT_BYTES = 4096
+_REJECT_WORK_FIXED = 1 << 16
 # The full casefold works in chunks, so that a deadline is looked at between them.
 _FOLD_CHUNK = 65_536
 # The linear search's rejected occurrences (ones that cut through a character): past this many,
@@ -279,7 +281,7 @@ def _non_ascii_ranges(encoded: EncodedText, plan: ClaimPlan, limit: int,
         byte_ranges = _scanned_byte_ranges(data, plan.pattern, limit)
     else:
         byte_ranges = None
-    if byte_ranges is None and len(plan.needle) <= _UNCASED_MAX_NEEDLE:
+    if byte_ranges is None:
         byte_ranges = _uncased_byte_ranges(data, plan, limit)
     if byte_ranges is not None:
         return (_char_ranges(data, byte_ranges) if byte_ranges else []), byte_ranges
@@ -424,17 +426,24 @@ def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range
     None when too many candidates were rejected. A rejected candidate at ``start`` may hide a
     match that starts there too (StringZilla may have aligned the claim inside a character's
     folding), so that is checked, and the search resumes one character later.
+
+    A claim longer than StringZilla compares with SIMD is searched by its first 16 bytes or so
+    (``_simd_prefix``): every match starts with a candidate of the prefix, and each candidate is
+    checked for the whole claim from where it starts. The rejected ones are charged the claim's
+    length and may cost half the text in all, so the worst case stays linear.
     """
     haystack = stringzilla.Str(data)
-    needle = plan.needle
+    whole = len(plan.needle) <= _UNCASED_MAX_NEEDLE
+    needle = plan.needle if whole else _simd_prefix(plan.needle)
     rejects_left = _REJECT_ALLOWANCE + len(data) // _REJECT_BYTES
+    work_left = _REJECT_WORK_FIXED + len(data) // 2
     ranges: list[Range] = []
     position = 0
     while len(ranges) < limit:
         for candidate in stringzilla.utf8_uncased_matches(haystack[position:], needle):
             start = candidate.offset_within(haystack)
             stop = start + len(candidate)
-            if _folds_to_claim(data, start, stop, plan):
+            if whole and _folds_to_claim(data, start, stop, plan):
                 ranges.append((start, stop))
                 if len(ranges) == limit:
                     return ranges
@@ -442,16 +451,26 @@ def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range
                 break
         else:
             return ranges
-        rejects_left -= 1
-        if rejects_left < 0:
-            return None
         stop = _match_at(data, start, plan)
         if stop is not None:
             ranges.append((start, stop))
             position = stop
-        else:
-            position = start + _char_width(data[start])
+            continue
+        rejects_left -= 1
+        work_left -= len(plan.needle)
+        if rejects_left < 0 or work_left < 0:
+            return None
+        position = start + _char_width(data[start])
     return ranges
+
+
+def _simd_prefix(needle: bytes) -> bytes:
+    """The longest start of the needle, up to ``_UNCASED_MAX_NEEDLE`` bytes, that ends between
+    two UTF-8 characters."""
+    end = _UNCASED_MAX_NEEDLE
+    while end > 0 and 0x80 <= needle[end] < 0xC0:
+        end -= 1
+    return needle[: end or _char_width(needle[0])]
 
 
 def _folds_to_claim(data: bytes, start: int, stop: int, plan: ClaimPlan) -> bool:
@@ -551,27 +570,74 @@ def _folded_char_ranges(text: str, folded_claim: str, limit: int, deadline: floa
         return ranges
     if hit < 0:
         return ranges
-    layout = _FoldLayout(text, len(folded))
-    starts_here = layout.boundaries
+    chunks = _FoldedChunks(text, pieces)
+    layout: _FoldLayout | None = None  # the whole text's, once cut occurrences pile up
     period = period or smallest_period(folded_claim)
     rejects = 0
     while hit >= 0 and len(ranges) < limit:
-        if starts_here[hit] and starts_here[hit + width]:
+        if layout is None:
+            valid = chunks.is_boundary(hit) and chunks.is_boundary(hit + width)
+        else:
+            valid = layout.boundaries[hit] and layout.boundaries[hit + width]
+        if valid:
             ranges.append((hit, hit + width))
             hit = folded.find(folded_claim, hit + width)
             continue
         rejects += 1
-        if rejects > _BULK_AFTER_REJECTS and period <= _BULK_MAX_PERIOD:
-            ranges.extend(_bulk_matches(folded, folded_claim, period, layout, hit + 1, limit - len(ranges),
-                                        deadline))
-            break
+        if rejects > _BULK_AFTER_REJECTS and layout is None:
+            layout = _FoldLayout(text, len(folded))
+            if period <= _BULK_MAX_PERIOD:
+                ranges.extend(_bulk_matches(folded, folded_claim, period, layout, hit + 1, limit - len(ranges),
+                                            deadline))
+                break
         if rejects % 1024 == 0:
             _check_deadline(deadline)
         if period < width and folded.startswith(folded_claim[width - period :], hit + width):
             hit += period
         else:
             hit = folded.find(folded_claim, hit + max(period, width - period + 1))
-    return layout.original_ranges(ranges)
+    return chunks.original_ranges(ranges)
+
+
+class _FoldedChunks:
+    """Maps folded offsets back, one fold chunk at a time: a chunk whose folding kept its length
+    maps one to one, any other gets its ``_FoldLayout`` on first use. A text with a few hits
+    pays for the chunks they fall in, not for the whole text."""
+
+    def __init__(self, text: str, pieces: list[str]) -> None:
+        self.text = text
+        self.pieces = pieces
+        self.piece_starts = list(accumulate(map(len, pieces[:-1]), initial=0))
+        self.folded_length = self.piece_starts[-1] + len(pieces[-1])
+        self.layouts: dict[int, _FoldLayout | None] = {}
+
+    def _locate(self, offset: int) -> "tuple[int, int, _FoldLayout | None]":
+        """(chunk, offset within its folding, its layout or None when it maps one to one)."""
+        chunk = bisect_right(self.piece_starts, offset) - 1
+        layout = self.layouts.get(chunk, False)
+        if layout is False:
+            origin = chunk * _FOLD_CHUNK
+            original = self.text[origin : origin + _FOLD_CHUNK]
+            piece = self.pieces[chunk]
+            layout = None if len(piece) == len(original) else _FoldLayout(original, len(piece))
+            self.layouts[chunk] = layout
+        return chunk, offset - self.piece_starts[chunk], layout
+
+    def is_boundary(self, offset: int) -> bool:
+        if offset >= self.folded_length:
+            return True
+        _, local, layout = self._locate(offset)
+        return layout is None or bool(layout.boundaries[local])
+
+    def original_ranges(self, folded_ranges: list[Range]) -> list[Range]:
+        """The same ranges in characters (each end is a boundary, so the lookup is exact)."""
+        return [(self._original(start), self._original(end)) for start, end in folded_ranges]
+
+    def _original(self, offset: int) -> int:
+        if offset >= self.folded_length:
+            return len(self.text)
+        chunk, local, layout = self._locate(offset)
+        return chunk * _FOLD_CHUNK + (local if layout is None else int(np.searchsorted(layout.starts, local)))
 
 
 def _check_deadline(deadline: float | None) -> None:
@@ -599,13 +665,6 @@ class _FoldLayout:
         marks[self.starts] = 1
         self.marks = marks.view(np.bool_)
         self.boundaries = memoryview(marks)  # indexed from Python: a view indexes fast, no copy
-
-    def original_ranges(self, folded_ranges: list[Range]) -> list[Range]:
-        """The same ranges in characters (each end is a boundary, so the lookup is exact)."""
-        if not folded_ranges:
-            return []
-        found = np.searchsorted(self.starts, np.array(folded_ranges, dtype=self.starts.dtype).ravel())
-        return [(int(found[i]), int(found[i + 1])) for i in range(0, len(found), 2)]
 
 
 def _bulk_matches(folded: str, claim: str, period: int, layout: _FoldLayout, start: int, limit: int,

@@ -261,7 +261,7 @@ def test_rejected_candidates_hand_over_to_the_full_casefold(monkeypatch):
     assert len(folded) == 1
 
 
-def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_or_linear_search(monkeypatch):
+def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_search(monkeypatch):
     anchored = spy_on(monkeypatch, "_anchored_byte_ranges")
     uncased = spy_on(monkeypatch, "_uncased_byte_ranges")
     linear = spy_on(monkeypatch, "_folded_char_ranges")
@@ -271,9 +271,18 @@ def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_or_
     # 14 bytes folded: StringZilla's SIMD search holds the whole needle
     assert spans_of(text, "ΣΊΣΥΦΟΣ") == ["Σίσυφος"]
     assert (len(anchored), len(uncased), len(linear)) == (1, 1, 0)
-    # 17 bytes: past what the SIMD search compares at once, so the linear search
+    # 17 bytes: searched by its first 16 bytes, each candidate checked for the whole claim
     assert spans_of(text, "Ο ΣΊΣΥΦΟΣ") == ["Ο Σίσυφος"]
-    assert (len(anchored), len(uncased), len(linear)) == (1, 1, 1)
+    assert (len(anchored), len(uncased), len(linear)) == (1, 2, 0)
+
+
+def test_a_long_claim_whose_prefix_keeps_matching_hands_over_to_the_linear_search(monkeypatch):
+    linear = spy_on(monkeypatch, "_folded_char_ranges")
+    text = ("Σ" * 1999 + "x") * 40
+    assert not verify_span(text, "σ" * 2000).supported  # the prefix is found everywhere, the claim nowhere
+    assert len(linear) == 1
+    assert verify_span(text, "σ" * 1999).char_ranges == [(2000 * run, 2000 * run + 1999) for run in range(40)]
+    assert len(linear) == 1  # every candidate a match: nothing to hand over
 
 
 def test_a_short_text_and_a_claim_without_an_anchor_take_one_scan(monkeypatch):
@@ -604,3 +613,19 @@ def test_a_deadline_in_the_past_stops_the_linear_search():
         verify_span(text, "σ" * 2000, deadline=0.0)
     assert error.value.code == "verify_time_budget" and error.value.status == 503
     assert not verify_span(text, "σ" * 2000, deadline=None).supported
+
+
+@settings(max_examples=500)
+@given(
+    st.one_of(text_and_claim(st.sampled_from(RICH_ALPHABET)), text_and_claim(no_surrogates)),
+    st.integers(1, 6),
+)
+def test_the_uncased_search_by_a_prefix_of_the_claim_agrees_with_brute_force(pair, prefix_bytes):
+    text, claim = pair
+    expected = [(len(text[:start].encode()), len(text[:end].encode())) for start, end in brute_force_spans(text, claim)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_UNCASED_MAX_NEEDLE", prefix_bytes)
+        patch.setattr(spans, "_REJECT_ALLOWANCE", 10_000)
+        patch.setattr(spans, "_REJECT_WORK_FIXED", 10**9)
+        for plan in (ClaimPlan(claim.strip()), without_patterns(claim.strip())):
+            assert spans._uncased_byte_ranges(text.encode(), plan, 10_000) == expected
