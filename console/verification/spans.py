@@ -102,6 +102,9 @@ _ASCII_LOWER = bytes(range(256)).lower()
 _REJECT_ALLOWANCE = 16
 _REJECT_BYTES = 4096
 _REJECT_WORK_FIXED = 1 << 16
+# The uncased search gets the text in chunks, and hands over when slower than this.
+_UNCASED_CHUNK = 1 << 16
+_UNCASED_MIN_BYTES_PER_SECOND = 100_000_000
 # The full casefold works in chunks, so that a deadline is looked at between them.
 _FOLD_CHUNK = 65_536
 # The linear search's rejected occurrences (ones that cut through a character): past this many,
@@ -423,9 +426,13 @@ def _end_folding_to(data: bytes, position: int, after: str) -> int | None:
 def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range] | None:
     """Byte ranges of the matches, from StringZilla's candidates checked against the rules.
 
-    None when too many candidates were rejected. A rejected candidate at ``start`` may hide a
-    match that starts there too (StringZilla may have aligned the claim inside a character's
-    folding), so that is checked, and the search resumes one character later.
+    None when too many candidates were rejected, or when the search runs slower than
+    ``_UNCASED_MIN_BYTES_PER_SECOND``: a few texts (runs of characters whose folding holds
+    combining marks, "ΐΐΐ...") slow StringZilla's own scan even for a short needle, so the text
+    is given to it ``_UNCASED_CHUNK`` bytes at a time and the clock is read between chunks.
+    A rejected candidate at ``start`` may hide a match that starts there too (StringZilla may
+    have aligned the claim inside a character's folding), so that is checked, and the search
+    resumes one character later.
 
     A claim longer than StringZilla compares with SIMD is searched by its first 16 bytes or so
     (``_simd_prefix``): every match starts with a candidate of the prefix, and each candidate is
@@ -438,30 +445,62 @@ def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range
     rejects_left = _REJECT_ALLOWANCE + len(data) // _REJECT_BYTES
     work_left = _REJECT_WORK_FIXED + len(data) // 2
     ranges: list[Range] = []
-    position = 0
+    position = chunk_end = 0
+    scanning = 0.0  # seconds inside StringZilla (checking candidates is bounded apart)
+    clock = time.perf_counter
     while len(ranges) < limit:
-        for candidate in stringzilla.utf8_uncased_matches(haystack[position:], needle):
+        if position >= chunk_end:
+            if position >= len(data):
+                return ranges
+            if position >= _UNCASED_CHUNK and position < scanning * _UNCASED_MIN_BYTES_PER_SECOND:
+                return None
+            chunk_end = max(_character_start(data, position + _UNCASED_CHUNK),
+                            position + _char_width(data[position]))  # never empty
+        # A candidate is at most 16 code points of 4 bytes: one starting before the chunk's end
+        # lies whole in this slice; one starting after it waits for the next chunk.
+        rejected = None
+        candidates = iter(stringzilla.utf8_uncased_matches(haystack[position : chunk_end + 64], needle))
+        while True:
+            began = clock()
+            candidate = next(candidates, None)
+            scanning += clock() - began
+            if candidate is None:
+                break
             start = candidate.offset_within(haystack)
+            if start >= chunk_end:
+                break
             stop = start + len(candidate)
             if whole and _folds_to_claim(data, start, stop, plan):
                 ranges.append((start, stop))
+                position = stop
                 if len(ranges) == limit:
                     return ranges
             else:
+                rejected = start
                 break
-        else:
-            return ranges
-        stop = _match_at(data, start, plan)
+        if rejected is None:
+            position = max(position, chunk_end)
+            continue
+        stop = _match_at(data, rejected, plan)
         if stop is not None:
-            ranges.append((start, stop))
+            ranges.append((rejected, stop))
             position = stop
             continue
         rejects_left -= 1
         work_left -= len(plan.needle)
         if rejects_left < 0 or work_left < 0:
             return None
-        position = start + _char_width(data[start])
+        position = rejected + _char_width(data[rejected])
     return ranges
+
+
+def _character_start(data: bytes, position: int) -> int:
+    """The start of the UTF-8 character at ``position`` (the text's length past its end)."""
+    if position >= len(data):
+        return len(data)
+    while 0x80 <= data[position] < 0xC0:
+        position -= 1
+    return position
 
 
 def _simd_prefix(needle: bytes) -> bytes:
@@ -510,31 +549,36 @@ def _suffix_folding_to(window: str, folded: str) -> str | None:
     """The run of whole characters ending the window whose folding is ``folded``, if any.
 
     Every character folds to at least one code point, so the run has at most len(folded)
-    characters; where some of them fold to more, drop characters from its front until the
-    folding is no longer too long.
+    characters; where some of them fold to more, the run is the shortest tail whose folding is
+    that long, found from a running sum of folding lengths (not a loop over characters: this
+    runs at every anchor hit).
     """
-    start = max(0, len(window) - len(folded))
-    tail_folded = window[start:].casefold()
-    if len(tail_folded) > len(folded):
-        size = len(tail_folded)
-        while size > len(folded):
-            size -= len(window[start].casefold())
-            start += 1
-        tail_folded = window[start:].casefold()
-    return window[start:] if tail_folded == folded else None
+    tail = window[max(0, len(window) - len(folded)) :]
+    tail_folded = tail.casefold()
+    if not tail_folded.endswith(folded):
+        return None
+    if len(tail_folded) == len(folded):
+        return tail
+    sizes = np.cumsum(_folding_lengths(tail)[::-1], dtype=np.int64)
+    count = int(np.searchsorted(sizes, len(folded)))
+    return tail[len(tail) - count - 1 :] if sizes[count] == len(folded) else None
 
 
 def _prefix_folding_to(window: str, folded: str) -> str | None:
     """The run of whole characters starting the window whose folding is ``folded``, if any."""
-    end = min(len(window), len(folded))
-    head_folded = window[:end].casefold()
-    if len(head_folded) > len(folded):
-        size = len(head_folded)
-        while size > len(folded):
-            end -= 1
-            size -= len(window[end].casefold())
-        head_folded = window[:end].casefold()
-    return window[:end] if head_folded == folded else None
+    head = window[: len(folded)]
+    head_folded = head.casefold()
+    if not head_folded.startswith(folded):
+        return None
+    if len(head_folded) == len(folded):
+        return head
+    sizes = np.cumsum(_folding_lengths(head), dtype=np.int64)
+    count = int(np.searchsorted(sizes, len(folded)))
+    return head[: count + 1] if sizes[count] == len(folded) else None
+
+
+def _folding_lengths(text: str) -> np.ndarray:
+    return fold_lengths()[np.frombuffer(text.encode("utf-32-le"), dtype="<u4")]
 
 
 def _folded_char_ranges(text: str, folded_claim: str, limit: int, deadline: float | None = None, *,

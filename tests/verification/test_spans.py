@@ -262,6 +262,7 @@ def test_rejected_candidates_hand_over_to_the_full_casefold(monkeypatch):
 
 
 def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_search(monkeypatch):
+    monkeypatch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 0)  # however busy the machine
     anchored = spy_on(monkeypatch, "_anchored_byte_ranges")
     uncased = spy_on(monkeypatch, "_uncased_byte_ranges")
     linear = spy_on(monkeypatch, "_folded_char_ranges")
@@ -277,6 +278,7 @@ def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_sea
 
 
 def test_a_long_claim_whose_prefix_keeps_matching_hands_over_to_the_linear_search(monkeypatch):
+    monkeypatch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 0)  # however busy the machine
     linear = spy_on(monkeypatch, "_folded_char_ranges")
     text = ("Σ" * 1999 + "x") * 40
     assert not verify_span(text, "σ" * 2000).supported  # the prefix is found everywhere, the claim nowhere
@@ -629,3 +631,26 @@ def test_the_uncased_search_by_a_prefix_of_the_claim_agrees_with_brute_force(pai
         patch.setattr(spans, "_REJECT_WORK_FIXED", 10**9)
         for plan in (ClaimPlan(claim.strip()), without_patterns(claim.strip())):
             assert spans._uncased_byte_ranges(text.encode(), plan, 10_000) == expected
+
+
+@settings(max_examples=300)
+@given(st.one_of(text_and_claim(st.sampled_from(RICH_ALPHABET)), text_and_claim(no_surrogates)), st.integers(1, 9))
+def test_the_uncased_search_in_small_chunks_agrees_with_brute_force(pair, chunk):
+    text, claim = pair
+    text = text * 3
+    expected = [(len(text[:start].encode()), len(text[:end].encode())) for start, end in brute_force_spans(text, claim)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_UNCASED_CHUNK", chunk)
+        patch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 0)
+        patch.setattr(spans, "_REJECT_ALLOWANCE", 10_000)
+        for plan in (ClaimPlan(claim.strip()), without_patterns(claim.strip())):
+            assert spans._uncased_byte_ranges(text.encode(), plan, 10_000) == expected
+
+
+def test_an_uncased_search_slower_than_its_floor_hands_over_to_the_linear_search(monkeypatch):
+    monkeypatch.setattr(spans, "_UNCASED_CHUNK", 1024)
+    monkeypatch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 10**15)  # nothing is that fast
+    linear = spy_on(monkeypatch, "_folded_char_ranges")
+    text = "ΐΐx" * 2_000 + "Ο Σίσυφος"
+    assert spans_of(text, "ο σίσυφοσ") == ["Ο Σίσυφος"]
+    assert len(linear) == 1
