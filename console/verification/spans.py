@@ -34,26 +34,39 @@ How it stays O(len(text)) and close to ``bytes.find``
 ------------------------------------------------------
 The verifier reads a passage as its UTF-8 bytes (``EncodedText``; a ``str`` is encoded on the
 way in), which is what its byte offsets point into and what ``bytes.find`` is measured on.
+Every fast path below bounds its own work by the text's size and hands over to the next one
+past that bound, and the last one is linear whatever the input, so the worst case is linear:
+periodic texts of characters whose folding changes length ("ßßß...", "ΣΣΣ...", "ﬃﬃ...",
+"İİ...", "ΐΐ...", combining marks) against claims that nearly match everywhere run at 20 MB/s
+or more (``bench/verify.py`` times each such family), against about 100 KB/s before.
 
 - ASCII text: casefold is ASCII lower-casing and every offset is a byte offset: lower-case
-  the bytes and find the claim (StringZilla's SIMD ``translate`` and ``find``).
+  the bytes and find the claim (StringZilla's SIMD ``translate`` and ``find``; CPython's
+  two-way ``find`` for a needle over 64 bytes, where StringZilla's is text x needle).
 - Other text, when the folded claim has an anchor (a run of ASCII characters that only ASCII
   characters of a text fold to; ``folding.ClaimPlan``): find the anchor in the lower-cased
   bytes and check the rest of the claim on either side of each hit with a compiled pattern of
-  every byte spelling that folds to it. No decoding, no casefold of the text. If too many hits
-  are not matches (a common anchor), hand over to the next path.
-- A short text (up to 4 KiB) and a claim without an anchor: one scan of the lower-cased bytes
-  with the claim's pattern (``finditer``: leftmost, non-overlapping, whole characters).
+  every byte spelling that folds to it (or, for a long claim, by decoding a window on either
+  side: the pattern search is window x claim per hit). No decoding, no casefold of the text.
+  If too many hits are not matches (a common anchor), or the misses cost more than about two
+  steps per byte of text, hand over to the next path.
+- A short text (up to 4 KiB) and a short claim without an anchor: one scan of the lower-cased
+  bytes with the claim's pattern (``finditer``: leftmost, non-overlapping, whole characters).
 - Otherwise: StringZilla's SIMD uncased search (``utf8_uncased_matches``) proposes candidate
-  spans. It implements full case folding too but, unlike the rules above, also reports a match
-  that only covers part of a character's folding, and uses a newer Unicode version (it folds a
-  few characters Python does not know). So every candidate is checked against the claim's
-  pattern (Python's folding); a rejected one is retried one character later.
-- If candidates keep being rejected (a periodic claim against a periodic text, "sss..." in
-  "ßßß..."), casefold the text in chunks and ``str.find`` the folded claim. Only characters
-  that fold to more than one code point shift offsets; a chunk without them maps one to one,
-  and a chunk with them gets a table of where they are, built only when a hit falls in it.
-  A hit that cuts through a character skips ahead by the claim's period, so this stays linear.
+  spans, for the whole claim when it is 16 bytes or less, else for its first 16 bytes. It
+  implements full case folding too but, unlike the rules above, also reports a match that
+  only covers part of a character's folding, and uses a newer Unicode version (it folds a few
+  characters Python does not know). So every candidate is checked against the claim's
+  pattern (Python's folding); a rejected one is retried one character later. Too many
+  rejects, or StringZilla's scan running under 100 MB/s (it reads the text 64 KB at a time),
+  hand over to the last path.
+- The linear search: casefold the text in chunks (looking at the deadline between them) and
+  ``str.find`` the folded claim (two-way for long needles: it never backtracks). Only
+  characters that fold to more than one code point shift offsets; a chunk without them maps
+  one to one, and a chunk with them gets the folded start of each character (a running sum
+  of folding lengths, numpy), built only when a hit falls in it. An occurrence that cuts
+  through a character skips ahead by the claim's smallest period; once such occurrences pile
+  up, a claim of a short period is searched for in bulk with array comparisons.
 - Character offsets of byte ranges come from counting code points (SIMD) up to each match.
 """
 
@@ -436,8 +449,8 @@ def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range
 
     A claim longer than StringZilla compares with SIMD is searched by its first 16 bytes or so
     (``_simd_prefix``): every match starts with a candidate of the prefix, and each candidate is
-    checked for the whole claim from where it starts. The rejected ones are charged the claim's
-    length and may cost half the text in all, so the worst case stays linear.
+    checked for the whole claim from where it starts. The rejected ones are charged the bytes
+    that check reads and may read half the text in all, so the worst case stays linear.
     """
     haystack = stringzilla.Str(data)
     whole = len(plan.needle) <= _UNCASED_MAX_NEEDLE
@@ -487,7 +500,7 @@ def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range
             position = stop
             continue
         rejects_left -= 1
-        work_left -= len(plan.needle)
+        work_left -= 4 * len(plan.folded)  # the bytes _match_at looks at
         if rejects_left < 0 or work_left < 0:
             return None
         position = rejected + _char_width(data[rejected])
