@@ -138,6 +138,7 @@ ADVERSARIAL = [
     ("sharp s, every hit cut", "ß", "s" * 1999),
     ("sharp s, short cut hits", "ßx", "sx"),
     ("sharp s, one letter", "ß", "s"),
+    ("sharp s, long-period cuts", "ß" * 16 + "sx", "s" * 32 + "x" + "s" * 33 + "x"),
     ("ligature ffi", "ﬃ" * 600 + "x", "ffi" * 666),
     ("ligature ff, hits cut", "ﬀ", "f" * 1999),
     ("ligature fi, cut pairs", "ﬁ", "if" * 999),

@@ -70,6 +70,7 @@ or more (``bench/verify.py`` times each such family), against about 100 KB/s bef
 - Character offsets of byte ranges come from counting code points (SIMD) up to each match.
 """
 
+import random
 import re
 import time
 from bisect import bisect_right
@@ -610,7 +611,7 @@ def _folded_char_ranges(text: str, folded_claim: str, limit: int, deadline: floa
     smallest period apart (periodicity lemma), so the next one is either ``period`` further,
     which needs only the next ``period`` code points compared, or beyond ``length - period``.
     Where such occurrences pile up (a claim of a short period against a text that repeats it,
-    "s" * 99 in "ßßß..."), the rest of the text is searched in bulk (``_bulk_valid_starts``).
+    "s" * 99 in "ßßß..."), the rest of the text is searched in bulk (``_bulk_matches``).
     """
     width = len(folded_claim)
     pieces = []
@@ -641,12 +642,11 @@ def _folded_char_ranges(text: str, folded_claim: str, limit: int, deadline: floa
             hit = folded.find(folded_claim, hit + width)
             continue
         rejects += 1
-        if rejects > _BULK_AFTER_REJECTS and layout is None:
+        if rejects > _BULK_AFTER_REJECTS:
             layout = _FoldLayout(text, len(folded))
-            if period <= _BULK_MAX_PERIOD:
-                ranges.extend(_bulk_matches(folded, folded_claim, period, layout, hit + 1, limit - len(ranges),
-                                            deadline))
-                break
+            ranges.extend(_bulk_matches(folded, folded_claim, period, layout, hit + 1, limit - len(ranges),
+                                        deadline))
+            break
         if rejects % 1024 == 0:
             _check_deadline(deadline)
         if period < width and folded.startswith(folded_claim[width - period :], hit + width):
@@ -727,8 +727,12 @@ class _FoldLayout:
 def _bulk_matches(folded: str, claim: str, period: int, layout: _FoldLayout, start: int, limit: int,
                   deadline: float | None) -> list[Range]:
     """The leftmost non-overlapping matches at or after folded offset ``start``, in folded offsets,
-    from every valid occurrence of a claim of a short period, computed a block at a time."""
+    from every valid occurrence of the claim, computed a block at a time: exactly for a claim of
+    a short period (``_bulk_valid_starts``), else from rolling hashes, each candidate then
+    compared in full (``_hashed_candidate_starts``)."""
     width = len(claim)
+    exact = period <= _BULK_MAX_PERIOD
+    powers = None if exact else _hash_powers(_BULK_BLOCK + width)
     code_points = np.frombuffer(folded.encode("utf-32-le"), dtype="<u4")
     claim_points = np.frombuffer(claim.encode("utf-32-le"), dtype="<u4")
     ranges: list[Range] = []
@@ -738,15 +742,22 @@ def _bulk_matches(folded: str, claim: str, period: int, layout: _FoldLayout, sta
     while block_start <= last_start and len(ranges) < limit:
         _check_deadline(deadline)
         block_end = min(block_start + _BULK_BLOCK, last_start + 1)
-        valid = _bulk_valid_starts(code_points, claim_points, period, layout.marks, block_start, block_end)
+        if exact:
+            valid = _bulk_valid_starts(code_points, claim_points, period, layout.marks, block_start, block_end)
+        else:
+            valid = _hashed_candidate_starts(code_points, claim_points, layout.marks, block_start, block_end,
+                                             powers)
         index = 0
         while len(ranges) < limit:
             index = int(np.searchsorted(valid, position, side="left"))
             if index == len(valid):
                 break
             found = int(valid[index])
-            ranges.append((found, found + width))
-            position = found + width
+            if exact or folded.startswith(claim, found):
+                ranges.append((found, found + width))
+                position = found + width
+            else:  # a hash collision: rare, and only costs this comparison
+                position = found + 1
         block_start = max(block_end, position)
     return ranges
 
@@ -770,3 +781,51 @@ def _bulk_valid_starts(code_points: np.ndarray, claim_points: np.ndarray, period
         # no break over [f + period, f + width)
         ok &= breaks[width : width + count] == breaks[period : period + count]
     return np.flatnonzero(ok) + first
+
+
+# Rolling hashes of the bulk search, modulo a prime just below 2**21: a code point times a power
+# stays below 2**42, so a block of 2**18 of them sums inside int64 with no reduction per term.
+# The base is drawn per process, so nobody can aim collisions at it; a collision (about one per
+# two million offsets) only costs one comparison of the claim.
+_HASH_MODULUS = 2**21 - 9
+_HASH_BASE = random.SystemRandom().randrange(2**10, _HASH_MODULUS - 1)
+
+
+def _hashed_candidate_starts(code_points: np.ndarray, claim_points: np.ndarray, marks: np.ndarray,
+                             first: int, stop: int, powers: np.ndarray) -> np.ndarray:
+    """Sorted folded offsets f in [first, stop) that start and end on a character's boundary and
+    whose window hashes as the claim does: every occurrence among them, maybe a collision.
+
+    With x the code points from ``first`` and ``powers`` B**k, the window at f = first + i holds
+    the claim when sum_j x[i + j] B**(i + j) equals B**i times the claim's own sum: a running sum
+    and a product per offset, the same few array passes whatever the claim's period.
+    """
+    width = len(claim_points)
+    count = stop - first
+    modulus = _HASH_MODULUS
+    target = int((claim_points.astype(np.int64) * powers[:width]).sum() % modulus)
+    region = code_points[first : stop + width - 1].astype(np.int64)
+    sums = np.zeros(len(region) + 1, dtype=np.int64)
+    np.cumsum(region * powers[: len(region)], out=sums[1:])
+    ok = (sums[width : width + count] - sums[:count] - target * powers[:count]) % modulus == 0
+    ok &= marks[first:stop]
+    ok &= marks[first + width : stop + width]
+    return np.flatnonzero(ok) + first
+
+
+def _hash_powers(count: int) -> np.ndarray:
+    """B**k modulo the hash's prime for k < count, as int64: 1024 small powers times each step
+    of B**1024."""
+    modulus = _HASH_MODULUS
+    small = np.empty(1024, dtype=np.int64)
+    value = 1
+    for index in range(1024):
+        small[index] = value
+        value = value * _HASH_BASE % modulus
+    steps = np.empty(count // 1024 + 1, dtype=np.int64)
+    step = value  # B**1024
+    value = 1
+    for index in range(len(steps)):
+        steps[index] = value
+        value = value * step % modulus
+    return (steps[:, None] * small[None, :] % modulus).ravel()[:count]

@@ -654,3 +654,26 @@ def test_an_uncased_search_slower_than_its_floor_hands_over_to_the_linear_search
     text = "ΐΐx" * 2_000 + "Ο Σίσυφος"
     assert spans_of(text, "ο σίσυφοσ") == ["Ο Σίσυφος"]
     assert len(linear) == 1
+
+
+@settings(max_examples=400)
+@given(text_and_claim(st.sampled_from(RICH_ALPHABET)), st.integers(1, 7), st.sampled_from([2**21 - 9, 5, 2]))
+def test_the_hashed_bulk_search_agrees_with_brute_force_even_when_hashes_collide(pair, block, modulus):
+    text, claim = pair
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_BULK_AFTER_REJECTS", 0)
+        patch.setattr(spans, "_BULK_MAX_PERIOD", 0)  # rolling hashes whatever the period
+        patch.setattr(spans, "_BULK_BLOCK", block)
+        patch.setattr(spans, "_HASH_MODULUS", modulus)  # 2 and 5: collisions everywhere
+        found = spans._folded_char_ranges(text * 2, claim.strip().casefold(), 10_000)
+    assert found == brute_force_spans(text * 2, claim)
+
+
+@pytest.mark.parametrize(("unit", "claim"), [("ß" * 16 + "sx", "s" * 32 + "x" + "s" * 33 + "x"),
+                                              ("ß" * 20 + "x", "s" * 39 + "x" + "s"),
+                                              ("ß" * 40 + "x", "s" * 79 + "x" + "s" * 20)])
+def test_cut_occurrences_of_a_long_period_claim_are_searched_in_bulk(monkeypatch, unit, claim):
+    bulk = spy_on(monkeypatch, "_hashed_candidate_starts")
+    text = unit * 2_000 + "ß" * 60 + "s" + unit
+    assert spans_of(text, claim) == [text[start:end] for start, end in reference_spans(text, claim)][:100]
+    assert bulk
