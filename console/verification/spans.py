@@ -66,7 +66,8 @@ or more (``bench/verify.py`` times each such family), against about 100 KB/s bef
   one to one, and a chunk with them gets the folded start of each character (a running sum
   of folding lengths, numpy), built only when a hit falls in it. An occurrence that cuts
   through a character skips ahead by the claim's smallest period; once such occurrences pile
-  up, a claim of a short period is searched for in bulk with array comparisons.
+  up, the rest of the text is searched in bulk: array comparisons for a claim of a short
+  period, rolling hashes (each candidate compared in full) for any other.
 - Character offsets of byte ranges come from counting code points (SIMD) up to each match.
 """
 
