@@ -677,3 +677,12 @@ def test_cut_occurrences_of_a_long_period_claim_are_searched_in_bulk(monkeypatch
     text = unit * 2_000 + "ß" * 60 + "s" + unit
     assert spans_of(text, claim) == [text[start:end] for start, end in reference_spans(text, claim)][:100]
     assert bulk
+
+
+def test_an_anchor_longer_than_the_simd_find_takes_is_found_by_cpython_find():
+    sentence = "the red pen lay on a wooden table by the door "  # no letter a non-ASCII one folds to
+    text = "é " + sentence * 3 + "Ünd " + sentence
+    claim = (sentence * 2).upper() + "ünd"
+    assert len(ClaimPlan(claim).anchor) > spans._SIMD_FIND_MAX_NEEDLE
+    assert spans_of(text, claim) == [text[2 + len(sentence) : 2 + 3 * len(sentence) + 3]]
+    assert verify_span(text, claim).char_ranges == brute_force_spans(text, claim)
