@@ -44,11 +44,21 @@ from console.verification.spans import (
 logger = logging.getLogger(__name__)
 
 _MAX_ERROR_CHARS = 4_000
+# Claims and routes are read this many decisions at a time, passages one decision at a time.
+_READ_CHUNK = 100
 
+_TABLE = DecisionSupport._meta.db_table
+# Insert the decision's DecisionSupport as claimed, or claim the existing one if it is pending or
+# failed; no row back means another job verified it (or holds it: this waits on its row lock).
 _CLAIM_SQL = (
-    f"UPDATE {DecisionSupport._meta.db_table} SET attempts = attempts + 1 "
-    "WHERE decision_id = ANY(%s) AND status IN ('pending', 'failed') RETURNING decision_id"
+    f"INSERT INTO {_TABLE} (decision_id, status, units, units_supported, expected_support, fully_supported, "
+    "no_supporting_passage, verifier_version, attempts, error, verified_at) "
+    "VALUES (%s, 'pending', 0, 0, NULL, false, false, '', 1, '', NULL) "
+    f"ON CONFLICT (decision_id) DO UPDATE SET attempts = {_TABLE}.attempts + 1 "
+    f"WHERE {_TABLE}.status IN ('pending', 'failed') RETURNING attempts"
 )
+_RESULT_FIELDS = ["status", "units", "units_supported", "expected_support", "fully_supported",
+                  "no_supporting_passage", "verifier_version", "error", "verified_at"]
 
 
 @dataclass
@@ -68,39 +78,40 @@ class _Outcome:
 def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResult:
     """Verify the claims of these decisions; decisions verified before are skipped.
 
-    Each decision is one transaction: insert a `pending` DecisionSupport if it has none, claim
-    it if pending (or failed) with a conditional UPDATE, compute, write the SpanChecks, the
-    figures and the audit event, commit. A worker killed half-way loses only the decision it
-    was on (the sweeper queues it again); a duplicate job running at the same time waits on the
-    row, then finds it verified and claims nothing.
+    Each decision is one transaction: insert its DecisionSupport as claimed, or claim it if
+    pending (or failed), in one upsert; compute; write the SpanChecks, the figures and the audit
+    event; commit. A worker killed half-way loses only the decision it was on (the sweeper
+    queues it again); a duplicate job running at the same time waits on the row, then finds it
+    verified and claims nothing. Claims and routes never change, so they are read beforehand,
+    a chunk of decisions at a time.
     """
     result = VerifyResult()
     # Existing decisions only (a stale message may name ids that never were), in one lock order.
     ids = sorted(Decision.objects.filter(pk__in=list(set(decision_ids))).values_list("pk", flat=True))
-    for decision_id in ids:
-        _verify_decision(actor, decision_id, result)
+    for start in range(0, len(ids), _READ_CHUNK):
+        chunk = ids[start : start + _READ_CHUNK]
+        decisions = {pk: (claim, slug) for pk, claim, slug in Decision.objects.filter(pk__in=chunk)
+                     .values_list("pk", "claim", "route__slug")}
+        for decision_id in chunk:
+            claim, slug = decisions[decision_id]
+            _verify_decision(actor, decision_id, claim, slug, result)
     return result
 
 
-def _verify_decision(actor: Actor, decision_id: int, result: VerifyResult) -> None:
+def _verify_decision(actor: Actor, decision_id: int, claim: str, slug: str, result: VerifyResult) -> None:
     with transaction.atomic():
-        DecisionSupport.objects.bulk_create(
-            [DecisionSupport(decision_id=decision_id, status=SupportStatus.PENDING)], ignore_conflicts=True
-        )
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM_SQL, [[decision_id]])
-            if cursor.fetchone() is None:
-                return
-        claim, slug = Decision.objects.values_list("claim", "route__slug").get(pk=decision_id)
-        support = DecisionSupport.objects.get(pk=decision_id)
+            cursor.execute(_CLAIM_SQL, [decision_id])
+            claimed = cursor.fetchone()
+        if claimed is None:
+            return
         outcome = _check(decision_id, claim, _logged_passages(decision_id))
+        support = DecisionSupport(decision_id=decision_id)
         _apply(support, outcome, timezone.now())
-        SpanCheck.objects.filter(decision_id=decision_id).delete()  # left by a failed attempt
+        if claimed[0] > 1:  # an earlier attempt may have left checks
+            SpanCheck.objects.filter(decision_id=decision_id).delete()
         SpanCheck.objects.bulk_create(outcome.checks, batch_size=2_000)
-        support.save(update_fields=[
-            "status", "units", "units_supported", "expected_support", "fully_supported", "no_supporting_passage",
-            "verifier_version", "error", "verified_at",
-        ])
+        support.save(update_fields=_RESULT_FIELDS)
         audit_record_many(actor=actor, events=[_event(decision_id, slug, support)])
     (result.failed if outcome.error else result.verified).append(decision_id)
 
