@@ -113,7 +113,8 @@ _SIMD_FIND_MAX_NEEDLE = 64
 _UNCASED_MAX_NEEDLE = 16
 # bytes.lower() as a table, for StringZilla's SIMD translate (ASCII letters only, like lower()).
 _ASCII_LOWER = bytes(range(256)).lower()
-# Rejected uncased candidates tolerated before the search falls back to the full casefold.
+# Rejected uncased candidates tolerated before the search falls back to the full casefold: a
+# few plus one per 4 KiB, and the bytes their checks read at most half the text plus 64 KiB.
 _REJECT_ALLOWANCE = 16
 _REJECT_BYTES = 4096
 _REJECT_WORK_FIXED = 1 << 16
@@ -123,7 +124,8 @@ _UNCASED_MIN_BYTES_PER_SECOND = 100_000_000
 # The full casefold works in chunks, so that a deadline is looked at between them.
 _FOLD_CHUNK = 65_536
 # The linear search's rejected occurrences (ones that cut through a character): past this many,
-# a claim of a short period is searched for in bulk (numpy), its valid occurrences all at once.
+# the rest of the text is searched in bulk (numpy), blocks of valid occurrences at a time;
+# exactly by array comparisons for a claim of a short period, by rolling hashes otherwise.
 _BULK_AFTER_REJECTS = 32
 _BULK_MAX_PERIOD = 32
 _BULK_BLOCK = 1 << 18
