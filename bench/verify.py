@@ -1,6 +1,7 @@
 """Span verifier throughput against bytes.find on the same passages, measured in one run.
 
-Run: .venv/bin/python bench/verify.py [--quick]   (about 5 s; it reports and always exits 0)
+Run: .venv/bin/python bench/verify.py [--quick]   (about 12 s; it reports and always exits 0;
+     --adversarial-only runs just the adversarial table, about 6 s)
 
 `--quick` keeps every line kind (ASCII, mixed, present, absent, the Greek fallback) at 1 KB and
 10 KB only, with shorter timing batches: under a second, same code paths. It needs no database
@@ -22,13 +23,22 @@ The "from str" column is the verifier handed the Python string instead, so it al
 the passage (and allocates for it) on every call: what `POST /api/v1/verify` with "text" pays.
 It is reported, not judged.
 
-The last block times claims with no ASCII anchor (Greek); it is reported separately and is
-not part of the PASS line.
+The block after it times claims with no ASCII anchor (Greek); it is reported separately and
+is not part of the PASS line.
+
+The adversarial table (``--adversarial-only`` runs just it) times about 1 MB of periodic text
+of characters whose folding changes length or case, against claims that nearly match it
+everywhere or whose every occurrence cuts through a character: the inputs that made the
+verifier quadratic. Each line is judged against >= 20 MB/s (its own PASS line); the ratio to
+bytes.find of the lower-cased claim on the same bytes is reported. Both are timed in CPU
+seconds of this process (the search is single-threaded and CPU-bound), so that other work on
+a shared machine does not count against them as it does on a wall clock.
 """
 
 import argparse
 import random
 import sys
+import time
 import timeit
 from pathlib import Path
 
@@ -40,6 +50,8 @@ SIZES = [("1KB", 1_000), ("10KB", 10_000), ("100KB", 100_000), ("1MB", 1_000_000
 QUICK_SIZES = SIZES[:2]  # 10 KB is past the 4 KiB pattern scan, so the uncased search still runs
 TARGET_MB_S = 100.0
 TARGET_RATIO = 5.0
+ADVERSARIAL_MB_S = 20.0
+ADVERSARIAL_BYTES = 1_000_000
 
 ENGLISH = (
     "the a of to and in is for on with as by at from that this it be are was or an which "
@@ -89,9 +101,9 @@ def passage(size: int, variant: str, sentence: str, rng: random.Random) -> str:
     return " ".join(parts)
 
 
-def seconds_per_call(*functions, batch_seconds: float = 0.02, repeats: int = 7) -> list[float]:
+def seconds_per_call(*functions, batch_seconds: float = 0.02, repeats: int = 7, clock=time.perf_counter) -> list[float]:
     """Best time per call of each function; batches alternate so both see the same machine."""
-    timers = [timeit.Timer(function) for function in functions]
+    timers = [timeit.Timer(function, timer=clock) for function in functions]
     numbers = [max(1, int(batch_seconds / max(timer.timeit(1), 1e-7))) for timer in timers]
     best = [float("inf")] * len(timers)
     for _ in range(repeats):
@@ -128,16 +140,75 @@ def line(label: str, verify_rate: float, find_rate: float, from_str_rate: float)
     return text, ok
 
 
+# (label, repeated unit of text, claim): the text is the unit repeated to about 1 MB.
+ADVERSARIAL = [
+    ("sigma, near everywhere", "Σ" * 1999 + "x", "σ" * 2000),
+    ("final sigma mixed", "Σς" * 999 + "x", "σ" * 2000),
+    ("sharp s, near everywhere", "ß" * 999 + "x", "ss" * 1000),
+    ("capital sharp s", "ẞ" * 999 + "x", "SS" * 1000),
+    ("sharp s, every hit cut", "ß", "s" * 1999),
+    ("sharp s, short cut hits", "ßx", "sx"),
+    ("sharp s, one letter", "ß", "s"),
+    ("sharp s, long-period cuts", "ß" * 16 + "sx", "s" * 32 + "x" + "s" * 33 + "x"),
+    ("ligature ffi", "ﬃ" * 600 + "x", "ffi" * 666),
+    ("ligature ff, hits cut", "ﬀ", "f" * 1999),
+    ("ligature fi, cut pairs", "ﬁ", "if" * 999),
+    ("dotted I", "İ" * 999 + "x", "i̇" * 1000),
+    ("dotted I, hits cut", "İ", "\u0307i" * 999),
+    ("iota with dialytika", "ΐ" * 600 + "x", "ΐ" * 666),
+    ("iota dialytika, short", "ΐΐx", "ΐΐΐ"),
+    ("combining acute", "e\u0301" * 999 + "x", "E\u0301" * 1000),
+    ("combining acute, short", "e\u0301" * 3 + "x", "E\u0301" * 4),
+    ("ascii, near everywhere", "a" * 1999 + "b", "a" * 2000),
+    ("mixed, near everywhere", "é" * 1999 + "b", "é" * 1999 + "c"),
+    ("anchor, long windows", "é" * 999 + "abc", "é" * 1000 + "abc"),
+    ("anchor, unspellable rest", "abc" + "ß" * 995 + "x", "abc" + "s" * 1992),
+    ("anchor, dense misses", "éxyz" + "xyz" * 20, "éxyz" + "xyz" * 21),
+]
+
+
+def adversarial_rates(text: str, claim: str) -> tuple[float, float]:
+    """MB/s of the verifier on the encoded text, and of bytes.find of the lower-cased claim."""
+    encoded = EncodedText(text)
+    data = encoded.data
+    needle = claim.lower().encode()
+    verify_span(encoded, claim)  # plans the claim (and compiles its pattern) outside the timings
+    verify_seconds, find_seconds = seconds_per_call(
+        lambda: verify_span(encoded, claim), lambda: data.find(needle), repeats=3, clock=time.process_time
+    )
+    return len(data) / 1e6 / verify_seconds, len(data) / 1e6 / find_seconds
+
+
+def adversarial_table(size: int = ADVERSARIAL_BYTES) -> tuple[int, int]:
+    """Print one line per adversarial family; return (lines meeting the target, lines)."""
+    print(f"-- adversarial inputs, about {size / 1e6:g} MB each "
+          f"(target >= {ADVERSARIAL_MB_S:.0f} MB/s) --")
+    passed = 0
+    for label, unit, claim in ADVERSARIAL:
+        text = unit * max(1, size // len(unit.encode()))
+        rate, find_rate = adversarial_rates(text, claim)
+        ok = rate >= ADVERSARIAL_MB_S
+        passed += ok
+        print(f"adversarial {label:<26}: {rate:7.0f} MB/s  bytes.find {find_rate:6.0f} MB/s  "
+              f"ratio {find_rate / rate:6.1f}x {'ok  ' if ok else 'MISS'}", flush=True)
+    return passed, len(ADVERSARIAL)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 KB and 10 KB passages, short batches")
     parser.add_argument("--data-dir", help="ignored: this benchmark uses no database")
+    parser.add_argument("--adversarial-only", action="store_true", help="run only the adversarial table")
     args = parser.parse_args()
     sizes = QUICK_SIZES if args.quick else SIZES
     batch_seconds = 0.002 if args.quick else 0.02
     rng = random.Random(20261101)
     verify_span("warm", "up")
     verify_span("wärm", "up")  # builds the fold tables once, outside the timings
+    adversarial_size = 20_000 if args.quick else ADVERSARIAL_BYTES
+    if args.adversarial_only:
+        report_adversarial(*adversarial_table(adversarial_size))
+        return
     print(f"target: >= {TARGET_MB_S:.0f} MB/s and within {TARGET_RATIO:.0f}x of bytes.find, on the encoded passage")
     verdicts: list[tuple[str, bool]] = []
     for variant in ("ascii", "mixed"):
@@ -164,6 +235,13 @@ def main() -> None:
           f"(>= {TARGET_MB_S:.0f} MB/s and within {TARGET_RATIO:.0f}x of bytes.find)"
           + (f"; missed: {', '.join(missed)}" if missed else ""))
     print(f"(claims without an anchor: {len(sizes) - fallback_misses}/{len(sizes)} lines meet both)")
+    report_adversarial(*adversarial_table(adversarial_size))
+
+
+def report_adversarial(passed: int, lines: int) -> None:
+    verdict = "PASS" if passed == lines else "FAIL"
+    print(f"{verdict}: {passed}/{lines} adversarial lines meet >= {ADVERSARIAL_MB_S:.0f} MB/s")
+
 
 if __name__ == "__main__":
     main()

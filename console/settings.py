@@ -187,6 +187,10 @@ GRADING_LEASE_SECONDS = env_int("GRADING_LEASE_SECONDS", 15 * 60, minimum=10, ma
 # The sweepers run every JOBS_SWEEP_SECONDS and queue again what has waited JOBS_REQUEUE_AFTER_SECONDS.
 JOBS_SWEEP_SECONDS = env_int("JOBS_SWEEP_SECONDS", 60, minimum=1, maximum=3600)
 JOBS_REQUEUE_AFTER_SECONDS = env_int("JOBS_REQUEUE_AFTER_SECONDS", 300, minimum=1, maximum=7 * 24 * 3600)
+# Span verification is linear in the text; these bound the wall time of one POST /api/v1/verify
+# (past it: 503 verify_time_budget) and of one decision in the span-check job (past it: failed).
+VERIFY_TIME_BUDGET_MS = env_int("VERIFY_TIME_BUDGET_MS", 2_000, minimum=1, maximum=600_000)
+VERIFY_DECISION_BUDGET_MS = env_int("VERIFY_DECISION_BUDGET_MS", 60_000, minimum=1, maximum=3_600_000)
 # A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
 SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
 SHADOW_HTTP_TIMEOUT_MS = env_int("SHADOW_HTTP_TIMEOUT_MS", 30_000, minimum=10, maximum=600_000)

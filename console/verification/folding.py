@@ -25,6 +25,8 @@ from collections.abc import Callable
 from functools import cache, cached_property, lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 # A shorter anchor (unless it is the whole claim) hits too often to beat the uncased search.
 MIN_ANCHOR_BYTES = 3
 # A segment of the claim that some expanding character spans is spelled out as every way of
@@ -70,6 +72,33 @@ def fold_tables() -> FoldTables:
     )
 
 
+@cache
+def fold_lengths() -> np.ndarray:
+    """Code points each code point folds to, indexed by code point (uint8, 1 almost everywhere).
+
+    Lets the linear search measure a text's folding without folding each character in Python:
+    a table lookup on the text's code points, then a running sum.
+    """
+    lengths = np.ones(sys.maxunicode + 1, dtype=np.uint8)
+    for folded, chars in fold_tables().preimages.items():
+        if len(folded) > 1:
+            lengths[[ord(char) for char in chars]] = len(folded)
+    return lengths
+
+
+def smallest_period(value: str) -> int:
+    """Smallest p > 0 with value[i] == value[i + p] for all i (Knuth-Morris-Pratt borders)."""
+    borders = [0] * len(value)
+    border = 0
+    for index in range(1, len(value)):
+        while border and value[index] != value[border]:
+            border = borders[border - 1]
+        if value[index] == value[border]:
+            border += 1
+        borders[index] = border
+    return len(value) - borders[-1]
+
+
 def preimages_of(folding: str) -> tuple[str, ...]:
     """Every character whose casefold is exactly ``folding``."""
     found = fold_tables().preimages.get(folding)
@@ -108,6 +137,12 @@ class ClaimPlan:
         self.anchor = self.folded[start:end].encode("ascii")
         self.before = self.folded[:start]
         self.after = self.folded[end:]
+
+    @cached_property
+    def period(self) -> int:
+        """The folded claim's smallest period: two occurrences in a folded text are at least
+        this far apart, and closer than its length only in steps of it."""
+        return smallest_period(self.folded) if self.folded else 1
 
     @cached_property
     def spelled(self) -> Spelling | None:

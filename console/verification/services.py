@@ -7,15 +7,22 @@ characters cannot be searched and counts as not found. Per decision:
 - ``expected_support`` = units found anywhere / units (empty when the claim has no units),
 - ``fully_supported`` = every unit found,
 - ``no_supporting_passage`` = no unit found in any passage (also true without passages).
+
+Each decision is verified in its own transaction with its own audit event, so that one decision
+with long passages cannot hold the others of its batch, and a job stopped half-way (a time
+limit, a killed worker) keeps every decision it finished. A decision whose search runs past
+VERIFY_DECISION_BUDGET_MS is marked failed and the job goes on.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -28,6 +35,7 @@ from console.verification.spans import (
     ClaimTooLong,
     EncodedText,
     TextNotUtf8,
+    TimeBudgetExceeded,
     split_claim_units,
     support_summary,
     verify_span,
@@ -35,14 +43,22 @@ from console.verification.spans import (
 
 logger = logging.getLogger(__name__)
 
-# Decisions verified per transaction; one audit event per route and chunk.
-_CHUNK = 100
 _MAX_ERROR_CHARS = 4_000
+# Claims and routes are read this many decisions at a time, passages one decision at a time.
+_READ_CHUNK = 100
 
+_TABLE = DecisionSupport._meta.db_table
+# Insert the decision's DecisionSupport as claimed, or claim the existing one if it is pending or
+# failed; no row back means another job verified it (or holds it: this waits on its row lock).
 _CLAIM_SQL = (
-    f"UPDATE {DecisionSupport._meta.db_table} SET attempts = attempts + 1 "
-    "WHERE decision_id = ANY(%s) AND status IN ('pending', 'failed') RETURNING decision_id"
+    f"INSERT INTO {_TABLE} (decision_id, status, units, units_supported, expected_support, fully_supported, "
+    "no_supporting_passage, verifier_version, attempts, error, verified_at) "
+    "VALUES (%s, 'pending', 0, 0, NULL, false, false, '', 1, '', NULL) "
+    f"ON CONFLICT (decision_id) DO UPDATE SET attempts = {_TABLE}.attempts + 1 "
+    f"WHERE {_TABLE}.status IN ('pending', 'failed') RETURNING attempts"
 )
+_RESULT_FIELDS = ["status", "units", "units_supported", "expected_support", "fully_supported",
+                  "no_supporting_passage", "verifier_version", "error", "verified_at"]
 
 
 @dataclass
@@ -62,61 +78,49 @@ class _Outcome:
 def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResult:
     """Verify the claims of these decisions; decisions verified before are skipped.
 
-    Each chunk is one transaction: insert a `pending` DecisionSupport for every decision without
-    one, claim the pending (or failed) ones with a conditional UPDATE, compute, write the
-    SpanChecks, the figures and the audit event, commit. A worker killed half-way leaves nothing
-    behind (the sweeper queues the decisions again); a duplicate job running at the same time
-    waits on the rows, then finds them verified and claims nothing.
+    Each decision is one transaction: insert its DecisionSupport as claimed, or claim it if
+    pending (or failed), in one upsert; compute; write the SpanChecks, the figures and the audit
+    event; commit. A worker killed half-way loses only the decision it was on (the sweeper
+    queues it again); a duplicate job running at the same time waits on the row, then finds it
+    verified and claims nothing. Claims and routes never change, so they are read beforehand,
+    a chunk of decisions at a time.
     """
     result = VerifyResult()
     # Existing decisions only (a stale message may name ids that never were), in one lock order.
     ids = sorted(Decision.objects.filter(pk__in=list(set(decision_ids))).values_list("pk", flat=True))
-    for start in range(0, len(ids), _CHUNK):
-        _verify_chunk(actor, ids[start:start + _CHUNK], result)
+    for start in range(0, len(ids), _READ_CHUNK):
+        chunk = ids[start : start + _READ_CHUNK]
+        decisions = {pk: (claim, slug) for pk, claim, slug in Decision.objects.filter(pk__in=chunk)
+                     .values_list("pk", "claim", "route__slug")}
+        for decision_id in chunk:
+            claim, slug = decisions[decision_id]
+            _verify_decision(actor, decision_id, claim, slug, result)
     return result
 
 
-def _verify_chunk(actor: Actor, ids: list[int], result: VerifyResult) -> None:
+def _verify_decision(actor: Actor, decision_id: int, claim: str, slug: str, result: VerifyResult) -> None:
     with transaction.atomic():
-        DecisionSupport.objects.bulk_create(
-            [DecisionSupport(decision_id=pk, status=SupportStatus.PENDING) for pk in ids], ignore_conflicts=True
-        )
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM_SQL, [ids])
-            claimed = sorted(row[0] for row in cursor.fetchall())
-        if not claimed:
+            cursor.execute(_CLAIM_SQL, [decision_id])
+            claimed = cursor.fetchone()
+        if claimed is None:
             return
-        decisions = {pk: (claim, slug) for pk, claim, slug in Decision.objects.filter(pk__in=claimed)
-                     .values_list("pk", "claim", "route__slug")}
-        supports = {s.pk: s for s in DecisionSupport.objects.filter(pk__in=claimed)}
-        now = timezone.now()
-        checks: list[SpanCheck] = []
-        for decision_id, passages in _logged_passages(claimed):
-            outcome = _check(decision_id, decisions[decision_id][0], passages)
-            checks.extend(outcome.checks)
-            _apply(supports[decision_id], outcome, now)
-            (result.failed if outcome.error else result.verified).append(decision_id)
-        SpanCheck.objects.filter(decision_id__in=claimed).delete()  # left by a failed attempt
-        SpanCheck.objects.bulk_create(checks, batch_size=2_000)
-        DecisionSupport.objects.bulk_update(
-            supports.values(),
-            ["status", "units", "units_supported", "expected_support", "fully_supported", "no_supporting_passage",
-             "verifier_version", "error", "verified_at"],
-        )
-        audit_record_many(actor=actor, events=_events(claimed, decisions, supports))
+        outcome = _check(decision_id, claim, _logged_passages(decision_id))
+        support = DecisionSupport(decision_id=decision_id)
+        _apply(support, outcome, timezone.now())
+        if claimed[0] > 1:  # an earlier attempt may have left checks
+            SpanCheck.objects.filter(decision_id=decision_id).delete()
+        SpanCheck.objects.bulk_create(outcome.checks, batch_size=2_000)
+        support.save(update_fields=_RESULT_FIELDS)
+        audit_record_many(actor=actor, events=[_event(decision_id, slug, support)])
+    (result.failed if outcome.error else result.verified).append(decision_id)
 
 
-def _logged_passages(decision_ids: list[int]) -> Iterator[tuple[int, list[tuple[int, str]]]]:
-    """(decision id, [(passage id, text)] in rank order, each passage once) for every id."""
-    rows = (DecisionPassage.objects.filter(decision_id__in=decision_ids).order_by("decision_id", "rank")
-            .values_list("decision_id", "passage_id", "passage__text").iterator(chunk_size=500))
-    seen: set[int] = set()
-    for decision_id, group in groupby(rows, key=lambda row: row[0]):
-        seen.add(decision_id)
-        yield decision_id, list(_first_of_each(group))
-    for decision_id in decision_ids:  # decisions logged without passages
-        if decision_id not in seen:
-            yield decision_id, []
+def _logged_passages(decision_id: int) -> list[tuple[int, str]]:
+    """[(passage id, text)] of the decision in rank order, each passage once."""
+    rows = (DecisionPassage.objects.filter(decision_id=decision_id).order_by("rank")
+            .values_list("decision_id", "passage_id", "passage__text"))
+    return list(_first_of_each(rows))
 
 
 def _first_of_each(rows: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
@@ -128,6 +132,7 @@ def _first_of_each(rows: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, 
 
 
 def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Outcome:
+    deadline = time.monotonic() + settings.VERIFY_DECISION_BUDGET_MS / 1000
     try:
         units = split_claim_units(claim)
         outcome = _Outcome(checks=[], units=len(units))
@@ -136,7 +141,7 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
             found = False
             for passage_id, text in encoded:
                 try:
-                    span = None if text is None else verify_span(text, unit)
+                    span = None if text is None else verify_span(text, unit, deadline=deadline)
                 except ClaimTooLong:  # cannot be searched: not found
                     span = None
                 found = found or bool(span and span.supported)
@@ -148,8 +153,12 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
                     truncated=bool(span and span.truncated), verifier_version=VERIFIER_VERSION,
                 ))
             outcome.units_supported += found
+            if time.monotonic() > deadline:  # the search looks at the clock only on its slow path
+                raise TimeBudgetExceeded("The verification ran out of its time budget.")
         return outcome
-    except Exception as exc:  # one bad decision must not hold back the rest of the chunk
+    except SoftTimeLimitExceeded:
+        raise  # the job's own limit: stop here, this decision is rolled back and queued again
+    except Exception as exc:  # one bad decision must not hold back the rest of the batch
         logger.exception("verifying decision %s failed", decision_id)
         return _Outcome(checks=[], error=f"{type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS])
 
@@ -183,18 +192,11 @@ def _apply(support: DecisionSupport, outcome: _Outcome, now) -> None:
     support.no_supporting_passage = outcome.units_supported == 0
 
 
-def _events(claimed: list[int], decisions: dict, supports: dict[int, DecisionSupport]) -> list[EventSpec]:
-    by_route: dict[str, list[int]] = {}
-    for decision_id in claimed:
-        by_route.setdefault(decisions[decision_id][1], []).append(decision_id)
-    events = []
-    for slug, ids in sorted(by_route.items()):
-        rows = [supports[pk] for pk in ids]
-        events.append(EventSpec(Action.DECISIONS_VERIFIED, "route", slug, route=slug, payload={
-            "objects": {"decision": ids},
-            "verifier_version": VERIFIER_VERSION,
-            "fully_supported": sum(s.fully_supported for s in rows),
-            "no_supporting_passage": sum(s.no_supporting_passage for s in rows),
-            "failed": [s.pk for s in rows if s.status == SupportStatus.FAILED],
-        }))
-    return events
+def _event(decision_id: int, slug: str, support: DecisionSupport) -> EventSpec:
+    return EventSpec(Action.DECISIONS_VERIFIED, "route", slug, route=slug, payload={
+        "objects": {"decision": [decision_id]},
+        "verifier_version": VERIFIER_VERSION,
+        "fully_supported": int(support.fully_supported),
+        "no_supporting_passage": int(support.no_supporting_passage),
+        "failed": [decision_id] if support.status == SupportStatus.FAILED else [],
+    })

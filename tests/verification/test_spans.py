@@ -238,9 +238,9 @@ def spy_on(monkeypatch, name: str) -> list:
     calls = []
     function = getattr(spans, name)
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         calls.append(args)
-        return function(*args)
+        return function(*args, **kwargs)
 
     monkeypatch.setattr(spans, name, spy)
     return calls
@@ -262,13 +262,29 @@ def test_rejected_candidates_hand_over_to_the_full_casefold(monkeypatch):
 
 
 def test_a_claim_with_an_anchor_takes_the_anchor_and_one_without_the_uncased_search(monkeypatch):
+    monkeypatch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 0)  # however busy the machine
     anchored = spy_on(monkeypatch, "_anchored_byte_ranges")
     uncased = spy_on(monkeypatch, "_uncased_byte_ranges")
+    linear = spy_on(monkeypatch, "_folded_char_ranges")
     text = "é " + "lorem ipsum " * 5_000 + "Die Straße nach İstanbul. Ο Σίσυφος."
     assert spans_of(text, "DIE STRASSE NACH İSTANBUL") == ["Die Straße nach İstanbul"]
-    assert (len(anchored), len(uncased)) == (1, 0)
+    assert (len(anchored), len(uncased), len(linear)) == (1, 0, 0)
+    # 14 bytes folded: StringZilla's SIMD search holds the whole needle
+    assert spans_of(text, "ΣΊΣΥΦΟΣ") == ["Σίσυφος"]
+    assert (len(anchored), len(uncased), len(linear)) == (1, 1, 0)
+    # 17 bytes: searched by its first 16 bytes, each candidate checked for the whole claim
     assert spans_of(text, "Ο ΣΊΣΥΦΟΣ") == ["Ο Σίσυφος"]
-    assert (len(anchored), len(uncased)) == (1, 1)
+    assert (len(anchored), len(uncased), len(linear)) == (1, 2, 0)
+
+
+def test_a_long_claim_whose_prefix_keeps_matching_hands_over_to_the_linear_search(monkeypatch):
+    monkeypatch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 0)  # however busy the machine
+    linear = spy_on(monkeypatch, "_folded_char_ranges")
+    text = ("Σ" * 1999 + "x") * 40
+    assert not verify_span(text, "σ" * 2000).supported  # the prefix is found everywhere, the claim nowhere
+    assert len(linear) == 1
+    assert verify_span(text, "σ" * 1999).char_ranges == [(2000 * run, 2000 * run + 1999) for run in range(40)]
+    assert len(linear) == 1  # every candidate a match: nothing to hand over
 
 
 def test_a_short_text_and_a_claim_without_an_anchor_take_one_scan(monkeypatch):
@@ -473,3 +489,200 @@ def test_long_texts_with_many_spellings_agree_with_the_full_casefold(seed):
         assert result.char_ranges == expected[:100]
         assert result.truncated == (len(expected) > 100)
         assert_ranges_are_original_spans(text, claim, result)
+
+
+def reference_spans(text: str, claim: str) -> list[tuple[int, int]]:
+    """A second, plain reference for long texts: fold every character, try every boundary with
+    startswith (C speed, so tens of kilobytes are quick), keep greedy left-to-right matches."""
+    target = claim.strip().casefold()
+    folded_starts = [0]
+    for char in text:
+        folded_starts.append(folded_starts[-1] + len(char.casefold()))
+    folded = text.casefold()
+    char_at = {position: index for index, position in enumerate(folded_starts)}
+    found = []
+    index = 0
+    while index < len(text):
+        start = folded_starts[index]
+        end = start + len(target)
+        if end in char_at and folded.startswith(target, start):
+            found.append((index, char_at[end]))
+            index = char_at[end]
+        else:
+            index += 1
+    return found
+
+
+# (repeated unit of text, claim): periodic texts of characters whose folding changes length or
+# case, against claims that nearly match everywhere or whose every occurrence cuts a character.
+ADVERSARIAL_FAMILIES = [
+    ("Σ" * 1999 + "x", "σ" * 2000),
+    ("Σ" * 1999 + "x", "σ" * 1999),
+    ("Σς" * 999 + "x", "σ" * 2000),
+    ("ß" * 999 + "x", "ss" * 1000),
+    ("ß" * 999 + "x", "ss" * 999 + "x"),
+    ("ẞ" * 999 + "x", "SS" * 1000),
+    ("ß", "s" * 1999),
+    ("ß", "s" * 1998),
+    ("ßx", "sx"),
+    ("ßx", "ssx"),
+    ("ß", "s"),
+    ("sß", "ss"),
+    ("ﬃ" * 600 + "x", "ffi" * 666),
+    ("ﬃ" * 600 + "x", "ffi" * 600 + "x"),
+    ("ﬀ", "f" * 1999),
+    ("ﬁ", "if" * 999),
+    ("ﬁ", "fi" * 999),
+    ("İ" * 999 + "x", "i̇" * 1000),
+    ("İ", "\u0307i" * 999),
+    ("İi", "i̇i"),
+    ("ΐ" * 600 + "x", "ΐ" * 666),
+    ("ΐΐx", "ΐΐΐ"),
+    ("ΐ", "\u0308\u0301ι"),
+    ("e\u0301" * 999 + "x", "E\u0301" * 1000),
+    ("e\u0301" * 3 + "x", "E\u0301" * 4),
+    ("e\u0301" * 3 + "x", "E\u0301" * 3 + "X"),
+    ("a" * 1999 + "b", "a" * 2000),
+    ("é" * 1999 + "b", "é" * 1999 + "c"),
+    ("é" * 999 + "abc", "é" * 1000 + "abc"),
+    ("é" * 999 + "abc", "é" * 999 + "abc"),
+    ("abc" + "ß" * 995 + "x", "abc" + "s" * 1992),
+    ("abc" + "ß" * 995 + "x", "abc" + "s" * 1990 + "x"),
+    ("éxyz" + "xyz" * 20, "éxyz" + "xyz" * 21),
+    ("ß" * 16 + "sx", "s" * 32 + "x" + "s" * 33 + "x"),
+    ("ß" * 40 + "sx", "s" * 81 + "x"),
+]
+
+
+@pytest.mark.parametrize(("unit", "claim"), ADVERSARIAL_FAMILIES)
+def test_adversarial_families_give_exactly_the_reference_ranges(unit, claim):
+    text = unit * max(3, 30_000 // len(unit))
+    expected = reference_spans(text, claim)
+    result = verify_span(text, claim)
+    assert result.char_ranges == expected[:100]
+    assert result.truncated == (len(expected) > 100)
+    assert_ranges_are_original_spans(text, claim, result)
+    assert verify_span(EncodedText(text), claim) == result
+
+
+@pytest.mark.parametrize(("unit", "claim"), ADVERSARIAL_FAMILIES)
+def test_the_linear_search_alone_gives_the_reference_ranges_on_adversarial_families(unit, claim):
+    text = unit * max(3, 30_000 // len(unit))
+    assert spans._folded_char_ranges(text, claim.strip().casefold(), 100_000) == reference_spans(text, claim)
+
+
+def test_the_reference_agrees_with_the_brute_force_on_short_texts():
+    for unit, claim in ADVERSARIAL_FAMILIES:
+        text = unit * 3
+        short_claim = claim[:7]
+        if short_claim.strip():
+            assert reference_spans(text, short_claim) == brute_force_spans(text, short_claim)
+
+
+@settings(max_examples=400)
+@given(text_and_claim(st.sampled_from(RICH_ALPHABET)), st.integers(1, 7))
+def test_the_bulk_search_agrees_with_brute_force_in_blocks_of_any_size(pair, block):
+    text, claim = pair
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_BULK_AFTER_REJECTS", 0)  # bulk from the first cut occurrence
+        patch.setattr(spans, "_BULK_BLOCK", block)
+        found = spans._folded_char_ranges(text, claim.strip().casefold(), 10_000)
+    assert found == brute_force_spans(text, claim)
+
+
+@settings(max_examples=300)
+@given(text_and_claim(st.sampled_from("ßẞsSſ xﬀﬁfiIİ\u0307")))
+def test_periodic_texts_and_claims_agree_with_brute_force_on_every_path(pair):
+    text, claim = pair
+    text = text * 5
+    expected = brute_force_spans(text, claim)
+    assert verify_span(text, claim, max_ranges=10_000).char_ranges == expected
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_BULK_AFTER_REJECTS", 0)
+        assert spans._folded_char_ranges(text, claim.strip().casefold(), 10_000) == expected
+        patch.setattr(spans, "_ANCHOR_WINDOW_WORK", 0)  # the anchored search checks by decoding
+        plan = ClaimPlan(claim.strip())
+        if plan.anchor:
+            found = spans._anchored_byte_ranges(text.encode(), plan, 10_000)
+            assert found is None or found == [
+                (len(text[:start].encode()), len(text[:end].encode())) for start, end in expected
+            ]
+
+
+def test_a_deadline_in_the_past_stops_the_linear_search():
+    text = ("Σ" * 1999 + "x") * 10
+    with pytest.raises(spans.TimeBudgetExceeded) as error:
+        verify_span(text, "σ" * 2000, deadline=0.0)
+    assert error.value.code == "verify_time_budget" and error.value.status == 503
+    assert not verify_span(text, "σ" * 2000, deadline=None).supported
+
+
+@settings(max_examples=500)
+@given(
+    st.one_of(text_and_claim(st.sampled_from(RICH_ALPHABET)), text_and_claim(no_surrogates)),
+    st.integers(1, 6),
+)
+def test_the_uncased_search_by_a_prefix_of_the_claim_agrees_with_brute_force(pair, prefix_bytes):
+    text, claim = pair
+    expected = [(len(text[:start].encode()), len(text[:end].encode())) for start, end in brute_force_spans(text, claim)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_UNCASED_MAX_NEEDLE", prefix_bytes)
+        patch.setattr(spans, "_REJECT_ALLOWANCE", 10_000)
+        patch.setattr(spans, "_REJECT_WORK_FIXED", 10**9)
+        for plan in (ClaimPlan(claim.strip()), without_patterns(claim.strip())):
+            assert spans._uncased_byte_ranges(text.encode(), plan, 10_000) == expected
+
+
+@settings(max_examples=300)
+@given(st.one_of(text_and_claim(st.sampled_from(RICH_ALPHABET)), text_and_claim(no_surrogates)), st.integers(1, 9))
+def test_the_uncased_search_in_small_chunks_agrees_with_brute_force(pair, chunk):
+    text, claim = pair
+    text = text * 3
+    expected = [(len(text[:start].encode()), len(text[:end].encode())) for start, end in brute_force_spans(text, claim)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_UNCASED_CHUNK", chunk)
+        patch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 0)
+        patch.setattr(spans, "_REJECT_ALLOWANCE", 10_000)
+        for plan in (ClaimPlan(claim.strip()), without_patterns(claim.strip())):
+            assert spans._uncased_byte_ranges(text.encode(), plan, 10_000) == expected
+
+
+def test_an_uncased_search_slower_than_its_floor_hands_over_to_the_linear_search(monkeypatch):
+    monkeypatch.setattr(spans, "_UNCASED_CHUNK", 1024)
+    monkeypatch.setattr(spans, "_UNCASED_MIN_BYTES_PER_SECOND", 10**15)  # nothing is that fast
+    linear = spy_on(monkeypatch, "_folded_char_ranges")
+    text = "ΐΐx" * 2_000 + "Ο Σίσυφος"
+    assert spans_of(text, "ο σίσυφοσ") == ["Ο Σίσυφος"]
+    assert len(linear) == 1
+
+
+@settings(max_examples=400)
+@given(text_and_claim(st.sampled_from(RICH_ALPHABET)), st.integers(1, 7), st.sampled_from([2**21 - 9, 5, 2]))
+def test_the_hashed_bulk_search_agrees_with_brute_force_even_when_hashes_collide(pair, block, modulus):
+    text, claim = pair
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "_BULK_AFTER_REJECTS", 0)
+        patch.setattr(spans, "_BULK_MAX_PERIOD", 0)  # rolling hashes whatever the period
+        patch.setattr(spans, "_BULK_BLOCK", block)
+        patch.setattr(spans, "_HASH_MODULUS", modulus)  # 2 and 5: collisions everywhere
+        found = spans._folded_char_ranges(text * 2, claim.strip().casefold(), 10_000)
+    assert found == brute_force_spans(text * 2, claim)
+
+
+@pytest.mark.parametrize(("unit", "claim"), [("ß" * 16 + "sx", "s" * 32 + "x" + "s" * 33 + "x"),
+                                              ("ß" * 20 + "x", "s" * 39 + "x" + "s"),
+                                              ("ß" * 40 + "x", "s" * 79 + "x" + "s" * 20)])
+def test_cut_occurrences_of_a_long_period_claim_are_searched_in_bulk(monkeypatch, unit, claim):
+    bulk = spy_on(monkeypatch, "_hashed_candidate_starts")
+    text = unit * 2_000 + "ß" * 60 + "s" + unit
+    assert spans_of(text, claim) == [text[start:end] for start, end in reference_spans(text, claim)][:100]
+    assert bulk
+
+
+def test_an_anchor_longer_than_the_simd_find_takes_is_found_by_cpython_find():
+    sentence = "the red pen lay on a wooden table by the door "  # no letter a non-ASCII one folds to
+    text = "é " + sentence * 3 + "Ünd " + sentence
+    claim = (sentence * 2).upper() + "ünd"
+    assert len(ClaimPlan(claim).anchor) > spans._SIMD_FIND_MAX_NEEDLE
+    assert spans_of(text, claim) == [text[2 + len(sentence) : 2 + 3 * len(sentence) + 3]]
+    assert verify_span(text, claim).char_ranges == brute_force_spans(text, claim)

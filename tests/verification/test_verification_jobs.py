@@ -2,6 +2,7 @@ from datetime import timedelta
 from html import escape
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.test import Client
 from django.utils import timezone
 
@@ -93,12 +94,50 @@ def test_verifying_again_changes_nothing_and_writes_no_second_event(route):
     assert _verified_events(decision_id) == 1
 
 
-def test_one_batch_is_verified_by_one_job_with_one_event_per_route(route, other_route):
+def test_one_batch_is_verified_by_one_job_with_one_event_per_decision(route, other_route):
     ids = ingest_with_jobs([record(passages=PASSAGES) for _ in range(3)] + [record(route="hr-policy")])
     assert DecisionSupport.objects.filter(decision_id__in=ids, status=SupportStatus.DONE).count() == 4
     events = AuditEvent.objects.filter(action="decisions_verified").order_by("seq")
-    assert [(e.object_id, len(e.payload["objects"]["decision"])) for e in events] == [("hr-policy", 1),
-                                                                                      ("it-support", 3)]
+    routes = dict(Decision.objects.filter(pk__in=ids).values_list("pk", "route__slug"))
+    assert [(e.object_id, e.payload["objects"]["decision"]) for e in events] == [
+        (routes[pk], [pk]) for pk in sorted(ids)
+    ]
+
+
+def test_each_decision_commits_on_its_own_so_a_stopped_job_keeps_what_it_finished(route, monkeypatch):
+    ids = ingest([record(passages=PASSAGES), record(passages=PASSAGES), record(passages=PASSAGES)])
+    real = services.verify_span
+
+    def stopped_on_the_second_decision(text, unit, **kwargs):
+        if DecisionSupport.objects.filter(status=SupportStatus.DONE).exists():  # the first one committed
+            raise SoftTimeLimitExceeded()
+        return real(text, unit, **kwargs)
+
+    monkeypatch.setattr(services, "verify_span", stopped_on_the_second_decision)
+    with pytest.raises(SoftTimeLimitExceeded):
+        services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
+    done = DecisionSupport.objects.get(decision_id=ids[0])
+    assert done.status == SupportStatus.DONE
+    assert not DecisionSupport.objects.filter(decision_id__in=ids[1:]).exists()  # rolled back: queued again
+    assert _verified_events(ids[0]) == 1 and _verified_events(ids[1]) == 0
+    monkeypatch.setattr(services, "verify_span", real)
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
+    assert result.verified == ids[1:]
+    assert [_verified_events(pk) for pk in ids] == [1, 1, 1]
+
+
+def test_a_decision_past_its_time_budget_is_failed_and_audited(route, settings):
+    settings.VERIFY_DECISION_BUDGET_MS = 0
+    passages = [{"id": "kb/sigma", "text": ("Σ" * 1999 + "x") * 40, "rank": 1}]
+    [decision_id] = ingest([record(claim="σ" * 2000, passages=passages)])
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=[decision_id])
+    assert result.failed == [decision_id]
+    support = DecisionSupport.objects.get(decision_id=decision_id)
+    assert support.status == SupportStatus.FAILED and "TimeBudgetExceeded" in support.error
+    [event] = AuditEvent.objects.filter(action="decisions_verified")
+    assert event.payload["failed"] == [decision_id]
+    settings.VERIFY_DECISION_BUDGET_MS = 60_000
+    assert services.decisions_verify(actor=Actor.system("tests"), decision_ids=[decision_id]).verified == [decision_id]
 
 
 def test_an_unknown_decision_id_in_a_stale_message_is_ignored(route):

@@ -145,3 +145,31 @@ def test_a_lone_surrogate_in_the_text_is_a_400(route, reviewer):
 def test_the_schema_documents_verify(reviewer, db):
     schema = reviewer.get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
     assert "/api/v1/verify" in schema and "chunk_id" in schema and "char_ranges" in schema
+
+
+def test_a_text_over_a_million_characters_is_413_text_too_large(route, reviewer):
+    response = reviewer.post("/api/v1/verify", {"text": "é" * 1_000_001, "claim": "é"}, format="json")
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == "text_too_large"
+    assert error["details"] == {"max_chars": 1_000_000, "chars": 1_000_001}
+
+
+def test_a_text_of_a_million_characters_is_searched(route, reviewer):
+    response = reviewer.post("/api/v1/verify", {"text": "é" * 999_999 + "ß", "claim": "ÉSS"}, format="json")
+    assert response.status_code == 200
+    assert response.json()["char_ranges"] == [[999_998, 1_000_000]]
+
+
+def test_a_search_past_the_time_budget_is_503_verify_time_budget(route, reviewer, settings):
+    # The worst case of the issue: no ASCII anchor, a needle too long for the SIMD search, so
+    # the linear search, which looks at the clock between chunks of the text it folds.
+    settings.VERIFY_TIME_BUDGET_MS = 0
+    text = ("Σ" * 1999 + "x") * 50
+    response = reviewer.post("/api/v1/verify", {"text": text, "claim": "σ" * 2000}, format="json")
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "verify_time_budget"
+    settings.VERIFY_TIME_BUDGET_MS = 2_000
+    response = reviewer.post("/api/v1/verify", {"text": text, "claim": "σ" * 1999}, format="json")
+    assert response.status_code == 200
+    assert len(response.json()["char_ranges"]) == 50
