@@ -21,6 +21,7 @@ from console.accounts import permissions
 from console.core.errors import ServiceError
 from console.ledger.models import Route
 from grading import selectors
+from grading.blindness import route_blindness
 from grading.forms import AdjudicationForm, GradeForm, GuidelinesForm
 from grading.services import labels as labels_services
 from grading.services import pool as pool_services
@@ -166,6 +167,7 @@ def agreement(request):
     return render(request, "grading/agreement.html", {
         "routes": routes, "route": route,
         "agreement": selectors.route_agreement(route) if route else None,
+        "blindness": route_blindness(route) if route else None,
     })
 
 
