@@ -8,7 +8,8 @@ written by hand).
 
 At most `MAX_ITEMS` items are read, drawn in `queue_key` order (a random order fixed when each item
 entered the pool, so the draw is a simple random sample of each origin and the same on every
-request); each origin keeps at least half the places when it has that many items. The reading is
+request); each origin keeps at least half the places when it has that many items. The drawn items
+go to the probe in decision order, so its folds depend on the data alone. The reading is
 kept in the cache under the route's pool version (count and newest id of its pool items: items are
 never edited after entry), so a page load after the first costs two small queries.
 """
@@ -44,7 +45,8 @@ def _draw(route: Route, counts: dict[bool, int]) -> list[tuple[int, str, str, bo
         origin = Q(answer_source__in=REFUSED_SOURCES) if refused else Q(answer_source=AnswerSource.SERVED)
         rows += [(decision_id, question, answer, refused) for decision_id, question, answer in
                  _pool(route).filter(origin).order_by("queue_key").values_list("decision_id", "question", "answer")[:take]]
-    return rows
+    # The folds follow the row order: in ingest order, the same items always give the same reading.
+    return sorted(rows)
 
 
 def _passages(decision_ids: list[int]) -> dict[int, list[str]]:
