@@ -43,8 +43,8 @@ def _draw(route: Route, counts: dict[bool, int]) -> list[tuple[int, str, str, bo
     rows = []
     for refused, take in ((False, served_take), (True, refused_take)):
         origin = Q(answer_source__in=REFUSED_SOURCES) if refused else Q(answer_source=AnswerSource.SERVED)
-        rows += [(decision_id, question, answer, refused) for decision_id, question, answer in
-                 _pool(route).filter(origin).order_by("queue_key").values_list("decision_id", "question", "answer")[:take]]
+        drawn = _pool(route).filter(origin).order_by("queue_key")[:take]
+        rows += [(*row, refused) for row in drawn.values_list("decision_id", "question", "answer")]
     # The folds follow the row order: in ingest order, the same items always give the same reading.
     return sorted(rows)
 

@@ -110,8 +110,8 @@ def grading_grade(request, item_id: str):
         return _render_queue(request, route, selectors.current_lease(
             request.user, selectors.gradable_route_ids(request.user, route)))
     try:
-        labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id),
-                              **form.cleaned_data)
+        labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user,
+                                     public_id=_public_id(item_id), **form.cleaned_data)
     except ServiceError as exc:
         messages.warning(request, f"That grade was not recorded: {exc.message}")
     return _claim_next(request, route)

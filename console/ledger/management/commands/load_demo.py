@@ -53,8 +53,8 @@ class Command(BaseCommand):
             logins.append(f"{username:<9} {password:<16} ({role}{' on ' + route if route else ''})")
         # IT support re-runs its refusals through the built-in extractive pipeline, and its answers
         # wait for the graders. The demo's served answers are written the way that pipeline writes, so
-        # graders cannot tell a refused item from a served one by its form (see the README); HR policy comes with an imported graded set, so its operating
-        # points can be read at once.
+        # graders cannot tell a refused item from a served one by its form (see the README). HR policy
+        # comes with an imported graded set, so its operating points can be read at once.
         route_shadow_set(actor=actor, route=routes["it-support"], config={"kind": "reference"})
         created = 0
         graded_set = []
