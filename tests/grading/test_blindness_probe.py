@@ -127,3 +127,14 @@ def test_the_demo_gives_graders_no_way_to_tell_refused_from_served(db, settings,
         assert reading["enough"], (slug, reading["message"])
         assert not reading["warning"], (slug, reading["message"])
         assert reading["auroc"]["low"] < 0.6, slug
+
+
+def test_the_operating_points_page_flags_a_route_whose_graders_can_tell_the_origin(route, page_of):
+    lead = page_of(make_user("lead", "policy_owner", route))
+    pool_with_style(60, 40, refused_prefix="")
+    assert "Blinding in doubt" not in lead.get("/operating-points/?route=it-support").content.decode()
+    pool_with_style(60, 40, refused_prefix="I believe you can ", seed=3)
+    page = lead.get("/operating-points/?route=it-support").content.decode()
+    assert "Blinding in doubt" in page
+    assert "the false-abstention rate and the correct answers withheld may read too low" in page
+    assert "/grading/agreement/?route=it-support#blindness" in page
