@@ -13,7 +13,7 @@ time at all, which shows the machine's capacity and is not part of PASS.
 
 Checks, from the clients' records and from the database: no grader was handed an item twice, and
 no item was ever held by more than k graders (k = 2; skipped leases give their place back).
-Target (DESIGN section 9): p95 of `next` < 30 ms. The run's rows are deleted afterwards (the audit
+Target: p95 of `next` < 30 ms. The run's rows are deleted afterwards (the audit
 trail, which refuses deletes, keeps its events). About 1.5 minutes; always exits 0.
 
     .venv/bin/python bench/grading_queue.py [--items 100000] [--graders 16] [--seconds 40] [--think-ms 500]

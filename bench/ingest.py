@@ -24,7 +24,7 @@ CLIENTS = 2
 
 
 def make_records(count: int, prefix: str) -> list[dict]:
-    from console.ledger.demo import demo_records
+    from console.review.demo import demo_records
 
     records = list(demo_records("bench", count, prefix=prefix, passages_per_decision=5))
     for rec in records:

@@ -5,7 +5,7 @@ Each page is fetched over HTTP from a real gunicorn server on loopback with a si
 session (a reviewer who reads every route), sequentially, after two warm-up requests; the
 figure is the whole request (session, queries, template, transfer). The baseline, in the same
 run, is the cheapest signed-in request there is: `GET /accounts/login/`, which only loads the
-session and the user and redirects. Target (DESIGN section 9): p95 under 200 ms for list and
+session and the user and redirects. Target: p95 under 200 ms for list and
 detail pages.
 
 The dashboard reads the per-route, per-day counters the database keeps; the list pages by

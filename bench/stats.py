@@ -6,7 +6,7 @@ The API side is two HTTP requests to a real gunicorn server over loopback
 memory, in the same run: the population's 1,000,000 gate scores and the 20,000 graded scores,
 correctness, inclusion probabilities and strata, fed to the same console.stats functions (served
 counts by `np.count_nonzero(scores >= t)` per cutoff, the fastest numpy way for a handful of
-cutoffs). Targets (DESIGN section 9): under 1 s per request and within 3x of numpy.
+cutoffs). Targets: under 1 s per request and within 3x of numpy.
 
 Two API figures are printed: "cold" runs with the result cache emptied first, so every request
 queries PostgreSQL and computes (this is the figure the targets are checked against); "cached"
@@ -141,9 +141,9 @@ def in_memory_arrays(route_id: int) -> tuple[np.ndarray, object]:
     """The population's scores and the graded sample, loaded once (not timed)."""
     from django.db import connection
 
-    from console.ledger.models import Route
     from console.analysis import selectors
     from console.analysis.params import Window
+    from console.ledger.models import Route
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])

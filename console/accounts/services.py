@@ -11,7 +11,6 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts.models import ApiToken, Role, RoleGrant, hash_token
 from console.core.errors import InvalidInput
-from console.ledger.models import Route
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,8 @@ def user_ensure(*, actor: Actor, username: str, password: str | None = None, ema
     return user
 
 
-def role_grant(*, actor: Actor, user, role: str, route: Route | None = None) -> RoleGrant:
+def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
+    """Grant `role` on `route` (a ledger Route), or on every route when it is None."""
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}; choose from {', '.join(Role.values)}.")
     with transaction.atomic():

@@ -1,4 +1,4 @@
-"""API v1: operating points, certified cutoff and calibration of a route (DESIGN section 4).
+"""API v1: operating points, certified cutoff and calibration of a route (README "API").
 
 Each view checks access (graders 403, unknown or unreadable route 404), parses its parameters
 (400 naming every bad one) and returns the stored or freshly computed document.

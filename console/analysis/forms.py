@@ -9,6 +9,7 @@ from django import forms
 from console.analysis.params import MAX_BINS, calibration_query
 from console.analysis.reports import DEFAULT_BAND
 from console.core.errors import InvalidInput
+from console.stats.policy_math import citation_adjusted_cost, cost_threshold_problem
 
 
 class _PanelForm(forms.Form):
@@ -33,6 +34,22 @@ class CostForm(_PanelForm):
                          initial=0.6, required=False)
     c_v = forms.FloatField(label="Cost of a caught wrong answer (c_v)", min_value=0, max_value=1e6, initial=0.2,
                            required=False)
+
+    def clean(self):
+        """Refuse costs whose threshold tau = (c_w - c_a) / (1 + c_w) leaves (0, 1), saying why; with
+        a citation check the wrong-answer cost that counts is the adjusted one."""
+        data = super().clean()
+        c_w, c_a, q, c_v = (data.get(name) for name in ("c_w", "c_a", "q", "c_v"))
+        if c_w is None or c_a is None:
+            return data
+        problem = cost_threshold_problem(c_w, c_a)
+        if problem is None and q is not None and c_v is not None:
+            problem = cost_threshold_problem(citation_adjusted_cost(c_w, c_v, q), c_a)
+            if problem:
+                problem = f"With the citation check: {problem}"
+        if problem:
+            raise forms.ValidationError(problem)
+        return data
 
 
 class BandForm(_PanelForm):
@@ -78,3 +95,36 @@ class CalibrationForm(_PanelForm):
             return calibration_query({"by": raw}).by if raw else None
         except InvalidInput:
             raise forms.ValidationError("Write segment.<key> or version.<key>.") from None
+
+
+class SettingsForm(forms.Form):
+    """The table's settings as the page shows them. Parsing is `console.analysis.params`, shared
+    with the API, so this form only renders: it is built from the query the page already parsed."""
+
+    def __init__(self, *, routes, route, query, interval_labels: dict[str, str]):
+        window = query.window
+        versions, segments = dict(window.versions), window.segments
+        initial = {
+            "route": route.slug,
+            "from": window.date_from,
+            "to": window.date_to,
+            "version.model": versions.get("model", ""),
+            "version.gate": versions.get("gate", ""),
+            "segment": ",".join(f"{key}={value}" for key, value in segments),
+            "confidence": query.confidence,
+            "interval": query.interval,
+        }
+        super().__init__(initial=initial)
+        date = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+        self.fields.update({
+            "route": forms.ChoiceField(label="Route", choices=[(r.slug, r.name) for r in routes]),
+            "from": forms.DateField(label="From", required=False, widget=date),
+            "to": forms.DateField(label="To", required=False, widget=date),
+            "version.model": forms.CharField(label="Model version", required=False),
+            "version.gate": forms.CharField(label="Gate version", required=False),
+            "segment": forms.CharField(label="Segment", required=False,
+                                       widget=forms.TextInput(attrs={"placeholder": "language=de"})),
+            "confidence": forms.FloatField(label="Confidence", widget=forms.TextInput(
+                attrs={"size": 5, "inputmode": "decimal"})),
+            "interval": forms.ChoiceField(label="Interval", choices=list(interval_labels.items())),
+        })

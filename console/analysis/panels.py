@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from console.analysis import charts, reports, selectors
-from console.analysis.forms import BandForm, CalibrationForm, CertifyForm, CostForm, PlannerForm
+from console.analysis.forms import BandForm, CalibrationForm, CertifyForm, CostForm, PlannerForm, SettingsForm
 from console.analysis.params import (
     FILTER_PREFIXES,
     CalibrationQuery,
@@ -31,7 +31,7 @@ from console.ledger.models import Route
 from console.ledger.selectors import readable_routes
 from console.stats.intervals import Interval
 from console.stats.operating_points import OperatingPointRow
-from console.stats.planning import grades_for_half_width, grades_to_separate_cutoffs, half_width_for_grades
+from console.stats.planning import grades_for_interval_half_width, grades_to_separate_cutoffs
 from console.stats.policy_math import (
     ExchangeRateBisection,
     citation_adjusted_cost,
@@ -94,13 +94,13 @@ class Page:
 
 def _clean(params: QueryDict) -> QueryDict:
     """Drop empty fields (an empty filter box means no filter) and turn the page's
-    ``segment=key=value`` box into the API's ``segment.key=value``."""
+    ``segment=key=value[,key=value...]`` box into the API's ``segment.key=value``."""
     cleaned = QueryDict(mutable=True)
     for name, values in params.lists():
         kept = [v for v in values if v.strip()]
         if name == "segment":
-            for value in kept:
-                key, _, segment_value = value.partition("=")
+            for pair in (pair for value in kept for pair in value.split(",") if pair.strip()):
+                key, _, segment_value = pair.partition("=")
                 cleaned.appendlist(f"segment.{key.strip()}", segment_value.strip())
         elif kept:
             cleaned.setlist(name, kept)
@@ -279,11 +279,15 @@ def planner_panel(page: Page) -> dict[str, Any]:
         have = row["graded_refused"]
         reading.append({
             "cutoff": row["cutoff"], "p": p, "assumed": far is None or far["value"] is None, "have": have,
-            "needed": grades_for_half_width(p, half_width, confidence),
-            "now": half_width_for_grades(p, have, confidence) if have else None,
+            # Both read the interval the table shows (its method, weights included), never a Wald
+            # figure that collapses to 0 when every graded item agrees.
+            "needed": grades_for_interval_half_width(p, half_width, method=document["interval"],
+                                                     confidence=confidence),
+            "now": _interval(far).half_width if have and far and far["value"] is not None else None,
         })
     context: dict[str, Any] = {"planner_form": form, "reading": reading, "half_width": half_width,
-                               "confidence": confidence}
+                               "confidence": confidence,
+                               "interval_label": INTERVAL_LABELS.get(document["interval"], document["interval"])}
     chosen = (form.cleaned_data.get("compare") if form.is_valid() else None) or form.data.get("compare")
     pair = next(((a, b) for a, b in pairs if f"{a:g}-{b:g}" == chosen), None)
     if pair:
@@ -370,7 +374,8 @@ def region(page: Page, target: str | None) -> tuple[str | None, dict[str, Any]]:
         template, builders = None, TAB_PANELS[page.tab]
     context: dict[str, Any] = {"page": page, "tab_template": TAB_TEMPLATES[page.tab],
                                "errors_in_table": target == "op-table",
-                               "interval_methods": INTERVAL_LABELS.items(),
+                               "settings_form": SettingsForm(routes=page.routes, route=page.route, query=page.query,
+                                                             interval_labels=INTERVAL_LABELS),
                                # The last answer also re-renders the table, to highlight the row it picks.
                                "oob_table": target == "bisection",
                                # New cutoffs change the planner's rows and pairs too.

@@ -62,7 +62,7 @@ def operating_points_params(query: OperatingPointsQuery, curve: tuple[float, ...
 
 def operating_points_report(route: Route, query: OperatingPointsQuery, *,
                             curve: tuple[float, ...] = ()) -> Document:
-    """DESIGN section 4's operating-points document, plus ``labels``, ``estimator`` and ``filters``.
+    """The operating-points document of the API (README "API"), plus ``labels``, ``estimator`` and ``filters``.
 
     ``curve`` adds a second table over those cutoffs (``"curve"``: rows without the no-gate row)
     for the page's chart; both come from the same population query. With no decisions in the
@@ -133,7 +133,7 @@ def _window_in_words(route: Route, window: Window, scope: selectors.GradedScope)
 
 
 def certified_cutoff_report(route: Route, query: CertifiedCutoffQuery) -> Document:
-    """DESIGN section 4's certified cutoff with the owner's ``statement`` naming route, window and
+    """The certified-cutoff document (docs/statistics.md) with the owner's ``statement`` naming route, window and
     versions. The rule needs a uniform sample: with unequal inclusion probabilities nothing is
     certified and the reason says so."""
 
@@ -166,7 +166,7 @@ def certified_cutoff_report(route: Route, query: CertifiedCutoffQuery) -> Docume
 
 
 def calibration_report_for(route: Route, query: CalibrationQuery) -> Document:
-    """DESIGN section 4's calibration document over the labelled decisions of the window; with
+    """The calibration document (docs/statistics.md) over the labelled decisions of the window; with
     ``by``, the same report for each value of that segment or version under ``"segments"``."""
 
     def compute() -> dict[str, Any]:

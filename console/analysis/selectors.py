@@ -118,7 +118,7 @@ class GradedSample:
     grading plan). Imported labels were not drawn by that plan: they count with inclusion
     probability 1 in a stratum of their own, "imported". The estimate is Hájek-weighted only
     when inclusion probabilities differ; otherwise every labelled decision counts the same
-    (census or simple random sample, DESIGN section 5).
+    (census or simple random sample; docs/statistics.md).
     """
 
     scores: NDArray[np.float64]

@@ -37,7 +37,14 @@ def job(name: str, *, soft_time_limit: int = 300, time_limit: int | None = None)
 
 
 def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
-    """Queue `task(*args, **kwargs)` once the current transaction commits (at once outside one)."""
+    """Queue `task(*args, **kwargs)` once the current transaction commits (at once outside one).
+
+    `task` is a task or its registered name: a service queues the task that wraps another service
+    of its own app by name, since the tasks module imports the services module."""
+    if isinstance(task, str):
+        from console.celery import app
+
+        task = app.tasks[task]
 
     def publish() -> None:
         if _embedded_broker_absent():

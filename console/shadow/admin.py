@@ -1,6 +1,12 @@
+from django import forms
 from django.contrib import admin
 
+from audit.services import Actor
+from console.core.errors import InvalidInput
+from console.ledger.models import Route
 from console.shadow.models import ShadowRun
+from console.shadow.pipelines import validate_shadow_config
+from console.shadow.services import route_shadow_set
 
 
 @admin.register(ShadowRun)
@@ -18,3 +24,63 @@ class ShadowRunAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class RouteAdminForm(forms.ModelForm):
+    """Edits a route's shadow pipeline (the one route setting the admin may change); every change
+    goes through an audited service. Registered here because the shadow app owns that setting."""
+
+    shadow_kind = forms.ChoiceField(
+        label="Shadow pipeline", required=False,
+        choices=[("", "None"), ("reference", "Built-in reference pipeline (extractive)"), ("http", "HTTP pipeline")],
+    )
+    shadow_url = forms.CharField(
+        label="Shadow pipeline URL", required=False, max_length=2000,
+        help_text='For an HTTP pipeline: receives {"request_id", "question", "passages", "gate": "disabled"} '
+                  'and answers {"answer"}.',
+    )
+
+    class Meta:
+        model = Route
+        fields: list[str] = []  # the other fields change through their own services
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        config = self.instance.shadow_config or {}
+        self.fields["shadow_kind"].initial = config.get("kind", "")
+        self.fields["shadow_url"].initial = config.get("url", "")
+
+    def clean(self):
+        data = super().clean()
+        kind, url = data.get("shadow_kind"), (data.get("shadow_url") or "").strip()
+        if kind != "http" and url:
+            self.add_error("shadow_url", "Only an HTTP pipeline has a URL.")
+            return data
+        config = {"kind": "http", "url": url} if kind == "http" else ({"kind": kind} if kind else {})
+        try:
+            data["shadow_config"] = validate_shadow_config(config)
+        except InvalidInput as exc:
+            self.add_error("shadow_url" if kind == "http" else "shadow_kind", exc.message)
+        return data
+
+
+@admin.register(Route)
+class RouteAdmin(admin.ModelAdmin):
+    form = RouteAdminForm
+    list_display = ["slug", "name", "graders_per_item", "shadow_pipeline", "created_at"]
+    fields = ["slug", "name", "guidelines", "graders_per_item", "shadow_kind", "shadow_url", "created_at"]
+    readonly_fields = ["slug", "name", "guidelines", "graders_per_item", "created_at"]
+
+    @admin.display(description="Shadow pipeline")
+    def shadow_pipeline(self, route: Route) -> str:
+        config = route.shadow_config or {}
+        return config.get("url") or config.get("kind") or "—"
+
+    def has_add_permission(self, request) -> bool:
+        return False  # routes are created with `manage.py create_route` (audited)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # decisions refer to their route for ever
+
+    def save_model(self, request, obj: Route, form: RouteAdminForm, change: bool) -> None:
+        route_shadow_set(actor=Actor.user(request.user), route=obj, config=form.cleaned_data["shadow_config"])

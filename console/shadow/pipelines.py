@@ -10,8 +10,8 @@ A route chooses its pipeline in `Route.shadow_config`:
 - ``{"kind": "http", "url": "https://..."}``: the integrator's own pipeline, called over HTTP.
 
 The passages handed to a pipeline are exactly the ones logged with the decision, in rank
-order; nothing is retrieved again (seed 001: re-retrieving against a grown corpus understates
-the false-abstention rate). Their checksum is `passages_sha256`.
+order; nothing is retrieved again (re-retrieving against a corpus that has grown since finds
+passages the gate never saw, and the false-abstention rate comes out too low). Their checksum is `passages_sha256`.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class PipelineRequest:
     passages: tuple[PipelinePassage, ...]
 
     def payload(self) -> dict[str, Any]:
-        """The JSON body an HTTP pipeline receives (DESIGN section 6)."""
+        """The JSON body an HTTP pipeline receives (README "Shadow evaluation")."""
         return {
             "request_id": self.request_id,
             "question": self.question,

@@ -14,6 +14,7 @@ from console.ledger.selectors import readable_decisions
 from console.shadow.models import ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelinePassage, PipelineRequest, passages_sha256
 
+
 def logged_pipeline_request(decision: Decision) -> PipelineRequest:
     """What a pipeline is handed: the question and exactly the logged passages, in rank order."""
     links = (DecisionPassage.objects.filter(decision=decision).order_by("rank")

@@ -45,6 +45,9 @@ _OPEN_SQL = (
     "ON CONFLICT (decision_id) DO NOTHING RETURNING id, decision_id"
 )
 
+# Queued by name: the tasks module wraps these services, so the services do not import it.
+EXECUTE_JOB = "shadow.shadow_run_execute"
+
 
 def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> Route:
     """Choose the route's shadow pipeline ({} for none). New refusals get runs from now on, and the
@@ -68,8 +71,6 @@ def shadow_runs_open(*, actor: Actor, decision_ids: Sequence[int]) -> list[int]:
     A decision that has a run already keeps it (ON CONFLICT DO NOTHING on the unique constraint),
     so opening twice opens nothing twice. Returns the new run ids; a job is queued for each.
     """
-    from console.shadow.tasks import shadow_run_execute  # tasks import this module
-
     candidates = sorted(
         Decision.objects.filter(pk__in=list(decision_ids), outcome=Outcome.REFUSED,
                                 route__shadow_config__has_key="kind")
@@ -93,7 +94,7 @@ def shadow_runs_open(*, actor: Actor, decision_ids: Sequence[int]) -> list[int]:
             for slug, pairs in sorted(by_route.items())
         ])
         for run_id, _ in opened:
-            enqueue(shadow_run_execute, run_id)
+            enqueue(EXECUTE_JOB, run_id)
     return [run_id for run_id, _ in opened]
 
 
@@ -170,8 +171,6 @@ def _finish(run: ShadowRun, *, name: str, version: str, answer: str, error: str,
 
 def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
     """Send a failed run back to its route's pipeline. Conflict unless it failed."""
-    from console.shadow.tasks import shadow_run_execute  # tasks import this module
-
     with transaction.atomic():
         locked = ShadowRun.objects.select_for_update().select_related("decision__route").get(pk=run.pk)
         if locked.status != ShadowStatus.FAILED:
@@ -188,7 +187,7 @@ def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
                      payload={"objects": {"decision": [locked.decision_id]},
                               "old": {"status": ShadowStatus.FAILED, "error": old_error},
                               "new": {"status": ShadowStatus.QUEUED}})
-        enqueue(shadow_run_execute, locked.pk)
+        enqueue(EXECUTE_JOB, locked.pk)
     return locked
 
 
@@ -204,8 +203,6 @@ def shadow_runs_sweep(*, actor: Actor, limit: int = _SWEEP_LIMIT) -> dict[str, i
 def shadow_runs_requeue(*, actor: Actor, limit: int = _SWEEP_LIMIT) -> list[int]:
     """Queue again runs queued too long ago (message lost) and runs running past the timeout
     (worker presumed dead: they go back to queued, so a new job can claim them)."""
-    from console.shadow.tasks import shadow_run_execute  # tasks import this module
-
     now = timezone.now()
     lost_before = now - timedelta(seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)
     dead_before = now - timedelta(seconds=settings.SHADOW_RUN_TIMEOUT_SECONDS)
@@ -231,5 +228,5 @@ def shadow_runs_requeue(*, actor: Actor, limit: int = _SWEEP_LIMIT) -> list[int]
             for slug, group in sorted(by_route.items())
         ])
         for row in rows:
-            enqueue(shadow_run_execute, row[0])
+            enqueue(EXECUTE_JOB, row[0])
     return [row[0] for row in rows]

@@ -1,12 +1,12 @@
 """Agreement between graders, and each grader's accuracy on gold items.
 
-Verdicts are the strings ``"correct"``, ``"incorrect"`` and ``"unsure"`` (DESIGN section 4).
+Verdicts are the strings ``"correct"``, ``"incorrect"`` and ``"unsure"`` (the grading scale).
 How ``"unsure"`` is treated differs on purpose between the two questions asked here:
 
 * Agreement (Cohen, Fleiss, Gwet): ``"unsure"`` is a category of its own. Two graders who
   both say "unsure" agree; one "unsure" against one "correct" is a disagreement. Dropping
   unsure verdicts would hide exactly the items graders find hard and inflate agreement.
-* Accuracy on gold: ``"unsure"`` is no vote, as it is for labels (DESIGN section 5). It is
+* Accuracy on gold: ``"unsure"`` is no vote, as it is for final labels. It is
   left out of the accuracy and reported beside it as a count, so a grader who hedges on the
   hard items shows up as such instead of as more accurate.
 
@@ -105,7 +105,8 @@ def cohen_kappa(
     clipped to [-1, 1]. Asymptotic: treat intervals on a few dozen items, or near kappa = 1,
     as rough. Categories are the labels that occur; ``"unsure"`` is one of them (see module
     docstring). ``value`` is ``None`` when p_e = 1 (both graders used one and the same
-    category throughout) or there are no items.
+    category throughout) or there are no items; with a single item ``value`` is given but
+    ``se``, ``low`` and ``high`` are ``None``.
     """
     _check_confidence(confidence)
     if len(labels_a) != len(labels_b):
@@ -124,6 +125,10 @@ def cohen_kappa(
     if chance >= 1.0:
         return _estimate(None, None, n, confidence, COHEN_INTERVAL)
     kappa = (observed - chance) / (1.0 - chance)
+    if n < 2:
+        # One item has no spread to estimate: the formula gives SE 0 and a zero-width interval
+        # that claims certainty. No interval, as for Fleiss' kappa and AC1.
+        return _estimate(float(kappa), None, n, confidence, COHEN_INTERVAL)
 
     diagonal = np.diag(p) * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2
     off_diagonal = p * (cols[:, None] + rows[None, :]) ** 2
@@ -242,9 +247,10 @@ def gwet_ac1(counts: ArrayLike, *, confidence: float = 0.95) -> AgreementEstimat
 
     Kappa's chance term sum_k pi_k^2 approaches 1 when nearly every verdict falls in one
     category, so kappa collapses even when graders almost always agree; AC1's chance term
-    then approaches 0 and AC1 stays near p_o. Use it where prevalence is extreme (DESIGN
-    section 5). Note that AC1 depends on q: an unused category column still counts, which is
-    why :func:`verdict_counts` always emits the full scale.
+    then approaches 0 and AC1 stays near p_o. Use it where prevalence is extreme (see
+    docs/statistics.md, "Agreement between graders"). Note that AC1 depends on q: an unused
+    category column still counts, which is why :func:`verdict_counts` always emits the full
+    scale.
 
     Interval: AC1 +/- z * SE, clipped to [-1, 1], with Gwet's (2008) linearization variance
     (items sampled, graders fixed):

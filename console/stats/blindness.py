@@ -21,7 +21,7 @@ on purpose: a gate that works refuses mostly wrong answers, so relevance predict
 when blinding holds. The passage-support features stay because a copied or paraphrased style shows
 there; a reviewer reading the strongest features can tell style from substance.
 
-A logistic regression (scikit-learn, L2, C = 1) is fitted in stratified K-fold cross-validation
+A logistic regression (scikit-learn, L2, C = 1, liblinear) is fitted in stratified K-fold cross-validation
 (shuffled with a fixed seed); every item gets a probability of "refused" from the model that did
 not see it (`sklearn.model_selection.cross_val_predict`). The AUROC of those out-of-fold
 probabilities against the origin is the probe's reading: 0.5 means graders cannot tell from the
@@ -38,6 +38,8 @@ probe then tells the origin better than chance with confidence, by a margin a pe
 Strongest features: the model refitted on all items; each coefficient is multiplied by its
 feature's standard deviation over the items (the standardized coefficient, comparable across word
 and shape features); the largest in absolute value are named in words with the side they lean to.
+
+The method, its choices and the demo's readings: docs/statistics.md, "Blindness probe".
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from console.stats.intervals import Interval
 MIN_PER_CLASS = 20
 WARNING_LOW = 0.6
 FOLDS = 5
-RESAMPLES = 1000
+RESAMPLES = 2000
 SEED = 20261130
 TOP_FEATURES = 5
 
@@ -149,7 +151,7 @@ def probe_model(seed: int = SEED) -> Pipeline:
         ("shape", StandardScaler(), list(range(2, 2 + len(SHAPE_FEATURES)))),
     ])
     return Pipeline([("features", features),
-                     ("model", LogisticRegression(C=1.0, max_iter=2000, random_state=seed))])
+                     ("model", LogisticRegression(C=1.0, solver="liblinear", max_iter=2000, random_state=seed))])
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Calibration and failure prediction of a gate score against graded correctness.
 
-Seed 004, section 11.4, separates two properties of a confidence score:
+Two properties of a confidence score are kept apart (docs/statistics.md, "Calibration and
+failure prediction"):
 
 * calibration -- do items scored about 0.8 turn out correct about 80% of the time?
   (reliability bins, expected calibration error, the reliability term of the Brier score);
@@ -10,7 +11,7 @@ Seed 004, section 11.4, separates two properties of a confidence score:
 Inputs everywhere are two aligned one-dimensional arrays: ``scores`` (finite floats; in
 [0, 1] wherever bins are involved) and ``correct`` (booleans or 0/1). Only items with a
 correct/incorrect label belong here: an item whose final label is "unsure" carries no vote
-(DESIGN section 5) and must be left out by the caller.
+and must be left out by the caller.
 
 Tie policy, as everywhere in the console: an item is served when ``score >= cutoff``.
 
@@ -188,13 +189,13 @@ def reliability_bins(
 
     With an integer ``bins = M`` the bins are equal-width on [0, 1]: bin b is
     ``[b/M, (b+1)/M)``, left-closed, except the last, ``[(M-1)/M, 1]``, which is closed so that
-    a score of exactly 1.0 is counted (DESIGN section 5). A sequence of edges
+    a score of exactly 1.0 is counted. A sequence of edges
     ``0 = e0 < e1 < ... < ek = 1`` gives the same left-closed, last-closed bins with chosen
     edges, e.g. one bin per issued level of a discrete score.
 
     ``mean_score`` and ``accuracy`` are ``None`` for an empty bin. Every bin is returned, empty
     or not, in increasing order of score. Source: the binned reliability diagram of
-    Naeini, Cooper & Hauskrecht (2015), as used in seed 004 section 11.4.
+    Naeini, Cooper & Hauskrecht (2015).
     """
     score_array, correct_array = _as_arrays(scores, correct)
     return _bins_as_rows(_bin_statistics(score_array, correct_array, bins))
@@ -208,7 +209,7 @@ def expected_calibration_error(
         ECE = sum_b (n_b / n) * | acc(B_b) - conf(B_b) |
 
     where ``acc`` is the share correct and ``conf`` the mean score of the items in bin B_b;
-    empty bins carry no weight (Naeini, Cooper & Hauskrecht 2015; seed 004 section 11.4).
+    empty bins carry no weight (Naeini, Cooper & Hauskrecht 2015).
     With ``bins=1`` it is the absolute gap between mean score and accuracy, so opposite errors
     cancel -- which is why the console also reports it per segment. ``None`` for no items.
     """
@@ -260,9 +261,9 @@ def brier_decomposition(
 
     Murphy's three-term form is exact only when the forecast is constant within each bin;
     the two extra components, which vanish in that case, are those of Stephenson, Coelho &
-    Jolliffe (2008), "Two extra components in the Brier score decomposition". Seed 004
-    section 11.4 warns that arbitrary binning of a varying score changes the reported
-    resolution; the extra terms make that visible instead of hiding it in a mismatch.
+    Jolliffe (2008), "Two extra components in the Brier score decomposition".
+    Arbitrary binning of a varying score changes the reported resolution; the extra terms make
+    that visible instead of hiding it in a mismatch.
 
     Returns ``{brier, reliability, resolution, uncertainty, within_bin_variance,
     within_bin_covariance}`` (``within_bin_covariance`` includes the factor 2), or ``None``
@@ -310,8 +311,8 @@ def auroc(scores: ArrayLike, correct: ArrayLike) -> float | None:
 
     over all (correct, wrong) pairs, where W counts pairs in which the correct item scores
     higher and T pairs with equal scores: the Mann-Whitney form with ties counted 1/2, which
-    equals the trapezoidal area under the empirical ROC curve (seed 004 section 11.4; DESIGN
-    section 5). A constant score gives 0.5. ``None`` when either class is absent. Computed
+    equals the trapezoidal area under the empirical ROC curve (Hanley & McNeil 1982). A
+    constant score gives 0.5. ``None`` when either class is absent. Computed
     from counts per distinct score in O(n log n), so it is exact for ties.
     """
     score_array, correct_array = _as_arrays(scores, correct)
@@ -384,7 +385,7 @@ def risk_coverage(
 def calibration_report(
     scores: ArrayLike, correct: ArrayLike, bins: Bins = 10, *, max_points: int | None = None
 ) -> CalibrationReport:
-    """Everything the calibration endpoint shows (DESIGN section 4), as JSON-ready values.
+    """Everything the calibration endpoint shows, as JSON-ready values.
 
     Keys: ``n``, ``auroc``, ``ece``, ``brier``, ``reliability``, ``resolution``,
     ``uncertainty``, ``bins`` (see :func:`reliability_bins`), ``risk_coverage`` (the points
@@ -430,8 +431,8 @@ def calibration_by_segment(
 ) -> dict[str, CalibrationReport]:
     """One :func:`calibration_report` per segment value, keyed by segment, in sorted order.
 
-    ``segments[i]`` is the segment of item i (e.g. its ``language``). Seed 004 section 11.4
-    asks for ECE by query type, source and language because opposite errors in two segments
+    ``segments[i]`` is the segment of item i (e.g. its ``language``). ECE is reported by
+    query type, source and language because opposite errors in two segments
     cancel in the global figure. Only segments that occur are reported.
     """
     score_array, correct_array = _as_arrays(scores, correct)

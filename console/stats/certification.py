@@ -1,4 +1,4 @@
-"""Certified cutoff: fixed-sequence testing of the wrong-answer rate (DESIGN sections 4 and 5).
+"""Certified cutoff: fixed-sequence testing of the wrong-answer rate (docs/statistics.md, "Certified cutoff").
 
 For each cutoff ``t`` the null hypothesis is "the wrong-answer rate among served answers
 exceeds alpha". Cutoffs are tested in an order fixed before the grades are seen (the grid from
@@ -27,7 +27,7 @@ from console.stats.intervals import one_sided_upper_clopper_pearson
 
 RISK = "wrong-answer rate among served answers"
 DEFAULT_GRID: tuple[float, ...] = tuple(round(i * 0.01, 2) for i in range(100))
-"""0.00, 0.01, ..., 0.99 (DESIGN section 4)."""
+"""0.00, 0.01, ..., 0.99, fixed before any grade is read."""
 
 # alpha * n / 2 is computed in floating point; without the nudge 0.1 * 20 / 2 could floor to 0.
 _FLOOR_TOLERANCE = 1e-9
@@ -41,8 +41,8 @@ def n_start(alpha: float, delta: float, *, max_n: int = 10_000_000) -> int:
 
     Cutoffs with fewer graded served items are skipped, not failed. Because the rule looks at
     counts and never at labels, the sequence of tested cutoffs is fixed before the grades are
-    read, which keeps the fixed-sequence guarantee. DESIGN section 4: 76 for alpha = 0.1,
-    delta = 0.05. The search scans ``n`` upward (the criterion is not monotone in ``n``
+    read, which keeps the fixed-sequence guarantee. For alpha = 0.1,
+    delta = 0.05 it is 76. The search scans ``n`` upward (the criterion is not monotone in ``n``
     because of the floor) and raises if no ``n <= max_n`` qualifies.
     """
     _check_levels(alpha, delta)
@@ -108,7 +108,7 @@ class Certification:
         return 1.0 - self.delta
 
     def statement(self, *, route: str, window: str, versions: str) -> str:
-        """The sentence shown to the owner (DESIGN section 5): "at cutoff t the wrong-answer
+        """The sentence shown to the owner: "at cutoff t the wrong-answer
         rate is at most a with 1-d confidence, on <route, window, versions>"."""
         scope = f"on {route}, {window}, {versions}"
         if not self.certified:
@@ -121,7 +121,7 @@ class Certification:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready fields of DESIGN section 4 (the caller adds ``statement``)."""
+        """JSON-ready fields of the certified-cutoff response (the caller adds ``statement``)."""
         return {
             "certified": self.certified,
             "cutoff": self.cutoff,
@@ -148,7 +148,7 @@ def certify_cutoff(
     grid: Sequence[float] | None = None,
 ) -> Certification:
     """Lowest grid cutoff whose wrong-answer rate among served is certified ``<= alpha`` with
-    confidence ``1 - delta`` (DESIGN section 4).
+    confidence ``1 - delta`` (docs/statistics.md, "Certified cutoff").
 
     Scan the grid (default 0.00..0.99) from high to low. At cutoff ``t`` let ``n`` be the graded
     items with ``score >= t`` and ``k`` the wrong ones among them. Skip ``t`` while
@@ -159,9 +159,13 @@ def certify_cutoff(
     """
     _check_levels(alpha, delta)
     scores = np.asarray(graded_scores, dtype=float)
-    correct = np.asarray(graded_correct).astype(bool)
-    if scores.ndim != 1 or correct.shape != scores.shape:
+    labels = np.asarray(graded_correct)
+    if scores.ndim != 1 or labels.shape != scores.shape:
         raise ValueError("graded_scores and graded_correct must be 1-D arrays of equal length")
+    # A cast to bool would read 2 or NaN as "correct" and certify on labels nobody gave.
+    if labels.dtype != bool and not np.all((labels == 0) | (labels == 1)):
+        raise ValueError("graded_correct must be boolean (or 0/1); got other values")
+    correct = labels.astype(bool)
     if not np.all(np.isfinite(scores)):
         raise ValueError("graded_scores must be finite")
     cutoffs = np.asarray(DEFAULT_GRID if grid is None else grid, dtype=float)

@@ -4,7 +4,7 @@ Every table in the console reports a share with an interval. This module is the 
 turns counts (or weighted indicators) into an :class:`Interval`; the operating-point table, the
 middle-band table and the certified cutoff all call it.
 
-Conventions (DESIGN section 5):
+Conventions (docs/statistics.md, "Conventions"):
 
 * Wilson is the display default; Clopper–Pearson is used for anything called certified. The
   method and confidence level are parameters, and callers name them in their output.
@@ -59,6 +59,12 @@ class Interval:
     def is_defined(self) -> bool:
         return not math.isnan(self.value)
 
+    @property
+    def half_width(self) -> float:
+        """``(high - low) / 2``: the "±" figure of an interval that need not be symmetric about
+        ``value`` (Wilson, Jeffreys, weighted). NaN when undefined, inf when unbounded."""
+        return (self.high - self.low) / 2.0
+
     def scaled(self, factor: float) -> Interval:
         """Multiply every field by a known, non-negative constant (e.g. ``1000 * R / N``)."""
         if factor < 0 or not math.isfinite(factor):
@@ -71,7 +77,7 @@ class Interval:
         return Interval(1.0 - self.value, 1.0 - self.high, 1.0 - self.low)
 
     def as_dict(self) -> dict[str, float | None]:
-        """``{"value", "low", "high"}`` as in DESIGN section 4; NaN and infinities become
+        """``{"value", "low", "high"}``, the shape of every interval in the API; NaN and infinities become
         ``None`` because JSON cannot carry them."""
         return {
             "value": _json_number(self.value),
@@ -154,7 +160,7 @@ def one_sided_upper_clopper_pearson(k: int, n: int, confidence: float = 0.95) ->
     ``U = Beta^-1(confidence; k + 1, n - k)`` (Clopper & Pearson 1934), with ``U = 1`` when
     ``k == n`` and when ``n == 0`` (no data bounds nothing). By the beta–binomial identity,
     ``U <= a`` exactly when ``P(Bin(n, a) <= k) <= 1 - confidence``, which is the test the
-    certified cutoff uses (DESIGN section 4).
+    certified cutoff uses (docs/statistics.md, "Certified cutoff").
     """
     alpha = _alpha(confidence)
     if n < 0 or not 0 <= k <= n:
@@ -341,3 +347,36 @@ def weighted_proportion_interval(
     successes = min(max(estimate.value * n_eff, 0.0), n_eff)
     interval = proportion_interval(successes, n_eff, confidence=confidence, method=method)
     return Interval(estimate.value, interval.low, interval.high)
+
+
+def newcombe_difference_interval(
+    successes_a: float,
+    n_a: float,
+    successes_b: float,
+    n_b: float,
+    *,
+    confidence: float = 0.95,
+) -> Interval:
+    """Newcombe's hybrid score interval for ``p_a - p_b`` of two independent proportions.
+
+    Newcombe (1998), "Interval estimation for the difference between independent proportions:
+    comparison of eleven methods", Statistics in Medicine 17:873, method 10. With
+    ``d = p_a - p_b`` and ``[l_a, u_a]``, ``[l_b, u_b]`` the two Wilson score intervals at
+    ``confidence``::
+
+        low  = d - sqrt((p_a - l_a)^2 + (u_b - p_b)^2)
+        high = d + sqrt((u_a - p_a)^2 + (p_b - l_b)^2)
+
+    It keeps the Wilson intervals' good coverage near 0 and 1, where the Wald difference
+    interval collapses, and it stays inside [-1, 1]. Reference: statsmodels
+    ``confint_proportions_2indep(..., compare="diff", method="newcomb")``. ``value`` is ``d``;
+    when either group has no observation the difference is unknown: ``Interval(nan, nan, nan)``.
+    """
+    a = proportion_interval(successes_a, n_a, confidence=confidence, method="wilson")
+    b = proportion_interval(successes_b, n_b, confidence=confidence, method="wilson")
+    if not (a.is_defined and b.is_defined):
+        return Interval.undefined()
+    difference = a.value - b.value
+    low = difference - math.hypot(a.value - a.low, b.high - b.value)
+    high = difference + math.hypot(a.high - a.value, b.value - b.low)
+    return Interval(difference, max(low, -1.0), min(high, 1.0))

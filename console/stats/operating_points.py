@@ -1,4 +1,4 @@
-"""The operating-point table and the middle-band table (DESIGN sections 4 and 5; seed 001).
+"""The operating-point table and the middle-band table (docs/statistics.md, "The operating-point table").
 
 Two instruments feed every row, and they are passed in separately because they come from
 different places:
@@ -11,11 +11,12 @@ different places:
 
 Tie policy: an item is served when ``score >= cutoff`` (``TIE_POLICY``).
 
-Unlike the seed's table, which mixes a 400-refusal shadow sample with a separate 2,000-answer
-graded set and therefore "does not close" (seed 001, the paragraph on the wrong-answers
-column), both halves of every row here come from one population and one graded sample. With a
-census (every item graded, no weights) the rows equal the seed's ``operating_points`` exactly,
-and ``wrong_served(no gate) - wrong_served(t)`` equals the wrong answers among the refused.
+A table whose refused half comes from a shadow sample of refusals and whose served half comes
+from a separate graded set does not close: its wrong-served column cannot be rebuilt from the
+abstention and false-abstention rates. Here both halves of every row come from one population
+and one graded sample. With a census (every item graded, no weights) each row is the plain
+per-cutoff share of refused, of correct among refused and of wrong among served, and
+``wrong_served(no gate) - wrong_served(t)`` equals the wrong answers among the refused.
 """
 
 from __future__ import annotations
@@ -39,6 +40,24 @@ TIE_POLICY = "serve_if_score_gte_cutoff"
 EXCHANGE_RATE_INTERVAL: IntervalMethod = "clopper_pearson"
 
 
+def _finite_scores(name: str, scores: ArrayLike) -> NDArray[np.float64]:
+    """``scores`` as a 1-D float array, rejecting NaN and infinities.
+
+    A NaN compares false with every cutoff (both ``score < t`` and ``score >= t`` are false),
+    and a sort puts it last, so the population count would call it served while a mask would
+    call it neither. A score that is not a number has no side of the cutoff: the population and
+    the graded sample are validated the same way, so one bad score fails loudly wherever it
+    enters.
+    """
+    values = np.asarray(scores, dtype=float)
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional")
+    if not np.all(np.isfinite(values)):
+        bad = int(np.count_nonzero(~np.isfinite(values)))
+        raise ValueError(f"{name} must be finite: {bad} of {values.size} are NaN or infinite")
+    return values
+
+
 def served_counts_from_scores(
     scores: ArrayLike, cutoffs: Sequence[float], *, presorted: bool = False
 ) -> NDArray[np.int64]:
@@ -48,9 +67,7 @@ def served_counts_from_scores(
     ``len(scores) - searchsorted(sorted_scores, t, side="left")``; O(m log n) once sorted.
     Pass ``presorted=True`` when the scores are already ascending to skip the sort.
     """
-    values = np.asarray(scores, dtype=float)
-    if values.ndim != 1:
-        raise ValueError("scores must be one-dimensional")
+    values = _finite_scores("scores", scores)
     if not presorted:
         values = np.sort(values)
     thresholds = np.asarray(cutoffs, dtype=float)
@@ -88,7 +105,7 @@ class OperatingPointRow:
     band: Band | None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict in the shape of DESIGN section 4.
+        """JSON-ready dict in the shape of the operating-points API response.
 
         Intervals become ``{"value", "low", "high"}``; a missing estimate is ``null``. Inside
         ``exchange_rate`` a ``null`` ``value``/``high`` means unbounded (the band has no wrong
@@ -154,12 +171,10 @@ def _graded_sample(
     confidence: float,
     method: IntervalMethod,
 ) -> _GradedSample:
-    scores = np.asarray(graded_scores, dtype=float)
+    scores = _finite_scores("graded_scores", graded_scores)
     correct_raw = np.asarray(graded_correct)
-    if scores.ndim != 1 or correct_raw.shape != scores.shape:
+    if correct_raw.shape != scores.shape:
         raise ValueError("graded_scores and graded_correct must be 1-D arrays of equal length")
-    if not np.all(np.isfinite(scores)):
-        raise ValueError("graded_scores must be finite")
     if correct_raw.dtype != bool and not np.all((correct_raw == 0) | (correct_raw == 1)):
         raise ValueError("graded_correct must be boolean (or 0/1)")
     weights = None
@@ -188,7 +203,7 @@ def _population_counts(
     if (population_scores_sorted is None) == (served_counts is None):
         raise ValueError("pass exactly one of population_scores_sorted and served_counts")
     if population_scores_sorted is not None:
-        scores = np.asarray(population_scores_sorted, dtype=float)
+        scores = _finite_scores("population_scores_sorted", population_scores_sorted)
         if scores.shape[0] != population_size:
             raise ValueError("population_scores_sorted must hold population_size scores")
         if np.any(scores[1:] < scores[:-1]):
@@ -258,7 +273,7 @@ def operating_points(
     the graded sample's scores, correctness, and optional inverse-inclusion weights and strata.
     ``cutoffs`` may come in any order but must be distinct.
 
-    Per row, with ``R = N - S`` (DESIGN section 5, seed 001 "operating_points"):
+    Per row, with ``R = N - S`` (docs/statistics.md, "The operating-point table"):
 
     * ``abstention_rate``: value ``R/N``, exact on the window; interval = binomial interval of
       ``method`` at ``(R, N)``, read as the rate on future traffic like this window.
@@ -274,8 +289,8 @@ def operating_points(
       edge after the no-gate row), ``p`` = share correct among graded band items and the rate
       is the band's odds ``p/(1-p)`` = extra correct withheld per extra wrong removed, with
       interval ``[L/(1-L), U/(1-U)]`` from the band's Clopper–Pearson interval at
-      ``confidence`` (DESIGN section 5: "the band's exact interval"; Korn–Graubard effective
-      n when weighted). ``high`` (and ``value`` when ``p = 1``) is ``inf`` when the band has
+      ``confidence`` (an exact interval, so the odds interval is exact too; Korn–Graubard
+      effective n when weighted). ``high`` (and ``value`` when ``p = 1``) is ``inf`` when the band has
       no wrong item. None when the band has no graded item. ``band`` carries its raw counts.
     """
     sorted_cutoffs, aligned_counts = _sorted_cutoffs(cutoffs, served_counts)
@@ -360,9 +375,8 @@ def operating_points_document(
     confidence: float,
     method: IntervalMethod,
 ) -> dict[str, Any]:
-    """The body of DESIGN section 4's operating-points response, minus ``route`` (the caller
-    adds it with any filters). Names the interval methods and tie policy, as DESIGN asks of
-    every output."""
+    """The body of the operating-points response, minus ``route`` (the caller adds it with any
+    filters). Names the interval methods and tie policy, as every statistical output does."""
     return {
         "population": population_size,
         "graded": graded,
@@ -415,7 +429,7 @@ class BandSegment:
 @dataclass(frozen=True)
 class BandTable:
     """A policy ``(band_lower, cutoff)``: serve at or above ``cutoff``, serve with the evidence
-    shown in ``[band_lower, cutoff)``, refuse below ``band_lower`` (seed 001, the middle band)."""
+    shown in ``[band_lower, cutoff)``, refuse below ``band_lower`` (docs/statistics.md, "Middle band")."""
 
     band_lower: float
     cutoff: float

@@ -1,9 +1,9 @@
-"""Sample-size planner: how many grades a decision needs (DESIGN section 5; seed 001).
+"""Sample-size planner: how many grades a decision needs (docs/statistics.md, "Sample-size planner").
 
-Seed 001: "On 400 refusals ... 34% were answers that graded correct. That figure carries a 95%
-interval of roughly ±4.6 points ... Sizing the sample against the decision you are making
-avoids grading four hundred answers to resolve a difference the sample cannot see." The two
-planners below size the sample for the two decisions the table supports: reading one row to a
+A false-abstention rate of 34% measured on 400 graded refusals carries a 95% interval of about
+±4.6 points: enough to tell a cutoff of 0.85 from 0.9, not 0.85 from 0.87. Sizing the sample
+against the decision at hand avoids grading hundreds of answers to resolve a difference the
+sample cannot see. The planners below size the sample for the two decisions the table supports: reading one row to a
 given precision, and telling two cutoffs apart.
 """
 
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from scipy import stats
+
+from console.stats.intervals import IntervalMethod, proportion_interval
 
 # Products like 3.8415 * 0.2244 / 0.0021 land a hair above an integer in floating point;
 # rounding up from there would ask for one grade nobody needs.
@@ -49,7 +51,7 @@ def grades_for_half_width(
     normal-approximation (Wald) half-width solved for ``n`` (Cochran 1977, eq. 4.2), inflated
     by the design effect (Kish 1965) when the sample is weighted. Use ``p = 0.5`` when nothing
     is known: it is the worst case. For the rows' false-abstention rate, ``n`` counts graded
-    *refused* items. Seed 001 check: ``p = 0.34, h = 0.046`` gives 408, in line with its 400.
+    *refused* items. Check: ``p = 0.34, h = 0.046`` gives 408, in line with the 400 refusals above.
     """
     _check_share("p", p)
     _check_design_effect(design_effect)
@@ -64,7 +66,8 @@ def half_width_for_grades(
 ) -> float:
     """The inverse of :func:`grades_for_half_width`: ``h = z sqrt(p (1 - p) deff / n)``.
 
-    Seed 001 check: ``p = 0.34, n = 400`` gives 0.0464, the seed's "roughly ±4.6 points".
+    Check: ``p = 0.34, n = 400`` gives 0.0464, the "about ±4.6 points" above. This is a
+    planning figure; the half-width beside a row is :func:`half_width_of_interval`.
     """
     _check_share("p", p)
     _check_design_effect(design_effect)
@@ -72,6 +75,66 @@ def half_width_for_grades(
         raise ValueError(f"n must be positive, got {n!r}")
     z = _z_two_sided(confidence)
     return z * math.sqrt(p * (1.0 - p) * design_effect / n)
+
+
+def half_width_of_interval(
+    k: float, n: float, *, method: IntervalMethod = "wilson", confidence: float = 0.95
+) -> float:
+    """Half the width of the interval the table shows for ``k`` of ``n``: ``(high - low) / 2``
+    of :func:`console.stats.intervals.proportion_interval` with the same ``method`` and
+    ``confidence``.
+
+    This, not :func:`half_width_for_grades`, is the "half-width now" beside a row: the Wald
+    figure ``z sqrt(p (1 - p) / n)`` is 0 at ``p = 0`` or ``1`` whatever ``n`` is, so 2 of 2
+    correct would read "±0.0, target met" while the table shows the Wilson interval
+    [0.342, 1] (half-width 0.329). Wilson and the other intervals here are not symmetric about
+    ``k / n``, so half the width is the honest single figure. ``k`` may be fractional (an
+    effective count). Raises ``ValueError`` for ``n <= 0``: no grades, no interval. For a row
+    of a weighted table, read :attr:`Interval.half_width` of the row's own interval, which
+    carries the Korn–Graubard effective n.
+    """
+    if not n > 0:
+        raise ValueError(f"n must be positive, got {n!r}")
+    return proportion_interval(k, n, confidence=confidence, method=method).half_width
+
+
+def grades_for_interval_half_width(
+    p: float,
+    half_width: float,
+    *,
+    method: IntervalMethod = "wilson",
+    confidence: float = 0.95,
+    max_n: int = 100_000_000,
+) -> int:
+    """Smallest ``n`` whose displayed interval at share ``p`` is no wider than ``± half_width``:
+    the least ``n`` with ``half_width_of_interval(p n, n) <= half_width``.
+
+    The counterpart of :func:`grades_for_half_width` for the interval the table actually
+    shows. Away from 0 and 1 the two agree within a few grades; at ``p`` in {0, 1} the Wald
+    formula asks for 1 grade, while Wilson needs ``n >= z^2 (1 - 2h) / (2h)`` (from
+    ``low = n / (n + z^2) >= 1 - 2h``), 35 for ``h = 0.05`` at 95%. The half-width shrinks as
+    ``n`` grows at fixed ``p``, so the answer is found by doubling and then bisection.
+    """
+    _check_share("p", p)
+    if not 0.0 < half_width < 1.0:
+        raise ValueError(f"half_width must lie in (0, 1), got {half_width!r}")
+
+    def fits(n: int) -> bool:
+        return half_width_of_interval(p * n, n, method=method, confidence=confidence) <= half_width
+
+    high = 1
+    while not fits(high):
+        high *= 2
+        if high > max_n:
+            raise ValueError(f"no n up to {max_n} reaches ±{half_width:g} at p = {p:g}")
+    low = high // 2  # fits(low) is false (or low == 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 @dataclass(frozen=True)
@@ -105,8 +168,8 @@ def grades_to_separate_cutoffs(
     below ``t1``; the two false-abstention rates differ exactly when the band's share correct
     ``p_band`` differs from the share correct below ``t1``, ``p_below``. The refused sets are
     nested, so comparing them directly would reuse the same items; the band and the set below
-    are disjoint, which makes the comparison a test of two independent proportions (DESIGN
-    section 5: "compare the band between them with the refused set below").
+    are disjoint, which makes the comparison a test of two independent proportions: compare the band between
+    the cutoffs with the refused set below.
 
     Arcsine (Cohen's h) normal approximation (Cohen 1988, ch. 6), with
     ``h = |2 asin sqrt(p_band) - 2 asin sqrt(p_below)|`` and ``r = n_band / n_below``::

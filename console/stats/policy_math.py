@@ -1,6 +1,6 @@
-"""Costs, the exchange-rate questions, and the row they pick (DESIGN section 5; seeds 001, 004).
+"""Costs, the exchange-rate questions, and the row they pick (docs/statistics.md, "Choosing a cutoff").
 
-Units follow seed 004 ("The decision belongs to the cost matrix"): a correct answer is worth 1,
+Units: a correct answer is worth 1,
 a wrong answer costs ``c_w`` and a refusal ``c_a``, both ``>= 0`` and in units of one correct
 answer.
 """
@@ -19,26 +19,60 @@ def _check_cost(name: str, value: float) -> None:
         raise ValueError(f"{name} must be finite and non-negative, got {value!r}")
 
 
+def cost_threshold_problem(c_w: float, c_a: float) -> str | None:
+    """Why the costs give no usable threshold, or None when ``tau`` lies strictly in (0, 1).
+
+    With ``tau = (c_w - c_a) / (1 + c_w)`` and both costs finite and ``>= 0``: ``tau < 1``
+    always holds (it needs ``c_a > -1``), and ``tau > 0`` exactly when ``c_w > c_a``. So the
+    only ways out of (0, 1) are a negative or non-finite cost, and a refusal that costs as much
+    as a wrong answer or more (``c_a >= c_w``): then answering is never worse than refusing,
+    the threshold is 0 or negative, and there is no cutoff to choose. The message is meant to
+    be shown to the owner beside the form field.
+    """
+    for name, value in (("c_w", c_w), ("c_a", c_a)):
+        if not math.isfinite(value):
+            return f"The cost {name} must be a finite number, got {value!r}."
+        if value < 0:
+            return f"The cost {name} must not be negative (got {value:g}); costs are in units of one correct answer."
+    if c_a >= c_w:
+        return (
+            f"A refusal costs as much as a wrong answer or more (c_a = {c_a:g} >= c_w = {c_w:g}), so "
+            f"answering always beats refusing and the threshold (c_w - c_a)/(1 + c_w) = "
+            f"{(c_w - c_a) / (1.0 + c_w):.3g} is not in (0, 1). A gate only pays when a wrong answer "
+            "costs more than a refusal: raise c_w or lower c_a."
+        )
+    return None
+
+
+def validate_costs(c_w: float, c_a: float) -> None:
+    """Raise ``ValueError`` with :func:`cost_threshold_problem`'s reason when ``tau`` would
+    leave (0, 1)."""
+    problem = cost_threshold_problem(c_w, c_a)
+    if problem is not None:
+        raise ValueError(problem)
+
+
 def cost_threshold(c_w: float, c_a: float) -> float:
     """Probability of correctness above which answering beats refusing.
 
     Answering is worth ``p - (1 - p) c_w``, refusing ``-c_a``; they are equal at
-    ``tau = (c_w - c_a) / (1 + c_w)`` (seed 004, "The decision belongs to the cost matrix").
-    Answer when ``p >= tau`` (the console's tie policy). Seed 004's figures: ``c_w = 2,
-    c_a = 0.5`` gives 0.5; ``c_w = 200`` gives ``199.5/201 ~ 0.992537``. When ``c_a > c_w``
-    the threshold is negative: refusing costs more than a wrong answer, so never refuse.
+    ``tau = (c_w - c_a) / (1 + c_w)`` (the cost-matrix argument of docs/statistics.md, "Cost
+    threshold"). Answer when ``p >= tau`` (the console's tie policy). Worked figures:
+    ``c_w = 2, c_a = 0.5`` gives 0.5; ``c_w = 200`` gives ``199.5/201 ~ 0.992537``.
+    Costs that put ``tau`` outside (0, 1) (``c_a >= c_w``, or a negative cost) raise
+    ``ValueError`` with the reason from :func:`cost_threshold_problem`: a threshold of 0 or
+    below means "never refuse", which is not a cutoff anybody can sign.
     """
-    _check_cost("c_w", c_w)
-    _check_cost("c_a", c_a)
+    validate_costs(c_w, c_a)
     return (c_w - c_a) / (1.0 + c_w)
 
 
 def citation_adjusted_cost(c_w: float, c_v: float, q: float) -> float:
     """Effective wrong-answer cost when the answer carries a checkable citation.
 
-    ``c_w' = (1 - q) c_w + q c_v`` (seed 004, "Citations change cost, not confidence"): with
+    ``c_w' = (1 - q) c_w + q c_v`` (citations change the cost, not the confidence): with
     probability ``q`` (conditional on the answer being wrong) the reader's check catches the
-    error and the cost is the replacement cost ``c_v``; otherwise the full ``c_w``. Seed 004:
+    error and the cost is the replacement cost ``c_v``; otherwise the full ``c_w``. Worked figures:
     ``c_w = 20, q = 0.6, c_v = 0.2`` gives 8.12, moving the threshold (``c_a = 0.5``) from
     ``19.5/21 ~ 0.928571`` to ``7.62/9.12 ~ 0.835526``. A citation the user cannot open earns
     ``q = 0``.
@@ -54,7 +88,7 @@ def break_even_wrong_cost(p: float, c_a: float) -> float:
     """The wrong-answer cost at which a group answered with precision ``p`` breaks even:
     solve ``p = (c_w - c_a) / (1 + c_w)`` for ``c_w``, giving ``(p + c_a) / (1 - p)``.
 
-    Seed 004: the toy pass group with precision ~0.944606 breaks even at ``c_w ~ 26.0789``.
+    Worked figure: a pass group with precision ~0.944606 breaks even at ``c_w ~ 26.0789``.
     """
     _check_cost("c_a", c_a)
     if not 0.0 <= p < 1.0:
@@ -67,7 +101,7 @@ def policy_value(
 ) -> float:
     """Net value of a policy over some traffic: ``correct - c_w wrong - c_a refused``.
 
-    Seed 004, "Worked traffic economics": at ``c_w = 20, c_a = 0.5`` answering 2,300 (2,208
+    Worked traffic economics: at ``c_w = 20, c_a = 0.5`` answering 2,300 (2,208
     correct) and refusing 2,700 is worth -982; counts may be fractional expectations.
     """
     _check_cost("c_w", c_w)
@@ -76,7 +110,7 @@ def policy_value(
 
 
 def question_text(rate: float) -> str:
-    """The exchange-rate question for one rate (DESIGN section 5 wording).
+    """The exchange-rate question for one rate (the wording owners answer on the analysis page).
 
     "Extra refusals" are read as *correct answers newly refused*: the rate in the table's
     exchange-rate column is correct answers withheld per wrong answer removed.
@@ -106,18 +140,18 @@ class ExchangeRateBisection:
     The accepted rate ``r*`` is bracketed by ``[lower, upper)``, initially ``[1, 1000]``. "Yes"
     to ``N`` means the owner accepts moves costing up to ``N`` correct answers per wrong one
     removed, so ``r* >= N`` and ``N`` becomes the lower edge; "no" makes ``N`` the upper edge.
-    The first question is 10 (seed 001: most owners sit within a decade of it; its examples are
-    3:1 and 40:1); each later question is the geometric midpoint ``sqrt(lower * upper)`` of the
-    bracket, rounded to one significant figure (two or three if needed to stay inside the
-    bracket). This reproduces DESIGN's sequence 10, 100, 30: yes at 10 gives [10, 1000] and
-    asks ``sqrt(10 * 1000) = 100``; no gives [10, 100] and asks ``31.6 -> 30``.
+    The first question is 10 (owners asked this way have answered from about 3:1 for an
+    internal support assistant to 40:1 for clinical protocol lookups); each later question is
+    the geometric midpoint ``sqrt(lower * upper)`` of the bracket, rounded to one significant
+    figure (two or three if needed to stay inside the bracket). This gives the sequence 10,
+    100, 30: yes at 10 gives [10, 1000] and asks ``sqrt(10 * 1000) = 100``; no gives [10, 100] and asks ``31.6 -> 30``.
 
     The session ends after ``max_answers`` answers (default 5; then the bracket spans a factor
     of at most 1.43) or earlier when no distinct question fits; ``r_star`` is the geometric
     midpoint of the final bracket.
 
-    Note: seed 001 reports an owner who said yes to 10, no to 100 and no to 30 and "settled at
-    roughly 3:1", which these answers cannot produce (they place ``r*`` between 10 and 30); we
+    Note: an owner who says yes to 10, no to 100 and no to 30 is sometimes reported as
+    "settling at roughly 3:1", which these answers cannot produce (they place ``r*`` between 10 and 30); we
     follow the answers, not the anecdote.
     """
 
@@ -197,12 +231,12 @@ class ExchangeRateBisection:
 
 
 def recommended_row(rows: Sequence[OperatingPointRow], r_star: float) -> OperatingPointRow:
-    """The operating point an accepted exchange rate ``r*`` picks (DESIGN section 5).
+    """The operating point an accepted exchange rate ``r*`` picks.
 
-    DESIGN: "the last cutoff whose marginal exchange rate is <= r*". Rows are read in ascending
+    The rule: "the last cutoff whose marginal exchange rate is <= r*". Rows are read in ascending
     cutoff order from the no-gate row, moving up while each step's exchange rate value is
     ``<= r*``, and the answer is the last row reached. When the exchange rate rises with the
-    cutoff (seed 001: it "degrades monotonically") this is exactly DESIGN's rule. When sampling
+    cutoff (it usually degrades monotonically) this is exactly that rule. When sampling
     noise breaks monotonicity, it does not jump over a step the owner would reject to reach a
     cheap-looking band further up. A row whose band has no graded item (exchange rate None)
     neither stops the walk nor is chosen on its own: it is passed only if a later step with a

@@ -5,8 +5,8 @@ from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
-from console.core.errors import InvalidInput
 from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.errors import InvalidInput
 from console.verification import selectors
 from console.verification.spans import verify_span
 

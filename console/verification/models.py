@@ -1,5 +1,5 @@
 """Stored results of span verification: one SpanCheck per (decision, passage, claim unit) and
-one DecisionSupport per decision with its figures (DESIGN section 3 and 5, "Long answers")."""
+one DecisionSupport per decision with its figures (docs/statistics.md, "Long answers")."""
 
 from django.db import models
 

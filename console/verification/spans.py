@@ -1,8 +1,8 @@
 """Span verification: does a claim appear, word for word up to case, in a passage, and where.
 
-Pure functions, no Django, no model. DESIGN.md section 4 ("Span verification") is the contract;
-seed 000 describes the endpoint. Its reference reports offsets into a lower-cased copy of the
-text, which are wrong as soon as case mapping changes a character's length ("İ", the Kelvin
+Pure functions, no Django, no model; `POST /api/v1/verify` (README "Span verification") is the
+contract. A common shortcut reports offsets into a lower-cased copy of the text, which are wrong
+as soon as case mapping changes a character's length ("İ", the Kelvin
 sign, "ẞ"). Here every offset points into the ORIGINAL text.
 
 Rules
@@ -194,7 +194,7 @@ def split_claim_units(claim: str) -> list[str]:
 
 
 def support_summary(unit_found: list[bool]) -> SupportSummary:
-    """Support of a claim split into n units of which k were found (DESIGN section 5).
+    """Support of a claim split into n units of which k were found (docs/statistics.md, "Long answers").
 
     ``expected_support`` = k / n, ``fully_supported`` = (k == n). A claim has at least one
     unit, so an empty list is a caller error.

@@ -1,4 +1,4 @@
-"""GET /api/v1/routes/{slug}/certified-cutoff against an independent implementation of DESIGN section 4."""
+"""GET /api/v1/routes/{slug}/certified-cutoff against an independent implementation of the rule in docs/statistics.md."""
 
 import math
 from fractions import Fraction
@@ -20,7 +20,7 @@ def smallest_certifiable_n(alpha: float, delta: float) -> int:
 
 
 def certify_independently(scores, correct, alpha, delta, grid):
-    """DESIGN section 4: high to low, skip small n, certify while the binomial test rejects, stop at the
+    """The rule (docs/statistics.md): high to low, skip small n, certify while the binomial test rejects, stop at the
     first failure; the answer is the last certified cutoff with its one-sided Clopper-Pearson bound."""
     minimum = smallest_certifiable_n(alpha, delta)
     answer = None

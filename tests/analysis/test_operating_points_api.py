@@ -7,8 +7,8 @@ from statsmodels.stats.proportion import proportion_confint
 from console.analysis.models import StatsResult
 from console.analysis.tasks import stats_refresh_stale
 from grading.models import FinalLabel
-from tests.factories import make_token
 from tests.analysis.populations import census, decision_records, label, post_decisions
+from tests.factories import make_token
 
 CUTOFFS = [0.5, 0.62, 0.7, 0.85, 0.9, 0.95]
 

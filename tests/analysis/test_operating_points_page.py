@@ -10,8 +10,8 @@ from django.test import Client
 
 from console.analysis.panels import row_from_document
 from console.stats.policy_math import ExchangeRateBisection, recommended_row
-from tests.factories import make_user
 from tests.analysis.populations import census
+from tests.factories import make_user
 
 PAGE = "/operating-points/"
 
@@ -94,6 +94,27 @@ def test_the_exchange_rate_questions_step_to_r_star_and_highlight_the_recommende
 def test_the_cost_calculator_gives_tau_and_the_citation_adjusted_threshold(lead, graded):
     page = htmx(lead, "cost", "c_w=20&c_a=0.5&q=0.6&c_v=0.2").content.decode()
     assert "τ = 0.9286" in page and "8.12" in page and "τ′ = 0.8355" in page
+
+
+@pytest.mark.parametrize("query", ["c_w=0.5&c_a=20", "c_w=1&c_a=1", "c_w=20&c_a=0.5&q=1&c_v=0.5"])
+def test_costs_that_give_no_threshold_between_0_and_1_are_refused_with_the_reason(lead, graded, query):
+    response = htmx(lead, "cost", query)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'class="error" role="alert"' in page and "τ = -" not in page and "τ = 1." not in page
+
+
+def test_the_planner_reads_the_half_width_of_the_interval_the_table_shows(lead, graded, owner):
+    response = htmx(lead, "planner", "half_width=0.05")
+    table = owner.get("/api/v1/routes/it-support/operating-points").json()["rows"][1:]
+    reading = {r["cutoff"]: r for r in response.context["reading"]}
+    checked = 0
+    for row in table:
+        far = row["false_abstention_rate"]
+        if far and far["value"] is not None:
+            assert reading[row["cutoff"]]["now"] == pytest.approx((far["high"] - far["low"]) / 2)
+            checked += 1
+    assert checked and "Wilson interval" in response.content.decode()
 
 
 def test_the_band_simulator_shows_the_three_treatments(lead, graded):

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from tests.factories import ingest, make_route, make_user
 from tests.analysis.populations import decision_records, label
+from tests.factories import ingest, make_route, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

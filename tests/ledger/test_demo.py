@@ -26,7 +26,7 @@ def test_load_demo_builds_a_workspace_people_can_sign_in_to(db, settings, tmp_pa
 def test_the_reference_pipeline_writes_the_demos_answers_word_for_word():
     """Served answers, refused claims and shadow answers of the demo come from one writer, so their
     form cannot tell a grader which items were refused."""
-    from console.ledger.demo import demo_records
+    from console.review.demo import demo_records
     from console.shadow.pipelines import PipelinePassage, PipelineRequest, ReferencePipeline
 
     for route in ("it-support", "hr-policy"):
@@ -41,7 +41,7 @@ def test_the_reference_pipeline_writes_the_demos_answers_word_for_word():
 
 
 def test_the_demos_answers_are_right_when_the_topics_passage_was_retrieved():
-    from console.ledger.demo import demo_answer_is_correct, demo_records
+    from console.review.demo import demo_answer_is_correct, demo_records
 
     records = list(demo_records("hr-policy", 400))
     correct = [r for r in records if demo_answer_is_correct(r)]

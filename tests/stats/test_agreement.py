@@ -60,10 +60,10 @@ def test_cohen_kappa_standard_error_is_the_fleiss_cohen_everitt_one_of_statsmode
     for x, y in pairs:
         table[categories.index(x), categories.index(y)] += 1
     reference = statsmodels_cohens_kappa(table)
-    # Rounding can leave the variance a hair either side of zero (e.g. when one grader is constant,
-    # kappa is identically 0 and so is its variance); statsmodels then reports NaN. Compared as
-    # variances: a square root turns a rounding error of 1e-16 into 1e-8.
-    assert result["se"] ** 2 == pytest.approx(max(reference.var_kappa, 0.0), abs=1e-12)
+    # Rounding can leave the variance a hair either side of zero (e.g. when one grader is
+    # constant, kappa is identically 0 and so is its variance); statsmodels then reports NaN,
+    # and a square root turns a 1e-18 residue into 1e-9. Compare variances.
+    assert result["se"] ** 2 == pytest.approx(max(reference.var_kappa, 0.0), abs=1e-13)
 
 
 def test_cohen_kappa_interval_is_value_plus_or_minus_z_se_and_names_its_method():
@@ -282,3 +282,18 @@ def test_gold_labels_must_be_correct_or_incorrect():
         rater_accuracy_on_gold(["correct"], ["unsure"])
     with pytest.raises(ValueError):
         rater_accuracy_on_gold(["right"], ["correct"])
+
+
+@pytest.mark.parametrize("a, b", [(["correct"], ["incorrect"]), (["correct"], ["unsure"])])
+def test_cohen_kappa_of_a_single_item_has_no_interval(a, b):
+    # One disagreed item used to report SE 0 and the interval [0, 0].
+    result = cohen_kappa(a, b)
+    assert result["n"] == 1
+    assert result["value"] == 0.0
+    assert result["se"] is None and result["low"] is None and result["high"] is None
+
+
+def test_cohen_kappa_of_two_items_has_an_interval_again():
+    result = cohen_kappa(["correct", "incorrect"], ["correct", "unsure"])
+    assert result["se"] is not None and result["se"] > 0
+    assert result["low"] < result["value"] < result["high"]

@@ -1,5 +1,5 @@
 """Calibration and failure prediction, checked against scikit-learn, hand examples and the
-worked comparison of seed 004 section 11.4 (verbalized vs agreement scores, 1,000 items)."""
+worked comparison of docs/statistics.md section 6 (verbalized vs agreement scores, 1,000 items)."""
 
 import json
 import math
@@ -34,7 +34,7 @@ def build_buckets(buckets: list[tuple[int, float, int]]) -> tuple[np.ndarray, np
     return np.array(scores), np.array(correct)
 
 
-# Seed 004 section 11.4: the same 1,000 answers (738 correct), two confidence signals.
+# The worked example of docs/statistics.md section 6: the same 1,000 answers (738 correct), two confidence signals.
 VERBALIZED = build_buckets([(300, 0.90, 210), (400, 0.95, 300), (300, 1.00, 228)])
 AGREEMENT = build_buckets(
     [(350, 1.0, 329), (200, 7 / 8, 168), (180, 6 / 8, 126), (150, 5 / 8, 75), (120, 3 / 8, 40)]
@@ -261,7 +261,7 @@ def test_a_strictly_increasing_relabeling_preserves_auroc_and_risk_coverage_poin
     assert before["aurc"] == after["aurc"]
 
 
-# --------------------------------------------------------------------------- seed 004, 11.4
+# --------------------------------------------------------------------------- worked example
 
 
 def test_the_seed_examples_share_1000_answers_with_base_accuracy_0_738():

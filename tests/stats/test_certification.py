@@ -19,7 +19,7 @@ def reference_n_start(alpha, delta):
 
 
 def reference_certified_cutoff(scores, correct, grid, alpha, delta):
-    """DESIGN section 4, written independently: returns (cutoff, n, k) or None."""
+    """The certified-cutoff rule of docs/statistics.md, written independently: returns (cutoff, n, k) or None."""
     minimum = reference_n_start(alpha, delta)
     answer = None
     for cutoff in sorted(set(grid), reverse=True):
@@ -187,3 +187,22 @@ def test_invalid_levels_are_rejected():
         n_start(0.0, 0.05)
     with pytest.raises(ValueError):
         certify_cutoff(graded_scores=[0.5], graded_correct=[True], alpha=0.1, delta=1.0)
+
+
+@pytest.mark.parametrize("label", [2, np.nan, -1, 0.5])
+def test_labels_other_than_correct_or_wrong_are_rejected_not_read_as_correct(label):
+    scores = np.linspace(0.5, 0.99, 200)
+    labels = np.ones(200)
+    labels[7] = label
+    with pytest.raises(ValueError, match="graded_correct must be boolean"):
+        certify_cutoff(graded_scores=scores, graded_correct=labels, alpha=0.1, delta=0.05)
+
+
+def test_zero_one_integers_and_booleans_certify_alike():
+    scores = np.linspace(0.5, 0.99, 200)
+    labels = (np.arange(200) % 25 != 0).astype(int)
+    as_ints = certify_cutoff(graded_scores=scores, graded_correct=labels, alpha=0.1, delta=0.05)
+    as_bools = certify_cutoff(
+        graded_scores=scores, graded_correct=labels.astype(bool), alpha=0.1, delta=0.05
+    )
+    assert as_ints == as_bools

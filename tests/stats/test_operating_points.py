@@ -20,7 +20,7 @@ CUTOFFS = [0.5, 0.7, 0.85, 0.9, 0.95]
 
 
 def seed_rows(scores, correct, cutoffs):
-    """Seed 001's operating_points definition, written out again for comparison."""
+    """The per-cutoff definitions of a census table, written out again for comparison."""
     rows = []
     for cutoff in cutoffs:
         refused = scores < cutoff
@@ -390,3 +390,31 @@ def test_a_band_lower_edge_equal_to_the_cutoff_leaves_the_middle_band_empty():
             graded_scores=scores,
             graded_correct=correct,
         )
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_population_score_that_is_not_a_number_is_rejected_like_a_graded_one(bad):
+    # Sorting puts NaN last, where the served count used to call it served.
+    graded = {"graded_scores": [0.2, 0.8], "graded_correct": [True, False]}
+    with pytest.raises(ValueError, match="graded_scores must be finite"):
+        operating_points(
+            population_size=3,
+            cutoffs=[0.5],
+            graded_scores=[0.2, bad],
+            graded_correct=[True, False],
+            population_scores_sorted=[0.1, 0.2, 0.8],
+        )
+    with pytest.raises(ValueError, match="population_scores_sorted must be finite: 1 of 3"):
+        operating_points(
+            population_size=3, cutoffs=[0.5], population_scores_sorted=[0.2, 0.8, bad], **graded
+        )
+    with pytest.raises(ValueError, match="population_scores_sorted must be finite"):
+        band_table(
+            band_lower=0.4,
+            cutoff=0.5,
+            population_size=3,
+            population_scores_sorted=[0.2, 0.8, bad],
+            **graded,
+        )
+    with pytest.raises(ValueError, match="scores must be finite"):
+        served_counts_from_scores([0.2, bad, 0.8], [0.5])

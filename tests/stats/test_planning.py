@@ -2,15 +2,19 @@
 
 import math
 
+import numpy as np
 import pytest
 from statsmodels.stats.power import NormalIndPower
-from statsmodels.stats.proportion import proportion_effectsize
+from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
 
 from console.stats.intervals import proportion_interval
+from console.stats.operating_points import operating_points
 from console.stats.planning import (
     grades_for_half_width,
+    grades_for_interval_half_width,
     grades_to_separate_cutoffs,
     half_width_for_grades,
+    half_width_of_interval,
 )
 
 
@@ -98,3 +102,73 @@ def test_out_of_range_inputs_are_rejected():
         grades_for_half_width(0.3, 0.0)
     with pytest.raises(ValueError):
         half_width_for_grades(0.3, 0)
+
+
+def test_half_width_now_is_the_displayed_wilson_interval_not_wald():
+    # The issue: 2 of 2 read "±0.0%, target met" while the table showed 34.2-100.
+    assert half_width_for_grades(1.0, 2) == 0.0
+    shown = proportion_interval(2, 2)
+    assert shown.low == pytest.approx(0.342, abs=0.001)
+    assert half_width_of_interval(2, 2) == pytest.approx((1 - shown.low) / 2)
+    assert half_width_of_interval(2, 2) > 0.3
+
+
+@pytest.mark.parametrize("method", ["wilson", "clopper_pearson", "jeffreys", "agresti_coull"])
+@pytest.mark.parametrize("k, n", [(0, 5), (3, 10), (34, 100), (100, 100), (136, 400)])
+def test_half_width_of_interval_is_half_of_statsmodels_interval(method, k, n):
+    statsmodels_method = {"clopper_pearson": "beta", "agresti_coull": "agresti_coull"}.get(method, method)
+    low, high = proportion_confint(k, n, alpha=0.05, method=statsmodels_method)
+    if method == "jeffreys":
+        # Brown-Cai-DasGupta's boundary rule, which statsmodels omits (see intervals.py).
+        low, high = (0.0 if k == 0 else low), (1.0 if k == n else high)
+    assert half_width_of_interval(k, n, method=method) == pytest.approx((high - low) / 2, abs=1e-9)
+
+
+def test_half_width_of_interval_equals_the_operating_point_rows_interval():
+    rng = np.random.default_rng(12)
+    scores = rng.uniform(size=300)
+    correct = rng.uniform(size=300) < scores
+    rows = operating_points(
+        population_size=300,
+        cutoffs=[0.3, 0.6],
+        graded_scores=scores,
+        graded_correct=correct,
+        population_scores_sorted=np.sort(scores),
+    )
+    for row in rows[1:]:
+        far = row.false_abstention_rate
+        k = round(far.value * row.graded_refused)
+        assert half_width_of_interval(k, row.graded_refused) == pytest.approx(far.half_width)
+
+
+def test_a_weighted_rows_half_width_is_its_own_interval_not_the_unweighted_one():
+    rng = np.random.default_rng(5)
+    scores = rng.uniform(size=400)
+    correct = rng.uniform(size=400) < scores
+    weights = np.where(scores < 0.5, 1.0, 6.0)
+    rows = operating_points(
+        population_size=400,
+        cutoffs=[0.7],
+        graded_scores=scores,
+        graded_correct=correct,
+        graded_weights=weights,
+        population_scores_sorted=np.sort(scores),
+    )
+    far = rows[1].false_abstention_rate
+    assert far.half_width == pytest.approx((far.high - far.low) / 2)
+    assert far.half_width > half_width_of_interval(far.value * rows[1].graded_refused, rows[1].graded_refused)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.02, 0.34, 0.5, 0.9, 1.0])
+@pytest.mark.parametrize("h", [0.03, 0.05, 0.1])
+def test_grades_for_interval_half_width_is_the_least_n_that_reaches_it(p, h):
+    n = grades_for_interval_half_width(p, h)
+    assert half_width_of_interval(p * n, n) <= h
+    if n > 1:
+        assert half_width_of_interval(p * (n - 1), n - 1) > h
+
+
+def test_at_a_share_of_one_the_displayed_interval_needs_far_more_than_one_grade():
+    assert grades_for_half_width(1.0, 0.05) == 1
+    z2 = 1.959963984540054**2
+    assert grades_for_interval_half_width(1.0, 0.05) == math.ceil(z2 * 0.9 / 0.1) == 35

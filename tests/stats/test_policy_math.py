@@ -12,9 +12,11 @@ from console.stats.policy_math import (
     break_even_wrong_cost,
     citation_adjusted_cost,
     cost_threshold,
+    cost_threshold_problem,
     policy_value,
     question_text,
     recommended_row,
+    validate_costs,
 )
 
 
@@ -30,8 +32,30 @@ def test_cost_threshold_is_where_answering_and_refusing_are_worth_the_same():
         assert tau - (1 - tau) * c_w == pytest.approx(-c_a)
 
 
-def test_abstention_dearer_than_a_wrong_answer_gives_a_negative_threshold():
-    assert cost_threshold(0.5, 2) < 0
+@pytest.mark.parametrize("c_w, c_a", [(0.5, 2), (3, 3), (0, 0), (0, 0.5)])
+def test_a_refusal_as_dear_as_a_wrong_answer_is_rejected_with_the_reason(c_w, c_a):
+    # The case printed tau = -0.33 for c_a > c_w; tau must stay in (0, 1).
+    problem = cost_threshold_problem(c_w, c_a)
+    assert problem is not None and "c_a" in problem and "(0, 1)" in problem
+    with pytest.raises(ValueError, match="answering always beats refusing"):
+        cost_threshold(c_w, c_a)
+    with pytest.raises(ValueError, match="answering always beats refusing"):
+        validate_costs(c_w, c_a)
+
+
+@pytest.mark.parametrize("c_w, c_a", [(-1, 0.5), (2, -0.1), (math.inf, 0.5), (2, math.nan)])
+def test_negative_or_non_finite_costs_are_named_in_the_reason(c_w, c_a):
+    problem = cost_threshold_problem(c_w, c_a)
+    assert problem is not None and ("negative" in problem or "finite" in problem)
+
+
+def test_every_accepted_cost_pair_gives_a_threshold_strictly_inside_the_unit_interval():
+    rng = np.random.default_rng(4)
+    for c_w, c_a in rng.uniform(0, 50, size=(500, 2)):
+        if cost_threshold_problem(c_w, c_a) is None:
+            assert 0 < cost_threshold(c_w, c_a) < 1
+        else:
+            assert not 0 < (c_w - c_a) / (1 + c_w) < 1
 
 
 def test_citation_adjusted_cost_reproduces_the_seed_figures():

@@ -8,9 +8,9 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import services as accounts
 from console.ledger import services
-from console.ledger.demo import demo_answer_is_correct, demo_records
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
+from console.review.demo import demo_answer_is_correct, demo_records
 from console.shadow.services import route_shadow_set
 from grading import selectors as grading_selectors
 from grading.services.labels import labels_import

@@ -11,10 +11,16 @@ import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+from console.shadow.pipelines import PipelinePassage, PipelineRequest, ReferencePipeline
+
+# The demo's one answer writer: served answers, refused claims and (on a route with the reference
+# pipeline) shadow answers are all its output, so their form says nothing about the gate's decision.
+_WRITER = ReferencePipeline()
+
 # Each topic: (topic, its passage). The passage's first sentence answers the topic's question and is
-# the only sentence of any passage sharing a word (beyond stopwords) with questions about it, so an
+# the only sentence of any passage sharing a word (beyond stopwords) with questions about it, so the
 # extractive writer picks that sentence when the topic's passage is shown and the top passage's
-# first sentence when it is not.
+# first sentence (a wrong answer) when it is not.
 _TOPICS = {
     "it-support": [
         ("reset MFA",
@@ -75,11 +81,10 @@ def demo_answer_is_correct(record: dict) -> bool:
 def demo_records(route: str, count: int, *, seed: int = 7, start: datetime | None = None,
                  days: int = 14, passages_per_decision: int = 5, cutoff: float = 0.7,
                  prefix: str = "demo") -> Iterator[dict]:
-    """Decision records of one route. Served answers and refused claims come from one stand-in
-    generator, written the way the built-in extractive shadow pipeline writes (the sentence of the
-    passages that shares most words with the question; with none, the top passage's first
-    sentence), so a grader cannot tell a refused item's answer from a served one by its form. The
-    gate score follows whether the topic's passage was retrieved.
+    """Decision records of one route. Served answers and refused claims are written by the built-in
+    extractive pipeline (`ReferencePipeline`, the reference shadow pipeline of the demo's IT support
+    route) from the record's question and passages, so a grader cannot tell a refused item's answer
+    from a served one by its form. The gate score follows whether the topic's passage was retrieved.
     """
     rng = random.Random(f"{route}:{seed}")
     topics = _topics(route)
@@ -100,13 +105,16 @@ def demo_records(route: str, count: int, *, seed: int = 7, start: datetime | Non
             passages.append({"id": pid, "text": text + " " + filler, "rank": rank,
                              "retrieval_score": round(max(0.0, 0.95 - 0.08 * rank - rng.random() * 0.1), 3),
                              "source": "knowledge-base", "uri": f"https://intranet.example/{pid}"})
-        # The topic's passage is shown only when answerable; otherwise the writer leans on the top passage.
-        answer = _first_sentence(passage_text if answerable else shown[0][1])
+        occurred_at = (start + timedelta(seconds=rng.uniform(0, days * 86400))).isoformat()
+        question = rng.choice(_PHRASINGS).format(t=topic)
+        request_id = f"{prefix}-{route}-{seed}-{n:07d}"
+        answer = _WRITER.run(PipelineRequest(request_id, question, tuple(
+            PipelinePassage(p["id"], p["text"]) for p in passages)))
         yield {
-            "request_id": f"{prefix}-{route}-{seed}-{n:07d}",
+            "request_id": request_id,
             "route": route,
-            "occurred_at": (start + timedelta(seconds=rng.uniform(0, days * 86400))).isoformat(),
-            "question": rng.choice(_PHRASINGS).format(t=topic),
+            "occurred_at": occurred_at,
+            "question": question,
             "claim": answer,
             "gate": {"name": "entailment", "score": score, "cutoff": cutoff},
             "outcome": outcome,
