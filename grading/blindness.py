@@ -23,7 +23,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
 from console.ledger.models import DecisionPassage, Route
-from console.stats.blindness import GraderView, blindness_probe
+from console.stats.blindness import MIN_PER_CLASS, BlindnessProbe, GraderView, blindness_probe
 from grading.models import AnswerSource, GradingItem
 
 MAX_ITEMS = 2_000
@@ -72,11 +72,14 @@ def route_blindness(route: Route) -> dict[str, Any]:
 
 
 def _compute(route: Route, counts: dict[bool, int]) -> dict[str, Any]:
-    rows = _draw(route, counts)
-    passages = _passages([decision_id for decision_id, *_ in rows])
-    views = [GraderView(question, answer, tuple(passages.get(decision_id, ())))
-             for decision_id, question, answer, _refused in rows]
-    probe = blindness_probe(views, [refused for *_, refused in rows])
+    if min(counts.values()) < MIN_PER_CLASS:
+        probe = BlindnessProbe.too_few(counts[False], counts[True])
+    else:
+        rows = _draw(route, counts)
+        passages = _passages([decision_id for decision_id, *_ in rows])
+        views = [GraderView(question, answer, tuple(passages.get(decision_id, ())))
+                 for decision_id, question, answer, _refused in rows]
+        probe = blindness_probe(views, [refused for *_, refused in rows])
     document = probe.as_dict()
     document["route"] = route.slug
     document["population"] = {"served": counts[False], "refused": counts[True]}

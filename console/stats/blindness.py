@@ -182,6 +182,13 @@ class BlindnessProbe:
     seed: int
     out_of_fold: np.ndarray = field(repr=False)  # probability of "refused", one per item, in input order
 
+    @classmethod
+    def too_few(cls, n_served: int, n_refused: int, *, folds: int = FOLDS, resamples: int = RESAMPLES,
+                confidence: float = 0.95, seed: int = SEED) -> BlindnessProbe:
+        """The answer when either origin has fewer than `MIN_PER_CLASS` items: no reading, no warning."""
+        return cls(n_served, n_refused, False, Interval.undefined(), False, [], folds, resamples, confidence, seed,
+                   np.full(n_served + n_refused, np.nan))
+
     @property
     def n(self) -> int:
         return self.n_served + self.n_refused
@@ -259,8 +266,8 @@ def blindness_probe(views: Sequence[GraderView], refused: ArrayLike, *, folds: i
     n_refused = int(origin.sum())
     n_served = len(origin) - n_refused
     if min(n_refused, n_served) < max(MIN_PER_CLASS, folds):
-        return BlindnessProbe(n_served, n_refused, False, Interval.undefined(), False, [], folds, resamples,
-                              confidence, seed, np.full(len(origin), np.nan))
+        return BlindnessProbe.too_few(n_served, n_refused, folds=folds, resamples=resamples, confidence=confidence,
+                                      seed=seed)
     table = feature_table(views)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     probabilities = cross_val_predict(probe_model(seed), table, origin, cv=splitter, method="predict_proba")[:, 1]
