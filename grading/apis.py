@@ -228,7 +228,8 @@ class AgreementApi(APIView):
 
 
 _ESTIMATE = inline_serializer("BlindnessAuroc", {
-    "value": serializers.FloatField(), "low": serializers.FloatField(), "high": serializers.FloatField()})
+    "value": serializers.FloatField(), "low": serializers.FloatField(), "high": serializers.FloatField()},
+    allow_null=True, help_text="Out-of-fold AUROC with its percentile bootstrap interval; null when not enough items.")
 _BLINDNESS = inline_serializer("BlindnessProbe", {
     "route": serializers.CharField(),
     "n": serializers.IntegerField(help_text="Items the probe read (at most 2,000, drawn at random)."),

@@ -11,7 +11,7 @@ entered the pool, so the draw is a simple random sample of each origin and the s
 request); each origin keeps at least half the places when it has that many items. The drawn items
 go to the probe in decision order, so its folds depend on the data alone. The reading is
 kept in the cache under the route's pool version (count and newest id of its pool items: items are
-never edited after entry), so a page load after the first costs two small queries.
+never edited after entry), so a page load after the first costs one count query.
 """
 
 from __future__ import annotations
