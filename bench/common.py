@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import os
 import socket
@@ -14,7 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-BENCH_DATA = Path(os.environ.get("BENCH_DATA_DIR", ROOT / ".console" / "bench"))
 _held: list = []  # child processes (the embedded broker) that live as long as the benchmark
 
 
@@ -28,17 +28,39 @@ def _stop_children() -> None:
 atexit.register(_stop_children)
 
 
-def setup_django() -> str:
-    """Point Django at the benchmark data folder, start its database, migrate; return DATABASE_URL."""
-    os.environ["CONSOLE_DATA_DIR"] = str(BENCH_DATA)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--quick` and `--data-dir`, which every benchmark accepts."""
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes through the same code paths, done in seconds: proves the benchmark runs "
+                             "against the current schema; its figures are not measurements")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="folder of the benchmark's own embedded PostgreSQL and Redis (default: $BENCH_DATA_DIR, "
+                             "else .console/bench, or .console/bench-quick with --quick)")
+
+
+def data_dir(args: argparse.Namespace) -> Path:
+    """The benchmark's data folder. Never `make run`'s `.console` itself, and quick runs get their own
+    folder, so their small data sets never sit beside (or trip the row counts of) the full-size ones."""
+    if args.data_dir is not None:
+        return args.data_dir.resolve()
+    if os.environ.get("BENCH_DATA_DIR"):
+        return Path(os.environ["BENCH_DATA_DIR"]).resolve()
+    return ROOT / ".console" / ("bench-quick" if args.quick else "bench")
+
+
+def setup_django(data: Path) -> str:
+    """Point Django at the benchmark data folder, start its database, migrate; return DATABASE_URL.
+
+    BENCH_DATABASE_URL, when set, is used instead of the embedded database in `data`."""
+    os.environ["CONSOLE_DATA_DIR"] = str(data)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     from console import embedded
 
-    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or embedded.postgres_url(BENCH_DATA)
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or embedded.postgres_url(data)
     if not os.environ.get("CELERY_BROKER_URL"):
         # A real broker, as under `make run`: requests publish their jobs (no worker consumes them here).
-        _held.append(embedded.start_redis(BENCH_DATA))
-        os.environ["CELERY_BROKER_URL"] = embedded.redis_url(BENCH_DATA)
+        _held.append(embedded.start_redis(data))
+        os.environ["CELERY_BROKER_URL"] = embedded.redis_url(data)
     import django
 
     django.setup()

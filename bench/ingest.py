@@ -5,7 +5,9 @@ Decisions carry 5 passages each (every passage text unique, as in real traffic).
 COPY of the same rows into the same three tables (passages, decisions, links), timed on the COPY
 statements alone. Target: the API reaches at least 25% of the COPY rate.
 
-    .venv/bin/python bench/ingest.py [--decisions 20000]
+    .venv/bin/python bench/ingest.py [--decisions 20000] [--quick] [--data-dir DIR]
+
+`--quick` posts 1,000 decisions (two batches) to one gunicorn worker instead: seconds, same code paths.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import time
 import urllib.request
 import uuid
 
-from common import report, setup_django, web_server
+from common import add_arguments, data_dir, report, setup_django, web_server
 
 BATCH = 500
 CLIENTS = 2
+DECISIONS, QUICK_DECISIONS = 20_000, 1_000
 
 
 def make_records(count: int, prefix: str) -> list[dict]:
@@ -111,9 +114,11 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--decisions", type=int, default=20_000)
+    parser.add_argument("--decisions", type=int, help=f"default {DECISIONS:,} ({QUICK_DECISIONS:,} with --quick)")
+    add_arguments(parser)
     args = parser.parse_args()
-    database_url = setup_django()
+    args.decisions = args.decisions or (QUICK_DECISIONS if args.quick else DECISIONS)
+    database_url = setup_django(data_dir(args))
 
     from audit.services import Actor
     from console.accounts import services as accounts
@@ -131,7 +136,8 @@ def main() -> None:
     # COPY runs before and after the API and the faster run counts, so background work in the
     # database (checkpoints, autovacuum) cannot flatter the ratio.
     copy_seconds = copy_all(database_url, route.pk, make_records(args.decisions, f"copy-a-{run}"))
-    with web_server(workers=2, threads=2) as url:
+    # One worker in quick mode: one process fewer to start, and the requests still go through gunicorn.
+    with web_server(workers=1 if args.quick else 2, threads=2) as url:
         post_all(url, token, make_records(BATCH, f"warm-{run}"))  # warm connections and caches
         api_seconds = post_all(url, token, api_records)
     copy_seconds = min(copy_seconds, copy_all(database_url, route.pk, make_records(args.decisions, f"copy-b-{run}")))

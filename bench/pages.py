@@ -5,8 +5,8 @@ Each page is fetched over HTTP from a real gunicorn server on loopback with a si
 session (a reviewer who reads every route), sequentially, after two warm-up requests; the
 figure is the whole request (session, queries, template, transfer). The baseline, in the same
 run, is the cheapest signed-in request there is: `GET /accounts/login/`, which only loads the
-session and the user and redirects. Target: p95 under 200 ms for list and
-detail pages.
+session and the user and redirects. Target (the project's, listed in bench/README.md): p95
+under 200 ms for list and detail pages.
 
 The dashboard reads the per-route, per-day counters the database keeps; the list pages by
 keyset (a cursor, not an OFFSET) and counts matches up to 1,000. The million decisions are the
@@ -15,7 +15,12 @@ into `.console/bench` if they are not there yet), half of them refused, two mode
 languages, over 60 days, each with a verification result (one in ten with no supporting
 passage, written here once); the detail pages are refusals picked at random among them.
 
-    .venv/bin/python bench/pages.py [--requests 30]
+    .venv/bin/python bench/pages.py [--requests 30] [--decisions 1000000] [--quick] [--data-dir DIR]
+
+`--quick` reads the statistics benchmark's quick data set (20,000 decisions in
+`.console/bench-quick`, loaded here if missing) with 5 requests per page on one gunicorn worker,
+and the deep page is a tenth of the decisions down instead of 100,000 rows: seconds, same pages
+and queries.
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ import time
 import urllib.error
 import urllib.request
 
-from common import bench_reviewer, report, setup_django, web_server
-from stats import POPULATION, ROUTE, ensure_loaded
+from common import bench_reviewer, data_dir, report, setup_django, web_server
+from stats import add_size_arguments, data_set, ensure_loaded
 
 TARGET_MS = 200.0
 
@@ -89,11 +94,16 @@ def percentile(values: list[float], share: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--requests", type=int, help="requests per page (default 30; 5 with --quick)")
+    add_size_arguments(parser)
     args = parser.parse_args()
-    database_url = setup_django()
+    args.requests = args.requests or (5 if args.quick else 30)
+    data = data_set(args)
+    route = data.route
+    folder = data_dir(args)
+    database_url = setup_django(folder)
     load_started = time.perf_counter()
-    route_id, loaded = ensure_loaded(database_url)
+    route_id, loaded = ensure_loaded(database_url, data, folder)
     supported = ensure_support(database_url, route_id)
     load_seconds = time.perf_counter() - load_started
 
@@ -102,28 +112,31 @@ def main() -> None:
 
     cookie = signed_in_cookie()
     # The cursor of the refusal 100,000 rows down the route's list: where "Older →" leads after
-    # 2,000 pages (an OFFSET would walk all of them on every request).
+    # 2,000 pages (an OFFSET would walk all of them on every request). Smaller data sets go a
+    # tenth of their decisions down.
+    depth = min(100_000, data.decisions // 10)
     deep = (Decision.objects.filter(route_id=route_id, outcome="refused")
-            .order_by("-occurred_at", "-pk")[100_000:100_001].get())
+            .order_by("-occurred_at", "-pk")[depth:depth + 1].get())
     refused = list(Decision.objects.filter(route_id=route_id, outcome="refused")
                    .order_by("?").values_list("pk", flat=True)[: args.requests + 2])
     pages = [
         ("dashboard", ["/"]),
         ("refusals, first page", ["/refusals/"]),
-        ("refusals of the route", [f"/refusals/?route={ROUTE}&outcome=refused"]),
-        ("refusals, score band", [f"/refusals/?route={ROUTE}&outcome=refused&score_min=0.3&score_max=0.5"]),
-        ("refusals, model + segment", [f"/refusals/?route={ROUTE}&outcome=refused&model=gen-2026-10"
+        ("refusals of the route", [f"/refusals/?route={route}&outcome=refused"]),
+        ("refusals, score band", [f"/refusals/?route={route}&outcome=refused&score_min=0.3&score_max=0.5"]),
+        ("refusals, model + segment", [f"/refusals/?route={route}&outcome=refused&model=gen-2026-10"
                                        "&segment=language%3Dde"]),
-        ("refusals, no supporting passage", [f"/refusals/?route={ROUTE}&outcome=refused&no_supporting_passage=on"]),
-        ("refusals, 100,000 rows deep", [f"/refusals/?route={ROUTE}&outcome=refused&before={_cursor_of(deep)}"]),
+        ("refusals, no supporting passage", [f"/refusals/?route={route}&outcome=refused&no_supporting_passage=on"]),
+        (f"refusals, {depth:,} rows deep", [f"/refusals/?route={route}&outcome=refused&before={_cursor_of(deep)}"]),
         ("refusal detail (random)", [f"/decisions/{pk}/" for pk in refused]),
     ]
     opener = urllib.request.build_opener(_NoRedirect)
     origin = (f"decisions or verification results written in {load_seconds:.0f} s" if loaded or supported
               else "already loaded")
-    lines = [f"decisions: {POPULATION:,} ({origin}); {args.requests} sequential requests per page after 2 warm-up"]
+    lines = [f"decisions: {data.decisions:,} ({origin}); {args.requests} sequential requests per page after 2 warm-up"]
     verdicts = []
-    with web_server(workers=2, threads=2) as url:
+    # One worker in quick mode: one process fewer to start, and the requests still go through gunicorn.
+    with web_server(workers=1 if args.quick else 2, threads=2) as url:
         floor = []
         for index in range(args.requests + 2):
             elapsed, status = fetch_ms(opener, url + "/accounts/login/", cookie)

@@ -6,7 +6,8 @@ The API side is two HTTP requests to a real gunicorn server over loopback
 memory, in the same run: the population's 1,000,000 gate scores and the 20,000 graded scores,
 correctness, inclusion probabilities and strata, fed to the same console.stats functions (served
 counts by `np.count_nonzero(scores >= t)` per cutoff, the fastest numpy way for a handful of
-cutoffs). Targets: under 1 s per request and within 3x of numpy.
+cutoffs). Targets (the project's, listed in bench/README.md): under 1 s per request and within
+3x of numpy.
 
 Two API figures are printed: "cold" runs with the result cache emptied first, so every request
 queries PostgreSQL and computes (this is the figure the targets are checked against); "cached"
@@ -16,7 +17,11 @@ The data is loaded once with COPY into the benchmark database (`.console/bench`)
 while its counts are right; the graded sample is stratified by score band (6,000 below 0.5,
 8,000 in [0.5, 0.9), 6,000 at or above 0.9), so the table is Hajek-weighted, the heavier case.
 
-    .venv/bin/python bench/stats.py [--repeat 5]
+    .venv/bin/python bench/stats.py [--repeat 5] [--decisions 1000000] [--quick] [--data-dir DIR]
+
+`--quick` is `--decisions 20000 --repeat 2` in `.console/bench-quick`: seconds, same code paths.
+Another size than 1,000,000 scales the strata in proportion (never above the full size's) and gets
+a route of its own (`bench-stats-<size>`), so data sets of several sizes can share a database.
 """
 
 from __future__ import annotations
@@ -26,32 +31,73 @@ import json
 import statistics
 import time
 import urllib.request
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
-from common import bench_reviewer, report, setup_django, web_server
+from common import add_arguments, bench_reviewer, data_dir, report, setup_django, web_server
 
 ROUTE = "bench-stats"
 POPULATION = 1_000_000
+QUICK_POPULATION = 20_000
 STRATA = (("low", -np.inf, 0.5, 6_000), ("mid", 0.5, 0.9, 8_000), ("high", 0.9, np.inf, 6_000))
-GRADED = sum(size for *_, size in STRATA)
 IMPORTED = 5_000
 CUTOFFS = "0.5,0.7,0.85,0.9,0.95"
 SEED = 20261101
 
 
-def synthetic_population(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class DataSet:
+    """The benchmark's decisions at one size, and their graded sample scaled with it."""
+
+    decisions: int = POPULATION
+
+    @property
+    def scale(self) -> float:
+        return min(1.0, self.decisions / POPULATION)
+
+    @property
+    def strata(self) -> tuple[tuple[str, float, float, int], ...]:
+        return tuple((name, low, high, max(1, round(size * self.scale))) for name, low, high, size in STRATA)
+
+    @property
+    def graded(self) -> int:
+        return sum(size for *_, size in self.strata)
+
+    @property
+    def imported(self) -> int:
+        return max(1, round(IMPORTED * self.scale))
+
+    @property
+    def route(self) -> str:
+        # The full size keeps the slug its data was first loaded under, so that data is reused.
+        return ROUTE if self.decisions == POPULATION else f"{ROUTE}-{self.decisions}"
+
+
+def add_size_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--decisions", type=int,
+                        help=f"size of the data set (default {POPULATION:,}; {QUICK_POPULATION:,} with --quick)")
+    add_arguments(parser)
+
+
+def data_set(args: argparse.Namespace) -> DataSet:
+    return DataSet(args.decisions or (QUICK_POPULATION if args.quick else POPULATION))
+
+
+def synthetic_population(rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Gate scores like the demo's (80% answerable), and whether each answer would be correct."""
-    answerable = rng.random(POPULATION) < 0.8
-    scores = np.where(answerable, rng.beta(9, 1.3, POPULATION), rng.beta(2, 4, POPULATION)).round(4)
-    correct = rng.random(POPULATION) < np.where(answerable, 0.2 + 0.75 * scores, 0.1)
+    answerable = rng.random(size) < 0.8
+    scores = np.where(answerable, rng.beta(9, 1.3, size), rng.beta(2, 4, size)).round(4)
+    correct = rng.random(size) < np.where(answerable, 0.2 + 0.75 * scores, 0.1)
     return scores, correct
 
 
-def stratified_sample(rng: np.random.Generator, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stratified_sample(rng: np.random.Generator, scores: np.ndarray,
+                      strata: tuple[tuple[str, float, float, int], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Indices of the graded items, their stratum names and inclusion probabilities."""
     chosen, names, probabilities = [], [], []
-    for name, low, high, size in STRATA:
+    for name, low, high, size in strata:
         members = np.flatnonzero((scores >= low) & (scores < high))
         picked = rng.choice(members, size=size, replace=False)
         chosen.append(picked)
@@ -60,24 +106,25 @@ def stratified_sample(rng: np.random.Generator, scores: np.ndarray) -> tuple[np.
     return np.concatenate(chosen), np.array(names), np.concatenate(probabilities)
 
 
-def load(database_url: str, route_id: int) -> None:
+def load(database_url: str, route_id: int, data: DataSet) -> None:
     """COPY the population, the grading items and the final labels (one transaction)."""
     import psycopg
 
+    population = data.decisions
     rng = np.random.default_rng(SEED)
-    scores, correct = synthetic_population(rng)
-    sample, strata, probabilities = stratified_sample(rng, scores)
+    scores, correct = synthetic_population(rng, population)
+    sample, strata, probabilities = stratified_sample(rng, scores, data.strata)
     start = datetime(2026, 9, 1, tzinfo=UTC)
-    seconds = rng.integers(0, 60 * 86400, POPULATION)
-    models = np.where(rng.random(POPULATION) < 0.5, "gen-2026-10", "gen-2026-11")
-    languages = np.where(rng.random(POPULATION) < 0.75, "en", "de")
+    seconds = rng.integers(0, 60 * 86400, population)
+    models = np.where(rng.random(population) < 0.5, "gen-2026-10", "gen-2026-11")
+    languages = np.where(rng.random(population) < 0.75, "en", "de")
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         cur.execute("SELECT coalesce(max(id), 0) FROM ledger_decision")
         first_id = cur.fetchone()[0] + 1
-        columns = ("id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, cutoff, outcome, "
-                   "served_answer, versions, segments, ingested_at, content_hash")
-        with cur.copy(f"COPY ledger_decision ({columns}) FROM STDIN") as copy:
-            for i in range(POPULATION):
+        with cur.copy("COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
+                      "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+                      "FROM STDIN") as copy:
+            for i in range(population):
                 at = start + timedelta(seconds=int(seconds[i]))
                 served = scores[i] >= 0.7
                 copy.write_row((
@@ -90,7 +137,7 @@ def load(database_url: str, route_id: int) -> None:
                     at, f"{i:064x}",
                 ))
         cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)",
-                    [first_id + POPULATION])
+                    [first_id + population])
         now = datetime.now(UTC)
         cur.execute("SELECT coalesce(max(id), 0) FROM grading_gradingitem")
         first_item = cur.fetchone()[0] + 1
@@ -100,13 +147,16 @@ def load(database_url: str, route_id: int) -> None:
             for j, i in enumerate(sample.tolist()):
                 copy.write_row((first_item + j, route_id, first_id + i, "q", "a", "served", str(strata[j]),
                                 float(probabilities[j]), int(rng.integers(0, 2**62)), 2, "labelled", False, "", now))
-        cur.execute("SELECT setval(pg_get_serial_sequence('grading_gradingitem', 'id'), %s)", [first_item + GRADED])
-        with cur.copy("COPY grading_finallabel (decision_id, item_id, correct, method, source, decided_at) "
+        cur.execute("SELECT setval(pg_get_serial_sequence('grading_gradingitem', 'id'), %s)",
+                    [first_item + data.graded])
+        # Every NOT NULL column without a database default is named, `note` (the adjudicator's reason,
+        # empty unless adjudicated) included: COPY fills none of Django's Python-side defaults.
+        with cur.copy("COPY grading_finallabel (decision_id, item_id, correct, method, source, note, decided_at) "
                       "FROM STDIN") as copy:
             for j, i in enumerate(sample.tolist()):
-                imported = j % (GRADED // IMPORTED) == 0
+                imported = j % (data.graded // data.imported) == 0
                 copy.write_row((first_id + i, first_item + j, bool(correct[i]),
-                                "imported" if imported else "majority", "legacy-eval" if imported else "", now))
+                                "imported" if imported else "majority", "legacy-eval" if imported else "", "", now))
         conn.commit()
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE ledger_decision")
@@ -114,36 +164,33 @@ def load(database_url: str, route_id: int) -> None:
         conn.execute("VACUUM ANALYZE grading_finallabel")
 
 
-def ensure_loaded(database_url: str) -> tuple[int, bool]:
-    """The benchmark route's id, loading the data unless the right counts are already there."""
+def ensure_loaded(database_url: str, data: DataSet, folder: Path) -> tuple[int, bool]:
+    """The data set's route id, loading the data unless the right counts are already there."""
     from audit.services import Actor
     from console.ledger.models import Decision, Route
     from console.ledger.services import route_create
     from grading.models import FinalLabel
 
-    route = Route.objects.filter(slug=ROUTE).first() or route_create(
-        actor=Actor.system("bench"), slug=ROUTE, name="Statistics benchmark")
+    route = Route.objects.filter(slug=data.route).first() or route_create(
+        actor=Actor.system("bench"), slug=data.route, name=f"Statistics benchmark, {data.decisions:,} decisions")
     decisions = Decision.objects.filter(route=route).count()
     labels = FinalLabel.objects.filter(decision__route=route).count()
-    if (decisions, labels) == (POPULATION, GRADED):
+    if (decisions, labels) == (data.decisions, data.graded):
         return route.pk, False
     if decisions or labels:
-        raise SystemExit(f"route {ROUTE} holds {decisions} decisions and {labels} labels, not "
-                         f"{POPULATION} and {GRADED}; remove {BENCH_HINT} and run again")
-    load(database_url, route.pk)
+        raise SystemExit(f"route {data.route} holds {decisions} decisions and {labels} labels, not "
+                         f"{data.decisions} and {data.graded}; remove {folder} and run again")
+    load(database_url, route.pk, data)
     return route.pk, True
-
-
-BENCH_HINT = ".console/bench"
 
 
 def in_memory_arrays(route_id: int) -> tuple[np.ndarray, object]:
     """The population's scores and the graded sample, loaded once (not timed)."""
     from django.db import connection
 
+    from console.ledger.models import Route
     from console.analysis import selectors
     from console.analysis.params import Window
-    from console.ledger.models import Route
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])
@@ -182,11 +229,15 @@ def timed(function, repeat: int) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, help="requests per figure (default 5; 2 with --quick)")
+    add_size_arguments(parser)
     args = parser.parse_args()
-    database_url = setup_django()
+    args.repeat = args.repeat or (2 if args.quick else 5)
+    data = data_set(args)
+    folder = data_dir(args)
+    database_url = setup_django(folder)
     load_started = time.perf_counter()
-    route_id, loaded = ensure_loaded(database_url)
+    route_id, loaded = ensure_loaded(database_url, data, folder)
     load_seconds = time.perf_counter() - load_started
 
     from audit.services import Actor
@@ -204,8 +255,8 @@ def main() -> None:
         StatsResult.objects.filter(route_id=route_id).delete()
 
     with web_server(workers=1, threads=1) as url:
-        table_url = f"{url}/api/v1/routes/{ROUTE}/operating-points?cutoffs={CUTOFFS}"
-        calibration_url = f"{url}/api/v1/routes/{ROUTE}/calibration?bins=10"
+        table_url = f"{url}/api/v1/routes/{data.route}/operating-points?cutoffs={CUTOFFS}"
+        calibration_url = f"{url}/api/v1/routes/{data.route}/calibration?bins=10"
         forget()
         get_json(table_url, token), get_json(calibration_url, token)  # warm the worker's imports
         cold_table, cold_calibration = [], []
@@ -232,7 +283,7 @@ def main() -> None:
         return "PASS" if ok else "FAIL"
 
     report("stats", [
-        f"data: {POPULATION:,} decisions, {GRADED:,} graded (stratified, Hajek-weighted); "
+        f"data: {data.decisions:,} decisions, {data.graded:,} graded (stratified, Hajek-weighted); "
         + (f"loaded with COPY in {load_seconds:.1f} s" if loaded else "reused from an earlier run"),
         f"API over HTTP (gunicorn, 1 worker), median of {args.repeat}; numpy on the arrays in memory, same run",
         f"numpy, table + calibration           : {numpy_ms:8.1f} ms",

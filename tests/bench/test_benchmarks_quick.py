@@ -1,0 +1,118 @@
+"""Every benchmark still runs: `bench/run_all.py --quick` from a fresh data folder, checked line by line.
+
+The benchmarks write with COPY and raw SQL, which no other test exercises, so a schema change
+could break one silently (it happened: `note` on the final labels, the day counters under the
+queue benchmark's cleanup). The run is one subprocess with a pytest temporary folder as its
+data folder, so the benchmarks start their own embedded PostgreSQL and Redis there and never
+touch `make run`'s `.console` nor the test database. Timings in quick mode mean nothing, so only
+that each benchmark exits 0, prints its result lines, and gets the answers that do not depend on
+the machine right (API equals numpy, no double leases, no wrong span verdict) is checked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+# Settings a developer's shell (or this test session) may hold that would point the benchmarks at
+# another database or broker than their own folder's.
+_POINTERS = ("DATABASE_URL", "BENCH_DATABASE_URL", "CELERY_BROKER_URL", "CONSOLE_DATA_DIR", "BENCH_DATA_DIR")
+
+# The lines each benchmark must print (regular expressions, searched in its own section).
+EXPECTED = {
+    "ingest.py": [
+        r"== ingest",
+        r"decisions: 1,000 with 5 passages each",
+        r"API  POST /api/v1/decisions : +[\d,]+ decisions/s",
+        r"raw COPY, same rows/tables  : +[\d,]+ decisions/s",
+        r"ratio API/COPY +: [\d.]+ .*(PASS|FAIL)",
+    ],
+    "verify.py": [
+        *(rf"verify {size} {variant} {which} *: +\d+ MB/s  bytes.find +\d+ MB/s"
+          for size in ("1KB", "10KB") for variant in ("ascii", "mixed") for which in ("present", "absent")),
+        r"verify 10KB mixed greek-claim: +\d+ MB/s",
+        r"(PASS|FAIL): \d+/8 lines meet both targets",
+    ],
+    "grading_queue.py": [
+        r"== queue",
+        r"pending items: 2,000 .* graders: 4, k = 2",
+        r"POST /grading/next   : [\d,]+ calls .* p95 [\d.]+ ms",
+        r"POST \.\.\./grades      : [\d,]+ calls",
+        r"next on an empty route \(204, the HTTP floor\): p50 [\d.]+ ms",
+        r"saturation \(no think time, capacity only\): [\d,]+ next/s",
+        # correctness, not timing: the queue never hands an item twice or beyond k
+        r"same item twice to one grader: 0 \(clients\), 0 \(database\); "
+        r"items held beyond k: 0 \(clients\), 0 \(database\); errors: 0",
+    ],
+    "stats.py": [
+        r"== stats",
+        r"data: 20,000 decisions, 400 graded .* loaded with COPY",
+        r"numpy, table \+ calibration +: +[\d.]+ ms",
+        r"API cold, table \+ calibration +: +[\d.]+ ms  ratio to numpy [\d.]+",
+        r"API cached, table \+ calibration +: +[\d.]+ ms  ratio to numpy [\d.]+",
+        r"API rows and AUROC equal numpy's +: yes",
+    ],
+    "pages.py": [
+        r"== pages",
+        r"decisions: 20,000 \(decisions or verification results written",
+        r"signed-in floor \(302\) +: p50 +[\d.]+ ms",
+        *(rf"{re.escape(page)} +: p50 +[\d.]+ ms, p95 +[\d.]+ ms" for page in (
+            "dashboard", "refusals, first page", "refusals of the route", "refusals, score band",
+            "refusals, model + segment", "refusals, no supporting passage", "refusals, 2,000 rows deep",
+            "refusal detail (random)")),
+        r"(PASS|FAIL): \d/8 pages with p95 under 200 ms",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    data = tmp_path_factory.mktemp("bench-data")
+    env = {key: value for key, value in os.environ.items() if key not in _POINTERS}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run_all.py"), "--quick", "--data-dir", str(data)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    return result, data
+
+
+def sections(stdout: str) -> dict[str, str]:
+    """run_all's output, split at its `### <script>` headings."""
+    parts = re.split(r"^### (\S+)$", stdout, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def _tail(result: subprocess.CompletedProcess) -> str:
+    return f"\n--- stdout ---\n{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}"
+
+
+def test_the_run_used_its_own_data_folder(quick_run):
+    result, data = quick_run
+    assert (data / "pg" / "PG_VERSION").exists(), _tail(result)
+    assert (data / "redis.conf").exists(), _tail(result)  # its own broker too, not the session's
+
+
+def test_every_benchmark_exits_0(quick_run):
+    result, _data = quick_run
+    summary = sections(result.stdout).get("summary", "")
+    for script in EXPECTED:
+        assert re.search(rf"^{re.escape(script)}: exit 0 in [\d.]+ s$", summary, re.MULTILINE), (
+            f"{script} did not exit 0" + _tail(result))
+    assert result.returncode == 0, _tail(result)
+
+
+@pytest.mark.parametrize("script", list(EXPECTED))
+def test_benchmark_prints_its_result_lines(quick_run, script):
+    result, _data = quick_run
+    output = sections(result.stdout).get(script, "")
+    missing = [pattern for pattern in EXPECTED[script] if not re.search(pattern, output)]
+    assert not missing, f"{script} did not print {missing}" + _tail(result)
+    assert "!! wrong answer" not in output, output
