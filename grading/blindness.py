@@ -21,6 +21,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
+from django.db.models.functions import Left
 
 from console.ledger.models import DecisionPassage, Route
 from console.stats.blindness import MIN_PER_CLASS, BlindnessProbe, GraderView, blindness_probe
@@ -28,6 +29,7 @@ from grading.models import AnswerSource, GradingItem
 
 MAX_ITEMS = 2_000
 CACHE_SECONDS = 6 * 3600
+MAX_PASSAGE_CHARS = 20_000  # of each passage, for the features
 REFUSED_SOURCES = (AnswerSource.SHADOW, AnswerSource.CLAIM)
 
 
@@ -51,8 +53,11 @@ def _draw(route: Route, counts: dict[bool, int]) -> list[tuple[int, str, str, bo
 
 def _passages(decision_ids: list[int]) -> dict[int, list[str]]:
     texts: dict[int, list[str]] = defaultdict(list)
+    # The head of each passage: whole for ordinary passages, and 2,000 decisions with very long ones
+    # (up to 10 x 100k characters each) cannot fill the worker's memory.
     for decision_id, text in (DecisionPassage.objects.filter(decision_id__in=decision_ids)
-                              .order_by("decision_id", "rank").values_list("decision_id", "passage__text")):
+                              .annotate(head=Left("passage__text", MAX_PASSAGE_CHARS))
+                              .order_by("decision_id", "rank").values_list("decision_id", "head")):
         texts[decision_id].append(text)
     return texts
 
