@@ -11,5 +11,6 @@ urlpatterns = [
     path("grading/items/<str:item_id>/adjudication", apis.AdjudicateApi.as_view(), name="api-grading-adjudicate"),
     path("grading/adjudications", apis.AdjudicationListApi.as_view(), name="api-grading-adjudications"),
     path("routes/<slug:slug>/agreement", apis.AgreementApi.as_view(), name="api-grading-agreement"),
+    path("routes/<slug:slug>/blindness", apis.BlindnessApi.as_view(), name="api-grading-blindness"),
     path("labels", apis.LabelsImportApi.as_view(), name="api-labels"),
 ]

@@ -19,6 +19,7 @@ from console.core.errors import Conflict, Forbidden, InvalidInput
 from console.ledger.models import Route
 from console.ledger.services import routes_for_items
 from grading import selectors
+from grading.blindness import route_blindness
 from grading.models import GradingItem, Verdict
 from grading.selectors import SLUG
 from grading.services import labels as labels_services
@@ -224,6 +225,45 @@ class AgreementApi(APIView):
         if not 0.5 <= confidence < 1:
             raise InvalidInput("confidence must lie in [0.5, 1).")
         return Response(selectors.route_agreement(route, confidence=confidence))
+
+
+_ESTIMATE = inline_serializer("BlindnessAuroc", {
+    "value": serializers.FloatField(), "low": serializers.FloatField(), "high": serializers.FloatField()},
+    allow_null=True, help_text="Out-of-fold AUROC with its percentile bootstrap interval; null when not enough items.")
+_BLINDNESS = inline_serializer("BlindnessProbe", {
+    "route": serializers.CharField(),
+    "n": serializers.IntegerField(help_text="Items the probe read (at most 2,000, drawn at random)."),
+    "served": serializers.IntegerField(), "refused": serializers.IntegerField(),
+    "population": inline_serializer("BlindnessPopulation", {
+        "served": serializers.IntegerField(), "refused": serializers.IntegerField()}),
+    "enough": serializers.BooleanField(help_text="False below 20 items of either origin; auroc is then null."),
+    "auroc": _ESTIMATE,
+    "warning": serializers.BooleanField(help_text="The interval's lower end is above 0.6."),
+    "features": serializers.ListField(child=inline_serializer("BlindnessFeature", {
+        "feature": serializers.CharField(), "weight": serializers.FloatField(),
+        "leans": serializers.ChoiceField(choices=["refused", "served"])})),
+    "method": serializers.DictField(),
+    "message": serializers.CharField(),
+})
+
+
+class BlindnessApi(APIView):
+    @extend_schema(
+        responses={200: _BLINDNESS, 403: ERROR, 404: ERROR},
+        summary="Can graders tell refused from served answers?",
+        description="A logistic regression on what graders see (the answer's words, its opening, the share of "
+                    "its sentences copied from the passages, its length) predicts whether the item's answer "
+                    "was written for a refused question; `auroc` is its cross-validated AUROC with a percentile "
+                    "bootstrap interval (0.5: graders cannot tell). `warning` when the interval's lower end is "
+                    "above 0.6, with the strongest features. Reviewers of the route only.",
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        route = selectors.reviewable_routes(request.user).filter(slug=slug).first()
+        if route is None:
+            if not permissions.can_review_labels(request.user):
+                raise Forbidden("Only reviewers read the blindness probe.")
+            raise Http404("No such route.")
+        return Response(route_blindness(route))
 
 
 # --------------------------------------------------------------------------- label import

@@ -22,6 +22,7 @@ from console.accounts import permissions
 from console.core.errors import ServiceError
 from console.ledger.models import Route
 from grading import selectors
+from grading.blindness import route_blindness
 from grading.forms import AdjudicationForm, GradeForm, GuidelinesForm
 from grading.services import labels as labels_services
 from grading.services import pool as pool_services
@@ -113,8 +114,8 @@ def grading_grade(request, item_id: str):
         return _render_queue(request, route, selectors.current_lease(
             request.user, selectors.gradable_route_ids(request.user, route)))
     try:
-        labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id),
-                              **form.cleaned_data)
+        labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user,
+                                     public_id=_public_id(item_id), **form.cleaned_data)
     except ServiceError as exc:
         messages.warning(request, f"That grade was not recorded: {exc.message}")
     return _claim_next(request, route)
@@ -171,6 +172,7 @@ def agreement(request):
     return render(request, "grading/agreement.html", {
         "routes": routes, "route": route,
         "agreement": selectors.route_agreement(route) if route else None,
+        "blindness": route_blindness(route) if route else None,
     })
 
 

@@ -39,6 +39,7 @@ from console.stats.policy_math import (
     question_text,
     recommended_row,
 )
+from grading.blindness import route_blindness
 
 PAGE_PARAMETERS = ("route", "tab", "answers", "segment", "c_w", "c_a", "q", "c_v", "band_lower", "band_cutoff",
                    "alpha", "delta", "half_width", "compare", "bins", "by", "grid")
@@ -232,6 +233,8 @@ def table_panel(page: Page) -> dict[str, Any]:
         "cutoffs_text": ", ".join(f"{c:g}" for c in page.query.cutoffs),
         "interval_label": INTERVAL_LABELS[document["interval"]],
         "csv_query": page.params.urlencode(),
+        # Graders who can tell refused items from served ones bias the false-abstention rate: say so here.
+        "blindness": page.once("blindness", lambda: route_blindness(page.route)),
     }
 
 

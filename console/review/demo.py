@@ -11,80 +11,114 @@ import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+from console.shadow.pipelines import PipelinePassage, PipelineRequest, ReferencePipeline
+
+# The demo's one answer writer: served answers, refused claims and (on a route with the reference
+# pipeline) shadow answers are all its output, so their form says nothing about the gate's decision.
+_WRITER = ReferencePipeline()
+
+# Each topic: (topic, its passage). The passage's first sentence answers the topic's question and is
+# the only sentence of any passage sharing a word (beyond stopwords) with questions about it, so the
+# extractive writer picks that sentence when the topic's passage is shown and the top passage's
+# first sentence (a wrong answer) when it is not.
 _TOPICS = {
     "it-support": [
-        ("reset MFA", "Open Settings > Security and choose Reset multi-factor authentication.",
-         "To reset multi-factor authentication, open Settings > Security and choose Reset multi-factor "
-         "authentication. You will be asked to sign in again."),
-        ("connect to the VPN", "Install the client from the portal and sign in with your badge number.",
-         "The VPN client is installed from the self-service portal. Sign in with your badge number and "
-         "the one-time code."),
-        ("request a new laptop", "File a hardware request in the service desk under Devices.",
-         "Laptops are replaced every four years. File a hardware request in the service desk under "
-         "Devices; approval by your manager is required."),
-        ("recover a deleted file", "Deleted files stay in the recycle bin of the share for 30 days.",
-         "Files deleted from a network share stay in the share's recycle bin for 30 days and can be "
-         "restored by the owner."),
-        ("change my password", "Use the password page of the portal; passwords expire every 90 days.",
-         "Passwords expire every 90 days. Use the password page of the portal to change yours before "
-         "it expires."),
+        ("reset MFA",
+         "To reset MFA, open Settings > Security and choose Reset multi-factor authentication. You will be "
+         "asked to sign in again."),
+        ("connect to the VPN",
+         "To connect to the VPN, install the client from the self-service portal and sign in with your badge "
+         "number. The one-time code arrives by text message."),
+        ("request a new laptop",
+         "To request a new laptop, open a hardware ticket in the service desk under Devices. Approval by your "
+         "manager is required."),
+        ("recover a deleted file",
+         "To recover a deleted file, restore it from the share's recycle bin within 30 days. Only the owner "
+         "of the share can restore items."),
+        ("change my password",
+         "To change your password, use the password page of the portal before it expires. Passwords expire "
+         "every 90 days."),
     ],
     "hr-policy": [
-        ("carry over holiday", "Up to five unused days carry over to the next year.",
-         "Up to five unused holiday days carry over to the next calendar year and must be used by "
-         "March 31."),
-        ("claim travel expenses", "Submit receipts in the expenses tool within 60 days.",
-         "Travel expenses are reimbursed when receipts are submitted in the expenses tool within 60 "
-         "days of the trip."),
-        ("take parental leave", "Parental leave is 16 weeks at full pay.",
-         "Employees are entitled to 16 weeks of parental leave at full pay, to be taken within the "
-         "first year."),
-        ("work from abroad", "Working abroad needs approval for stays over 20 days.",
-         "Working from another country for more than 20 days a year needs approval from HR and "
-         "your manager."),
+        ("carry over holiday",
+         "Up to five unused holiday days carry over to the next calendar year. They must be used by March 31."),
+        ("claim travel expenses",
+         "To claim travel expenses, submit the receipts in the expenses tool within 60 days of the trip. "
+         "Reimbursement follows with the next salary."),
+        ("take parental leave",
+         "Employees take parental leave of 16 weeks at full pay within the first year. HR confirms the dates "
+         "in writing."),
+        ("work from abroad",
+         "To work from abroad for more than 20 days a year, ask HR and your manager for approval. Shorter "
+         "stays need no approval."),
     ],
 }
 _FILLER = (
     "This article is maintained by the service owners and reviewed every quarter. ",
     "Related articles are listed at the end of this page. ",
-    "If the steps above do not work, contact the service desk. ",
+    "If the steps above fail, contact the service desk. ",
 )
 _PHRASINGS = ("How do I {t}?", "how to {t}", "Can I {t}?", "What is the process to {t}", "{t} — help")
+
+
+def _first_sentence(passage: str) -> str:
+    return passage.split(". ", 1)[0].rstrip(".") + "."
+
+
+def _topics(route: str) -> list[tuple[str, str]]:
+    return _TOPICS.get(route) or _TOPICS["it-support"]
+
+
+def demo_answer_is_correct(record: dict) -> bool:
+    """Whether a demo record's claim answers its question: it is the first sentence of the passage about
+    the question's topic (the demo's questions each name one topic)."""
+    for topic, passage in _topics(record["route"]):
+        if topic in record["question"]:
+            return record["claim"] == _first_sentence(passage)
+    return False
 
 
 def demo_records(route: str, count: int, *, seed: int = 7, start: datetime | None = None,
                  days: int = 14, passages_per_decision: int = 5, cutoff: float = 0.7,
                  prefix: str = "demo") -> Iterator[dict]:
+    """Decision records of one route. Served answers and refused claims are written by the built-in
+    extractive pipeline (`ReferencePipeline`, the reference shadow pipeline of the demo's IT support
+    route) from the record's question and passages, so a grader cannot tell a refused item's answer
+    from a served one by its form. The gate score follows whether the topic's passage was retrieved.
+    """
     rng = random.Random(f"{route}:{seed}")
-    topics = _TOPICS.get(route) or _TOPICS["it-support"]
+    topics = _topics(route)
     start = start or datetime.now(UTC).replace(microsecond=0) - timedelta(days=days)
     for n in range(count):
-        topic, claim, passage_text = rng.choice(topics)
+        topic, passage_text = rng.choice(topics)
         answerable = rng.random() < 0.8
         score = rng.betavariate(9, 1.3) if answerable else rng.betavariate(2, 4)
         score = round(score, 4)
         outcome = "refused" if score < cutoff else "served"
+        others = [t for t in topics if t[0] != topic]
+        shown = [(topic, passage_text) if rank == 1 and answerable else rng.choice(others)
+                 for rank in range(1, passages_per_decision + 1)]
         passages = []
-        for rank in range(1, passages_per_decision + 1):
-            if rank == 1 and answerable:
-                text = passage_text + " " + rng.choice(_FILLER)
-                pid = f"kb/{topic.replace(' ', '-')}#{rng.randint(1, 3)}"
-            else:
-                other = rng.choice(topics)
-                text = other[2] + " " + rng.choice(_FILLER) + rng.choice(_FILLER)
-                pid = f"kb/{other[0].replace(' ', '-')}#{rng.randint(1, 6)}"
-            passages.append({"id": pid, "text": text, "rank": rank,
+        for rank, (shown_topic, text) in enumerate(shown, start=1):
+            filler = rng.choice(_FILLER) if rank == 1 and answerable else rng.choice(_FILLER) + rng.choice(_FILLER)
+            pid = f"kb/{shown_topic.replace(' ', '-')}#{rng.randint(1, 3 if rank == 1 and answerable else 6)}"
+            passages.append({"id": pid, "text": text + " " + filler, "rank": rank,
                              "retrieval_score": round(max(0.0, 0.95 - 0.08 * rank - rng.random() * 0.1), 3),
                              "source": "knowledge-base", "uri": f"https://intranet.example/{pid}"})
+        occurred_at = (start + timedelta(seconds=rng.uniform(0, days * 86400))).isoformat()
+        question = rng.choice(_PHRASINGS).format(t=topic)
+        request_id = f"{prefix}-{route}-{seed}-{n:07d}"
+        answer = _WRITER.run(PipelineRequest(request_id, question, tuple(
+            PipelinePassage(p["id"], p["text"]) for p in passages)))
         yield {
-            "request_id": f"{prefix}-{route}-{seed}-{n:07d}",
+            "request_id": request_id,
             "route": route,
-            "occurred_at": (start + timedelta(seconds=rng.uniform(0, days * 86400))).isoformat(),
-            "question": rng.choice(_PHRASINGS).format(t=topic),
-            "claim": claim if answerable else f"I believe you can {topic} from the main menu.",
+            "occurred_at": occurred_at,
+            "question": question,
+            "claim": answer,
             "gate": {"name": "entailment", "score": score, "cutoff": cutoff},
             "outcome": outcome,
-            "served_answer": None if outcome == "refused" else claim,
+            "served_answer": None if outcome == "refused" else answer,
             "passages": passages,
             "versions": {"model": rng.choice(["gen-2026-10", "gen-2026-11"]), "retriever": "hybrid-3",
                          "corpus": "snap-2026-11-01", "gate": "nli-4"},

@@ -170,6 +170,11 @@ class ReferencePipeline:
     then position). Ties go to the higher-ranked passage, then the earlier sentence. When no
     sentence shares a word, the answer is the top-ranked passage's first sentence, which is what
     an answering system with its gate disabled would have leaned on. No passages: PipelineError.
+
+    A stand-in for the demo and tests, whose served answers it writes too. On a route whose served
+    answers come from another generator its answers look different (copied sentences), graders can
+    tell refused items by their form and the false-abstention rate reads too low: such a route needs
+    its own generator with the gate disabled (the HTTP pipeline); the blindness probe shows the leak.
     """
 
     name = "reference"

@@ -11,7 +11,7 @@ from console.governance.demo import demo_policies
 from console.ledger import services
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
-from console.review.demo import demo_records
+from console.review.demo import demo_answer_is_correct, demo_records
 from console.shadow.services import route_shadow_set
 from grading import selectors as grading_selectors
 from grading.services.labels import labels_import
@@ -57,8 +57,9 @@ class Command(BaseCommand):
             users[username] = user
             logins[username].append(f"{role}{' on ' + route if route else ''}")
         # IT support re-runs its refusals through the built-in extractive pipeline, and its answers
-        # wait for the graders; HR policy comes with an imported graded set, so its operating
-        # points can be read at once.
+        # wait for the graders. The demo's served answers are written the way that pipeline writes, so
+        # graders cannot tell a refused item from a served one by its form (see the README). HR policy
+        # comes with an imported graded set, so its operating points can be read at once.
         route_shadow_set(actor=actor, route=routes["it-support"], config={"kind": "reference"})
         created = 0
         graded_set = []
@@ -69,9 +70,8 @@ class Command(BaseCommand):
                 assert not errors, errors[:3]
                 created += services.decision_ingest(actor=actor, items=items, routes=routes).created
             if slug == "hr-policy":
-                # The demo generator writes unsupported claims as "I believe ...": those grade wrong.
                 graded_set = [{"route": slug, "request_id": r["request_id"], "source": "demo-graded-set",
-                               "verdict": "incorrect" if r["claim"].startswith("I believe") else "correct"}
+                               "verdict": "correct" if demo_answer_is_correct(r) else "incorrect"}
                               for r in records]
         imported = self._import_labels(actor, graded_set)
         demo_policies(actor=actor, routes=routes, users=users)
