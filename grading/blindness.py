@@ -68,10 +68,14 @@ def route_blindness(route: Route) -> dict[str, Any]:
     summary = _pool(route).aggregate(
         served=Count("pk", filter=Q(answer_source=AnswerSource.SERVED)),
         refused=Count("pk", filter=Q(answer_source__in=REFUSED_SOURCES)), newest=Max("pk"))
+    counts = {False: summary["served"], True: summary["refused"]}
+    if min(counts.values()) < MIN_PER_CLASS:  # answered from the counts alone: nothing worth caching
+        return _compute(route, counts)
+    # The cache is the database's, shared by every worker: a reading is computed once per pool version.
     key = f"grading:blindness:{route.pk}:{summary['served']}:{summary['refused']}:{summary['newest']}:{MAX_ITEMS}"
     document = cache.get(key)
     if document is None:
-        document = _compute(route, {False: summary["served"], True: summary["refused"]})
+        document = _compute(route, counts)
         cache.set(key, document, CACHE_SECONDS)
     return document
 
