@@ -5,10 +5,11 @@ from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
-from console.core.errors import InvalidInput
 from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.errors import InvalidInput
+from console.core.validation import has_lone_surrogate
 from console.verification import selectors
-from console.verification.spans import verify_span
+from console.verification.spans import TextNotUtf8, verify_span
 
 # A pasted text may be longer than a logged passage (100,000) but stays bounded: O(text) work.
 MAX_TEXT_CHARS = 1_000_000
@@ -92,6 +93,8 @@ class VerifyApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        if has_lone_surrogate(data["claim"]):  # no UTF-8 form, so it can match no text: say so, as for a text
+            raise TextNotUtf8("The claim contains a lone surrogate and has no UTF-8 form.")
         if "text" in data:
             text = data["text"]
         else:
