@@ -5,17 +5,17 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["ingest.py", "verify.py", "grading_queue.py", "stats.py", "pages.py"]
+ORDER = ["ingest.py", "ingest.py --shared", "verify.py", "grading_queue.py", "stats.py", "pages.py"]
 
 
 def main() -> int:
     failed = []
     for name in ORDER:
-        script = HERE / name
-        if not script.exists():
+        script, *options = name.split()
+        if not (HERE / script).exists():
             continue
         print(f"\n### {name}", flush=True)
-        if subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode != 0:
+        if subprocess.run([sys.executable, str(HERE / script), *options], cwd=HERE.parent).returncode != 0:
             failed.append(name)
     if failed:
         print(f"\nbenchmarks that crashed: {', '.join(failed)}")
