@@ -247,3 +247,33 @@ def test_the_bad_inputs_leave_nothing_behind(integrator):
     raw_post(integrator, INGEST, json.dumps({"decisions": [record(), bad]}))
     assert not Decision.objects.exists()
     assert make_user("someone")  # the database connection is still usable after the rejected batch
+
+
+@pytest.mark.parametrize("occurred_at", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"])
+def test_a_decision_at_the_calendars_edge_is_stored_and_shown(integrator, reviewer, reviewer_pages, occurred_at):
+    stored = record(occurred_at=occurred_at)
+    assert integrator.post(INGEST, {"decisions": [stored]}, format="json").status_code == 201
+    decision = Decision.objects.get()
+    for url in ["/refusals/", f"/decisions/{decision.pk}/", "/operating-points/", "/"]:
+        assert reviewer_pages.get(url).status_code == 200, url
+    page = reviewer_pages.get("/refusals/").content.decode()
+    older = [part for part in page.split('"') if "before=" in part]
+    for link in older[:1]:
+        assert reviewer_pages.get("/refusals/" + link.replace("&amp;", "&")).status_code == 200
+    assert reviewer.get(f"/api/v1/decisions/{decision.pk}").status_code == 200
+    assert reviewer.get(f"/api/v1/routes/it-support/decisions/{stored['request_id']}").status_code == 200
+    assert reviewer.get("/api/v1/routes/it-support/operating-points").status_code == 200
+
+
+@pytest.mark.parametrize("cursor", ["1." + "9" * 30, "-" + "9" * 25 + ".1", "9" * 25 + ".1", "1.\u00b2", "\x00.1"])
+def test_a_crafted_refusals_cursor_gives_a_page(reviewer_pages, cursor):
+    ingest([record()])
+    for direction in ("before", "after"):
+        assert reviewer_pages.get("/refusals/", {direction: cursor}).status_code == 200
+
+
+@pytest.mark.parametrize("after", ["9" * 30, "-" + "9" * 30, "\u00b2", "1\x00"])
+def test_an_odd_audit_after_is_a_400_or_a_page(auditor, after):
+    response = auditor.get("/api/v1/audit/events", {"after": after})
+    if response.status_code != 200:
+        assert_envelope(response, 400, "invalid_after")
