@@ -88,7 +88,7 @@ def bad_request(request, exception=None):
 
 def server_error(request):
     """handler500: the error envelope under /api/ (clients parse JSON), the site's page elsewhere.
-    Django has already logged the traceback; the page falls back to plain text if rendering fails."""
+    Django has already logged the traceback; a bare page stands in if the site's page fails too."""
     if request.path_info.startswith("/api/"):
         return JsonResponse(envelope("server_error", SERVER_ERROR_MESSAGE), status=500)
     try:

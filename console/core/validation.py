@@ -72,14 +72,21 @@ def number_field(errors: FieldErrors, index: int, path: str, value: Any, *, requ
     if isinstance(value, bool) or not isinstance(value, int | float):
         errors.add(index, path, "must be a number")
         return None
-    try:
-        number = float(value)  # Python's json reads 1e400 as inf and 10**400 as an int float() refuses
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number):
+    number = finite_number(value)
+    if number is None:
         errors.add(index, path, "must be finite")
         return None
     return number
+
+
+def finite_number(value: int | float, *, limit: float = math.inf) -> float | None:
+    """`value` as a float when it is finite and at most `limit` in size, else None. Python's json
+    reads 1e400 as inf and 10**400 as an int that float() refuses: both are None."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and abs(number) <= limit else None
 
 
 def timestamp_field(errors: FieldErrors, index: int, path: str, value: Any) -> datetime | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,6 +17,7 @@ from console.core.validation import (
     FLOAT32_MAX,
     INT32_MAX,
     FieldErrors,
+    finite_number,
     has_lone_surrogate,
     number_field,
     text_field,
@@ -89,7 +89,7 @@ def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scala
     clean = {}
     for key, item in value.items():
         if not key or len(key) > 64 or "\x00" in key or has_lone_surrogate(key):
-            errors.add(index, f"{path}.{key[:64]}", "keys must be 1 to 64 characters")
+            errors.add(index, f"{path}.{key[:64]}", "keys must be 1 to 64 characters of valid Unicode, without NUL")
             continue
         allowed = (str, int, float, bool) if scalars else (str,)
         if not isinstance(item, allowed) or (isinstance(item, str) and (
@@ -97,19 +97,11 @@ def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scala
             kind = "a string, number or boolean" if scalars else "a string"
             errors.add(index, f"{path}.{key}", f"must be {kind} of at most {MAX_LABEL} characters")
             continue
-        if isinstance(item, int | float) and not isinstance(item, bool) and not _finite(item):
+        if isinstance(item, int | float) and not isinstance(item, bool) and finite_number(item) is None:
             errors.add(index, f"{path}.{key}", "must be finite")
             continue
         clean[key] = item
     return clean
-
-
-def _finite(number: int | float, limit: float = math.inf) -> bool:
-    """Finite and within `limit` in size; an int too large for a float (10**400) is neither."""
-    try:
-        return abs(float(number)) <= limit and math.isfinite(number)
-    except OverflowError:
-        return False
 
 
 def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput] | None:
@@ -149,7 +141,7 @@ def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput]
         if embedding is not None:
             if (not isinstance(embedding, list) or not 0 < len(embedding) <= MAX_EMBEDDING
                     or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                               and _finite(x, FLOAT32_MAX) for x in embedding)):
+                               and finite_number(x, limit=FLOAT32_MAX) is not None for x in embedding)):
                 errors.add(index, f"{path}.embedding", f"must be a list of 1 to {MAX_EMBEDDING} numbers "
                            f"of at most {FLOAT32_MAX:.4g} in size (single precision)")
                 embedding = None
