@@ -22,7 +22,8 @@ def event_as_dict(event: AuditEvent) -> dict:
 
 def _parse_object(raw: str) -> tuple[str, str]:
     kind, sep, oid = raw.partition(":")
-    if not sep or not kind or not oid or len(raw) > 240:
+    # PostgreSQL refuses NUL in text: a lookup with one could only fail as a server error.
+    if not sep or not kind or not oid or len(raw) > 240 or "\x00" in raw:
         raise InvalidInput("object must look like 'decision:123'.", code="invalid_object")
     return kind, oid
 
@@ -49,7 +50,7 @@ class AuditEventListApi(APIView):
             else:
                 if not permissions.can_read_decisions(user):
                     raise Forbidden("Your role does not allow reading decisions.")
-                if kind != "decision" or not oid.isdigit():
+                if kind != "decision" or not (oid.isascii() and oid.isdigit()):
                     raise Forbidden("Only auditors may read this history.")
                 readable = selectors.readable_events(user, permissions.DECISION_READERS)
                 events = selectors.audit_events_for_object(kind, oid, readable)

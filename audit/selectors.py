@@ -24,9 +24,10 @@ def audit_events_for_object(object_type: str, object_id: Any,
                             events: QuerySet[AuditEvent] | None = None) -> QuerySet[AuditEvent]:
     """Events about one object, including batch events that list it in `payload.object_ids`."""
     oid = str(object_id)
+    # isdigit() alone accepts "²", which int() refuses; batch events list ids as JSON numbers.
     return (AuditEvent.objects.all() if events is None else events).filter(
         Q(object_type=object_type, object_id=oid)
-        | Q(payload__contains={"objects": {object_type: [int(oid)] if oid.isdigit() else [oid]}})
+        | Q(payload__contains={"objects": {object_type: [int(oid)] if oid.isascii() and oid.isdigit() else [oid]}})
     ).order_by("seq")
 
 

@@ -5,17 +5,22 @@ Decisions carry 5 passages each (every passage text unique, as in real traffic).
 COPY of the same rows into the same three tables (passages, decisions, links), timed on the COPY
 statements alone. Target: the API reaches at least 25% of the COPY rate.
 
-    .venv/bin/python bench/ingest.py [--decisions 20000] [--quick] [--data-dir DIR]
+    .venv/bin/python bench/ingest.py [--decisions 20000] [--quick] [--shared] [--data-dir DIR]
 
 `--quick` posts 1,000 decisions (two batches) to one gunicorn worker instead: seconds, same code paths.
+`--shared` is the concurrency mode instead: 8 clients post batches whose passages overlap as
+retrieval does (a fifth of all passages drawn from 200 popular chunks, in any order), and every
+batch must be stored: the target is zero errors (no deadlock, no lost race surfacing as a 500).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 
@@ -24,6 +29,9 @@ from common import add_arguments, data_dir, report, setup_django, web_server
 BATCH = 500
 CLIENTS = 2
 DECISIONS, QUICK_DECISIONS = 20_000, 1_000
+SHARED_CLIENTS = 8
+SHARED_CHUNKS = 200
+SHARED_SHARE = 0.2
 
 
 def make_records(count: int, prefix: str) -> list[dict]:
@@ -36,7 +44,22 @@ def make_records(count: int, prefix: str) -> list[dict]:
     return records
 
 
-def post_all(url: str, token: str, records: list[dict]) -> float:
+def share_passages(records: list[dict], run: str, *, seed: int = 11) -> None:
+    """Replace about a fifth of the passages with one of SHARED_CHUNKS popular chunks (each chunk at
+    most once per decision), so concurrent batches race to store the same new passages."""
+    rng = random.Random(seed)
+    pool = [{"id": f"kb/popular-{run}#{n}", "text": f"Popular chunk {n} of run {run}: open Settings, then Security.",
+             "source": "knowledge-base", "uri": f"https://intranet.example/popular/{run}/{n}"}
+            for n in range(SHARED_CHUNKS)]
+    for rec in records:
+        chosen = rng.sample(pool, len(rec["passages"]))
+        for passage, chunk in zip(rec["passages"], chosen, strict=True):
+            if rng.random() < SHARED_SHARE:
+                passage.update(chunk)
+
+
+def post_all(url: str, token: str, records: list[dict], *, clients: int = CLIENTS) -> tuple[float, list[str]]:
+    """Post the records in batches from `clients` threads; the time taken and every failed batch."""
     bodies = [json.dumps({"decisions": records[i:i + BATCH]}).encode() for i in range(0, len(records), BATCH)]
     lock = threading.Lock()
     failures: list[str] = []
@@ -49,20 +72,22 @@ def post_all(url: str, token: str, records: list[dict]) -> float:
                 body = bodies.pop()
             request = urllib.request.Request(url + "/api/v1/decisions", data=body, method="POST", headers={
                 "Authorization": f"Token {token}", "Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=120) as response:
-                if response.status != 201:
-                    failures.append(response.read().decode()[:200])
+            try:
+                with urllib.request.urlopen(request, timeout=120) as response:
+                    if response.status != 201:
+                        failures.append(f"{response.status} {response.read().decode()[:200]}")
+            except urllib.error.HTTPError as exc:
+                failures.append(f"{exc.code} {exc.read().decode(errors='replace')[:200]}")
+            except OSError as exc:
+                failures.append(f"{type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+    threads = [threading.Thread(target=client) for _ in range(clients)]
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - started
-    if failures:
-        raise RuntimeError(f"API refused batches: {failures[:2]}")
-    return elapsed
+    return time.perf_counter() - started, failures
 
 
 def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
@@ -115,6 +140,8 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, help=f"default {DECISIONS:,} ({QUICK_DECISIONS:,} with --quick)")
+    parser.add_argument("--shared", action="store_true",
+                        help=f"{SHARED_CLIENTS} clients, a fifth of passages from {SHARED_CHUNKS} shared chunks")
     add_arguments(parser)
     args = parser.parse_args()
     args.decisions = args.decisions or (QUICK_DECISIONS if args.quick else DECISIONS)
@@ -132,6 +159,9 @@ def main() -> None:
     token = accounts.token_issue(actor=actor, user=user).key
 
     run = uuid.uuid4().hex[:8]
+    if args.shared:
+        shared_clients(token, run, args.decisions)
+        return
     api_records = make_records(args.decisions, f"api-{run}")
     # COPY runs before and after the API and the faster run counts, so background work in the
     # database (checkpoints, autovacuum) cannot flatter the ratio.
@@ -139,7 +169,9 @@ def main() -> None:
     # One worker in quick mode: one process fewer to start, and the requests still go through gunicorn.
     with web_server(workers=1 if args.quick else 2, threads=2) as url:
         post_all(url, token, make_records(BATCH, f"warm-{run}"))  # warm connections and caches
-        api_seconds = post_all(url, token, api_records)
+        api_seconds, failures = post_all(url, token, api_records)
+    if failures:
+        raise RuntimeError(f"API refused batches: {failures[:2]}")
     copy_seconds = min(copy_seconds, copy_all(database_url, route.pk, make_records(args.decisions, f"copy-b-{run}")))
     api_rate = args.decisions / api_seconds
     copy_rate = args.decisions / copy_seconds
@@ -150,6 +182,33 @@ def main() -> None:
         f"raw COPY, same rows/tables  : {copy_rate:9,.0f} decisions/s ({copy_seconds:.2f} s)",
         f"ratio API/COPY              : {ratio:.2f}  (target >= 0.25) {'PASS' if ratio >= 0.25 else 'FAIL'}",
     ])
+
+
+def shared_clients(token: str, run: str, decisions: int) -> None:
+    """SHARED_CLIENTS clients at once, passages overlapping across their batches; counts errors."""
+    from console.ledger.models import Decision, Passage
+
+    records = make_records(decisions, f"shared-{run}")
+    share_passages(records, run)
+    shared = sum(1 for rec in records for p in rec["passages"] if p["id"].startswith(f"kb/popular-{run}#"))
+    before = Decision.objects.count(), Passage.objects.count()
+    # Two workers of four threads: eight requests in the database at once, one per client.
+    with web_server(workers=2, threads=SHARED_CLIENTS // 2) as url:
+        seconds, failures = post_all(url, token, records, clients=SHARED_CLIENTS)
+    stored = Decision.objects.count() - before[0]
+    new_passages = Passage.objects.count() - before[1]
+    expected_passages = len({(p["id"], p["text"]) for rec in records for p in rec["passages"]})
+    lines = [
+        f"decisions: {decisions:,} with 5 passages each; API batches of {BATCH} from {SHARED_CLIENTS} clients",
+        f"passages from {SHARED_CHUNKS} shared chunks: {shared:,} of {decisions * 5:,} ({shared / decisions / 5:.0%})",
+        f"rate                        : {decisions / seconds:9,.0f} decisions/s ({seconds:.2f} s)",
+        f"decisions stored            : {stored:,} of {decisions:,}; passages stored {new_passages:,} "
+        f"(distinct sent {expected_passages:,})",
+        f"errors                      : {len(failures)}  (target 0) "
+        f"{'PASS' if not failures and stored == decisions and new_passages == expected_passages else 'FAIL'}",
+    ]
+    lines += [f"  {failure}" for failure in failures[:3]]
+    report("ingest --shared", lines)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 from common import _held, data_dir
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["ingest.py", "verify.py", "grading_queue.py", "stats.py", "pages.py"]
+ORDER = ["ingest.py", "ingest.py --shared", "verify.py", "grading_queue.py", "stats.py", "pages.py"]
 
 
 def main() -> int:
@@ -38,12 +38,12 @@ def main() -> int:
         _held.append(embedded.start_redis(folder))
     results = []
     for name in ORDER:
-        script = HERE / name
-        if not script.exists():
+        script, *options = name.split()
+        if not (HERE / script).exists():
             continue
         print(f"\n### {name}", flush=True)
         started = time.perf_counter()
-        code = subprocess.run([sys.executable, str(script), *flags], cwd=HERE.parent).returncode
+        code = subprocess.run([sys.executable, str(HERE / script), *options, *flags], cwd=HERE.parent).returncode
         results.append((name, code, time.perf_counter() - started))
     print("\n### summary")
     for name, code, seconds in results:

@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "console.core.middleware.RejectNulInPathMiddleware",
     "console.core.middleware.LoginRequiredEverywhereMiddleware",
     "console.core.middleware.ServiceErrorPagesMiddleware",
     "console.core.middleware.ContentSecurityPolicyMiddleware",
@@ -147,7 +148,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["console.core.parsers.SafeJSONParser"],
     "EXCEPTION_HANDLER": "console.core.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -168,8 +169,16 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 2}
-CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2}
+# A publish happens inside a request (after its transaction commits): a broker that accepts the
+# connection but never answers (paused, overloaded) must cost seconds, not the request. socket_timeout
+# bounds each command; kombu's publish retries would each wait that long again (three times two
+# seconds with one retry), and the Redis client already reconnects a connection the broker dropped,
+# so there are none. After a failure console.core.jobs leaves jobs to the sweepers for
+# BROKER_BACKOFF_SECONDS instead of waiting on the broker again.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 2, "socket_timeout": 2}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 0}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+BROKER_BACKOFF_SECONDS = env_int("BROKER_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)
 
 LOGGING = {
     "version": 1,

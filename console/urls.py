@@ -35,3 +35,4 @@ urlpatterns = [
 handler400 = "console.core.middleware.bad_request"
 handler403 = "console.core.middleware.permission_denied"
 handler404 = "console.core.middleware.page_not_found"
+handler500 = "console.core.middleware.server_error"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, JsonResponse
 from drf_spectacular.utils import inline_serializer
@@ -9,6 +11,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from console.core.errors import ServiceError
+
+logger = logging.getLogger("console.api")
 
 # The error envelope as the OpenAPI schema shows it; every API view lists it for its error statuses.
 ERROR_SCHEMA = inline_serializer("Error", {"error": inline_serializer("ErrorBody", {
@@ -26,7 +30,10 @@ _CODES = {
     413: "too_large",
     415: "unsupported_media_type",
     429: "throttled",
+    500: "server_error",
 }
+
+SERVER_ERROR_MESSAGE = "The server failed to handle this request; the error is logged."
 
 
 def envelope(code: str, message: str, details=None) -> dict:
@@ -61,7 +68,12 @@ def exception_handler(exc, context):
         if isinstance(exc, exceptions.ParseError):
             code = "malformed_json"
         return error_response(exc.status_code, code, message, details, headers=headers)
-    return None
+    # Anything else is a bug: log it with its traceback, and answer in the envelope rather than
+    # Django's HTML page so a client can still read the error (DRF rolls the transaction back).
+    request = context.get("request")
+    logger.error("Unhandled error in %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"),
+                 exc_info=exc)
+    return error_response(500, "server_error", SERVER_ERROR_MESSAGE)
 
 
 def _first_message(detail) -> str:

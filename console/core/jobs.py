@@ -9,16 +9,23 @@ Jobs take ids and re-read state, so a job that never reached the broker is not l
 would have changed is still pending in the database, and each app's sweeper (run by beat) queues
 it again. `enqueue` therefore queues after the surrounding transaction commits and only logs when
 the broker cannot be reached, instead of failing the request that made the change.
+
+A broker can also be reachable but silent (paused, overloaded, a half-open connection): the
+socket timeout in CELERY_BROKER_TRANSPORT_OPTIONS bounds one publish, and after a failed publish
+this process leaves jobs to the sweepers for BROKER_BACKOFF_SECONDS instead of waiting again, so
+an ingest request stays within a few seconds however many jobs it queues.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 
 logger = logging.getLogger(__name__)
@@ -52,12 +59,39 @@ def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
         if _embedded_broker_absent():
             logger.warning("embedded broker is not running; %s%r left for the sweeper", task.name, args)
             return
+        if _broker_backing_off():
+            logger.info("broker failed recently; %s%r left for the sweeper", task.name, args)
+            return
         try:
             task.apply_async(args=args, kwargs=kwargs)
-        except Exception:  # broker down: the sweeper will find the pending work
+        except Exception:  # broker down or silent: the sweeper will find the pending work
+            _broker_failed()
             logger.warning("could not queue %s%r; the sweeper will retry", task.name, args, exc_info=True)
 
     transaction.on_commit(publish)
+
+
+# Until when (time.monotonic()) this process skips publishing after a failure; 0 when the last try worked.
+_broker_down_until = 0.0
+
+
+def _broker_failed() -> None:
+    global _broker_down_until
+    _broker_down_until = time.monotonic() + settings.BROKER_BACKOFF_SECONDS
+
+
+def _broker_backing_off() -> bool:
+    """True for a while after a failed publish. Eager mode (tests) runs tasks in process and never
+    waits on a broker, so it never backs off."""
+    from console.celery import app
+
+    return not app.conf.task_always_eager and time.monotonic() < _broker_down_until
+
+
+def broker_recovered() -> None:
+    """Publish again at once (a test that starts a broker, or an operator who fixed it)."""
+    global _broker_down_until
+    _broker_down_until = 0.0
 
 
 def _embedded_broker_absent() -> bool:

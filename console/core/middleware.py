@@ -1,10 +1,17 @@
+import logging
+
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+
+from django.http import HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404
 
+from console.core.api import SERVER_ERROR_MESSAGE, envelope
 from console.core.errors import ServiceError
+
+logger = logging.getLogger(__name__)
 
 # Paths anyone may reach: the health check, login, static assets. /api/ authenticates per request
 # (401 with the error envelope, never a redirect to a login page).
@@ -66,7 +73,24 @@ class ServiceErrorPagesMiddleware:
         return error_page(request, exception.status, exception.message)
 
 
-_TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 409: "Conflict", 413: "Too large"}
+class RejectNulInPathMiddleware:
+    """A NUL in the path (`/decisions/1%00/`) is a 400 before any view runs: PostgreSQL refuses
+    NUL in text, so every lookup by a path segment would otherwise fail as a server error."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.path_info:
+            message = "The path contains a NUL character."
+            if request.path_info.startswith("/api/"):
+                return JsonResponse(envelope("invalid_path", message), status=400)
+            return error_page(request, 400, message)
+        return self.get_response(request)
+
+
+_TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 409: "Conflict", 413: "Too large",
+           500: "Server error"}
 
 
 def error_page(request, status: int, message: str):
@@ -84,6 +108,18 @@ def permission_denied(request, exception=None):
 
 def bad_request(request, exception=None):
     return error_page(request, 400, "The request could not be understood.")
+
+
+def server_error(request):
+    """handler500: the error envelope under /api/ (clients parse JSON), the site's page elsewhere.
+    Django has already logged the traceback; a bare page stands in if the site's page fails too."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse(envelope("server_error", SERVER_ERROR_MESSAGE), status=500)
+    try:
+        return error_page(request, 500, "Something went wrong on our side; the error is logged.")
+    except Exception:  # the page itself may need what just failed (the database, a template)
+        logger.exception("the error page could not be rendered")
+        return HttpResponseServerError("<!doctype html><title>Server error</title><h1>Server error</h1>")
 
 
 def _reason(exception) -> str:

@@ -7,6 +7,27 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+# What PostgreSQL can store: int4 for ranks and counts, float4 for pgvector components.
+INT32_MAX = 2**31 - 1
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def has_lone_surrogate(value: str) -> bool:
+    """True for a string with no UTF-8 form (JSON lets a client send "\\ud800" alone): PostgreSQL
+    cannot store it, hashing and rendering it fail. ASCII strings, the common case, cost nothing."""
+    if value.isascii():
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def printable(value: str) -> str:
+    """`value` safe to echo back in an error: lone surrogates written as \\udXXX escapes."""
+    return value if value.isascii() else value.encode("utf-8", "backslashreplace").decode()
+
 
 class FieldErrors:
     """Problems found in a batch, one dict per problem: index, field path, message."""
@@ -15,7 +36,8 @@ class FieldErrors:
         self.items: list[dict[str, Any]] = []
 
     def add(self, index: int, path: str, message: str) -> None:
-        self.items.append({"index": index, "field": path, "message": message})
+        # A path can hold a client's own key; one with a lone surrogate would break the JSON answer.
+        self.items.append({"index": index, "field": printable(path), "message": printable(message)})
 
 
 def text_field(errors: FieldErrors, index: int, path: str, value: Any, *, max_len: int,
@@ -36,6 +58,9 @@ def text_field(errors: FieldErrors, index: int, path: str, value: Any, *, max_le
     if "\x00" in value:
         errors.add(index, path, "must not contain NUL characters")
         return None
+    if has_lone_surrogate(value):
+        errors.add(index, path, "must be valid Unicode (it holds a lone surrogate such as \\ud800)")
+        return None
     return value
 
 
@@ -47,11 +72,21 @@ def number_field(errors: FieldErrors, index: int, path: str, value: Any, *, requ
     if isinstance(value, bool) or not isinstance(value, int | float):
         errors.add(index, path, "must be a number")
         return None
-    number = float(value)
-    if not math.isfinite(number):
+    number = finite_number(value)
+    if number is None:
         errors.add(index, path, "must be finite")
         return None
     return number
+
+
+def finite_number(value: int | float, *, limit: float = math.inf) -> float | None:
+    """`value` as a float when it is finite and at most `limit` in size, else None. Python's json
+    reads 1e400 as inf and 10**400 as an int that float() refuses: both are None."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and abs(number) <= limit else None
 
 
 def timestamp_field(errors: FieldErrors, index: int, path: str, value: Any) -> datetime | None:
@@ -66,4 +101,8 @@ def timestamp_field(errors: FieldErrors, index: int, path: str, value: Any) -> d
     if parsed.tzinfo is None:
         errors.add(index, path, "must include a timezone (for example Z or +00:00)")
         return None
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is a day before the calendar starts
+        errors.add(index, path, "is outside the years 1 to 9999 once converted to UTC")
+        return None

@@ -74,7 +74,7 @@ class DecisionFilters:
             queryset = queryset.filter(gate_score__lte=self.score_max)
         if self.date_from:
             queryset = queryset.filter(occurred_at__gte=_start_of(self.date_from))
-        if self.date_to:
+        if self.date_to and self.date_to < date.max:  # nothing is later than the calendar's last day
             queryset = queryset.filter(occurred_at__lt=_start_of(self.date_to + timedelta(days=1)))
         if self.versions:
             queryset = queryset.filter(versions__contains=self.versions)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
+from psycopg import errors as psycopg_errors
 
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
@@ -13,6 +17,8 @@ from console.core.errors import Conflict, InvalidInput
 from console.ledger.hooks import queue_after_ingest
 from console.ledger.models import Route
 from console.ledger.validation import DecisionInput
+
+logger = logging.getLogger(__name__)
 
 
 def route_create(*, actor: Actor, slug: str, name: str, guidelines: str = "",
@@ -46,10 +52,22 @@ class IngestResult:
 
 # The write path streams rows with COPY straight into the tables, with ids drawn from the tables'
 # sequences beforehand so links can be written without reading anything back. Rows already stored
-# are filtered out first; a concurrent batch that stores the same row in between makes the COPY
-# fail on a unique constraint, and decision_ingest then runs the batch once more against what is
-# stored by then.
+# are filtered out first; a concurrent batch that stores the same decision in between makes the
+# COPY fail on a unique constraint, and decision_ingest then runs the batch once more against what
+# is stored by then.
+#
+# Concurrent batches share passages (retrieval returns popular chunks all day), and inserting a
+# key another open transaction has just inserted waits for that transaction. Two batches taking
+# their keys in different orders would each wait for the other: PostgreSQL's "deadlock detected".
+# So every write takes its keys in one global order: passages by content key, then decisions by
+# (route, request_id); the day counters' trigger upserts in key order too, and the audit append
+# comes last. New passages go through a temporary table into `INSERT ... ORDER BY content_key ON
+# CONFLICT DO NOTHING`, so a passage another batch stores first is read back instead of failing
+# the batch. Deadlocks and serialization failures that still happen (an outer transaction holding
+# other locks) are retried a few times with jitter.
 _ALLOCATE_IDS = "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)"
+_ATTEMPTS = 5
+_RETRY_PAUSE = 0.05  # seconds, doubled each attempt, times a random factor so the racers part
 
 
 def _json(value) -> str:
@@ -89,15 +107,26 @@ def decision_ingest(*, actor: Actor, items: list[DecisionInput], routes: dict[st
     if any(item.route not in routes for item in items):
         raise InvalidInput("Every item's route must be resolved first (see routes_for_items).")
     unique, repeats = _dedupe_batch(items)
-    attempts = 3  # each lost race stores the winner's rows, so a retry sees more of the batch as stored
-    for attempt in range(attempts):
+    for attempt in range(_ATTEMPTS):
         try:
             with transaction.atomic():
                 return _ingest_once(actor, unique, routes, repeats)
-        except IntegrityError:
-            if attempt == attempts - 1:
+        except (IntegrityError, OperationalError) as exc:
+            # A lost race stores the winner's rows, so a retry sees more of the batch as stored.
+            if attempt == _ATTEMPTS - 1 or not _worth_retrying(exc):
                 raise
+            logger.info("ingest retried after %s (attempt %d)", type(exc.__cause__).__name__, attempt + 1)
+            time.sleep(_RETRY_PAUSE * 2**attempt * random.random())
     raise AssertionError("unreachable")
+
+
+def _worth_retrying(exc: Exception) -> bool:
+    """A unique violation (a concurrent batch stored the same decision), a deadlock or a
+    serialization failure: the batch itself is fine and a second run settles it. Django wraps
+    psycopg's error, which stays as the cause."""
+    if isinstance(exc, IntegrityError):
+        return True
+    return isinstance(exc.__cause__, psycopg_errors.DeadlockDetected | psycopg_errors.SerializationFailure)
 
 
 def _existing_hashes(items: list[DecisionInput], routes: dict[str, Route]) -> dict[tuple[int, str], str]:
@@ -141,7 +170,10 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
             "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
             "cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
         ) as copy:
-            for decision_id, i in zip(decision_ids, fresh, strict=True):
+            # Rows in the global lock order (see the note above _ALLOCATE_IDS); ids keep the batch's order.
+            in_key_order = sorted(zip(decision_ids, fresh, strict=True),
+                                  key=lambda pair: (routes[pair[1].route].pk, pair[1].request_id))
+            for decision_id, i in in_key_order:
                 copy.write_row((decision_id, routes[i.route].pk, i.request_id, i.occurred_at, i.question, i.claim,
                                 i.gate_name, i.gate_score, i.cutoff, i.outcome, i.served_answer,
                                 _json(i.versions), _json(i.segments), now, i.content_hash))
@@ -158,7 +190,8 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     for decision_id, item in zip(decision_ids, fresh, strict=True):
         by_route.setdefault(item.route, []).append(decision_id)
     audit_record_many(actor=actor, events=[
-        EventSpec(Action.DECISIONS_INGESTED, "route", slug, route=slug, payload={"objects": {"decision": ids}, "created": len(ids)})
+        EventSpec(Action.DECISIONS_INGESTED, "route", slug, route=slug,
+                  payload={"objects": {"decision": ids}, "created": len(ids)})
         for slug, ids in sorted(by_route.items())
     ])
     queue_after_ingest(decision_ids)
@@ -171,7 +204,11 @@ def _allocate_ids(cursor, table: str, count: int) -> list[int]:
 
 
 def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
-    """Store passages not seen before; return the id of every passage the batch names."""
+    """Store passages not seen before; return the id of every passage the batch names.
+
+    New passages are COPYed into a temporary table and inserted from there in content-key order
+    (the global lock order); one a concurrent batch stored first is skipped and read back.
+    """
     unique = {}
     for item in items:
         corpus = item.versions.get("corpus", "")
@@ -182,16 +219,32 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [list(unique)])
     ids = dict(cursor.fetchall())
     new_keys = [key for key in unique if key not in ids]
-    if new_keys:
-        new_ids = _allocate_ids(cursor, "ledger_passage", len(new_keys))
-        with cursor.cursor.copy(
-            "COPY ledger_passage (id, external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
-            "content_key) FROM STDIN"
-        ) as copy:
-            for passage_id, key in zip(new_ids, new_keys, strict=True):
-                passage, corpus = unique[key]
-                embedding = None if passage.embedding is None else _json(passage.embedding)
-                copy.write_row((passage_id, passage.external_id, corpus, passage.text, passage.text_sha256,
-                                passage.source, passage.uri, embedding, key))
-                ids[key] = passage_id
+    if not new_keys:
+        return ids
+    cursor.execute(
+        "CREATE TEMPORARY TABLE ingest_passage ON COMMIT DROP AS "
+        "SELECT external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, content_key "
+        "FROM ledger_passage WITH NO DATA"
+    )
+    with cursor.cursor.copy(
+        "COPY ingest_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
+        "content_key) FROM STDIN"
+    ) as copy:
+        for key in new_keys:
+            passage, corpus = unique[key]
+            embedding = None if passage.embedding is None else _json(passage.embedding)
+            copy.write_row((passage.external_id, corpus, passage.text, passage.text_sha256,
+                            passage.source, passage.uri, embedding, key))
+    cursor.execute(
+        "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
+        "content_key) SELECT * FROM ingest_passage ORDER BY content_key "
+        "ON CONFLICT DO NOTHING RETURNING content_key, id"
+    )
+    ids.update(cursor.fetchall())
+    # A retried attempt runs in a fresh transaction, but the outer one (tests, an import) may live on.
+    cursor.execute("DROP TABLE ingest_passage")
+    skipped = [key for key in new_keys if key not in ids]
+    if skipped:  # stored by a concurrent batch that committed while this one waited
+        cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [skipped])
+        ids.update(cursor.fetchall())
     return ids

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from console.core.validation import FieldErrors, number_field, text_field, timestamp_field
+from console.core.validation import (
+    FLOAT32_MAX,
+    INT32_MAX,
+    FieldErrors,
+    finite_number,
+    has_lone_surrogate,
+    number_field,
+    text_field,
+    timestamp_field,
+)
 
 MAX_QUESTION = 10_000
 MAX_CLAIM = 20_000
@@ -80,15 +88,16 @@ def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scala
         return None
     clean = {}
     for key, item in value.items():
-        if not key or len(key) > 64 or "\x00" in key:
-            errors.add(index, f"{path}.{key[:64]}", "keys must be 1 to 64 characters")
+        if not key or len(key) > 64 or "\x00" in key or has_lone_surrogate(key):
+            errors.add(index, f"{path}.{key[:64]}", "keys must be 1 to 64 characters of valid Unicode, without NUL")
             continue
         allowed = (str, int, float, bool) if scalars else (str,)
-        if not isinstance(item, allowed) or (isinstance(item, str) and (len(item) > MAX_LABEL or "\x00" in item)):
+        if not isinstance(item, allowed) or (isinstance(item, str) and (
+                len(item) > MAX_LABEL or "\x00" in item or has_lone_surrogate(item))):
             kind = "a string, number or boolean" if scalars else "a string"
             errors.add(index, f"{path}.{key}", f"must be {kind} of at most {MAX_LABEL} characters")
             continue
-        if isinstance(item, float) and not math.isfinite(item):
+        if isinstance(item, int | float) and not isinstance(item, bool) and finite_number(item) is None:
             errors.add(index, f"{path}.{key}", "must be finite")
             continue
         clean[key] = item
@@ -118,8 +127,8 @@ def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput]
         text = text_field(errors, index, f"{path}.text", raw.get("text"), max_len=MAX_PASSAGE_TEXT, allow_empty=True)
         score = number_field(errors, index, f"{path}.retrieval_score", raw.get("retrieval_score"), required=False)
         rank = raw.get("rank", position + 1)
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            errors.add(index, f"{path}.rank", "must be a whole number from 1")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= INT32_MAX:
+            errors.add(index, f"{path}.rank", f"must be a whole number from 1 to {INT32_MAX}")
             rank = None
         elif rank in ranks:
             errors.add(index, f"{path}.rank", f"rank {rank} appears twice")
@@ -132,8 +141,9 @@ def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput]
         if embedding is not None:
             if (not isinstance(embedding, list) or not 0 < len(embedding) <= MAX_EMBEDDING
                     or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                               and math.isfinite(x) for x in embedding)):
-                errors.add(index, f"{path}.embedding", f"must be a list of 1 to {MAX_EMBEDDING} finite numbers")
+                               and finite_number(x, limit=FLOAT32_MAX) is not None for x in embedding)):
+                errors.add(index, f"{path}.embedding", f"must be a list of 1 to {MAX_EMBEDDING} numbers "
+                           f"of at most {FLOAT32_MAX:.4g} in size (single precision)")
                 embedding = None
             else:
                 embedding = [float(x) for x in embedding]

@@ -10,8 +10,9 @@ from rest_framework.views import APIView
 
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import InvalidInput, TooLarge
+from console.core.validation import has_lone_surrogate
 from console.verification import selectors
-from console.verification.spans import verify_span
+from console.verification.spans import TextNotUtf8, verify_span
 
 # A pasted text may be longer than a logged passage (100,000) but stays bounded: the search is
 # linear, at 20 MB/s or more on the worst inputs known, so 4 MB (a million 4-byte characters) is
@@ -106,6 +107,8 @@ class VerifyApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        if has_lone_surrogate(data["claim"]):  # no UTF-8 form, so it can match no text: say so, as for a text
+            raise TextNotUtf8("The claim contains a lone surrogate and has no UTF-8 form.")
         if "text" in data:
             text = data["text"]
         else:

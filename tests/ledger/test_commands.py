@@ -67,3 +67,13 @@ def test_create_route_refuses_a_duplicate_or_bad_slug(db):
         call_command("create_route", "billing", "--name", "Again")
     with pytest.raises(CommandError, match="slug"):
         call_command("create_route", "not a slug", "--name", "Bad")
+
+
+def test_import_decisions_rejects_a_line_nested_too_deeply_and_keeps_going(route, tmp_path, capsys):
+    good = record()
+    source = _write_jsonl(tmp_path / "deep.jsonl", ["[" * 100_000 + "]" * 100_000, good])
+    report = tmp_path / "rejected.jsonl"
+    call_command("import_decisions", str(source), "--report", str(report), "--no-progress")
+    assert "created 1, unchanged 0, rejected 1" in capsys.readouterr().out
+    assert [json.loads(line)["line"] for line in report.read_text().splitlines()] == [1]
+    assert Decision.objects.get().request_id == good["request_id"]

@@ -1,11 +1,13 @@
+import random
 import threading
+import time
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from console.core.errors import Conflict
 from console.ledger import services
-from console.ledger.models import Decision, DecisionPassage
+from console.ledger.models import Decision, DecisionPassage, Passage
 from console.ledger.validation import validate_batch
 from tests.factories import TEST_ACTOR, ingest, make_route, record
 
@@ -76,3 +78,155 @@ def test_concurrent_identical_batches_store_each_decision_once():
     assert sum(r.unchanged for r in results) == 100
     assert Decision.objects.count() == 50
     assert DecisionPassage.objects.count() == 100
+
+
+def _overlapping_batches(clients: int, batches: int, size: int, shared: int, seed: int = 7) -> list[list[list[dict]]]:
+    """Per client, batches of fresh decisions whose passages overlap as retrieval does: two of
+    each decision's five passages come from a pool of popular chunks, in any order. Each round
+    of batches brings its own pool, so every round has clients racing to store the same chunks."""
+    rng = random.Random(seed)
+    filler = "Long enough that a batch streams to the database in many pieces. " * 30
+    plan: list[list[list[dict]]] = [[] for _ in range(clients)]
+    for batch in range(batches):
+        pool = [{"id": f"kb/popular/{batch}#{n}", "text": f"Popular chunk {batch}/{n} about resetting things.",
+                 "source": "kb", "uri": f"https://intranet/kb/popular/{batch}/{n}"} for n in range(shared)]
+        for client in range(clients):
+            records = []
+            for n in range(size):
+                own = [{"id": f"kb/c{client}b{batch}d{n}p{k}", "source": "kb", "uri": "",
+                        "text": f"Unique passage {client}/{batch}/{n}/{k}. {filler}"} for k in range(3)]
+                passages = own + [dict(p) for p in rng.sample(pool, 2)]
+                rng.shuffle(passages)
+                for rank, passage in enumerate(passages, start=1):
+                    passage.update(rank=rank, retrieval_score=round(rng.random(), 3))
+                records.append(record(passages=passages))
+            plan[client].append(records)
+    return plan
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_sharing_popular_passages_all_succeed(monkeypatch):
+    make_route("it-support")
+    # The after-ingest jobs (span checks, shadow runs) would run inline here and are not what races.
+    monkeypatch.setattr(services, "queue_after_ingest", lambda decision_ids: None)
+    clients, batches, size, shared = 4, 8, 60, 40
+    plan = _overlapping_batches(clients, batches, size, shared)
+    results, errors = [], []
+    barrier = threading.Barrier(clients)
+
+    def client(batches_of_client):
+        try:
+            barrier.wait()
+            for batch in batches_of_client:
+                results.append(_write(batch))
+        except Exception as exc:  # reported by the assertion
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=client, args=(plan[c],)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    total = clients * batches * size
+    assert sum(r.created for r in results) == total
+    assert Decision.objects.count() == total
+    assert DecisionPassage.objects.count() == total * 5
+    assert Passage.objects.count() == total * 3 + batches * shared
+
+
+def _passage(name: str, rank: int) -> dict:
+    return {"id": f"kb/{name}", "text": f"Chunk {name}.", "rank": rank, "source": "kb", "uri": ""}
+
+
+def _waiting_backends() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_batches_naming_the_same_new_passages_in_opposite_orders_do_not_deadlock():
+    """A third transaction holds chunk Z; one batch logs A, Z, B and the other B, Z, A. Both wait
+    on Z; once Z is free, inserting in arrival order would make each wait for the other's first
+    chunk (PostgreSQL's deadlock). Stored in one order (by content key) they simply queue."""
+    make_route("it-support")
+    first = [record(passages=[_passage("A", 1), _passage("Z", 2), _passage("B", 3)])]
+    second = [record(passages=[_passage("B", 1), _passage("Z", 2), _passage("A", 3)])]
+    [z] = [p for p in validate_batch(first)[0][0].passages if p.external_id == "kb/Z"]
+    holding, errors, results = threading.Event(), [], []
+
+    def hold_z():
+        try:
+            with transaction.atomic():
+                Passage.objects.create(external_id=z.external_id, corpus_snapshot="snap-2026-11-01", text=z.text,
+                                       text_sha256=z.text_sha256, source=z.source, content_key=z.content_key)
+                holding.set()
+                deadline = time.monotonic() + 20
+                while _waiting_backends() < 2 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                raise _Release
+        except _Release:
+            pass
+        finally:
+            connection.close()
+
+    def client(batch):
+        try:
+            holding.wait(10)
+            results.append(_write(batch))
+        except Exception as exc:  # reported by the assertion
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=hold_z)] + [threading.Thread(target=client, args=(b,)) for b in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert sorted(r.created for r in results) == [1, 1]
+    assert Passage.objects.count() == 3
+
+
+class _Release(Exception):
+    """Rolls the holding transaction back."""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deadlock_is_retried_inside_the_service(monkeypatch):
+    import psycopg
+    from django.db import OperationalError
+
+    make_route("it-support")
+    real, calls = services._ingest_once, []
+
+    def deadlocks_once(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("deadlock detected") from psycopg.errors.DeadlockDetected("deadlock detected")
+        return real(*args)
+
+    monkeypatch.setattr(services, "_ingest_once", deadlocks_once)
+    result = _write([record()])
+    assert (result.created, len(calls)) == (1, 2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_other_operational_errors_are_not_retried(monkeypatch):
+    from django.db import OperationalError
+
+    make_route("it-support")
+    calls = []
+
+    def fails(*args):
+        calls.append(1)
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(services, "_ingest_once", fails)
+    with pytest.raises(OperationalError):
+        _write([record()])
+    assert len(calls) == 1

@@ -1,6 +1,7 @@
 import pytest
 
 from console.celery import app
+from console.core import jobs
 from console.core.jobs import enqueue
 
 
@@ -27,6 +28,7 @@ def broker_url():
 
     yield use
     app.conf.broker_url, app.conf.task_always_eager = previous
+    jobs.broker_recovered()
 
 
 def test_a_job_is_queued_only_after_the_transaction_commits(db, broker_url, embedded_broker,
@@ -53,3 +55,29 @@ def test_a_failing_publish_does_not_fail_the_request(db, broker_url, embedded_br
     broker_url(embedded_broker)
     with django_capture_on_commit_callbacks(execute=True):
         enqueue(RecordingTask(fail=True), 7)  # logs and returns
+
+
+def test_after_a_failed_publish_jobs_are_left_to_the_sweepers_for_a_while(db, broker_url, embedded_broker,
+                                                                         django_capture_on_commit_callbacks):
+    broker_url(embedded_broker)
+    later = RecordingTask()
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(RecordingTask(fail=True), 1)
+        enqueue(later, 2)
+    assert later.calls == []
+    jobs.broker_recovered()
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(later, 3)
+    assert later.calls == [((3,), {})]
+
+
+def test_eager_mode_runs_jobs_even_after_a_failed_publish(db, broker_url, embedded_broker,
+                                                          django_capture_on_commit_callbacks):
+    broker_url(embedded_broker)
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(RecordingTask(fail=True), 1)
+    app.conf.task_always_eager = True
+    task = RecordingTask()
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(task, 2)
+    assert task.calls == [((2,), {})]

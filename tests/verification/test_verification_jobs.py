@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
-from console.ledger.models import Decision
+from console.ledger.models import Decision, DecisionPassage
 from console.verification import services, tasks
 from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
 from tests.factories import ingest, make_user, record
@@ -40,7 +40,9 @@ def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
     assert support.expected_support == 0.5
     assert support.fully_supported is False and support.no_supporting_passage is False
     assert support.verifier_version == "spans-1"
-    checks = SpanCheck.objects.filter(decision_id=decision_id).order_by("unit_index", "passage_id")
+    # In the order of the passages' ranks (their ids follow the order passages are stored in, not rank).
+    ranks = dict(DecisionPassage.objects.filter(decision_id=decision_id).values_list("passage_id", "rank"))
+    checks = sorted(SpanCheck.objects.filter(decision_id=decision_id), key=lambda c: (c.unit_index, ranks[c.passage_id]))
     assert [(c.unit_index, c.supported) for c in checks] == [(0, True), (0, False), (1, False), (1, False)]
     found = checks[0]
     text = found.passage.text

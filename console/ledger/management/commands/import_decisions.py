@@ -43,6 +43,9 @@ class Command(BaseCommand):
                     batch.append((line_number, json.loads(raw_line)))
                 except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                     rejected.append({"line": line_number, "errors": [{"field": "", "message": f"not JSON: {exc}"}]})
+                except (RecursionError, ValueError):  # nested past the parser's depth; a number too long to read
+                    rejected.append({"line": line_number, "errors": [{"field": "", "message": "not JSON: nested "
+                                                                      "too deeply or a number too long"}]})
                 if len(batch) >= batch_size:
                     self._write(actor, batch, totals, rejected)
                     batch = []
