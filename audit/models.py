@@ -30,6 +30,10 @@ class Action(models.TextChoices):
     ADJUDICATION_REQUESTED = "adjudication_requested", "Sent to adjudication"
     LABEL_ADJUDICATED = "label_adjudicated", "Label adjudicated"
     LABELS_IMPORTED = "labels_imported", "Labels imported"
+    QUESTION_VECTORS_FIXED = "question_vectors_fixed", "Question vector source and dimension fixed"
+    EMBEDDER_FITTED = "embedder_fitted", "Built-in embedder fitted"
+    EMBEDDER_PROMOTED = "embedder_promoted", "Built-in embedder made current"
+    GAPS_COMPUTED = "gaps_computed", "Corpus gaps computed"
 
 
 class AuditEvent(models.Model):

@@ -18,5 +18,6 @@ urlpatterns = [
     path("", include("console.shadow.api_urls")),
     path("", include("grading.api_urls")),
     path("", include("console.analysis.api_urls")),
+    path("", include("console.similarity.api_urls")),
     re_path(r"^.*$", api_not_found),
 ]

@@ -55,3 +55,16 @@ def env_path(name: str, default: Path) -> Path:
     raw = os.environ.get(name)
     path = Path(raw) if raw else default
     return path.expanduser().resolve()
+
+
+def env_float(name: str, default: float, *, minimum: float, maximum: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if not minimum <= value <= maximum:  # also refuses nan
+        raise ConfigError(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value

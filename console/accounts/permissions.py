@@ -131,3 +131,16 @@ def can_grade(user, route=None) -> bool:
 
 def can_review_labels(user, route=None) -> bool:
     return has_role(user, LABEL_REVIEWERS, route)
+
+
+# Roles that may read a route's corpus gaps (clusters of refused questions) and recompute them.
+GAP_READERS = (Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_read_gaps(user, route=None) -> bool:
+    return has_role(user, GAP_READERS, route)
+
+
+def can_read_similar(user, route) -> bool:
+    """Similar refusals show other decisions of the route: the route's decision readers only."""
+    return has_role(user, DECISION_READERS, route)
