@@ -26,6 +26,7 @@ urlpatterns = [
     path("", include("console.shadow.urls")),
     path("grading/", include("grading.urls")),
     path("", include("console.analysis.urls")),
+    path("", include("console.similarity.urls")),
 ]
 
 handler400 = "console.core.middleware.bad_request"

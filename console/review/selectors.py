@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.accounts import permissions
 from console.ledger.models import Decision
 from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
+from console.similarity.selectors import similar_refusals
 from console.verification.selectors import span_checks_as_list, support_as_dict
+from grading.models import FinalLabel
 from grading.selectors import decision_grading
 
 
@@ -44,3 +47,17 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
         "shadow_run": shadow_run_as_dict(shadow_run_of(decision)),
         **decision_grading(decision.pk),  # "grades" and "final_label"
     }
+
+
+def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
+    """The refusal page's "similar refusals" section: similarity finds the neighbours of the same
+    route; the final label of each comes from grading, which similarity may not import."""
+    if not permissions.can_read_similar(user, decision.route):
+        return {"similar": None}
+    similar = similar_refusals(decision)
+    labels = dict(FinalLabel.objects.filter(decision_id__in=[n.decision.pk for n in similar.neighbours])
+                  .values_list("decision_id", "correct"))
+    rows = [{"neighbour": n, "support": getattr(n.decision, "support", None),
+             "label": None if n.decision.pk not in labels else ("correct" if labels[n.decision.pk] else "incorrect")}
+            for n in similar.neighbours]
+    return {"similar": similar, "similar_rows": rows}

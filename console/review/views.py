@@ -4,6 +4,7 @@ from django.views.decorators.http import require_GET
 from audit.selectors import audit_events_for_object, readable_events
 from console.accounts import permissions
 from console.ledger.selectors import get_decision_for_user
+from console.review.selectors import similar_refusals_context
 from console.shadow import selectors as shadow_selectors
 from console.verification import selectors as verification_selectors
 from grading.selectors import decision_grading
@@ -22,4 +23,5 @@ def decision_detail(request, pk: int):
         "grading": decision_grading(decision.pk),
         **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
         **shadow_selectors.shadow_context(request.user, decision),
+        **similar_refusals_context(request.user, decision),
     })

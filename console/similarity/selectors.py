@@ -36,6 +36,10 @@ class Space:
     index_name: str
 
     @property
+    def source_label(self) -> str:
+        return Source(self.source).label
+
+    @property
     def refused_predicate(self) -> str:
         """The partial index's predicate, repeated word for word so the planner can use it."""
         if self.embedder_id is None:

@@ -168,7 +168,8 @@ def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int,
     vectors = embedder.transform(model, [question for _, question, _, _ in decisions], dimension=version.dimension)
     with connection.cursor() as cursor:
         cursor.execute("CREATE TEMP TABLE IF NOT EXISTS similarity_incoming "
-                       "(LIKE similarity_questionvector INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+                       "(decision_id bigint, route_id bigint, embedder_id bigint, refused boolean, "
+                       "occurred_at timestamptz, vector vector) ON COMMIT DELETE ROWS")
         copy_vectors(cursor, ((pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector)
                               for (pk, _, outcome, occurred_at), vector in zip(decisions, vectors, strict=True)),
                      table="similarity_incoming")
