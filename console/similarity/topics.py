@@ -25,8 +25,8 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 def cluster(vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: int | None = None,
             seed: int = 0) -> Clusters:
     """HDBSCAN over cosine distance on a random sample of at most `sample_max` unit vectors; every other row joins its
-    nearest centre when it is at least as close as the sampled members of that cluster mostly
-    are (their 5th percentile of cosine to the centre), otherwise it stays unclustered.
+    nearest centre when it is at least as close as the farthest sampled member of that cluster,
+    otherwise it stays unclustered.
 
     HDBSCAN (Campello, Moulavi and Sander 2013; scikit-learn's implementation) needs no number of
     clusters and leaves diffuse points as noise, which is what a long tail of one-off refusals is.
@@ -52,8 +52,21 @@ def cluster(vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: i
         return Clusters(labels, np.zeros((0, unit.shape[1]), dtype=np.float32), len(sample))
     remap = {old: new for new, old in enumerate(ids)}
     sample_labels = np.array([remap.get(label, -1) for label in sample_labels.tolist()], dtype=np.int64)
-    centres = normalise(np.stack([unit[sample][sample_labels == c].mean(axis=0) for c in range(len(ids))]))
-    floors = np.array([np.percentile(unit[sample][sample_labels == c] @ centres[c], 5) for c in range(len(ids))])
+    members = unit[sample]
+    centres = normalise(np.stack([members[sample_labels == c].mean(axis=0) for c in range(len(ids))]))
+    floors = np.zeros(len(ids))
+    for c in range(len(ids)):
+        inside = np.flatnonzero(sample_labels == c)
+        similarity = members[inside] @ centres[c]
+        # HDBSCAN's excess-of-mass selection can keep a few far points attached to a tight group;
+        # a member far below the group's typical closeness (median minus 6 interquartile-halves)
+        # leaves it, and the centre is taken again without it.
+        median, lower = np.percentile(similarity, [50, 25])
+        outliers = inside[similarity < median - 6 * max(median - lower, 1e-3)]
+        sample_labels[outliers] = -1
+        kept = members[sample_labels == c]
+        centres[c] = normalise(kept.mean(axis=0, keepdims=True))[0]
+        floors[c] = (kept @ centres[c]).min()
     labels[sample] = sample_labels
     rest = np.setdiff1d(np.arange(n), sample, assume_unique=True)
     for start in range(0, len(rest), 20_000):

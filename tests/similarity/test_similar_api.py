@@ -166,3 +166,16 @@ def test_refused_in_similar_form_counts_close_refusals_of_the_last_30_days(integ
     _ingest_vectors(integrator, np.stack([base]), occurred_at=old)
     body = reviewer.get(f"/api/v1/decisions/{ids[0]}/similar").json()
     assert body["similar_form_30d"] == {"count": 3, "at_least": False, "threshold": 0.9}
+
+
+def test_the_refusal_page_lists_similar_refusals_for_readers_only(integrator, client, other_route):
+    vectors = _vectors(12, 6, seed=4)
+    ids = _ingest_vectors(integrator, vectors)
+    client.force_login(factories.make_user("page-reviewer", "reviewer"))
+    page = client.get(f"/decisions/{ids[0]}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Similar refusals of this route" in html and "in similar form" in html
+    assert html.count('href="/decisions/') >= 10  # ten neighbours linked
+    client.force_login(factories.make_user("hr-reader", "reviewer", other_route))
+    assert client.get(f"/decisions/{ids[0]}/").status_code == 404
