@@ -139,6 +139,9 @@ def _create_index(*, name: str, dimension: int, predicate: str) -> None:
             f"WITH (m = {settings.SIMILARITY_HNSW_M}, ef_construction = {settings.SIMILARITY_HNSW_EF_CONSTRUCTION}) "
             f"WHERE {predicate}"
         )
+        # Fresh statistics: a planner that still believes the space holds a handful of rows (bulk
+        # loads before autovacuum has run) sorts them all instead of walking the index.
+        cursor.execute("ANALYZE similarity_questionvector")
 
 
 def space_index_create(*, route_id: int) -> bool:
