@@ -209,6 +209,9 @@ SIMILARITY_SAME_FORM_DEPTH = 200  # neighbours examined for the 30-day count; pa
 SIMILARITY_EF_SEARCH = env_int("SIMILARITY_EF_SEARCH", 100, minimum=10, maximum=1000)
 SIMILARITY_HNSW_M = 16
 SIMILARITY_HNSW_EF_CONSTRUCTION = 64
+# maintenance_work_mem for an index build: the HNSW graph of a million 384-dimension vectors
+# needs about 2 GB to be built in memory; past it the build goes on, much slower.
+SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")
 SIMILARITY_MIN_FIT_QUESTIONS = env_int("SIMILARITY_MIN_FIT_QUESTIONS", 20, minimum=2)
 SIMILARITY_FIT_SAMPLE = 10_000  # questions the built-in embedder is fitted on (a random sample)
 SIMILARITY_GAPS_WINDOW_DAYS = env_int("SIMILARITY_GAPS_WINDOW_DAYS", 28, minimum=1, maximum=365)

@@ -41,7 +41,8 @@ def fit(questions: list[str], *, dimension: int = DIMENSION, seed: int = 0) -> P
     matrix = features.fit_transform(questions)
     components = max(1, min(dimension, matrix.shape[0] - 1, matrix.shape[1] - 1))
     svd = TruncatedSVD(n_components=components, algorithm="randomized", n_iter=3, random_state=seed)
-    svd.fit(matrix)
+    with np.errstate(divide="ignore", invalid="ignore"):  # identical questions: explained variance 0/0
+        svd.fit(matrix)
     svd.components_ = svd.components_.astype(np.float32)
     return Pipeline([("features", features), ("svd", svd)])
 

@@ -8,60 +8,11 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from console.ledger.models import Decision, Outcome, Route
-from console.similarity.models import (
-    EmbedderState,
-    EmbedderVersion,
-    GapCluster,
-    GapRun,
-    QuestionVector,
-    RouteEmbedding,
-    Source,
-)
-from console.similarity.services import builtin_predicate, sent_predicate
-
-
-@dataclass(frozen=True)
-class Space:
-    """The vectors a route is searched in: its sent vectors, or its current built-in version."""
-
-    route_id: int
-    source: str
-    dimension: int
-    embedder_id: int | None
-    embedder_number: int | None
-    index_name: str
-
-    @property
-    def source_label(self) -> str:
-        return Source(self.source).label
-
-    @property
-    def refused_predicate(self) -> str:
-        """The partial index's predicate, repeated word for word so the planner can use it."""
-        if self.embedder_id is None:
-            return sent_predicate(self.route_id)
-        return builtin_predicate(self.embedder_id)
-
-    def vectors(self) -> QuerySet[QuestionVector]:
-        if self.embedder_id is None:
-            return QuestionVector.objects.filter(route_id=self.route_id, embedder__isnull=True)
-        return QuestionVector.objects.filter(embedder_id=self.embedder_id)
-
-
-def active_space(route: Route) -> Space | None:
-    fixed = RouteEmbedding.objects.filter(route=route).first()
-    if fixed is None:
-        return None
-    if fixed.source == Source.SENT:
-        return Space(route.pk, Source.SENT, fixed.dimension, None, None, fixed.index_name)
-    current = EmbedderVersion.objects.filter(route=route, state=EmbedderState.CURRENT).only("pk", "number").first()
-    if current is None:
-        return None  # the first fit is still re-embedding
-    return Space(route.pk, Source.BUILTIN, fixed.dimension, current.pk, current.number, current.index_name)
+from console.similarity.models import GapCluster, GapRun
+from console.similarity.spaces import Space, active_space
 
 
 @dataclass
@@ -129,11 +80,12 @@ def similar_refusals(decision: Decision, *, k: int = 10, outcome: str | None = O
     if own is None:
         return result
     result.has_vector = True
-    found = nearest(space, own, exclude=decision.pk, k=k, outcome=outcome)
+    depth = settings.SIMILARITY_SAME_FORM_DEPTH
+    # One index walk serves both the list and the 30-day count when the list is of refusals.
+    pool = nearest(space, own, exclude=decision.pk, k=max(k, depth), outcome=Outcome.REFUSED, ef_search=depth)
+    found = pool[:k] if outcome == Outcome.REFUSED else nearest(space, own, exclude=decision.pk, k=k, outcome=outcome)
     by_id = Decision.objects.select_related("support").in_bulk([pk for pk, _ in found])
     result.neighbours = [Neighbour(by_id[pk], sim) for pk, sim in found if pk in by_id]
-    depth = settings.SIMILARITY_SAME_FORM_DEPTH
-    pool = nearest(space, own, exclude=decision.pk, k=depth, outcome=Outcome.REFUSED, ef_search=depth)
     close = [pk for pk, sim in pool if sim >= result.threshold]
     since = (now or timezone.now()) - timedelta(days=result.days)
     result.similar_form_count = Decision.objects.filter(pk__in=close, occurred_at__gte=since).count()

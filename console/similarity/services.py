@@ -34,6 +34,7 @@ from console.similarity.models import (
     RouteEmbedding,
     Source,
 )
+from console.similarity.spaces import active_space, builtin_predicate, sent_predicate
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +134,9 @@ def _create_index(*, name: str, dimension: int, predicate: str) -> None:
         else:
             # CREATE INDEX refuses a table with deferred foreign-key checks pending in the transaction.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        # An HNSW build whose graph outgrows maintenance_work_mem slows down by an order of magnitude.
+        cursor.execute("SELECT set_config('maintenance_work_mem', %s, %s)",
+                       [settings.SIMILARITY_INDEX_BUILD_MEMORY, bool(connection.in_atomic_block)])
         cursor.execute(
             f'CREATE INDEX {concurrently}IF NOT EXISTS "{name}" ON similarity_questionvector '
             f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) "
@@ -142,6 +146,8 @@ def _create_index(*, name: str, dimension: int, predicate: str) -> None:
         # Fresh statistics: a planner that still believes the space holds a handful of rows (bulk
         # loads before autovacuum has run) sorts them all instead of walking the index.
         cursor.execute("ANALYZE similarity_questionvector")
+        if not connection.in_atomic_block:
+            cursor.execute("RESET maintenance_work_mem")
 
 
 def space_index_create(*, route_id: int) -> bool:
@@ -152,14 +158,6 @@ def space_index_create(*, route_id: int) -> bool:
     _create_index(name=space.index_name, dimension=space.dimension, predicate=sent_predicate(route_id))
     RouteEmbedding.objects.filter(pk=route_id).update(index_ready=True)
     return True
-
-
-def sent_predicate(route_id: int) -> str:
-    return f"route_id = {int(route_id)} AND embedder_id IS NULL AND refused"
-
-
-def builtin_predicate(embedder_id: int) -> str:
-    return f"embedder_id = {int(embedder_id)} AND refused"
 
 
 # --- the built-in embedder ----------------------------------------------------------------
@@ -315,8 +313,6 @@ def gaps_compute(*, actor: Actor, route_id: int, window_days: int | None = None,
                  now: datetime | None = None, seed: int = 0) -> GapRun | None:
     """Cluster the route's refused questions of the window and store the clusters, ranked by
     size x share with no supporting passage. None when the route has no vectors yet."""
-    from console.similarity.selectors import active_space
-
     started = time.monotonic()
     route = Route.objects.get(pk=route_id)
     space = active_space(route)

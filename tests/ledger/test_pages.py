@@ -167,8 +167,9 @@ def test_the_detail_page_explains_the_refusal(route, reviewer_pages):
 def test_the_detail_page_costs_a_fixed_number_of_queries(route, reviewer_pages, django_assert_num_queries):
     [one] = ingest([record(passages=[{"id": "a", "text": "x"}])])
     [many] = ingest([record(passages=[{"id": f"p{i}", "text": f"x{i}"} for i in range(30)])])
-    # session, user, grants, decision (with support), passages, final label, grades, span checks, shadow run, audit
-    with django_assert_num_queries(10) as first:
+    # session, user, grants, decision (with support), passages, final label, grades, span checks, shadow run, audit,
+    # the route's question-vector space (none here)
+    with django_assert_num_queries(11) as first:
         reviewer_pages.get(f"/decisions/{one}/")
     with django_assert_num_queries(len(first.captured_queries)):
         reviewer_pages.get(f"/decisions/{many}/")

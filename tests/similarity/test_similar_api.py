@@ -179,3 +179,22 @@ def test_the_refusal_page_lists_similar_refusals_for_readers_only(integrator, cl
     assert html.count('href="/decisions/') >= 10  # ten neighbours linked
     client.force_login(factories.make_user("hr-reader", "reviewer", other_route))
     assert client.get(f"/decisions/{ids[0]}/").status_code == 404
+
+
+def test_the_similar_section_costs_the_same_queries_for_few_or_many_neighbours(integrator, client):
+    few = _ingest_vectors(integrator, _vectors(4, 6, seed=5))
+    client.force_login(factories.make_user("counting-reviewer", "reviewer"))
+    client.get(f"/decisions/{few[0]}/")  # the session's first request loads what later ones reuse
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as first:
+        client.get(f"/decisions/{few[0]}/")
+    _ingest_vectors(integrator, _vectors(30, 6, seed=6))
+    with CaptureQueriesContext(connection) as second:
+        client.get(f"/decisions/{few[0]}/")
+
+    def ours(context) -> list[str]:
+        # The audit history's reads depend on the route's events, which the second ingest added.
+        return [q["sql"] for q in context.captured_queries if "audit_auditevent" not in q["sql"]]
+
+    assert len(ours(first)) == len(ours(second)) > 0
