@@ -210,6 +210,19 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     return stored
 
 
+def vectors_embed_missing(*, limit: int = 20_000) -> int:
+    """Sweeper: decisions of built-in routes still without a vector from their current version
+    (an after-ingest job that never reached the broker), embedded now."""
+    stored = 0
+    for version in EmbedderVersion.objects.filter(state=EmbedderState.CURRENT):
+        missing = list(Decision.objects.filter(route_id=version.route_id)
+                       .exclude(question_vectors__embedder=version).order_by("pk")
+                       .values_list("pk", flat=True)[:limit])
+        if missing:
+            stored += vectors_embed(decision_ids=missing)
+    return stored
+
+
 def _needs_fit(route_id: int, versions: list[EmbedderVersion]) -> bool:
     if any(v.state == EmbedderState.BUILDING for v in versions):
         return False

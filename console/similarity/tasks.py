@@ -36,7 +36,8 @@ def gaps_compute(route_id: int) -> int | None:
 @job("similarity.gaps_refresh")
 def gaps_refresh() -> int:
     """Beat job: recompute the gaps of every route with vectors whose latest run is a day old,
-    and build any sent-vector index an interrupted job left missing."""
+    build any sent-vector index an interrupted job left missing, and embed decisions of built-in
+    routes whose after-ingest job was lost."""
     stale_before = timezone.now() - timedelta(days=1)
     queued = 0
     for route_id in RouteEmbedding.objects.values_list("route_id", flat=True):
@@ -44,6 +45,7 @@ def gaps_refresh() -> int:
         if latest is None or latest.computed_at < stale_before:
             enqueue(gaps_compute, route_id)
             queued += 1
-    for route_id in RouteEmbedding.objects.filter(index_ready=False).values_list("route_id", flat=True):
+    for route_id in RouteEmbedding.objects.filter(index_ready=False, source="sent").values_list("route_id", flat=True):
         enqueue(space_index_create, route_id)
+    services.vectors_embed_missing()
     return queued

@@ -97,3 +97,18 @@ def test_a_route_with_sent_vectors_is_never_fitted(integrator):
     _ingest(_questions(2))
     assert services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk) is None
     assert not EmbedderVersion.objects.exists()
+
+
+def test_the_hourly_sweep_embeds_decisions_whose_job_was_lost_and_recomputes_gaps(route,
+                                                                                  django_capture_on_commit_callbacks):
+    from console.similarity import tasks
+    from console.similarity.models import GapRun
+
+    _ingest(_questions(3))
+    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    lost = _ingest(["Screen flickers after the update", "Screen flickers after the update again"])
+    assert not QuestionVector.objects.filter(decision_id__in=lost).exists()  # no after-ingest job ran
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.gaps_refresh()
+    assert QuestionVector.objects.filter(decision_id__in=lost, embedder=version).count() == 2
+    assert GapRun.objects.filter(route=route).count() == 1
