@@ -59,7 +59,8 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
     from console.similarity.services import copy_vectors
 
     route = Route.objects.filter(slug=slug).first() or route_create(
-        actor=Actor.system("bench"), slug=slug, name=f"Similarity benchmark, {decisions:,} refusals")
+        actor=Actor.system("bench"), slug=slug, name=f"Similarity benchmark, {decisions:,} refusals"
+    )
     stored = QuestionVector.objects.filter(route=route).count()
     if stored == decisions:
         return route.pk, 0.0
@@ -84,11 +85,33 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
                 "cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
             ) as copy:
                 for pk, moment in zip(ids, when, strict=True):
-                    copy.write_row((pk, route.pk, f"sim-{pk}", moment, f"question {pk}", "claim", "entailment", 0.3,
-                                    0.7, "refused", None, '{"corpus": "bench"}', "{}", moment, f"{pk:064x}"))
+                    copy.write_row(
+                        (
+                            pk,
+                            route.pk,
+                            f"sim-{pk}",
+                            moment,
+                            f"question {pk}",
+                            "claim",
+                            "entailment",
+                            0.3,
+                            0.7,
+                            "refused",
+                            None,
+                            '{"corpus": "bench"}',
+                            "{}",
+                            moment,
+                            f"{pk:064x}",
+                        )
+                    )
             vectors = _vectors(rng, centres, size)
-            copy_vectors(cursor, ((pk, route.pk, None, True, moment, vector)
-                                  for pk, moment, vector in zip(ids, when, vectors, strict=True)))
+            copy_vectors(
+                cursor,
+                (
+                    (pk, route.pk, None, True, moment, vector)
+                    for pk, moment, vector in zip(ids, when, vectors, strict=True)
+                ),
+            )
         cursor.execute("ANALYZE similarity_questionvector")
     return route.pk, time.perf_counter() - started
 
@@ -164,16 +187,19 @@ def api_lookups(chosen: list[int]) -> str:
     timings = []
     with web_server(workers=1, threads=1) as url:
         for i, pk in enumerate(chosen):
-            request = urllib.request.Request(f"{url}/api/v1/decisions/{pk}/similar?k=10",
-                                             headers={"Authorization": f"Token {token}"})
+            request = urllib.request.Request(
+                f"{url}/api/v1/decisions/{pk}/similar?k=10", headers={"Authorization": f"Token {token}"}
+            )
             started = time.perf_counter()
             with urllib.request.urlopen(request, timeout=60) as response:
                 body = json.loads(response.read())
             if i:  # the first request warms the worker's imports
                 timings.append((time.perf_counter() - started) * 1000)
             assert len(body["results"]) == 10, body
-    return (f"API GET .../similar : p50 {percentile(timings, 50):7.2f} ms  p95 {percentile(timings, 95):7.2f} ms "
-            f"over {len(timings)} requests (results + 30-day count, gunicorn 1 x 1)")
+    return (
+        f"API GET .../similar : p50 {percentile(timings, 50):7.2f} ms  p95 {percentile(timings, 95):7.2f} ms "
+        f"over {len(timings)} requests (results + 30-day count, gunicorn 1 x 1)"
+    )
 
 
 def clustering(count: int) -> str:
@@ -190,8 +216,10 @@ def clustering(count: int) -> str:
     found = topics.cluster(vectors, seed=0)
     seconds = time.perf_counter() - started
     ari = adjusted_rand_score(truth, found.labels)
-    return (f"clustering {count:,} refusals: {seconds:6.1f} s ({len(found.centres)} clusters from a "
-            f"{found.sampled:,} sample, ARI vs plant {ari:.3f})  target < 60 s {'PASS' if seconds < 60 else 'FAIL'}")
+    return (
+        f"clustering {count:,} refusals: {seconds:6.1f} s ({len(found.centres)} clusters from a "
+        f"{found.sampled:,} sample, ARI vs plant {ari:.3f})  target < 60 s {'PASS' if seconds < 60 else 'FAIL'}"
+    )
 
 
 def embedding(count: int) -> str:
@@ -201,16 +229,23 @@ def embedding(count: int) -> str:
     rng = np.random.default_rng(SEED + 3)
     words = [t[0] for topics in _TOPICS.values() for t in topics]
     extra = ["laptop", "today", "urgent", "badge", "printer", "office", "manager", "contract", "weekend", "account"]
-    questions = [_PHRASINGS[i % len(_PHRASINGS)].format(t=words[rng.integers(len(words))]) + " "
-                 + " ".join(rng.choice(extra, size=3)) + f" ref {rng.integers(10_000)}" for i in range(count)]
+    questions = [
+        _PHRASINGS[i % len(_PHRASINGS)].format(t=words[rng.integers(len(words))])
+        + " "
+        + " ".join(rng.choice(extra, size=3))
+        + f" ref {rng.integers(10_000)}"
+        for i in range(count)
+    ]
     started = time.perf_counter()
     model = embedder.fit(list(rng.choice(questions, size=min(count, 10_000), replace=False)))
     fit_seconds = time.perf_counter() - started
     started = time.perf_counter()
     embedder.transform(model, questions)
     seconds = time.perf_counter() - started
-    return (f"built-in embedding of {count:,} questions: {seconds:6.1f} s (fit on {min(count, 10_000):,}: "
-            f"{fit_seconds:.1f} s)  target < 60 s {'PASS' if seconds < 60 else 'FAIL'}")
+    return (
+        f"built-in embedding of {count:,} questions: {seconds:6.1f} s (fit on {min(count, 10_000):,}: "
+        f"{fit_seconds:.1f} s)  target < 60 s {'PASS' if seconds < 60 else 'FAIL'}"
+    )
 
 
 def main() -> None:
@@ -233,13 +268,15 @@ def main() -> None:
     slug = f"bench-similarity-{decisions}"
     route_id, load_seconds = ensure_loaded(slug, decisions)
     index_seconds = ensure_index(route_id)
-    lines = [f"data: {decisions:,} refused decisions x {DIM} dims, route {slug} "
-             f"(loaded with COPY in {load_seconds:.0f} s; HNSW m={settings.SIMILARITY_HNSW_M} "
-             f"ef_construction={settings.SIMILARITY_HNSW_EF_CONSTRUCTION} built in {index_seconds:.0f} s; "
-             f"0 = reused; ef_search={settings.SIMILARITY_EF_SEARCH})"]
+    lines = [
+        f"data: {decisions:,} refused decisions x {DIM} dims, route {slug} "
+        f"(loaded with COPY in {load_seconds:.0f} s; HNSW m={settings.SIMILARITY_HNSW_M} "
+        f"ef_construction={settings.SIMILARITY_HNSW_EF_CONSTRUCTION} built in {index_seconds:.0f} s; "
+        f"0 = reused; ef_search={settings.SIMILARITY_EF_SEARCH})"
+    ]
     found, chosen = lookups(route_id, queries, exact)
     lines += found
-    lines.append(api_lookups(chosen[:min(len(chosen), 50)]))
+    lines.append(api_lookups(chosen[: min(len(chosen), 50)]))
     lines.append(clustering(args.cluster or (5_000 if quick else 100_000)))
     lines.append(embedding(args.embed or (5_000 if quick else 100_000)))
     report("similarity", lines)

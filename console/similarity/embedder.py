@@ -32,12 +32,32 @@ def fit(questions: list[str], *, dimension: int = DIMENSION, seed: int = 0) -> P
     """Fit the TF-IDF + SVD pipeline on a route's questions (at least 2)."""
     if len(questions) < 2:
         raise ValueError("the built-in embedder needs at least 2 questions")
-    features = FeatureUnion([
-        ("words", TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True, min_df=1,
-                                  max_features=WORD_FEATURES, dtype=np.float32)),
-        ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, min_df=1,
-                                  max_features=CHAR_FEATURES, dtype=np.float32)),
-    ])
+    features = FeatureUnion(
+        [
+            (
+                "words",
+                TfidfVectorizer(
+                    analyzer="word",
+                    ngram_range=(1, 2),
+                    sublinear_tf=True,
+                    min_df=1,
+                    max_features=WORD_FEATURES,
+                    dtype=np.float32,
+                ),
+            ),
+            (
+                "chars",
+                TfidfVectorizer(
+                    analyzer="char_wb",
+                    ngram_range=(3, 5),
+                    sublinear_tf=True,
+                    min_df=1,
+                    max_features=CHAR_FEATURES,
+                    dtype=np.float32,
+                ),
+            ),
+        ]
+    )
     matrix = features.fit_transform(questions)
     components = max(1, min(dimension, matrix.shape[0] - 1, matrix.shape[1] - 1))
     svd = TruncatedSVD(n_components=components, algorithm="randomized", n_iter=3, random_state=seed)
@@ -56,7 +76,7 @@ def transform(model: Pipeline, questions: list[str], *, dimension: int = DIMENSI
     question shares nothing with the fitted vocabulary)."""
     reduced = np.asarray(model.transform(questions), dtype=np.float32)
     out = np.zeros((len(questions), dimension), dtype=np.float32)
-    out[:, :reduced.shape[1]] = reduced
+    out[:, : reduced.shape[1]] = reduced
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out

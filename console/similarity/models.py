@@ -21,8 +21,9 @@ class Source(models.TextChoices):
 class RouteEmbedding(models.Model):
     """Where a route's question vectors come from, and their dimension (fixed by the first one)."""
 
-    route = models.OneToOneField("ledger.Route", on_delete=models.CASCADE, primary_key=True,
-                                 related_name="embedding_space")
+    route = models.OneToOneField(
+        "ledger.Route", on_delete=models.CASCADE, primary_key=True, related_name="embedding_space"
+    )
     source = models.CharField(max_length=8, choices=Source.choices)
     dimension = models.PositiveIntegerField(help_text="Every vector of the route has this many numbers.")
     index_ready = models.BooleanField(default=False, help_text="The HNSW index of sent vectors exists.")
@@ -63,8 +64,9 @@ class EmbedderVersion(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["route", "number"], name="unique_embedder_number"),
-            models.UniqueConstraint(fields=["route"], condition=models.Q(state="current"),
-                                    name="one_current_embedder_per_route"),
+            models.UniqueConstraint(
+                fields=["route"], condition=models.Q(state="current"), name="one_current_embedder_per_route"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -81,8 +83,14 @@ class QuestionVector(models.Model):
 
     decision = models.ForeignKey("ledger.Decision", on_delete=models.CASCADE, related_name="question_vectors")
     route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+")
-    embedder = models.ForeignKey(EmbedderVersion, null=True, blank=True, on_delete=models.CASCADE,
-                                 related_name="vectors", help_text="Empty: the integrator's own vector.")
+    embedder = models.ForeignKey(
+        EmbedderVersion,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="vectors",
+        help_text="Empty: the integrator's own vector.",
+    )
     refused = models.BooleanField()
     occurred_at = models.DateTimeField()
     vector = VectorField()
@@ -90,8 +98,9 @@ class QuestionVector(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["decision", "embedder"], name="unique_vector_per_embedder"),
-            models.UniqueConstraint(fields=["decision"], condition=models.Q(embedder__isnull=True),
-                                    name="unique_sent_vector"),
+            models.UniqueConstraint(
+                fields=["decision"], condition=models.Q(embedder__isnull=True), name="unique_sent_vector"
+            ),
         ]
         indexes = [models.Index(fields=["route", "embedder"], name="similarity_vector_space_idx")]
 

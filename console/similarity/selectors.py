@@ -45,14 +45,23 @@ def _nearest_sql(space: Space, outcome: str | None) -> tuple[str, list]:
     extra = ""
     if outcome not in (None, Outcome.REFUSED):
         extra = " AND decision_id IN (SELECT id FROM ledger_decision WHERE outcome = %s)"
-    sql = (f"SELECT decision_id, {expression} <=> %s::vector({dimension}) AS distance "
-           f"FROM similarity_questionvector WHERE {where} AND decision_id <> %s{extra} "
-           f"ORDER BY {expression} <=> %s::vector({dimension}) LIMIT %s")
+    sql = (
+        f"SELECT decision_id, {expression} <=> %s::vector({dimension}) AS distance "
+        f"FROM similarity_questionvector WHERE {where} AND decision_id <> %s{extra} "
+        f"ORDER BY {expression} <=> %s::vector({dimension}) LIMIT %s"
+    )
     return sql, [outcome] if extra else []
 
 
-def nearest(space: Space, query: np.ndarray, *, exclude: int = 0, k: int = 10, outcome: str | None = Outcome.REFUSED,
-            ef_search: int | None = None) -> list[tuple[int, float]]:
+def nearest(
+    space: Space,
+    query: np.ndarray,
+    *,
+    exclude: int = 0,
+    k: int = 10,
+    outcome: str | None = Outcome.REFUSED,
+    ef_search: int | None = None,
+) -> list[tuple[int, float]]:
     """(decision id, cosine similarity) of the k nearest vectors of the space, nearest first.
     Refusals go through the space's HNSW index; other outcomes are an exact scan of the route."""
     sql, extra = _nearest_sql(space, outcome)
@@ -64,8 +73,9 @@ def nearest(space: Space, query: np.ndarray, *, exclude: int = 0, k: int = 10, o
         return [(row[0], 1.0 - float(row[1])) for row in cursor.fetchall()]
 
 
-def similar_refusals(decision: Decision, *, k: int = 10, outcome: str | None = Outcome.REFUSED,
-                     now: datetime | None = None) -> SimilarRefusals:
+def similar_refusals(
+    decision: Decision, *, k: int = 10, outcome: str | None = Outcome.REFUSED, now: datetime | None = None
+) -> SimilarRefusals:
     """The k questions of the decision's route nearest to its own, and how often the route
     refused one in similar form (cosine >= SIMILARITY_SAME_FORM_MIN) in the last 30 days.
 
@@ -102,5 +112,8 @@ def gap_clusters(run: GapRun) -> list[GapCluster]:
 
 
 def cluster_refusals(cluster: GapCluster, *, limit: int = 200) -> list[Decision]:
-    return list(Decision.objects.filter(pk__in=cluster.decision_ids).select_related("support")
-                .order_by("-occurred_at", "-pk")[:limit])
+    return list(
+        Decision.objects.filter(pk__in=cluster.decision_ids)
+        .select_related("support")
+        .order_by("-occurred_at", "-pk")[:limit]
+    )

@@ -38,8 +38,9 @@ from console.similarity.spaces import active_space, builtin_predicate, sent_pred
 
 logger = logging.getLogger(__name__)
 
-_COPY_VECTORS = ("COPY {table} (decision_id, route_id, embedder_id, refused, occurred_at, vector) "
-                 "FROM STDIN WITH (FORMAT BINARY)")
+_COPY_VECTORS = (
+    "COPY {table} (decision_id, route_id, embedder_id, refused, occurred_at, vector) FROM STDIN WITH (FORMAT BINARY)"
+)
 _VECTOR_TYPES = ["bigint", "bigint", "bigint", "bool", "timestamptz", "vector"]
 _EMBED_CHUNK = 5_000
 
@@ -62,6 +63,7 @@ def copy_vectors(cursor, rows, *, table: str = "similarity_questionvector") -> N
 
 # --- vectors sent by the integrator -------------------------------------------------------
 
+
 def _space_for_sent(*, actor: Actor, route: Route, dimension: int) -> tuple[RouteEmbedding, bool]:
     """The route's space, fixing it to sent vectors of `dimension` when it has none yet.
 
@@ -77,14 +79,21 @@ def _space_for_sent(*, actor: Actor, route: Route, dimension: int) -> tuple[Rout
         created = cursor.fetchone() is not None
     space = RouteEmbedding.objects.get(route=route)
     if created:
-        audit_record(actor=actor, action=Action.QUESTION_VECTORS_FIXED, object_type="route", object_id=route.pk,
-                     route=route.slug, payload={"new": {"source": Source.SENT, "dimension": dimension}})
+        audit_record(
+            actor=actor,
+            action=Action.QUESTION_VECTORS_FIXED,
+            object_type="route",
+            object_id=route.pk,
+            route=route.slug,
+            payload={"new": {"source": Source.SENT, "dimension": dimension}},
+        )
         enqueue("similarity.space_index_create", route_id=route.pk)
     return space, created
 
 
-def vectors_store_sent(*, actor: Actor, items: list[DecisionInput], decision_ids: list[int],
-                       routes: dict[str, Route]) -> None:
+def vectors_store_sent(
+    *, actor: Actor, items: list[DecisionInput], decision_ids: list[int], routes: dict[str, Route]
+) -> None:
     """Store the batch's `question_embedding`s; runs inside the ingest transaction (ledger hook).
 
     A route takes vectors of one dimension, fixed by its first; a vector of another dimension, or
@@ -103,23 +112,47 @@ def vectors_store_sent(*, actor: Actor, items: list[DecisionInput], decision_ids
         for item, decision_id in pairs:
             size = len(item.question_embedding)
             if space.source != Source.SENT:
-                errors.append({"index": item.index, "field": "question_embedding", "value": size,
-                               "message": f"route {slug!r} uses the console's built-in embedder; "
-                                          "it takes no question_embedding"})
+                errors.append(
+                    {
+                        "index": item.index,
+                        "field": "question_embedding",
+                        "value": size,
+                        "message": f"route {slug!r} uses the console's built-in embedder; "
+                        "it takes no question_embedding",
+                    }
+                )
             elif size != space.dimension:
-                errors.append({"index": item.index, "field": "question_embedding", "value": size,
-                               "message": f"has {size} numbers; route {slug!r} takes {space.dimension}"})
+                errors.append(
+                    {
+                        "index": item.index,
+                        "field": "question_embedding",
+                        "value": size,
+                        "message": f"has {size} numbers; route {slug!r} takes {space.dimension}",
+                    }
+                )
             else:
-                rows.append((decision_id, route.pk, None, item.outcome == Outcome.REFUSED, item.occurred_at,
-                             np.asarray(item.question_embedding, dtype=np.float32)))
+                rows.append(
+                    (
+                        decision_id,
+                        route.pk,
+                        None,
+                        item.outcome == Outcome.REFUSED,
+                        item.occurred_at,
+                        np.asarray(item.question_embedding, dtype=np.float32),
+                    )
+                )
     if errors:
-        raise InvalidInput(f"{len(errors)} question_embedding(s) do not fit their route; nothing was written.",
-                           details=errors, code="embedding_dimension")
+        raise InvalidInput(
+            f"{len(errors)} question_embedding(s) do not fit their route; nothing was written.",
+            details=errors,
+            code="embedding_dimension",
+        )
     with connection.cursor() as cursor:
         copy_vectors(cursor, rows)
 
 
 # --- indexes ------------------------------------------------------------------------------
+
 
 def _create_index(*, name: str, dimension: int, predicate: str) -> None:
     """CONCURRENTLY outside a transaction (never blocks ingest); plain inside one (tests, bench)."""
@@ -135,8 +168,10 @@ def _create_index(*, name: str, dimension: int, predicate: str) -> None:
             # CREATE INDEX refuses a table with deferred foreign-key checks pending in the transaction.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         # An HNSW build whose graph outgrows maintenance_work_mem slows down by an order of magnitude.
-        cursor.execute("SELECT set_config('maintenance_work_mem', %s, %s)",
-                       [settings.SIMILARITY_INDEX_BUILD_MEMORY, bool(connection.in_atomic_block)])
+        cursor.execute(
+            "SELECT set_config('maintenance_work_mem', %s, %s)",
+            [settings.SIMILARITY_INDEX_BUILD_MEMORY, bool(connection.in_atomic_block)],
+        )
         cursor.execute(
             f'CREATE INDEX {concurrently}IF NOT EXISTS "{name}" ON similarity_questionvector '
             f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) "
@@ -162,18 +197,26 @@ def space_index_create(*, route_id: int) -> bool:
 
 # --- the built-in embedder ----------------------------------------------------------------
 
+
 def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int, str, str, datetime]]) -> int:
     """Embed (id, question, outcome, occurred_at) rows with `version`; skip those already done."""
     if not decisions:
         return 0
     vectors = embedder.transform(model, [question for _, question, _, _ in decisions], dimension=version.dimension)
     with connection.cursor() as cursor:
-        cursor.execute("CREATE TEMP TABLE IF NOT EXISTS similarity_incoming "
-                       "(decision_id bigint, route_id bigint, embedder_id bigint, refused boolean, "
-                       "occurred_at timestamptz, vector vector) ON COMMIT DELETE ROWS")
-        copy_vectors(cursor, ((pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector)
-                              for (pk, _, outcome, occurred_at), vector in zip(decisions, vectors, strict=True)),
-                     table="similarity_incoming")
+        cursor.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS similarity_incoming "
+            "(decision_id bigint, route_id bigint, embedder_id bigint, refused boolean, "
+            "occurred_at timestamptz, vector vector) ON COMMIT DELETE ROWS"
+        )
+        copy_vectors(
+            cursor,
+            (
+                (pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector)
+                for (pk, _, outcome, occurred_at), vector in zip(decisions, vectors, strict=True)
+            ),
+            table="similarity_incoming",
+        )
         cursor.execute(
             "INSERT INTO similarity_questionvector (decision_id, route_id, embedder_id, refused, occurred_at, vector) "
             "SELECT decision_id, route_id, embedder_id, refused, occurred_at, vector FROM similarity_incoming "
@@ -193,8 +236,9 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     version (current, and one still re-embedding), and ask for a (re)fit when a route has none
     or has doubled since its current one was fitted."""
     routes = set(Decision.objects.filter(pk__in=decision_ids).values_list("route_id", flat=True))
-    sent = set(RouteEmbedding.objects.filter(route_id__in=routes, source=Source.SENT)
-               .values_list("route_id", flat=True))
+    sent = set(
+        RouteEmbedding.objects.filter(route_id__in=routes, source=Source.SENT).values_list("route_id", flat=True)
+    )
     stored = 0
     for route_id in sorted(routes - sent):
         versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
@@ -202,8 +246,9 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
             model = embedder.loads(version.model)
             for start in range(0, len(decision_ids), _EMBED_CHUNK):
                 with transaction.atomic():
-                    rows = _decision_rows(Decision.objects.filter(
-                        route_id=route_id, pk__in=decision_ids[start:start + _EMBED_CHUNK]))
+                    rows = _decision_rows(
+                        Decision.objects.filter(route_id=route_id, pk__in=decision_ids[start : start + _EMBED_CHUNK])
+                    )
                     stored += _embed_and_store(version, model, rows)
         if _needs_fit(route_id, versions):
             enqueue("similarity.embedder_fit", route_id=route_id)
@@ -215,9 +260,12 @@ def vectors_embed_missing(*, limit: int = 20_000) -> int:
     (an after-ingest job that never reached the broker), embedded now."""
     stored = 0
     for version in EmbedderVersion.objects.filter(state=EmbedderState.CURRENT):
-        missing = list(Decision.objects.filter(route_id=version.route_id)
-                       .exclude(question_vectors__embedder=version).order_by("pk")
-                       .values_list("pk", flat=True)[:limit])
+        missing = list(
+            Decision.objects.filter(route_id=version.route_id)
+            .exclude(question_vectors__embedder=version)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:limit]
+        )
         if missing:
             stored += vectors_embed(decision_ids=missing)
     return stored
@@ -259,8 +307,11 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
     total = Decision.objects.filter(route=route).count()
     if total < 2:
         return None
-    sample = list(Decision.objects.filter(route=route).order_by("?")
-                  .values_list("question", flat=True)[:settings.SIMILARITY_FIT_SAMPLE])
+    sample = list(
+        Decision.objects.filter(route=route)
+        .order_by("?")
+        .values_list("question", flat=True)[: settings.SIMILARITY_FIT_SAMPLE]
+    )
     model = embedder.fit(sample, seed=seed)
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -274,16 +325,31 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
             return None  # sent vectors arrived while fitting
         last = EmbedderVersion.objects.filter(route=route).order_by("-number").first()
         version = EmbedderVersion.objects.create(
-            route=route, number=(last.number + 1) if last else 1, model=embedder.dumps(model),
-            dimension=embedder.DIMENSION, components=embedder.components(model), fitted_on=len(sample),
+            route=route,
+            number=(last.number + 1) if last else 1,
+            model=embedder.dumps(model),
+            dimension=embedder.DIMENSION,
+            components=embedder.components(model),
+            fitted_on=len(sample),
             route_questions=total,
         )
         if fixed:
-            audit_record(actor=actor, action=Action.QUESTION_VECTORS_FIXED, object_type="route", object_id=route.pk,
-                         route=route.slug, payload={"new": {"source": Source.BUILTIN, "dimension": embedder.DIMENSION}})
-        audit_record(actor=actor, action=Action.EMBEDDER_FITTED, object_type="embedder_version", object_id=version.pk,
-                     route=route.slug, payload={"new": {"number": version.number, "fitted_on": len(sample),
-                                                        "components": version.components}})
+            audit_record(
+                actor=actor,
+                action=Action.QUESTION_VECTORS_FIXED,
+                object_type="route",
+                object_id=route.pk,
+                route=route.slug,
+                payload={"new": {"source": Source.BUILTIN, "dimension": embedder.DIMENSION}},
+            )
+        audit_record(
+            actor=actor,
+            action=Action.EMBEDDER_FITTED,
+            object_type="embedder_version",
+            object_id=version.pk,
+            route=route.slug,
+            payload={"new": {"number": version.number, "fitted_on": len(sample), "components": version.components}},
+        )
     embedder_reembed(actor=actor, version=version, model=model)
     return version
 
@@ -294,8 +360,9 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
     last_id = 0
     while True:
         with transaction.atomic():
-            rows = _decision_rows(Decision.objects.filter(route_id=version.route_id, pk__gt=last_id)
-                                  .order_by("pk")[:_EMBED_CHUNK])
+            rows = _decision_rows(
+                Decision.objects.filter(route_id=version.route_id, pk__gt=last_id).order_by("pk")[:_EMBED_CHUNK]
+            )
             if not rows:
                 break
             _embed_and_store(version, model, rows)
@@ -306,13 +373,19 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
 
 def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
     with transaction.atomic():
-        old = list(EmbedderVersion.objects.select_for_update().filter(route_id=version.route_id,
-                                                                         state=EmbedderState.CURRENT))
+        old = list(
+            EmbedderVersion.objects.select_for_update().filter(route_id=version.route_id, state=EmbedderState.CURRENT)
+        )
         EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED)
         EmbedderVersion.objects.filter(pk=version.pk).update(state=EmbedderState.CURRENT, current_since=timezone.now())
-        audit_record(actor=actor, action=Action.EMBEDDER_PROMOTED, object_type="embedder_version",
-                     object_id=version.pk, route=version.route.slug,
-                     payload={"old": [v.number for v in old], "new": version.number})
+        audit_record(
+            actor=actor,
+            action=Action.EMBEDDER_PROMOTED,
+            object_type="embedder_version",
+            object_id=version.pk,
+            route=version.route.slug,
+            payload={"old": [v.number for v in old], "new": version.number},
+        )
     for retired in old:
         # Vectors of a retired version are never read again; the row stays as history.
         QuestionVector.objects.filter(embedder=retired).delete()
@@ -322,8 +395,10 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
 
 # --- corpus gaps --------------------------------------------------------------------------
 
-def gaps_compute(*, actor: Actor, route_id: int, window_days: int | None = None,
-                 now: datetime | None = None, seed: int = 0) -> GapRun | None:
+
+def gaps_compute(
+    *, actor: Actor, route_id: int, window_days: int | None = None, now: datetime | None = None, seed: int = 0
+) -> GapRun | None:
     """Cluster the route's refused questions of the window and store the clusters, ranked by
     size x share with no supporting passage. None when the route has no vectors yet."""
     started = time.monotonic()
@@ -334,10 +409,19 @@ def gaps_compute(*, actor: Actor, route_id: int, window_days: int | None = None,
     window_days = window_days or settings.SIMILARITY_GAPS_WINDOW_DAYS
     window_to = now or timezone.now()
     window_from = window_to - timedelta(days=window_days)
-    rows = list(space.vectors().filter(refused=True, occurred_at__gte=window_from, occurred_at__lt=window_to)
-                .order_by("decision_id")
-                .values_list("decision_id", "occurred_at", "vector", "decision__question",
-                             "decision__support__no_supporting_passage", "decision__support__status"))
+    rows = list(
+        space.vectors()
+        .filter(refused=True, occurred_at__gte=window_from, occurred_at__lt=window_to)
+        .order_by("decision_id")
+        .values_list(
+            "decision_id",
+            "occurred_at",
+            "vector",
+            "decision__question",
+            "decision__support__no_supporting_passage",
+            "decision__support__status",
+        )
+    )
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     vectors = np.stack([np.asarray(r[2], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1))
     found = topics.cluster(vectors, sample_max=settings.SIMILARITY_GAPS_SAMPLE, seed=seed) if rows else None
@@ -354,25 +438,46 @@ def gaps_compute(*, actor: Actor, route_id: int, window_days: int | None = None,
             no_support = sum(1 for i in verified if rows[i][4])
             share = no_support / len(verified) if verified else 0.0
             examples = topics.representatives(vectors, found.labels, found.centres, c)
-            clusters.append(dict(
-                size=len(members), verified=len(verified), no_support_share=share, score=len(members) * share,
-                size_this_week=sum(1 for i in members if rows[i][1] >= week),
-                size_last_week=sum(1 for i in members if fortnight <= rows[i][1] < week),
-                examples=[{"id": int(ids[i]), "question": questions[i]} for i in examples],
-                terms=terms.get(c, []), decision_ids=[int(ids[i]) for i in members],
-            ))
+            clusters.append(
+                dict(
+                    size=len(members),
+                    verified=len(verified),
+                    no_support_share=share,
+                    score=len(members) * share,
+                    size_this_week=sum(1 for i in members if rows[i][1] >= week),
+                    size_last_week=sum(1 for i in members if fortnight <= rows[i][1] < week),
+                    examples=[{"id": int(ids[i]), "question": questions[i]} for i in examples],
+                    terms=terms.get(c, []),
+                    decision_ids=[int(ids[i]) for i in members],
+                )
+            )
     clusters.sort(key=lambda c: (-c["score"], -c["size"]))
     with transaction.atomic():
         run = GapRun.objects.create(
-            route=route, window_from=window_from, window_to=window_to, source=space.source,
-            embedder_id=space.embedder_id, refusals=len(rows), sampled=found.sampled if found else 0,
+            route=route,
+            window_from=window_from,
+            window_to=window_to,
+            source=space.source,
+            embedder_id=space.embedder_id,
+            refusals=len(rows),
+            sampled=found.sampled if found else 0,
             unclustered=int((found.labels < 0).sum()) if found else 0,
-            params={"algorithm": "hdbscan", "metric": "cosine", "sample_max": settings.SIMILARITY_GAPS_SAMPLE,
-                    "window_days": window_days, "seed": seed},
+            params={
+                "algorithm": "hdbscan",
+                "metric": "cosine",
+                "sample_max": settings.SIMILARITY_GAPS_SAMPLE,
+                "window_days": window_days,
+                "seed": seed,
+            },
             seconds=round(time.monotonic() - started, 3),
         )
         GapCluster.objects.bulk_create([GapCluster(run=run, rank=rank, **c) for rank, c in enumerate(clusters, 1)])
-        audit_record(actor=actor, action=Action.GAPS_COMPUTED, object_type="gap_run", object_id=run.pk,
-                     route=route.slug, payload={"new": {"refusals": len(rows), "clusters": len(clusters),
-                                                        "window_days": window_days}})
+        audit_record(
+            actor=actor,
+            action=Action.GAPS_COMPUTED,
+            object_type="gap_run",
+            object_id=run.pk,
+            route=route.slug,
+            payload={"new": {"refusals": len(rows), "clusters": len(clusters), "window_days": window_days}},
+        )
     return run

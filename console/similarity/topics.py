@@ -22,8 +22,9 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
-def cluster(vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: int | None = None,
-            seed: int = 0) -> Clusters:
+def cluster(
+    vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: int | None = None, seed: int = 0
+) -> Clusters:
     """HDBSCAN over cosine distance on a random sample of at most `sample_max` unit vectors; every other row joins its
     nearest centre when it is at least as close as the farthest sampled member of that cluster,
     otherwise it stays unclustered.
@@ -43,8 +44,9 @@ def cluster(vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: i
     # dimensions, and 5,000 x 5,000 distances are one matrix product (200 MB at most).
     distances = np.clip(1.0 - unit[sample] @ unit[sample].T, 0.0, 2.0).astype(np.float64)
     np.fill_diagonal(distances, 0.0)
-    model = HDBSCAN(min_cluster_size=min(size, len(sample)), min_samples=min(5, len(sample)),
-                    metric="precomputed", copy=False)
+    model = HDBSCAN(
+        min_cluster_size=min(size, len(sample)), min_samples=min(5, len(sample)), metric="precomputed", copy=False
+    )
     sample_labels = model.fit_predict(distances)
     del distances
     ids = sorted(set(sample_labels.tolist()) - {-1})
@@ -70,7 +72,7 @@ def cluster(vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: i
     labels[sample] = sample_labels
     rest = np.setdiff1d(np.arange(n), sample, assume_unique=True)
     for start in range(0, len(rest), 20_000):
-        chunk = rest[start:start + 20_000]
+        chunk = rest[start : start + 20_000]
         similarity = unit[chunk] @ centres.T
         nearest = similarity.argmax(axis=1)
         close = similarity[np.arange(len(chunk)), nearest] >= floors[nearest]
@@ -78,16 +80,18 @@ def cluster(vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: i
     return Clusters(labels, centres, len(sample))
 
 
-def representatives(vectors: np.ndarray, labels: np.ndarray, centres: np.ndarray, cluster_id: int,
-                    count: int = 5) -> np.ndarray:
+def representatives(
+    vectors: np.ndarray, labels: np.ndarray, centres: np.ndarray, cluster_id: int, count: int = 5
+) -> np.ndarray:
     """Row indices of the `count` members nearest the cluster's centre, nearest first."""
     members = np.flatnonzero(labels == cluster_id)
     similarity = normalise(vectors[members]) @ centres[cluster_id]
     return members[np.argsort(-similarity, kind="stable")[:count]]
 
 
-def class_tfidf_terms(documents: list[str], labels: np.ndarray, cluster_ids: list[int],
-                      count: int = 8) -> dict[int, list[str]]:
+def class_tfidf_terms(
+    documents: list[str], labels: np.ndarray, cluster_ids: list[int], count: int = 8
+) -> dict[int, list[str]]:
     """Top terms per cluster by class-based TF-IDF (Grootendorst 2022, BERTopic):
 
         c-TF-IDF(t, c) = tf(t, c) / |c| * log(1 + A / f(t))

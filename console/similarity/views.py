@@ -31,11 +31,17 @@ def gaps(request):
     slug = request.GET.get("route") or (routes[0].slug if routes else None)
     route = get_route_for_gaps(request.user, slug) if slug else None
     run = selectors.latest_gap_run(route) if route else None
-    return render(request, "similarity/gaps.html", {
-        "routes": routes, "route": route, "run": run,
-        "clusters": selectors.gap_clusters(run) if run else [],
-        "space": selectors.active_space(route) if route else None,
-    })
+    return render(
+        request,
+        "similarity/gaps.html",
+        {
+            "routes": routes,
+            "route": route,
+            "run": run,
+            "clusters": selectors.gap_clusters(run) if run else [],
+            "space": selectors.active_space(route) if route else None,
+        },
+    )
 
 
 @login_required
@@ -55,13 +61,41 @@ def gaps_csv(request):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="corpus-gaps-{route.slug}.csv"'
     writer = csv.writer(response)
-    writer.writerow(["rank", "cluster_id", "size", "size_this_week", "size_last_week", "no_support_share",
-                     "verified", "terms", "examples", "computed_at", "window_from", "window_to", "source"])
+    writer.writerow(
+        [
+            "rank",
+            "cluster_id",
+            "size",
+            "size_this_week",
+            "size_last_week",
+            "no_support_share",
+            "verified",
+            "terms",
+            "examples",
+            "computed_at",
+            "window_from",
+            "window_to",
+            "source",
+        ]
+    )
     for cluster in selectors.gap_clusters(run) if run else []:
-        writer.writerow([cluster.rank, cluster.pk, cluster.size, cluster.size_this_week, cluster.size_last_week,
-                         f"{cluster.no_support_share:.4f}", cluster.verified, "; ".join(cluster.terms),
-                         " | ".join(e["question"] for e in cluster.examples), run.computed_at.isoformat(),
-                         run.window_from.isoformat(), run.window_to.isoformat(), run.source])
+        writer.writerow(
+            [
+                cluster.rank,
+                cluster.pk,
+                cluster.size,
+                cluster.size_this_week,
+                cluster.size_last_week,
+                f"{cluster.no_support_share:.4f}",
+                cluster.verified,
+                "; ".join(cluster.terms),
+                " | ".join(e["question"] for e in cluster.examples),
+                run.computed_at.isoformat(),
+                run.window_from.isoformat(),
+                run.window_to.isoformat(),
+                run.source,
+            ]
+        )
     return response
 
 
@@ -72,7 +106,13 @@ def gap_cluster(request, pk: int):
     if cluster is None:
         raise NotFound("No such cluster.")
     get_route_for_gaps(request.user, cluster.run.route.slug)
-    return render(request, "similarity/gap_cluster.html", {
-        "cluster": cluster, "run": cluster.run, "route": cluster.run.route,
-        "decisions": selectors.cluster_refusals(cluster),
-    })
+    return render(
+        request,
+        "similarity/gap_cluster.html",
+        {
+            "cluster": cluster,
+            "run": cluster.run,
+            "route": cluster.run.route,
+            "decisions": selectors.cluster_refusals(cluster),
+        },
+    )

@@ -43,8 +43,12 @@ def test_a_route_without_vectors_gets_built_in_ones_and_near_duplicates_are_neig
         results = reviewer.get(f"/api/v1/decisions/{ids[position]}/similar?k=4").json()
         questions = [r["question"] for r in results["results"]]
         assert all(q.startswith(TOPICS[position]) for q in questions), questions
-        assert results["vectors"] == {"source": "builtin", "dimension": 256, "embedder_version": 1,
-                                      "decision_has_vector": True}
+        assert results["vectors"] == {
+            "source": "builtin",
+            "dimension": 256,
+            "embedder_version": 1,
+            "decision_has_vector": True,
+        }
 
 
 def test_new_decisions_get_vectors_from_the_current_version_and_a_refit_reembeds_everything(route):
@@ -62,8 +66,9 @@ def test_new_decisions_get_vectors_from_the_current_version_and_a_refit_reembeds
     rows = list(QuestionVector.objects.values_list("decision_id", "embedder_id"))
     assert sorted(d for d, _ in rows) == sorted(first + later)
     assert {e for _, e in rows} == {v2.pk}
-    actions = list(AuditEvent.objects.filter(action__in=["embedder_fitted", "embedder_promoted"])
-                   .values_list("action", flat=True))
+    actions = list(
+        AuditEvent.objects.filter(action__in=["embedder_fitted", "embedder_promoted"]).values_list("action", flat=True)
+    )
     assert actions == ["embedder_fitted", "embedder_promoted", "embedder_fitted", "embedder_promoted"]
 
 
@@ -83,8 +88,11 @@ def test_a_route_fits_once_it_holds_enough_questions_after_ingest(route, setting
 def test_a_route_on_the_built_in_embedder_refuses_sent_vectors_naming_the_item(integrator):
     _ingest(_questions(1))
     services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
-    response = integrator.post("/api/v1/decisions", {"decisions": [
-        factories.record(), factories.record(question_embedding=[0.5] * 256)]}, format="json")
+    response = integrator.post(
+        "/api/v1/decisions",
+        {"decisions": [factories.record(), factories.record(question_embedding=[0.5] * 256)]},
+        format="json",
+    )
     assert response.status_code == 400
     detail = response.json()["error"]["details"][0]
     assert (detail["index"], detail["field"]) == (1, "question_embedding")
@@ -92,15 +100,17 @@ def test_a_route_on_the_built_in_embedder_refuses_sent_vectors_naming_the_item(i
 
 
 def test_a_route_with_sent_vectors_is_never_fitted(integrator):
-    integrator.post("/api/v1/decisions", {"decisions": [factories.record(question_embedding=[1.0, 0.0])]},
-                    format="json")
+    integrator.post(
+        "/api/v1/decisions", {"decisions": [factories.record(question_embedding=[1.0, 0.0])]}, format="json"
+    )
     _ingest(_questions(2))
     assert services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk) is None
     assert not EmbedderVersion.objects.exists()
 
 
-def test_the_hourly_sweep_embeds_decisions_whose_job_was_lost_and_recomputes_gaps(route,
-                                                                                  django_capture_on_commit_callbacks):
+def test_the_hourly_sweep_embeds_decisions_whose_job_was_lost_and_recomputes_gaps(
+    route, django_capture_on_commit_callbacks
+):
     from console.similarity import tasks
     from console.similarity.models import GapRun
 

@@ -21,8 +21,12 @@ pytestmark = pytest.mark.django_db
 
 DIM = 32
 # (size, share with no supporting passage, words): the first two are topics the corpus lacks.
-PLANT = [(40, 1.0, "parental leave abroad"), (30, 1.0, "pension transfer rules"),
-         (50, 0.0, "vpn password reset"), (25, 0.2, "printer paper jam")]
+PLANT = [
+    (40, 1.0, "parental leave abroad"),
+    (30, 1.0, "pension transfer rules"),
+    (50, 0.0, "vpn password reset"),
+    (25, 0.2, "printer paper jam"),
+]
 
 
 def _plant(rng, now):
@@ -32,21 +36,38 @@ def _plant(rng, now):
         for i in range(size):
             vector = centres[group] + rng.normal(scale=0.15, size=DIM)
             when = now - timedelta(days=int(i % 14), hours=1)
-            records.append(factories.record(question=f"{words} question {i}", question_embedding=vector.tolist(),
-                                            occurred_at=when.isoformat()))
+            records.append(
+                factories.record(
+                    question=f"{words} question {i}", question_embedding=vector.tolist(), occurred_at=when.isoformat()
+                )
+            )
             truth.append(group)
             no_support.append(i < round(size * share))
     for i in range(60):  # one-off refusals, each on its own
-        records.append(factories.record(question=f"one-off topic number {i}",
-                                        question_embedding=rng.normal(size=DIM).tolist(),
-                                        occurred_at=(now - timedelta(days=3)).isoformat()))
+        records.append(
+            factories.record(
+                question=f"one-off topic number {i}",
+                question_embedding=rng.normal(size=DIM).tolist(),
+                occurred_at=(now - timedelta(days=3)).isoformat(),
+            )
+        )
         truth.append(-1)
         no_support.append(False)
     ids = factories.ingest(records)
-    DecisionSupport.objects.bulk_create([
-        DecisionSupport(decision_id=pk, status=SupportStatus.DONE, units=1, units_supported=0 if bare else 1,
-                        expected_support=0.0 if bare else 1.0, fully_supported=not bare, no_supporting_passage=bare)
-        for pk, bare in zip(ids, no_support, strict=True)])
+    DecisionSupport.objects.bulk_create(
+        [
+            DecisionSupport(
+                decision_id=pk,
+                status=SupportStatus.DONE,
+                units=1,
+                units_supported=0 if bare else 1,
+                expected_support=0.0 if bare else 1.0,
+                fully_supported=not bare,
+                no_supporting_passage=bare,
+            )
+            for pk, bare in zip(ids, no_support, strict=True)
+        ]
+    )
     return ids, np.array(truth)
 
 

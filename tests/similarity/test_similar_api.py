@@ -22,30 +22,37 @@ def _vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
 
 
 def _ingest_vectors(client, vectors, route="it-support", **overrides) -> list[int]:
-    records = [factories.record(route=route, question=f"question {i}", question_embedding=v.tolist(), **overrides)
-               for i, v in enumerate(vectors)]
+    records = [
+        factories.record(route=route, question=f"question {i}", question_embedding=v.tolist(), **overrides)
+        for i, v in enumerate(vectors)
+    ]
     response = _post(client, records)
     assert response.status_code == 201, response.json()
-    return list(QuestionVector.objects.filter(route__slug=route).order_by("decision_id")
-                .values_list("decision_id", flat=True))
+    return list(
+        QuestionVector.objects.filter(route__slug=route).order_by("decision_id").values_list("decision_id", flat=True)
+    )
 
 
 def test_the_first_vector_fixes_the_route_dimension_and_another_is_400_naming_the_item(integrator):
     assert _post(integrator, [factories.record(question_embedding=[0.1, 0.2, 0.3])]).status_code == 201
     assert RouteEmbedding.objects.get(route__slug="it-support").dimension == 3
-    response = _post(integrator, [factories.record(question_embedding=[0.1, 0.2, 0.3]),
-                                  factories.record(question_embedding=[0.1, 0.2])])
+    response = _post(
+        integrator,
+        [factories.record(question_embedding=[0.1, 0.2, 0.3]), factories.record(question_embedding=[0.1, 0.2])],
+    )
     assert response.status_code == 400
     body = response.json()["error"]
     assert body["code"] == "embedding_dimension"
-    assert body["details"] == [{"index": 1, "field": "question_embedding", "value": 2,
-                                "message": "has 2 numbers; route 'it-support' takes 3"}]
+    assert body["details"] == [
+        {"index": 1, "field": "question_embedding", "value": 2, "message": "has 2 numbers; route 'it-support' takes 3"}
+    ]
     assert QuestionVector.objects.count() == 1  # the batch was rolled back whole
 
 
 def test_a_first_batch_of_mixed_dimensions_names_the_odd_item(integrator):
-    response = _post(integrator, [factories.record(question_embedding=[1.0] * 4),
-                                  factories.record(question_embedding=[1.0] * 5)])
+    response = _post(
+        integrator, [factories.record(question_embedding=[1.0] * 4), factories.record(question_embedding=[1.0] * 5)]
+    )
     assert response.status_code == 400
     assert [d["index"] for d in response.json()["error"]["details"]] == [1]
     assert not RouteEmbedding.objects.exists()
@@ -55,8 +62,11 @@ def test_a_first_batch_of_mixed_dimensions_names_the_odd_item(integrator):
 def test_a_malformed_question_embedding_is_400(integrator, bad):
     record = factories.record()
     record["question_embedding"] = bad if bad != [1e400] else [float("inf")]
-    response = integrator.post("/api/v1/decisions", {"decisions": [record]}, format="json") \
-        if bad != [1e400] else _post_raw(integrator, record)
+    response = (
+        integrator.post("/api/v1/decisions", {"decisions": [record]}, format="json")
+        if bad != [1e400]
+        else _post_raw(integrator, record)
+    )
     assert response.status_code == 400
     assert response.json()["error"]["details"][0]["field"] == "question_embedding"
 
@@ -141,8 +151,9 @@ def test_only_readers_of_the_route_see_similar_refusals(integrator, grader, outs
 def test_served_neighbours_are_found_only_when_asked(integrator, reviewer):
     vectors = _vectors(20, 6, seed=3)
     refused = _ingest_vectors(integrator, vectors[:10])
-    records = [factories.served_record(question=f"s{i}", question_embedding=v.tolist())
-               for i, v in enumerate(vectors[10:])]
+    records = [
+        factories.served_record(question=f"s{i}", question_embedding=v.tolist()) for i, v in enumerate(vectors[10:])
+    ]
     assert _post(integrator, records).status_code == 201
     default = reviewer.get(f"/api/v1/decisions/{refused[0]}/similar?k=50").json()["results"]
     assert {r["outcome"] for r in default} == {"refused"} and len(default) == 9
