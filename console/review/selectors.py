@@ -61,3 +61,19 @@ def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
              "label": None if n.decision.pk not in labels else ("correct" if labels[n.decision.pk] else "incorrect")}
             for n in similar.neighbours]
     return {"similar": similar, "similar_rows": rows}
+
+
+def gap_cluster_labels(run_id: int) -> dict[int, dict]:
+    """Per cluster of a gap run: members with a final label, and the share of those graded
+    correct (for a refusal: the withheld answer would have been right). One query."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, count(*), count(*) FILTER (WHERE l.correct) FROM similarity_gapcluster c "
+            "CROSS JOIN LATERAL unnest(c.decision_ids) AS m(decision_id) "
+            "JOIN grading_finallabel l ON l.decision_id = m.decision_id WHERE c.run_id = %s GROUP BY c.id",
+            [run_id],
+        )
+        return {cluster_id: {"graded": graded, "correct_share": correct / graded}
+                for cluster_id, graded, correct in cursor.fetchall()}

@@ -120,6 +120,9 @@ def cluster_dict(cluster) -> dict:
         "verified": cluster.verified,
         "examples": cluster.examples,
         "terms": cluster.terms,
+        # members with a final label, and the share of them graded correct-when-answered
+        "graded": cluster.graded,
+        "correct_share": None if cluster.correct_share is None else round(cluster.correct_share, 4),
     }
 
 

@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from console.ledger.models import Decision, Outcome, Route
+from console.similarity.hooks import cluster_figures
 from console.similarity.models import GapCluster, GapRun
 from console.similarity.spaces import Space, active_space
 
@@ -108,7 +109,16 @@ def latest_gap_run(route: Route) -> GapRun | None:
 
 
 def gap_clusters(run: GapRun) -> list[GapCluster]:
-    return list(run.clusters.defer("decision_ids").order_by("rank"))
+    """The run's clusters by rank, each with `graded` and `correct_share` (members with a final
+    label and the share graded correct-when-answered; None when none is graded) from the figures
+    that apps above this one register."""
+    clusters = list(run.clusters.defer("decision_ids").order_by("rank"))
+    figures = cluster_figures(run.pk)
+    for cluster in clusters:
+        labels = figures.get(cluster.pk, {})
+        cluster.graded = labels.get("graded", 0)
+        cluster.correct_share = labels.get("correct_share")
+    return clusters
 
 
 def cluster_refusals(cluster: GapCluster, *, limit: int = 200) -> list[Decision]:
