@@ -194,3 +194,13 @@ def test_the_audit_page_verifies_the_chain_for_auditors(route, browser_of):
     auditor = browser_of(make_user("page-auditor", "auditor"))
     page = auditor.get("/audit/?verify=1").content.decode()
     assert "Chain intact" in page
+
+
+def test_a_score_just_under_its_cutoff_is_written_with_enough_digits_to_see_the_side(route, reviewer_pages):
+    [just_under] = ingest([record(question="just under", gate={"name": "nli", "score": 0.69999, "cutoff": 0.7})])
+    ingest([record(question="plain", gate={"name": "nli", "score": 0.3, "cutoff": 0.85})])
+    page = reviewer_pages.get("/refusals/").content.decode()
+    assert '<td class="num">0.69999</td>' in page and '<td class="num">0.70000</td>' in page
+    assert '<td class="num">0.300</td>' in page and '<td class="num">0.850</td>' in page  # no extra digits
+    detail = reviewer_pages.get(f"/decisions/{just_under}/").content.decode()
+    assert "0.69999" in detail and "0.70000" in detail
