@@ -38,7 +38,7 @@ def test_a_policy_owner_sees_the_table_the_chart_and_every_panel(lead, graded):
     response = lead.get(PAGE)
     assert response.status_code == 200
     page = response.content.decode()
-    assert '<a href="/operating-points/">Operating points</a>' in page
+    assert '<a href="/operating-points/" aria-current="page">Operating points</a>' in page
     assert page.count('<tr') >= 7 and "no gate" in page
     assert '<svg class="tradeoff-chart"' in page and "<polyline" in page and "<polygon" in page
     for heading in ("Exchange-rate questions", "Certified cutoff", "Cost threshold", "Middle band",
@@ -122,6 +122,9 @@ def test_the_band_simulator_shows_the_three_treatments(lead, graded):
     for treatment in ("served", "served with evidence", "refused"):
         assert treatment in page
     assert "0.4 – 0.8" in page
+    # Each band says in words what its share of wrong answers means for it.
+    assert "rightly refused · " in page and "served wrong · " in page and "correct answers withheld" in page
+    assert "Wrong among them" not in page
 
 
 def test_the_certified_cutoff_panel_speaks_plainly(lead, integrator):

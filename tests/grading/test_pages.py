@@ -220,6 +220,8 @@ def test_extreme_prevalence_points_to_gwets_ac1(route, page_of):
     assert result["gwet_ac1"]["value"] > 0.8 > result["fleiss_kappa"]["value"]
     page = page_of(make_user("stats-reviewer", "reviewer")).get("/grading/agreement/").content.decode()
     assert "read Gwet" in page
+    # The shares are of double-graded items only, and the page says so.
+    assert "Verdicts among the grades of those 12 double-graded items (single-graded items are left out)" in page
 
 
 def test_agreement_api_is_for_reviewers(route, reviewer, grader):
