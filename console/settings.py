@@ -198,3 +198,9 @@ SPECTACULAR_SETTINGS.update(
         "REDOC_DIST": "SIDECAR",
     }
 )
+# Two choice sets share the field name "verdict" (a grade may be unsure, a final label may not):
+# name each, so the schema has no generated collision name.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    "GradeVerdictEnum": ["correct", "incorrect", "unsure"],
+    "LabelVerdictEnum": ["correct", "incorrect"],
+}
