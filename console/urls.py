@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from audit import views as audit_views
@@ -26,6 +28,8 @@ urlpatterns = [
     path("", include("console.shadow.urls")),
     path("grading/", include("grading.urls")),
     path("", include("console.analysis.urls")),
+    # Browsers ask for /favicon.ico where a page names no icon (JSON, the API docs): no 404 in the log.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
 ]
 
 handler400 = "console.core.middleware.bad_request"

@@ -64,3 +64,13 @@ def test_the_schema_documents_token_authentication_and_the_audit_bodies(reviewer
     assert "schema" in verify
     export = schema["paths"]["/api/v1/audit/export"]["get"]["responses"]["200"]["content"]
     assert "application/x-ndjson" in export
+
+
+def test_every_page_names_an_icon_that_exists_and_favicon_ico_is_no_404(client, db):
+    from django.contrib.staticfiles import finders
+
+    page = client.get("/accounts/login/").content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
+    assert finders.find("favicon.svg")
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"] == "/static/favicon.svg"
