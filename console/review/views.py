@@ -1,3 +1,4 @@
+from django.http import QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -20,6 +21,9 @@ def decision_detail(request, pk: int):
         "passages": decision.ranked_passages.all(),
         "events": events,
         "grading": decision_grading(decision.pk),
+        # The refusals list's address it was opened from (filters, order, page), re-encoded so it
+        # can only ever be a query string of that list.
+        "back": QueryDict(request.GET.get("back", "")[:2000]).urlencode(),
         **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
         **shadow_selectors.shadow_context(request.user, decision),
     })
