@@ -29,6 +29,7 @@ urlpatterns = [
     path("grading/", include("grading.urls")),
     path("", include("console.analysis.urls")),
     # Browsers ask for /favicon.ico where a page names no icon (JSON, the API docs): no 404 in the log.
+    path("nav/adjudication-backlog", review_views.adjudication_backlog, name="nav-adjudication-backlog"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
 ]
 

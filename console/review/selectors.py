@@ -44,3 +44,12 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
         "shadow_run": shadow_run_as_dict(shadow_run_of(decision)),
         **decision_grading(decision.pk),  # "grades" and "final_label"
     }
+
+
+def adjudication_backlog(user) -> int:
+    """Items waiting for adjudication in the routes the user reviews: one count on an index."""
+    from console.accounts import permissions
+    from grading.models import GradingItem, ItemStatus
+
+    return permissions.visible(GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user,
+                               permissions.LABEL_REVIEWERS).count()
