@@ -6,17 +6,7 @@ from django.utils import timezone
 
 from audit.models import Action, AuditEvent
 from audit.selectors import audit_events_for_object
-
-
-class IsoDateInput(forms.DateInput):
-    """YYYY-MM-DD as text, as every date in the console is written (``type=date`` would follow
-    the browser's locale)."""
-
-    input_type = "text"
-
-    def __init__(self):
-        super().__init__(format="%Y-%m-%d", attrs={"placeholder": "YYYY-MM-DD", "pattern": r"\d{4}-\d{2}-\d{2}",
-                                                   "inputmode": "numeric", "size": 10, "maxlength": 10})
+from console.core.forms import ISO_DATE_FORMATS, IsoDateInput
 
 
 class AuditFilterForm(forms.Form):
@@ -26,9 +16,9 @@ class AuditFilterForm(forms.Form):
     actor = forms.CharField(required=False, max_length=200,
                             help_text="Whole or start, e.g. user:grader1, token:, system:")
     object = forms.CharField(required=False, max_length=240, help_text="type:id, e.g. decision:12 or route:it-support")
-    date_from = forms.DateField(required=False, input_formats=["%Y-%m-%d"], widget=IsoDateInput(),
+    date_from = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
                                 label="From", help_text="UTC, as YYYY-MM-DD.")
-    date_to = forms.DateField(required=False, input_formats=["%Y-%m-%d"], widget=IsoDateInput(),
+    date_to = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
                               label="To", help_text="UTC, inclusive.")
 
     def clean_object(self) -> tuple[str, str] | None:

@@ -1,19 +1,8 @@
 from django import forms
 
+from console.core.forms import ISO_DATE_FORMATS, IsoDateInput
 from console.ledger.models import Outcome
 from console.ledger.selectors import DEFAULT_SORT, SORTS, DecisionFilters
-
-
-class IsoDateInput(forms.DateInput):
-    """A date typed as YYYY-MM-DD. Not ``type=date``: browsers draw that in the reader's locale
-    (mm/dd/yyyy for many), while every date in the console is written ISO 8601."""
-
-    input_type = "text"
-
-    def __init__(self):
-        super().__init__(format="%Y-%m-%d", attrs={
-            "placeholder": "YYYY-MM-DD", "pattern": r"\d{4}-\d{2}-\d{2}", "inputmode": "numeric",
-            "size": 10, "maxlength": 10, "autocomplete": "off"})
 
 
 class DecisionFilterForm(forms.Form):
@@ -27,9 +16,9 @@ class DecisionFilterForm(forms.Form):
                                          ("served_with_evidence", "Served with evidence"), ("any", "Any")])
     score_min = forms.FloatField(required=False, min_value=-1e9, max_value=1e9, label="Score from")
     score_max = forms.FloatField(required=False, min_value=-1e9, max_value=1e9, label="Score to")
-    date_from = forms.DateField(required=False, input_formats=["%Y-%m-%d"], widget=IsoDateInput(),
+    date_from = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
                                 help_text="UTC, as YYYY-MM-DD.")
-    date_to = forms.DateField(required=False, input_formats=["%Y-%m-%d"], widget=IsoDateInput(),
+    date_to = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
                               help_text="UTC, inclusive, as YYYY-MM-DD.")
     model = forms.CharField(required=False, max_length=200, label="Model version")
     retriever = forms.CharField(required=False, max_length=200, label="Retriever version")
