@@ -87,17 +87,17 @@ class Plot:
         for value in y_ticks if y_ticks is not None else nice_ticks(*self.y_range):
             y = _fmt(self.y(value))
             self.parts.append(f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{y}" y2="{y}" '
-                              f'stroke="{GRID}"/>')
+                              f'stroke="{GRID}" class="gridline"/>')
             self.parts.append(f'<text x="{_fmt(self.left - 8)}" y="{y}" dy="0.32em" text-anchor="end" '
                               f'class="tick">{escape(_label(value))}</text>')
         for value in x_ticks if x_ticks is not None else nice_ticks(*self.x_range):
             x = _fmt(self.x(value))
             self.parts.append(f'<line x1="{x}" x2="{x}" y1="{_fmt(self.bottom)}" y2="{_fmt(self.bottom + 5)}" '
-                              f'stroke="{MUTED}"/>')
+                              f'stroke="{MUTED}" class="axis"/>')
             self.parts.append(f'<text x="{x}" y="{_fmt(self.bottom + 18)}" text-anchor="middle" '
                               f'class="tick">{escape(_label(value))}</text>')
         self.parts.append(f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{_fmt(self.bottom)}" '
-                          f'y2="{_fmt(self.bottom)}" stroke="{MUTED}"/>')
+                          f'y2="{_fmt(self.bottom)}" stroke="{MUTED}" class="axis"/>')
         self.parts.append(f'<text x="{_fmt((self.left + self.right) / 2)}" y="{self.height - 6}" '
                           f'text-anchor="middle" class="axis-label">{escape(x_label)}</text>')
         middle = _fmt((self.top + self.bottom) / 2)
@@ -204,7 +204,7 @@ def tradeoff_chart(curve: Sequence[dict[str, Any]], marked: Sequence[float] = ()
     if recommended is not None:
         x = _fmt(plot.x(recommended))
         plot.parts.append(f'<line x1="{x}" x2="{x}" y1="{_fmt(plot.top)}" y2="{_fmt(plot.bottom)}" '
-                          f'stroke="{INK}" stroke-dasharray="4 4"/>')
+                          f'stroke="{INK}" stroke-dasharray="4 4" class="recommended-line"/>')
         # Keep the label inside the canvas near either edge.
         share = (recommended - plot.x_range[0]) / (plot.x_range[1] - plot.x_range[0])
         anchor = "end" if share > 0.85 else "start" if share < 0.15 else "middle"
@@ -231,7 +231,7 @@ def reliability_diagram(bins: Sequence[dict[str, Any]]) -> str:
     plot = Plot(x_range=(0.0, 1.0), y_range=(0.0, 1.0), width=420, height=380, margin=(16, 16, 62, 52))
     plot.axes("gate score (bin mean)", "share correct", x_ticks=nice_ticks(0.0, 1.0), y_ticks=nice_ticks(0.0, 1.0))
     plot.parts.append(f'<line x1="{_fmt(plot.x(0))}" y1="{_fmt(plot.y(0))}" x2="{_fmt(plot.x(1))}" '
-                      f'y2="{_fmt(plot.y(1))}" stroke="{MUTED}" stroke-dasharray="5 4"/>')
+                      f'y2="{_fmt(plot.y(1))}" stroke="{MUTED}" stroke-dasharray="5 4" class="axis"/>')
     described = []
     for b in bins:
         if not b.get("count") or b.get("accuracy") is None:
