@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 from console.accounts import permissions
 from console.ledger import selectors
 from console.ledger.forms import DecisionFilterForm
+from console.ledger.models import Outcome
 
 PAGE_SIZE = 50
 
@@ -34,12 +35,16 @@ def dashboard(request):
 _PAGING = ("before", "after", "page")
 
 
+# Values the list takes when a key is absent: an address need not carry them.
+_DEFAULTS = {"outcome": Outcome.REFUSED, "sort": selectors.DEFAULT_SORT}
+
+
 def _set_only(query: QueryDict) -> QueryDict:
-    """The query without empty values: a submitted form sends every field, set or not."""
+    """The query without empty or default values: a submitted form sends every field, set or not."""
     kept = QueryDict(mutable=True)
     for key, values in query.lists():
         for value in values:
-            if value.strip():
+            if value.strip() and value != _DEFAULTS.get(key):
                 kept.appendlist(key, value)
     return kept
 
@@ -82,6 +87,8 @@ def _sort_links(query: QueryDict, sort: str) -> dict[str, dict[str, str]]:
         target = second if sort == first else first
         with_sort = query.copy()
         with_sort["sort"] = target
+        if target == selectors.DEFAULT_SORT:
+            del with_sort["sort"]
         state = "none"
         if sort in (first, second):
             state = "descending" if selectors.SORTS[sort].descending else "ascending"

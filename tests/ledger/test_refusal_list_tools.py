@@ -118,10 +118,12 @@ def test_a_submitted_form_leaves_only_the_filters_set_in_the_address(pages):
     ingest([record()])
     empty_fields = "route=&outcome=refused&score_min=&score_max=&date_from=&date_to=&q=vpn&segment=&sort=newest"
     response = pages.get(f"/refusals/?{empty_fields}")
-    assert response.status_code == 302 and response["Location"] == "/refusals/?outcome=refused&q=vpn&sort=newest"
+    # Empty fields and the defaults (refusals, newest first) are left out.
+    assert response.status_code == 302 and response["Location"] == "/refusals/?q=vpn"
     swapped = pages.get(f"/refusals/?{empty_fields}", HTTP_HX_REQUEST="true")
     assert swapped.status_code == 200
-    assert swapped["HX-Push-Url"] == "/refusals/?outcome=refused&q=vpn&sort=newest"
+    assert swapped["HX-Push-Url"] == "/refusals/?q=vpn"
+    assert pages.get("/refusals/?outcome=served&sort=score").status_code == 200  # other values stay
 
 
 def test_filter_errors_show_on_an_htmx_submit(pages):
