@@ -53,7 +53,10 @@ def main() -> int:
              "--concurrency", str(env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64)),
              "--schedule", str(data_dir / "celerybeat-schedule")],
             env=env, cwd=ROOT))
-        children.append(subprocess.Popen(gunicorn_command(host, port), env=env, cwd=ROOT))
+        # Its own session: Ctrl-C reaches only this script, which stops gunicorn with one SIGTERM.
+        # A preloaded gunicorn worker that gets the terminal's SIGINT and its master's signal at
+        # once can hang in its nested signal handlers and outlive the master.
+        children.append(subprocess.Popen(gunicorn_command(host, port), env=env, cwd=ROOT, start_new_session=True))
         print(_banner(host, port, data_dir), flush=True)
         stop = {"now": False}
 
