@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import BooleanField, Q, QuerySet, Subquery, Sum
-from django.db.models.expressions import RawSQL
+from django.contrib.postgres.search import SearchQueryField, SearchVectorField
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -90,17 +90,32 @@ class DecisionFilters:
         return queryset
 
 
-# The expression of the GIN index decision_text_search_idx (migration 0004), character for
-# character: PostgreSQL uses an expression index only for the identical expression. The 'simple'
-# configuration lowercases without stemming or stop words, so it serves any language alike.
-TEXT_SEARCH_VECTOR = "to_tsvector('simple'::regconfig, ledger_decision.question || ' ' || ledger_decision.claim)"
+class _DecisionText(Func):
+    """``to_tsvector('simple', question || ' ' || claim)``: the expression of the GIN index
+    decision_text_search_idx (migration 0004), which PostgreSQL uses only for this very
+    expression. The 'simple' configuration lowercases without stemming or stop words, so it
+    serves any language alike. Built from column references, so it holds in any subquery alias."""
+
+    template = "to_tsvector('simple'::regconfig, %(expressions)s)"
+    arg_joiner = " || ' ' || "
+    output_field = SearchVectorField()
 
 
-def _matches_text(text: str) -> RawSQL:
+class _WebSearchQuery(Func):
+    template = "websearch_to_tsquery('simple'::regconfig, %(expressions)s)"
+    output_field = SearchQueryField()
+
+
+class _Matches(Func):
+    template = "%(expressions)s"
+    arg_joiner = " @@ "
+    output_field = BooleanField()
+
+
+def _matches_text(text: str) -> _Matches:
     """Question or claim contain the words (quotes for a phrase, `or`, `-word`), as
     ``websearch_to_tsquery`` reads them."""
-    return RawSQL(f"{TEXT_SEARCH_VECTOR} @@ websearch_to_tsquery('simple'::regconfig, %s)", (text,),
-                  output_field=BooleanField())
+    return _Matches(_DecisionText(F("question"), F("claim")), _WebSearchQuery(Value(text)))
 
 
 def _start_of(day: date) -> datetime:

@@ -53,6 +53,17 @@ def test_the_search_runs_on_the_gin_expression_index(pages):
     assert "decision_text_search_idx" in plan, plan
 
 
+def test_the_search_filter_holds_inside_a_subquery(pages):
+    # Django renames the table inside subqueries (U0): the filter must follow, as other apps
+    # build their querysets on DecisionFilters.
+    from console.ledger.models import Decision
+    from console.ledger.selectors import DecisionFilters
+
+    ingest([record(question="VPN drops"), record(question="Printer jam")])
+    matching = DecisionFilters(outcome=None, text="vpn").apply(Decision.objects.all()).values("pk")
+    assert list(Decision.objects.filter(pk__in=matching).values_list("question", flat=True)) == ["VPN drops"]
+
+
 def _scored(n: int) -> None:
     # Scores with ties (each value twice) so ties straddle page boundaries.
     ingest([record(question=f"s{i:03d}", gate={"name": "nli", "score": round((i // 2) / 100, 2), "cutoff": 0.9})
