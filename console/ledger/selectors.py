@@ -212,7 +212,7 @@ def _beyond(queryset: QuerySet[Decision], order: Sort, cursor: tuple[Any, int], 
                            **{f"{order.field}__gte": value})
 
 
-def _cursor_of(decision: Decision, order: Sort) -> str:
+def _cursor_of(decision: Decision, order: Sort = SORTS[DEFAULT_SORT]) -> str:
     """``<microseconds since 1970 UTC>.<id>`` for dates, ``<score>_<id>`` for scores (the exact
     float, as repr writes it): exact, and safe in a URL."""
     if order.field == "occurred_at":

@@ -39,13 +39,15 @@ _PAGING = ("before", "after", "page")
 _DEFAULTS = {"outcome": Outcome.REFUSED, "sort": selectors.DEFAULT_SORT}
 
 
-def _set_only(query: QueryDict) -> QueryDict:
-    """The query without empty or default values: a submitted form sends every field, set or not."""
+def _set_only(query: QueryDict, *, drop_defaults: bool) -> QueryDict:
+    """The query without empty values (a submitted form sends every field, set or not) and,
+    with ``drop_defaults``, without values the list takes anyway (refusals, newest first)."""
     kept = QueryDict(mutable=True)
     for key, values in query.lists():
         for value in values:
-            if value.strip() and value != _DEFAULTS.get(key):
+            if value.strip() and not (drop_defaults and value == _DEFAULTS.get(key)):
                 kept.appendlist(key, value)
+    kept.pop("format", None)
     return kept
 
 
@@ -53,23 +55,25 @@ def _set_only(query: QueryDict) -> QueryDict:
 @vary_on_headers("HX-Request")
 def refusal_list(request):
     _require_decision_reader(request)
-    given = _set_only(request.GET)
-    given.pop("format", None)
-    if not request.htmx and given.urlencode() != request.GET.urlencode() and request.GET.get("format") != "csv":
-        # Reload at the address with only the filters set, so it can be read, shared and bookmarked.
-        return redirect(f"{reverse('refusal-list')}{'?' if given else ''}{given.urlencode()}")
+    given = _set_only(request.GET, drop_defaults=False)
+    address = _set_only(request.GET, drop_defaults=True)
+    exporting = request.GET.get("format") == "csv"
+    if not request.htmx and not exporting and any(not v.strip() for vs in request.GET.lists() for v in vs[1]):
+        # A submitted form: reload at the address with only the filters set, so it reads well
+        # and can be shared. (An address typed with defaults in it is left alone.)
+        return redirect(f"{reverse('refusal-list')}{'?' if address else ''}{address.urlencode()}")
     form = DecisionFilterForm(given or None, routes=selectors.readable_routes(request.user))
     valid = form.is_bound and form.is_valid()
     filters = form.to_filters() if valid else selectors.DecisionFilters()
     sort = form.sort_key()
-    if request.GET.get("format") == "csv" and (valid or not form.is_bound):
+    if exporting and (valid or not form.is_bound):
         return _csv_response(selectors.decision_list(request.user, filters, sort))
     page = selectors.decision_page(request.user, filters, before=given.get("before", ""),
                                    after=given.get("after", ""), size=PAGE_SIZE, sort=sort)
-    query = given.copy()
+    query = address.copy()
     for key in _PAGING:
         query.pop(key, None)
-    here = given.urlencode()
+    here = address.urlencode()
     context = {"form": form, "page": page, "query": query.urlencode(), "here": here,
                "sort_links": _sort_links(query, sort)}
     if request.htmx:
