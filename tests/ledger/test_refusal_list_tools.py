@@ -176,3 +176,12 @@ def test_the_decision_page_leads_back_to_the_list_it_came_from(pages):
     # Whatever is passed, the link stays on the refusals list.
     hostile = pages.get(detail_href.split("?")[0] + "?back=%22%3E%3Cscript%3E").content.decode()
     assert "<script>" not in hostile
+
+
+def test_the_export_holds_only_what_the_reader_may_read(route, other_route):
+    ingest([record(request_id="it-1"), record(request_id="hr-1", route="hr-policy")])
+    client = Client()
+    client.force_login(make_user("hr-owner", "policy_owner", other_route))
+    response = client.get("/refusals/?format=csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [r["request_id"] for r in rows] == ["hr-1"]
