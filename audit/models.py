@@ -44,6 +44,10 @@ class Action(models.TextChoices):
     GAPS_COMPUTED = "gaps_computed", "Corpus gaps computed"
 
 
+# Actions the console takes by itself as a consequence of another act, with that act.
+CONSEQUENCES = {Action.LABEL_DECIDED: "grade", Action.ADJUDICATION_REQUESTED: "grade"}
+
+
 class AuditEvent(models.Model):
     """One link of the append-only, hash-chained audit trail.
 
@@ -78,6 +82,14 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.action} {self.object_type}:{self.object_id} by {self.actor}"
+
+    @property
+    def actor_display(self) -> str:
+        """Who acted, as a reader should understand it. The console decides some things by itself
+        right after someone's act (a final label once the grades agree): the stored actor is the
+        person whose act set it off, so say that rather than name them as the decider."""
+        cause = CONSEQUENCES.get(self.action)
+        return f"the console, after {self.actor}'s {cause}" if cause else self.actor
 
     @property
     def action_label(self) -> str:

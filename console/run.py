@@ -50,18 +50,17 @@ def main() -> int:
         marker = data_dir / "demo-loaded"
         if env_bool("CONSOLE_DEMO", True) and not marker.exists():
             print("Loading the demo workspace (first start) ...", flush=True)
-            manage("load_demo")
+            manage(*DEMO_COMMAND)
             marker.write_text("loaded\n")
         children.append(subprocess.Popen(
             [str(BIN / "celery"), "-A", "console", "worker", "--beat", "--loglevel", "INFO",
              "--concurrency", str(env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64)),
              "--schedule", str(data_dir / "celerybeat-schedule")],
             env=env, cwd=ROOT))
-        children.append(subprocess.Popen(
-            [str(BIN / "gunicorn"), "console.wsgi", "--bind", f"{host}:{port}",
-             "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)), "--threads", "4",
-             "--access-logfile", "-"],
-            env=env, cwd=ROOT))
+        # Its own session: Ctrl-C reaches only this script, which stops gunicorn with one SIGTERM.
+        # A preloaded gunicorn worker that gets the terminal's SIGINT and its master's signal at
+        # once can hang in its nested signal handlers and outlive the master.
+        children.append(subprocess.Popen(gunicorn_command(host, port), env=env, cwd=ROOT, start_new_session=True))
         print(_banner(host, port, data_dir), flush=True)
         stop = {"now": False}
 
@@ -82,6 +81,24 @@ def main() -> int:
             embedded.stop_process(child, timeout=20)
         embedded.stop_process(redis_process)
     return 0
+
+
+# The banner prints the logins at the end of start-up; the command must not print them first.
+DEMO_COMMAND = ("load_demo", "--no-logins")
+
+
+def gunicorn_command(host: str, port: int) -> list[str]:
+    """gunicorn for the console.
+
+    ``--preload`` imports the application, and with it every view and numpy, SciPy and
+    statsmodels (console/wsgi.py loads the URLconf), once in the master before the workers fork:
+    without it each worker imported them on its first request, which answered /healthz seconds
+    after gunicorn said it was listening. The control socket (gunicorn 24+) would default to
+    ~/.gunicorn; nothing here uses it, so it is off.
+    """
+    return [str(BIN / "gunicorn"), "console.wsgi", "--bind", f"{host}:{port}",
+            "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)), "--threads", "4",
+            "--access-logfile", "-", "--preload", "--no-control-socket"]
 
 
 def _banner(host: str, port: int, data_dir: Path) -> str:

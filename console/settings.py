@@ -320,3 +320,10 @@ SIMILARITY_FIT_SAMPLE = 10_000  # questions the built-in embedder is fitted on (
 SIMILARITY_GAPS_WINDOW_DAYS = env_int("SIMILARITY_GAPS_WINDOW_DAYS", 28, minimum=1, maximum=365)
 SIMILARITY_GAPS_SAMPLE = 5_000  # refusals clustered directly; the rest join the nearest centre
 CELERY_BEAT_SCHEDULE["similarity-gaps"] = {"task": "similarity.gaps_refresh", "schedule": 3600.0}
+
+# Two choice sets share the field name "verdict" (a grade may be unsure, a final label may not):
+# name each, so the schema has no generated collision name.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    "GradeVerdictEnum": ["correct", "incorrect", "unsure"],
+    "LabelVerdictEnum": ["correct", "incorrect"],
+}

@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from audit import views as audit_views
@@ -32,6 +34,9 @@ urlpatterns = [
     path("", include("console.notify.urls")),
 
     path("", include("console.similarity.urls")),
+    # Browsers ask for /favicon.ico where a page names no icon (JSON, the API docs): no 404 in the log.
+    path("nav/adjudication-backlog", review_views.adjudication_backlog, name="nav-adjudication-backlog"),
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
 ]
 
 handler400 = "console.core.middleware.bad_request"

@@ -1,4 +1,5 @@
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from console.accounts import throttle
@@ -48,3 +49,16 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+class HashedTokenScheme(OpenApiAuthenticationExtension):
+    """Describes HashedTokenAuthentication in the OpenAPI schema (defined here so it registers
+    whenever the authentication class is loaded)."""
+
+    target_class = HashedTokenAuthentication
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "API token issued by an administrator (`manage.py issue_token`), sent as "
+                               "`Authorization: Token <key>`."}

@@ -87,17 +87,17 @@ class Plot:
         for value in y_ticks if y_ticks is not None else nice_ticks(*self.y_range):
             y = _fmt(self.y(value))
             self.parts.append(f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{y}" y2="{y}" '
-                              f'stroke="{GRID}"/>')
+                              f'stroke="{GRID}" class="gridline"/>')
             self.parts.append(f'<text x="{_fmt(self.left - 8)}" y="{y}" dy="0.32em" text-anchor="end" '
                               f'class="tick">{escape(_label(value))}</text>')
         for value in x_ticks if x_ticks is not None else nice_ticks(*self.x_range):
             x = _fmt(self.x(value))
             self.parts.append(f'<line x1="{x}" x2="{x}" y1="{_fmt(self.bottom)}" y2="{_fmt(self.bottom + 5)}" '
-                              f'stroke="{MUTED}"/>')
+                              f'stroke="{MUTED}" class="axis"/>')
             self.parts.append(f'<text x="{x}" y="{_fmt(self.bottom + 18)}" text-anchor="middle" '
                               f'class="tick">{escape(_label(value))}</text>')
         self.parts.append(f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{_fmt(self.bottom)}" '
-                          f'y2="{_fmt(self.bottom)}" stroke="{MUTED}"/>')
+                          f'y2="{_fmt(self.bottom)}" stroke="{MUTED}" class="axis"/>')
         self.parts.append(f'<text x="{_fmt((self.left + self.right) / 2)}" y="{self.height - 6}" '
                           f'text-anchor="middle" class="axis-label">{escape(x_label)}</text>')
         middle = _fmt((self.top + self.bottom) / 2)
@@ -162,15 +162,24 @@ def tradeoff_chart(curve: Sequence[dict[str, Any]], marked: Sequence[float] = ()
 
     ``curve`` holds operating-point rows as the API returns them (``cutoff``,
     ``correct_withheld_per_1000`` and ``wrong_served_per_1000`` as ``{value, low, high}``);
-    rows whose estimate is missing are left out of that line.
+    a row whose estimate is missing (no graded data at that cutoff) breaks that line: no
+    segment is drawn across it, and an estimate with no neighbour is a lone point. Every point
+    shows its value and interval on hover.
     """
-    series = {"wrong_served_per_1000": [], "correct_withheld_per_1000": []}
+    # Each line is a list of segments: a cutoff whose estimate is missing (no graded data there)
+    # ends the segment, so no line is drawn across it.
+    series: dict[str, list[list[tuple]]] = {"wrong_served_per_1000": [[]], "correct_withheld_per_1000": [[]]}
     for row in curve:
-        for key, points in series.items():
+        if row.get("cutoff") is None:
+            continue
+        for key, segments in series.items():
             value = _value(row.get(key))
-            if row.get("cutoff") is not None and value is not None:
-                points.append((row["cutoff"], value, _value(row[key], "low"), _value(row[key], "high")))
-    highs = [h for points in series.values() for *_, h in points if h is not None]
+            if value is None:
+                if segments[-1]:
+                    segments.append([])
+                continue
+            segments[-1].append((row["cutoff"], value, _value(row[key], "low"), _value(row[key], "high")))
+    highs = [p[3] for segments in series.values() for segment in segments for p in segment if p[3] is not None]
     top = max(highs, default=1.0) or 1.0
     cutoffs = [row["cutoff"] for row in curve if row.get("cutoff") is not None]
     x_range = (min(cutoffs + list(marked), default=0.0), max(cutoffs + list(marked), default=1.0))
@@ -180,29 +189,37 @@ def tradeoff_chart(curve: Sequence[dict[str, Any]], marked: Sequence[float] = ()
     plot = Plot(x_range=x_range, y_range=(0.0, max(y_ticks[-1], top)), height=340, margin=(34, 20, 46, 58))
     plot.axes("cutoff (served when gate score ≥ cutoff)", "per 1,000 questions", y_ticks=y_ticks)
     colours = {"wrong_served_per_1000": WRONG_COLOUR, "correct_withheld_per_1000": WITHHELD_COLOUR}
-    for key, points in series.items():
-        banded = [p for p in points if p[2] is not None and p[3] is not None]
-        plot.band([p[0] for p in banded], [p[2] for p in banded], [p[3] for p in banded], colours[key])
-        plot.line([p[0] for p in points], [p[1] for p in points], colours[key])
+    names = {"wrong_served_per_1000": "wrong served", "correct_withheld_per_1000": "correct withheld"}
+    for key, segments in series.items():
+        for segment in segments:
+            banded = [p for p in segment if p[2] is not None and p[3] is not None]
+            plot.band([p[0] for p in banded], [p[2] for p in banded], [p[3] for p in banded], colours[key])
+            if len(segment) > 1:
+                plot.line([p[0] for p in segment], [p[1] for p in segment], colours[key])
+            # Every estimate is a point with its value on hover; a lone one is the only mark there.
+            for cutoff, value, low, high in segment:
+                interval = f" ({low:.1f}–{high:.1f})" if low is not None and high is not None else ""
+                plot.dot(cutoff, value, colours[key], radius=2.6,
+                         title=f"cutoff {cutoff:g}: {value:.1f}{interval} {names[key]} per 1,000")
     if recommended is not None:
         x = _fmt(plot.x(recommended))
         plot.parts.append(f'<line x1="{x}" x2="{x}" y1="{_fmt(plot.top)}" y2="{_fmt(plot.bottom)}" '
-                          f'stroke="{INK}" stroke-dasharray="4 4"/>')
+                          f'stroke="{INK}" stroke-dasharray="4 4" class="recommended-line"/>')
         # Keep the label inside the canvas near either edge.
         share = (recommended - plot.x_range[0]) / (plot.x_range[1] - plot.x_range[0])
         anchor = "end" if share > 0.85 else "start" if share < 0.15 else "middle"
         plot.text(recommended, plot.y_range[1], f"recommended {recommended:g}", anchor=anchor, dy=-8)
-    for key, points in series.items():
-        by_cutoff = {p[0]: p[1] for p in points}
+    points = {key: [p for segment in segments for p in segment] for key, segments in series.items()}
+    for key in series:
+        by_cutoff = {p[0]: p[1] for p in points[key]}
         for cutoff in marked:
             if cutoff in by_cutoff:
-                name = "wrong served" if key.startswith("wrong") else "correct withheld"
                 plot.dot(cutoff, by_cutoff[cutoff], colours[key],
-                         title=f"cutoff {cutoff:g}: {by_cutoff[cutoff]:.1f} {name} per 1,000")
+                         title=f"cutoff {cutoff:g}: {by_cutoff[cutoff]:.1f} {names[key]} per 1,000")
     plot.legend([("wrong answers served", WRONG_COLOUR), ("correct answers withheld", WITHHELD_COLOUR)])
     description = "; ".join(
-        f"cutoff {p[0]:g}: {p[1]:.1f} {'wrong served' if key.startswith('wrong') else 'correct withheld'}"
-        for key, points in series.items() for p in points if p[0] in set(marked))
+        f"cutoff {p[0]:g}: {p[1]:.1f} {names[key]}"
+        for key in series for p in points[key] if p[0] in set(marked))
     return plot.svg("Correct withheld and wrong served per 1,000 questions by cutoff",
                     description or "No graded data yet.", "tradeoff-chart")
 
@@ -214,7 +231,7 @@ def reliability_diagram(bins: Sequence[dict[str, Any]]) -> str:
     plot = Plot(x_range=(0.0, 1.0), y_range=(0.0, 1.0), width=420, height=380, margin=(16, 16, 62, 52))
     plot.axes("gate score (bin mean)", "share correct", x_ticks=nice_ticks(0.0, 1.0), y_ticks=nice_ticks(0.0, 1.0))
     plot.parts.append(f'<line x1="{_fmt(plot.x(0))}" y1="{_fmt(plot.y(0))}" x2="{_fmt(plot.x(1))}" '
-                      f'y2="{_fmt(plot.y(1))}" stroke="{MUTED}" stroke-dasharray="5 4"/>')
+                      f'y2="{_fmt(plot.y(1))}" stroke="{MUTED}" stroke-dasharray="5 4" class="axis"/>')
     described = []
     for b in bins:
         if not b.get("count") or b.get("accuracy") is None:
@@ -253,6 +270,11 @@ def risk_coverage_chart(points: Sequence[dict[str, Any]], aurc: float | None) ->
         area = [plot.point(0, 0)] + [plot.point(x, y) for x, y in zip(xs, ys, strict=True)] + [plot.point(xs[-1], 0)]
         plot.parts.append(f'<polygon points="{" ".join(area)}" fill="{WRONG_COLOUR}" fill-opacity="0.1"/>')
         plot.line(xs, ys, WRONG_COLOUR, width=2)
+        # A hover value on each point while they stay few enough to be told apart.
+        if len(ordered) <= 200:
+            for p in ordered:
+                plot.dot(p["coverage"], p["risk"], WRONG_COLOUR, radius=2.2,
+                         title=f"coverage {p['coverage']:.1%}: risk {p['risk']:.1%}")
         if aurc is not None:
             plot.text(0.98, y_ticks[-1], f"AURC {aurc:.4f}", anchor="end", dy=16)
     description = (f"{len(ordered)} points; risk at full coverage {ordered[-1]['risk']:.3f}" if ordered

@@ -9,6 +9,7 @@ from django import forms
 from console.analysis.params import MAX_BINS, calibration_query, certified_cutoff_query
 from console.analysis.reports import DEFAULT_BAND
 from console.core.errors import InvalidInput
+from console.core.forms import ISO_DATE_FORMATS, IsoDateInput
 from console.stats.policy_math import citation_adjusted_cost, cost_threshold_problem
 
 
@@ -130,11 +131,11 @@ class SettingsForm(forms.Form):
             "interval": query.interval,
         }
         super().__init__(initial=initial)
-        date = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+        date = IsoDateInput()
         self.fields.update({
             "route": forms.ChoiceField(label="Route", choices=[(r.slug, r.name) for r in routes]),
-            "from": forms.DateField(label="From", required=False, widget=date),
-            "to": forms.DateField(label="To", required=False, widget=date),
+            "from": forms.DateField(label="From", required=False, widget=date, input_formats=ISO_DATE_FORMATS),
+            "to": forms.DateField(label="To", required=False, widget=date, input_formats=ISO_DATE_FORMATS),
             "version.model": forms.CharField(label="Model version", required=False),
             "version.gate": forms.CharField(label="Gate version", required=False),
             "segment": forms.CharField(label="Segment", required=False,

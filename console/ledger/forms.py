@@ -1,20 +1,25 @@
 from django import forms
 
+from console.core.forms import ISO_DATE_FORMATS, IsoDateInput
 from console.ledger.models import Outcome
-from console.ledger.selectors import DecisionFilters
+from console.ledger.selectors import DEFAULT_SORT, SORTS, DecisionFilters
 
 
 class DecisionFilterForm(forms.Form):
     """The refusals list filters. Versions and segments are free text `key=value` pairs."""
 
+    q = forms.CharField(required=False, max_length=200, label="Search",
+                        help_text='Words in the question or claim; "a phrase", or, -word.')
     route = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(required=False, initial=Outcome.REFUSED,
                                 choices=[("refused", "Refused"), ("served", "Served"),
                                          ("served_with_evidence", "Served with evidence"), ("any", "Any")])
     score_min = forms.FloatField(required=False, min_value=-1e9, max_value=1e9, label="Score from")
     score_max = forms.FloatField(required=False, min_value=-1e9, max_value=1e9, label="Score to")
-    date_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    date_from = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
+                                help_text="UTC, as YYYY-MM-DD.")
+    date_to = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
+                              help_text="UTC, inclusive, as YYYY-MM-DD.")
     model = forms.CharField(required=False, max_length=200, label="Model version")
     retriever = forms.CharField(required=False, max_length=200, label="Retriever version")
     corpus = forms.CharField(required=False, max_length=200, label="Corpus version")
@@ -24,6 +29,8 @@ class DecisionFilterForm(forms.Form):
         required=False, label="No supporting passage",
         help_text="No claim unit was found in any logged passage: a retrieval problem, not a gate one.",
     )
+    sort = forms.ChoiceField(required=False, label="Order", initial=DEFAULT_SORT,
+                             choices=[(key, sort.label.capitalize()) for key, sort in SORTS.items()])
 
     def __init__(self, *args, routes=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -52,4 +59,8 @@ class DecisionFilterForm(forms.Form):
             versions=versions or None,
             segments=data.get("segment"),
             no_supporting_passage=bool(data.get("no_supporting_passage")),
+            text=data.get("q") or "",
         )
+
+    def sort_key(self) -> str:
+        return (self.cleaned_data.get("sort") if self.is_bound and self.is_valid() else "") or DEFAULT_SORT

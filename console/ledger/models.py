@@ -96,6 +96,8 @@ class Decision(models.Model):
             models.Index(fields=["outcome", "occurred_at"], name="decision_outcome_time_idx"),
             # the newest decision of a route, read by the statistics cache's data version
             models.Index(fields=["route", "id"], name="decision_route_id_idx"),
+            models.Index(fields=["outcome", "gate_score", "id"], name="decision_outcome_score_idx"),
+            # and decision_text_search_idx, a GIN expression index for text search (migration 0004)
             GinIndex(fields=["versions"], opclasses=["jsonb_path_ops"], name="decision_versions_gin"),
             GinIndex(fields=["segments"], opclasses=["jsonb_path_ops"], name="decision_segments_gin"),
         ]

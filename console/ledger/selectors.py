@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Q, QuerySet, Subquery, Sum
+from django.contrib.postgres.search import SearchQueryField, SearchVectorField
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -61,6 +63,7 @@ class DecisionFilters:
     versions: dict[str, str] | None = None
     segments: dict[str, Any] | None = None
     no_supporting_passage: bool = False  # verified, and no claim unit found in any logged passage
+    text: str = ""  # words searched in question and claim (PostgreSQL full text, web-search syntax)
 
     def apply(self, queryset: QuerySet[Decision]) -> QuerySet[Decision]:
         if self.route:
@@ -82,15 +85,66 @@ class DecisionFilters:
             queryset = queryset.filter(segments__contains=self.segments)
         if self.no_supporting_passage:
             queryset = queryset.filter(support__no_supporting_passage=True)
+        if self.text.strip():
+            queryset = queryset.filter(_matches_text(self.text))
         return queryset
+
+
+class _DecisionText(Func):
+    """``to_tsvector('simple', question || ' ' || claim)``: the expression of the GIN index
+    decision_text_search_idx (migration 0004), which PostgreSQL uses only for this very
+    expression. The 'simple' configuration lowercases without stemming or stop words, so it
+    serves any language alike. Built from column references, so it holds in any subquery alias."""
+
+    template = "to_tsvector('simple'::regconfig, %(expressions)s)"
+    arg_joiner = " || ' ' || "
+    output_field = SearchVectorField()
+
+
+class _WebSearchQuery(Func):
+    template = "websearch_to_tsquery('simple'::regconfig, %(expressions)s)"
+    output_field = SearchQueryField()
+
+
+class _Matches(Func):
+    template = "%(expressions)s"
+    arg_joiner = " @@ "
+    output_field = BooleanField()
+
+
+def _matches_text(text: str) -> _Matches:
+    """Question or claim contain the words (quotes for a phrase, `or`, `-word`), as
+    ``websearch_to_tsquery`` reads them."""
+    return _Matches(_DecisionText(F("question"), F("claim")), _WebSearchQuery(Value(text)))
 
 
 def _start_of(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone=timezone.get_fixed_timezone(0))
 
 
-def decision_list(user, filters: DecisionFilters) -> QuerySet[Decision]:
-    return filters.apply(readable_decisions(user)).select_related("route", "support").order_by("-occurred_at", "-pk")
+@dataclass(frozen=True)
+class Sort:
+    """An order of the refusals list: a column, a direction, and the id to break ties."""
+
+    field: str
+    descending: bool
+    label: str
+
+
+SORTS = {
+    "newest": Sort("occurred_at", True, "newest first"),
+    "oldest": Sort("occurred_at", False, "oldest first"),
+    "score": Sort("gate_score", False, "lowest score first"),
+    "-score": Sort("gate_score", True, "highest score first"),
+}
+DEFAULT_SORT = "newest"
+
+
+def decision_list(user, filters: DecisionFilters, sort: str = DEFAULT_SORT) -> QuerySet[Decision]:
+    order = SORTS.get(sort, SORTS[DEFAULT_SORT])
+    prefix = "-" if order.descending else ""
+    return (filters.apply(readable_decisions(user)).select_related("route", "support")
+            .order_by(f"{prefix}{order.field}", f"{prefix}pk"))
 
 
 # The refusals list counts matches up to this many; past it, it says "more than".
@@ -100,55 +154,80 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 @dataclass
 class DecisionPage:
-    """One page of the refusals list, newest first, and cursors to its neighbours."""
+    """One page of the refusals list in its order, and cursors to its neighbours."""
 
     decisions: list[Decision]
     count: int  # matching decisions, exact up to COUNT_CAP
     more_than_count: bool  # more than COUNT_CAP matched
-    newer: str | None  # cursor for the page before this one (newer decisions)
+    newer: str | None  # cursor for the page before this one (newer decisions when newest first)
     older: str | None  # cursor for the page after it
+    sort: str = DEFAULT_SORT
+
+    @property
+    def newest_first(self) -> bool:
+        return self.sort == "newest"
 
 
 def decision_page(user, filters: DecisionFilters, *, before: str = "", after: str = "",
-                  size: int = 50) -> DecisionPage:
-    """A page of ``decision_list`` by keyset: ``before`` (older than a cursor) or ``after``
-    (newer than one), else the newest. Every page costs one index range scan however deep it
-    is, where an OFFSET would walk every row before it; the count stops at ``COUNT_CAP`` for the
-    same reason. A cursor that does not parse gives the newest page."""
+                  size: int = 50, sort: str = DEFAULT_SORT) -> DecisionPage:
+    """A page of ``decision_list`` by keyset: ``before`` (the rows after a cursor in the list's
+    order; older ones when newest first) or ``after`` (the rows before it), else the first page.
+    The cursor holds the sort column's value and the id, so every page costs one index range scan
+    however deep it is, where an OFFSET would walk every row before it; the count stops at
+    ``COUNT_CAP`` for the same reason. A cursor that does not parse gives the first page."""
+    sort = sort if sort in SORTS else DEFAULT_SORT
+    order = SORTS[sort]
     count = filters.apply(readable_decisions(user)).order_by().values("pk")[: COUNT_CAP + 1].count()
-    ordered = decision_list(user, filters)
-    older_than, newer_than = _parse_cursor(before), _parse_cursor(after)
-    if newer_than is not None:
-        at, pk = newer_than
-        rows = list(ordered.filter(Q(occurred_at__gt=at) | Q(occurred_at=at, pk__gt=pk), occurred_at__gte=at)
-                    .order_by("occurred_at", "pk")[: size + 1])
-        has_newer, has_older = len(rows) > size, True
+    ordered = decision_list(user, filters, sort)
+    following, preceding = _parse_cursor(before, order), _parse_cursor(after, order)
+    if preceding is not None:
+        rows = list(_beyond(ordered, order, preceding, forward=False).reverse()[: size + 1])
+        has_previous, has_next = len(rows) > size, True
         rows = rows[:size][::-1]
     else:
-        if older_than is not None:
-            at, pk = older_than
-            ordered = ordered.filter(Q(occurred_at__lt=at) | Q(occurred_at=at, pk__lt=pk), occurred_at__lte=at)
+        if following is not None:
+            ordered = _beyond(ordered, order, following, forward=True)
         rows = list(ordered[: size + 1])
-        has_newer, has_older = older_than is not None, len(rows) > size
+        has_previous, has_next = following is not None, len(rows) > size
         rows = rows[:size]
     return DecisionPage(
         decisions=rows,
         count=min(count, COUNT_CAP),
         more_than_count=count > COUNT_CAP,
-        newer=_cursor_of(rows[0]) if rows and has_newer else None,
-        older=_cursor_of(rows[-1]) if rows and has_older else None,
+        newer=_cursor_of(rows[0], order) if rows and has_previous else None,
+        older=_cursor_of(rows[-1], order) if rows and has_next else None,
+        sort=sort,
     )
 
 
-def _cursor_of(decision: Decision) -> str:
-    """``<microseconds since 1970 UTC>.<id>``: exact, ordered as the list is, safe in a URL."""
-    return f"{(decision.occurred_at - _EPOCH) // timedelta(microseconds=1)}.{decision.pk}"
+def _beyond(queryset: QuerySet[Decision], order: Sort, cursor: tuple[Any, int], *, forward: bool) -> QuerySet:
+    """Rows strictly after (``forward``) or before the cursor in the list's order. The bound on
+    the column alone (``lte``/``gte``) lets PostgreSQL start the index scan at the cursor."""
+    value, pk = cursor
+    later = order.descending == forward  # moving towards smaller values
+    if later:
+        return queryset.filter(Q(**{f"{order.field}__lt": value}) | Q(**{order.field: value, "pk__lt": pk}),
+                               **{f"{order.field}__lte": value})
+    return queryset.filter(Q(**{f"{order.field}__gt": value}) | Q(**{order.field: value, "pk__gt": pk}),
+                           **{f"{order.field}__gte": value})
 
 
-def _parse_cursor(value: str) -> tuple[datetime, int] | None:
+def _cursor_of(decision: Decision, order: Sort = SORTS[DEFAULT_SORT]) -> str:
+    """``<microseconds since 1970 UTC>.<id>`` for dates, ``<score>_<id>`` for scores (the exact
+    float, as repr writes it): exact, and safe in a URL."""
+    if order.field == "occurred_at":
+        return f"{(decision.occurred_at - _EPOCH) // timedelta(microseconds=1)}.{decision.pk}"
+    return f"{decision.gate_score!r}_{decision.pk}"
+
+
+def _parse_cursor(value: str, order: Sort) -> tuple[Any, int] | None:
     try:
-        micros, pk = value.split(".")
-        return _EPOCH + timedelta(microseconds=int(micros)), int(pk)
+        if order.field == "occurred_at":
+            micros, pk = value.split(".")
+            return _EPOCH + timedelta(microseconds=int(micros)), int(pk)
+        score, pk = value.rsplit("_", 1)
+        number = float(score)
+        return (number, int(pk)) if math.isfinite(number) else None
     except (ValueError, OverflowError):
         return None
 

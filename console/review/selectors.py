@@ -79,3 +79,11 @@ def gap_cluster_labels(run_id: int) -> dict[int, dict]:
         )
         return {cluster_id: {"graded": graded, "correct_share": correct / graded}
                 for cluster_id, graded, correct in cursor.fetchall()}
+
+def adjudication_backlog(user) -> int:
+    """Items waiting for adjudication in the routes the user reviews: one count on an index."""
+    from console.accounts import permissions
+    from grading.models import GradingItem, ItemStatus
+
+    return permissions.visible(GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user,
+                               permissions.LABEL_REVIEWERS).count()

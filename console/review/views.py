@@ -1,3 +1,4 @@
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -5,7 +6,7 @@ from audit.selectors import audit_events_for_object, readable_events
 from console.accounts import permissions
 from console.governance import selectors as governance_selectors
 from console.ledger.selectors import get_decision_for_user
-from console.review.selectors import similar_refusals_context
+from console.review import selectors as review_selectors
 from console.shadow import selectors as shadow_selectors
 from console.verification import selectors as verification_selectors
 from grading.selectors import decision_grading
@@ -22,9 +23,24 @@ def decision_detail(request, pk: int):
         "passages": decision.ranked_passages.all(),
         "events": events,
         "grading": decision_grading(decision.pk),
+        # The refusals list's address it was opened from (filters, order, page), re-encoded so it
+        # can only ever be a query string of that list.
+        "back": QueryDict(request.GET.get("back", "")[:2000]).urlencode(),
         **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
         **shadow_selectors.shadow_context(request.user, decision),
         **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...
 
-        **similar_refusals_context(request.user, decision),
+        **review_selectors.similar_refusals_context(request.user, decision),
     })
+
+
+@require_GET
+def adjudication_backlog(request):
+    """The navigation's backlog badge, loaded by htmx after the page so no page pays for it."""
+    if not permissions.can_review_labels(request.user):
+        return HttpResponse("")
+    count = review_selectors.adjudication_backlog(request.user)
+    if not count:
+        return HttpResponse("")
+    return HttpResponse(f'<span class="badge" title="{count} item{"s" if count != 1 else ""} waiting for '
+                        f'adjudication">{count}</span>')

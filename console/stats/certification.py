@@ -212,10 +212,12 @@ def certify_cutoff(
     if not tested:
         lowest = steps[-1]
         reason_code = "sample_too_small"
+        # The lowest cutoff serves the most: if it lacks answers, every other cutoff lacks more.
         reason = (
-            f"even the lowest cutoff {lowest.cutoff:g} has only {lowest.graded_served} graded "
-            f"served answers; at least {minimum} are needed before any cutoff can be tested at "
-            f"alpha={alpha:g}, delta={delta:g}."
+            f"too few graded answers to test any cutoff. At alpha={alpha:g} and delta={delta:g} a "
+            f"cutoff can be tested only with at least {minimum} graded served answers; the lowest "
+            f"cutoff on the grid ({lowest.cutoff:g}), which serves the most, has {lowest.graded_served}. "
+            f"Grade more answers or allow a larger alpha."
         )
     else:
         first = tested[0]

@@ -42,7 +42,8 @@ def test_the_tradeoff_chart_draws_both_lines_with_bands_inside_the_canvas():
     wrong = next(line for line in lines if line.get("stroke") == "#b42318")
     ys = [y for _, y in points(wrong)]
     assert ys == sorted(ys)
-    assert len(root.findall(f"{SVG}circle")) == 4  # two marked cutoffs on each line
+    marked = [c for c in root.findall(f"{SVG}circle") if c.get("r") == "4"]
+    assert len(marked) == 4  # two marked cutoffs on each line
     assert "cutoff 0.5: 216.0 wrong served" in root.find(f"{SVG}desc").text
 
 
@@ -50,6 +51,33 @@ def test_a_missing_estimate_is_left_out_of_its_line_not_drawn_as_zero():
     root = parse(tradeoff_chart(CURVE))
     withheld = next(line for line in root.findall(f"{SVG}polyline") if line.get("stroke") == "#2f5bd3")
     assert len(points(withheld)) == 3
+
+
+def test_cutoffs_without_graded_data_break_the_line_instead_of_bridging_it():
+    # As on a route graded only at the extremes: data at 0, 0.1 and 0.9, none in between.
+    curve = [
+        {"cutoff": 0.0, "wrong_served_per_1000": cell(300, 280, 320), "correct_withheld_per_1000": cell(0, 0, 0)},
+        {"cutoff": 0.1, "wrong_served_per_1000": cell(290, 270, 310), "correct_withheld_per_1000": cell(5, 1, 9)},
+        {"cutoff": 0.5, "wrong_served_per_1000": None, "correct_withheld_per_1000": None},
+        {"cutoff": 0.7, "wrong_served_per_1000": None, "correct_withheld_per_1000": None},
+        {"cutoff": 0.9, "wrong_served_per_1000": cell(20, 5, 40), "correct_withheld_per_1000": cell(596.7, 550, 640)},
+    ]
+    root = parse(tradeoff_chart(curve))
+    plot_x = {}
+    for line in root.findall(f"{SVG}polyline"):
+        plot_x.setdefault(line.get("stroke"), []).append([x for x, _ in points(line)])
+    # One two-point segment per series (0 to 0.1); nothing reaches across to 0.9.
+    assert all(len(segments) == 1 and len(segments[0]) == 2 for segments in plot_x.values())
+    # The lone estimate at 0.9 is still shown as a point, with its value on hover.
+    titles = [c.find(f"{SVG}title").text for c in root.findall(f"{SVG}circle")]
+    assert "cutoff 0.9: 596.7 (550.0–640.0) correct withheld per 1,000" in titles
+    assert len(titles) == 6
+
+
+def test_every_point_of_the_risk_coverage_curve_has_a_hover_value():
+    root = parse(risk_coverage_chart([{"coverage": 0.5, "risk": 0.1}, {"coverage": 1.0, "risk": 0.2}], 0.1))
+    titles = [c.find(f"{SVG}title").text for c in root.findall(f"{SVG}circle")]
+    assert titles == ["coverage 50.0%: risk 10.0%", "coverage 100.0%: risk 20.0%"]
 
 
 def test_the_recommended_cutoff_is_marked_and_labelled():

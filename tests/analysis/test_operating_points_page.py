@@ -122,6 +122,9 @@ def test_the_band_simulator_shows_the_three_treatments(lead, graded):
     for treatment in ("served", "served with evidence", "refused"):
         assert treatment in page
     assert "0.4 – 0.8" in page
+    # Each band says in words what its share of wrong answers means for it.
+    assert "rightly refused · " in page and "served wrong · " in page and "correct answers withheld" in page
+    assert "Wrong among them" not in page
 
 
 def test_the_certified_cutoff_panel_speaks_plainly(lead, integrator):

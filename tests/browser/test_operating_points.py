@@ -48,3 +48,22 @@ def test_a_grader_has_no_operating_points_page(sign_in, live_server):
     page = sign_in("gail")
     assert "Operating points" not in page.locator("header nav").inner_text()
     assert page.goto(f"{live_server.url}/operating-points/").status == 403
+
+
+def test_at_1000_px_the_exchange_rate_column_is_fully_on_screen(sign_in, live_server):
+    route = _graded_route()
+    make_user("olivia", "policy_owner", route)
+    page = sign_in("olivia")
+    page.set_viewport_size({"width": 1000, "height": 800})
+    page.goto(f"{live_server.url}/operating-points/?cutoffs=0.3,0.5,0.65,0.8")
+    page.wait_for_selector("table.op-table")
+    scroller = page.locator(".table-scroll").first
+    # Nothing to scroll sideways: the whole table fits its box, the exchange-rate column included.
+    widths = page.evaluate("el => [el.scrollWidth, el.clientWidth]", scroller.element_handle())
+    assert widths[0] <= widths[1], widths
+    box = scroller.bounding_box()
+    for cell in page.locator("table.op-table tr > :last-child").all():
+        cell_box = cell.bounding_box()
+        assert cell_box["x"] + cell_box["width"] <= min(box["x"] + box["width"], 1000) + 0.5
+    assert "Exchange rate" in page.locator("table.op-table thead th").last.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1000

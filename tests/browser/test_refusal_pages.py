@@ -56,3 +56,25 @@ def test_a_reviewer_pages_older_and_back_to_newest_in_place(sign_in, live_server
     assert page.locator("table.list tbody tr").count() == 50
     page.go_back()  # htmx pushed each page to the history
     page.wait_for_selector("text=Question 009")
+
+
+def test_an_htmx_filter_error_shows_and_the_address_keeps_only_the_set_filters(sign_in, live_server):
+    make_route("it-support", "IT support")
+    make_user("rita", "reviewer")
+    ingest([record(question="VPN drops", claim="Reconnect."), record(question="Printer jam", claim="Open tray.")])
+    page = sign_in("rita")
+    page.goto(f"{live_server.url}/refusals/")
+    page.fill("#id_segment", "nolabel")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_selector("text=Write the segment as key=value.")
+    assert page.locator("#id_segment").get_attribute("aria-invalid") == "true"
+    page.fill("#id_segment", "")
+    page.fill("#id_q", "vpn")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_selector("text=1 decision")
+    assert page.url.endswith("/refusals/?q=vpn")
+    assert page.locator("text=Write the segment as key=value.").count() == 0
+    page.click("text=VPN drops")
+    page.click("text=← Back to the list")
+    page.wait_for_selector("table.list")
+    assert "q=vpn" in page.url and page.locator("table.list tbody tr").count() == 1

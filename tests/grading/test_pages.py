@@ -140,7 +140,8 @@ def test_opening_the_queue_page_takes_no_place(route, page_of):
         pages = page_of(make_user(name, role))
         for _ in range(2):
             html = pages.get("/grading/").content.decode()
-            assert 'hx-trigger="load' not in html and "Start grading" in html
+            main = html[html.index("<main"):]  # the navigation loads a backlog count, nothing of the queue
+            assert 'hx-trigger="load' not in main and "Start grading" in main
     assert not Assignment.objects.filter(item__decision_id=decision_id).exists()
 
 
@@ -255,6 +256,8 @@ def test_extreme_prevalence_points_to_gwets_ac1(route, page_of):
     assert result["gwet_ac1"]["value"] > 0.8 > result["fleiss_kappa"]["value"]
     page = page_of(make_user("stats-reviewer", "reviewer")).get("/grading/agreement/").content.decode()
     assert "read Gwet" in page
+    # The shares are of double-graded items only, and the page says so.
+    assert "Verdicts among the grades of those 12 double-graded items (single-graded items are left out)" in page
 
 
 def test_agreement_api_is_for_reviewers(route, reviewer, grader):

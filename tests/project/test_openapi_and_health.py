@@ -37,3 +37,40 @@ def test_health_is_503_when_the_broker_is_down(client, tmp_path):
         response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["checks"] == {"database": True, "broker": False}
+
+
+def test_the_schema_generates_without_a_single_warning_or_error(reviewer):
+    from drf_spectacular.drainage import GENERATOR_STATS
+
+    GENERATOR_STATS.reset()
+    response = reviewer.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    assert dict(GENERATOR_STATS._warn_cache) == {} and dict(GENERATOR_STATS._error_cache) == {}
+
+
+def test_the_schema_documents_token_authentication_and_the_audit_bodies(reviewer):
+    schema = reviewer.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    schemes = schema["components"]["securitySchemes"]
+    token = next(s for s in schemes.values() if s.get("type") == "apiKey" and s.get("in") == "header")
+    assert token["name"] == "Authorization" and "Token" in token["description"]
+    ingest = schema["paths"]["/api/v1/decisions"]["post"]
+    token_name = next(name for name, scheme in schemes.items() if scheme is token)
+    assert {token_name: []} in ingest["security"]
+    events = schema["paths"]["/api/v1/audit/events"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert events["schema"]["$ref"].endswith("/AuditEventPage")
+    page = schema["components"]["schemas"]["AuditEventPage"]["properties"]
+    assert set(page) == {"events", "next_after"}
+    verify = schema["paths"]["/api/v1/audit/verify"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert "schema" in verify
+    export = schema["paths"]["/api/v1/audit/export"]["get"]["responses"]["200"]["content"]
+    assert "application/x-ndjson" in export
+
+
+def test_every_page_names_an_icon_that_exists_and_favicon_ico_is_no_404(client, db):
+    from django.contrib.staticfiles import finders
+
+    page = client.get("/accounts/login/").content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
+    assert finders.find("favicon.svg")
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"] == "/static/favicon.svg"

@@ -132,7 +132,9 @@ def test_too_small_a_sample_is_not_certified_and_says_so():
     result = certify_cutoff(graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05)
     assert not result.certified
     assert result.reason_code == "sample_too_small"
-    assert "76" in result.reason
+    assert result.reason.startswith("too few graded answers to test any cutoff.")
+    assert "at least 76 graded served answers" in result.reason
+    assert "the lowest cutoff on the grid (0), which serves the most, has 60." in result.reason
     assert all(step.outcome == "skipped_small_sample" for step in result.steps)
 
 

@@ -34,6 +34,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--decisions", type=int, default=600, help="Decisions per route.")
+        parser.add_argument("--no-logins", action="store_true",
+                            help="Do not print the logins (make run prints them in its banner).")
 
     def handle(self, *args, decisions: int, **options):
         actor = Actor.system("load_demo")
@@ -88,8 +90,9 @@ class Command(BaseCommand):
         logins_file.chmod(0o600)
         self.stdout.write(f"Demo workspace ready: {created} decisions, {imported} imported labels. "
                           f"Logins in {logins_file}:")
-        for line in logins:
-            self.stdout.write("  " + line)
+        if not options.get("no_logins"):
+            for line in logins:
+                self.stdout.write("  " + line)
 
     @staticmethod
     def _plant_gaps(actor, routes: dict[str, Route], decisions: int) -> int:
