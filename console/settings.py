@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "console.shadow",
     "grading",
     "console.analysis",
+    "console.trials",
     "console.review",
     "console.notify",
     "console.governance",
@@ -244,6 +245,7 @@ CELERY_BEAT_SCHEDULE = {
     "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
 
+    "trials-sweep": {"task": "trials.trials_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
 }
 SPECTACULAR_SETTINGS.update(

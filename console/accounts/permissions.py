@@ -164,3 +164,12 @@ def can_read_policy(user, route) -> bool:
 
 def can_read_outbox(user) -> bool:
     return is_admin(user)
+
+
+# Candidate gate trials: reviewers and policy owners of the route start and read them (admins too).
+# Graders never see anything of them: a trial shows labels next to gate scores and verdicts.
+TRIAL_RUNNERS = (Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_run_trials(user, route=None) -> bool:
+    return has_role(user, TRIAL_RUNNERS, route)
