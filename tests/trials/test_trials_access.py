@@ -80,3 +80,21 @@ def test_the_list_page_costs_the_same_queries_with_more_trials(trial_id, reviewe
             reviewer.post("/api/v1/routes/it-support/gate-trials", REFERENCE, format="json")
     with django_assert_max_num_queries(12):
         assert page.get("/routes/it-support/trials/").status_code == 200
+
+
+def test_the_demo_opens_on_a_finished_reference_trial(db, reviewer, settings, tmp_path):
+    import io
+    import time
+
+    from django.core.management import call_command
+
+    from console.trials.models import Trial
+
+    settings.DATA_DIR = tmp_path
+    started = time.monotonic()
+    call_command("load_demo", "--decisions", "120", stdout=io.StringIO())
+    trial = Trial.objects.get(route__slug="hr-policy")
+    assert trial.status == "done" and trial.candidate.kind == "reference"
+    doc = reviewer.get(f"/api/v1/gate-trials/{trial.pk}").json()
+    assert doc["calls"]["made"] == trial.items * 3 and doc["calls"]["errors"] == 0
+    assert time.monotonic() - started < 120
