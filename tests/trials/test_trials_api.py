@@ -160,3 +160,18 @@ def test_the_reference_candidate_runs_in_process(route, reviewer):
     doc = reviewer.get(f"/api/v1/gate-trials/{trial_id}").json()
     assert doc["status"] == "done" and doc["calls"] == {"made": 4, "errors": 0, "total": 4}
     assert doc["candidate"]["stability"]["count"] == 2  # deterministic
+
+
+def test_a_finished_trial_gives_policy_evidence_the_hash_of_its_stored_result(route, reviewer):
+    import hashlib
+
+    from console.trials.models import Trial
+    from console.trials.selectors import trial_evidence
+
+    graded_items([(True, 0.9)])
+    trial = Trial.objects.get(pk=_start(reviewer, {"name": "reference", "kind": "reference"}))
+    evidence = trial_evidence(trial)
+    assert evidence["trial_id"] == trial.pk
+    assert evidence["sha256"] == hashlib.sha256(trial.result_text.encode("utf-8")).hexdigest()
+    doc = reviewer.get(f"/api/v1/gate-trials/{trial.pk}").json()
+    assert doc["sha256"] == evidence["sha256"]
