@@ -17,6 +17,7 @@ import logging
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -40,8 +41,6 @@ from console.trials.validation import TrialSpec
 
 logger = logging.getLogger(__name__)
 
-# A claimed call older than its timeout plus this is taken to be lost with its worker.
-LOST_GRACE_SECONDS = 30
 # How many jobs work on one trial at once (each takes calls until none is left).
 PARALLEL_JOBS = 2
 # A job stops claiming after this long and queues its successor, so no job nears its time limit.
@@ -177,7 +176,7 @@ def _call_request(call: TrialCall) -> candidates.CallRequest:
 
 def calls_mark_lost(*, trial: Trial) -> int:
     """Calls claimed longer ago than the timeout plus grace: errors, "worker lost"; never made again."""
-    limit = timezone.now() - timedelta(seconds=trial.candidate.timeout_s + LOST_GRACE_SECONDS)
+    limit = timezone.now() - timedelta(seconds=trial.candidate.timeout_s + settings.TRIALS_LOST_GRACE_SECONDS)
     with transaction.atomic():
         lost = list(TrialCall.objects.select_for_update(skip_locked=True)
                     .filter(trial=trial, status=CallStatus.CALLING, claimed_at__lt=limit).values_list("pk", flat=True))

@@ -3,7 +3,8 @@
 `plan[request_id]` lists one reply per call in the order the calls arrive: a verdict
 ("answer", "abstain", ...), or a failure: "500", "malformed", "unknown" (a verdict outside the
 contract), "cite-unknown" (cites a passage that was not sent), "slow" (answers after the client
-gave up). Every received body is kept, so a test can count calls per (request id).
+gave up). With `hold_first`, the first call waits for `release` before replying. Every received
+body is kept, so a test can count calls per request id.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from console.stats.trials import VERDICTS
 
 
 class StandInCandidate:
-    def __init__(self, plan: dict[str, list[str]], *, delay: float = 0.0, slow_seconds: float = 1.0) -> None:
+    def __init__(self, plan: dict[str, list[str]], *, delay: float = 0.0, slow_seconds: float = 1.0,
+                 hold_first: bool = False) -> None:
         self.plan = plan
+        self.hold_first = hold_first  # the first call waits for `release` (a test kills the worker meanwhile)
+        self.received = threading.Event()
+        self.release = threading.Event()
         self.delay = delay
         self.slow_seconds = slow_seconds
         self.bodies: list[dict] = []
@@ -35,6 +40,7 @@ class StandInCandidate:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -55,6 +61,9 @@ class StandInCandidate:
                     index = sum(1 for b in standin.bodies if b["request_id"] == body["request_id"])
                     standin.bodies.append(body)
                     standin.headers.append(dict(self.headers))
+                if standin.hold_first and not standin.received.is_set():
+                    standin.received.set()
+                    standin.release.wait(30)
                 planned = standin.plan.get(body["request_id"], ["abstain"])
                 reply = planned[index % len(planned)]
                 if standin.delay:
