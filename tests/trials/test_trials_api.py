@@ -175,3 +175,70 @@ def test_a_finished_trial_gives_policy_evidence_the_hash_of_its_stored_result(ro
     assert evidence["sha256"] == hashlib.sha256(trial.result_text.encode("utf-8")).hexdigest()
     doc = reviewer.get(f"/api/v1/gate-trials/{trial.pk}").json()
     assert doc["sha256"] == evidence["sha256"]
+
+
+def test_the_candidate_gets_the_logged_passages_in_rank_order_and_the_answer_under_review(route, reviewer,
+                                                                                          trial_body):
+    from grading.models import GradingItem
+
+    items = graded_items([(True, 0.9), (False, 0.3)], inclusion=[0.5, 1.0])
+    GradingItem.objects.filter(decision_id=items[0].decision_id).update(answer="The answer graders judged.")
+    with StandInCandidate({}) as standin:
+        _start(reviewer, trial_body(standin.url, repeats=1))
+        bodies = {b["request_id"]: b for b in standin.bodies}
+    from console.ledger.models import DecisionPassage
+
+    for item in items:
+        logged = [{"id": e, "text": t} for e, t in DecisionPassage.objects.filter(decision_id=item.decision_id)
+                  .order_by("rank").values_list("passage__external_id", "passage__text")]
+        assert bodies[item.request_id]["passages"] == logged and logged
+    assert bodies[items[0].request_id]["draft_answer"] == "The answer graders judged."
+
+
+def test_a_stratified_sample_is_weighted_as_on_the_operating_points(route, reviewer, trial_body):
+    import numpy as np
+
+    from console.stats.intervals import weighted_proportion_interval
+
+    specs = [(True, 0.9)] * 4
+    probability = [0.2, 0.2, 1.0, 1.0]
+    items = graded_items(specs, inclusion=probability)
+    plan = {items[0].request_id: [A], items[1].request_id: [X], items[2].request_id: [A], items[3].request_id: [A]}
+    with StandInCandidate(plan) as standin:
+        trial_id = _start(reviewer, trial_body(standin.url, repeats=1))
+    doc = reviewer.get(f"/api/v1/gate-trials/{trial_id}").json()
+    assert doc["estimator"] == "hajek"
+    coverage = doc["candidate"]["coverage"]
+    assert (coverage["count"], coverage["n"]) == (3, 4)
+    expected = weighted_proportion_interval([1, 0, 1, 1], 1 / np.array(probability),
+                                            strata=[f"s{p}" for p in probability])
+    assert coverage["value"] == pytest.approx((5 + 1 + 1) / (5 + 5 + 1 + 1))
+    assert coverage["low"] == pytest.approx(expected.low) and coverage["high"] == pytest.approx(expected.high)
+
+
+def test_a_subset_limits_the_items_by_segment_model_and_window(route, reviewer, trial_body):
+    from console.ledger.models import Decision
+
+    items = graded_items([(True, 0.9)] * 4)
+    Decision.objects.filter(pk=items[0].decision_id).update(segments={"language": "de"})
+    Decision.objects.filter(pk=items[1].decision_id).update(segments={"language": "de"},
+                                                            versions={"model": "gen-2026-12"})
+    with StandInCandidate({}) as standin:
+        trial_id = _start(reviewer, trial_body(standin.url, repeats=1, subset={"segment": {"language": "de"}}))
+        assert reviewer.get(f"/api/v1/gate-trials/{trial_id}").json()["items"] == 2
+        trial_id = _start(reviewer, trial_body(standin.url, repeats=1, subset={"model": "gen-2026-12"}))
+        assert reviewer.get(f"/api/v1/gate-trials/{trial_id}").json()["items"] == 1
+        response = reviewer.post("/api/v1/routes/it-support/gate-trials",
+                                 trial_body(standin.url, subset={"from": "2001-01-01", "to": "2001-01-02"}),
+                                 format="json")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "no_graded_items"
+
+
+def test_a_header_can_come_from_the_environment_and_is_never_stored(route, reviewer, trial_body, monkeypatch):
+    monkeypatch.setenv("GATE_TOKEN_HEADER", "X-Gate-Key: from-env-123")
+    graded_items([(True, 0.9)])
+    with StandInCandidate({}) as standin:
+        _start(reviewer, trial_body(standin.url, repeats=1, headers_env="GATE_TOKEN_HEADER"))
+        assert standin.headers[0]["X-Gate-Key"] == "from-env-123"
+    stored = Candidate.objects.get(name="evaluator-v2")
+    assert stored.headers_env == "GATE_TOKEN_HEADER" and stored.headers_encrypted == ""
