@@ -17,6 +17,7 @@ import logging
 import time
 from datetime import timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
@@ -156,6 +157,8 @@ def _make_call(trial: Trial, call_id: int) -> None:
         fields = {"status": CallStatus.ERROR, "error_kind": CallErrorKind.CITATION, "error": str(exc)[:4000]}
     except candidates.CallFailed as exc:
         fields = {"status": CallStatus.ERROR, "error_kind": CallErrorKind.CALL, "error": str(exc)[:4000]}
+    except SoftTimeLimitExceeded:  # the job is out of time: the call stays claimed and is later marked lost
+        raise
     except Exception as exc:  # a bug or a bad row must not leave the call claimed forever
         logger.exception("trial call %s failed", call_id)
         fields = {"status": CallStatus.ERROR, "error_kind": CallErrorKind.CALL,
