@@ -37,6 +37,10 @@ class Action(models.TextChoices):
     POLICY_WITHDRAWN = "policy_withdrawn", "Policy version withdrawn"
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
+    CANDIDATE_REGISTERED = "candidate_registered", "Candidate gate registered"
+    TRIAL_STARTED = "trial_started", "Gate trial started"
+    TRIAL_CALLS_LOST = "trial_calls_lost", "Gate trial calls lost with their worker"
+    TRIAL_FINISHED = "trial_finished", "Gate trial finished"
 
     QUESTION_VECTORS_FIXED = "question_vectors_fixed", "Question vector source and dimension fixed"
     EMBEDDER_FITTED = "embedder_fitted", "Built-in embedder fitted"

@@ -18,6 +18,7 @@ urlpatterns = [
     path("", include("console.shadow.api_urls")),
     path("", include("grading.api_urls")),
     path("", include("console.analysis.api_urls")),
+    path("", include("console.trials.api_urls")),
     path("", include("console.governance.api_urls")),
 
     path("", include("console.similarity.api_urls")),

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "console.similarity",
     "grading",
     "console.analysis",
+    "console.trials",
     "console.review",
     "console.notify",
     "console.governance",
@@ -203,6 +204,8 @@ VERIFY_TIME_BUDGET_MS = env_int("VERIFY_TIME_BUDGET_MS", 2_000, minimum=1, maxim
 VERIFY_DECISION_BUDGET_MS = env_int("VERIFY_DECISION_BUDGET_MS", 60_000, minimum=1, maximum=3_600_000)
 # A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
 SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
+# Gate trials: a call claimed longer ago than the candidate's timeout plus this is "worker lost" (never made again).
+TRIALS_LOST_GRACE_SECONDS = env_int("TRIALS_LOST_GRACE_SECONDS", 30, minimum=1, maximum=3600)
 SHADOW_HTTP_TIMEOUT_MS = env_int("SHADOW_HTTP_TIMEOUT_MS", 30_000, minimum=10, maximum=600_000)
 SHADOW_HTTP_RETRIES = env_int("SHADOW_HTTP_RETRIES", 2, minimum=0, maximum=10)
 SHADOW_HTTP_BACKOFF_MS = env_int("SHADOW_HTTP_BACKOFF_MS", 1_000, minimum=0, maximum=60_000)
@@ -245,6 +248,7 @@ CELERY_BEAT_SCHEDULE = {
     "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
 
+    "trials-sweep": {"task": "trials.trials_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
 }
 SPECTACULAR_SETTINGS.update(

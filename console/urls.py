@@ -30,6 +30,7 @@ urlpatterns = [
     path("", include("console.shadow.urls")),
     path("grading/", include("grading.urls")),
     path("", include("console.analysis.urls")),
+    path("", include("console.trials.urls")),
     path("", include("console.governance.urls")),
     path("", include("console.notify.urls")),
 

@@ -176,3 +176,12 @@ def can_read_gaps(user, route=None) -> bool:
 def can_read_similar(user, route) -> bool:
     """Similar refusals show other decisions of the route: the route's decision readers only."""
     return has_role(user, DECISION_READERS, route)
+
+
+# Candidate gate trials: reviewers and policy owners of the route start and read them (admins too).
+# Graders never see anything of them: a trial shows labels next to gate scores and verdicts.
+TRIAL_RUNNERS = (Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_run_trials(user, route=None) -> bool:
+    return has_role(user, TRIAL_RUNNERS, route)

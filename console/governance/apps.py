@@ -5,3 +5,16 @@ class GovernanceConfig(AppConfig):
     name = "console.governance"
     label = "governance"
     verbose_name = "Policy sign-off"
+
+    def ready(self) -> None:
+        from console.trials.hooks import register_cutoff_in_force
+
+        register_cutoff_in_force(_signed_cutoff)
+
+
+def _signed_cutoff(route) -> tuple[float, str] | None:
+    """Gate trials compare the current gate at the signed cutoff of the policy in force."""
+    from console.governance.selectors import policy_in_force
+
+    policy = policy_in_force(route)
+    return None if policy is None else (policy.cutoff, f"policy v{policy.version}")

@@ -25,6 +25,7 @@ def route_policy(request, slug: str):
         "not_following": selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0),
         "not_following_list": selectors.decisions_not_following_policy_list(route),
         "can_draft": permissions.can_draft_policy(request.user, route),
+        "can_run_trials": permissions.can_run_trials(request.user, route),
     })
 
 

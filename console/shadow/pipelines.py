@@ -255,6 +255,11 @@ class HttpPipeline:
         raise AssertionError("unreachable")
 
     def _post(self, body: bytes) -> str:
+        return _answer_from(self.post_raw(body))
+
+    def post_raw(self, body: bytes) -> bytes:
+        """One POST of `body`, no retry: the response body, or PipelineError (transient or not)
+        saying why there is none. Candidate gate trials call endpoints through this too."""
         request = urllib.request.Request(self.url, data=body, method="POST", headers=self.headers)
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
@@ -278,7 +283,7 @@ class HttpPipeline:
             raise _TransientPipelineError(f"could not reach the pipeline: {exc.reason}") from None
         except (HTTPException, OSError) as exc:
             raise _TransientPipelineError(f"the connection failed: {exc!r}") from None
-        return _answer_from(raw)
+        return raw
 
 
 def _answer_from(raw: bytes) -> str:

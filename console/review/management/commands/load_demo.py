@@ -13,6 +13,7 @@ from console.ledger.models import Route
 from console.ledger.validation import validate_batch
 from console.review.demo import demo_answer_is_correct, demo_records, gap_records
 from console.shadow.services import route_shadow_set
+from console.trials.demo import demo_trial
 from grading import selectors as grading_selectors
 from grading.services.labels import labels_import
 from grading.validation import validate_labels
@@ -80,6 +81,8 @@ class Command(BaseCommand):
         demo_policies(actor=actor, routes=routes, users=users)
 
         created += self._plant_gaps(actor, routes, decisions)
+
+        demo_trial(actor=actor, routes=routes, users=users)
         with transaction.atomic():
             audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
                          payload={"decisions_created": created, "labels_imported": imported,

@@ -1,0 +1,45 @@
+"""API v1: start a candidate gate trial and read it (README "Candidate gate trials").
+
+Reviewers and policy owners of the route only: graders get 403, a route or trial the user may not
+see 404.
+"""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit.services import Actor
+from console.core.api import ERROR_SCHEMA as ERROR
+from console.trials import selectors, services
+from console.trials.validation import trial_spec
+
+_ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR}
+
+
+class GateTrialStartApi(APIView):
+    @extend_schema(
+        summary="Start a candidate gate trial",
+        description='Body: {"name", "kind": "http" (default) | "reference", "url", "headers" (optional, stored '
+                    'encrypted), "headers_env" (optional: an environment variable holding "Name: value"), '
+                    '"timeout_s": 10, "repeats": 3, "subset": {"from", "to", "segment", "model"}, "gates": '
+                    '{"max_unsafe_upper": 0.05, "min_coverage": null, "min_stability": 0.9, '
+                    '"max_citation_errors": 0}}. Runs the candidate over the route\'s graded items.',
+        request=OpenApiTypes.OBJECT,
+        responses={202: OpenApiResponse(OpenApiTypes.OBJECT, description='{"id"}'), **_ERRORS},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        route = selectors.route_for_trials(request.user, slug)
+        spec = trial_spec(request.data)
+        trial = services.trial_start(actor=Actor.user(request.user), user=request.user, route=route, spec=spec)
+        return Response({"id": trial.pk}, status=202)
+
+
+class GateTrialApi(APIView):
+    @extend_schema(
+        summary="A candidate gate trial: progress, figures beside the current gate, promotion gates",
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The trial"), **_ERRORS},
+    )
+    def get(self, request: Request, trial_id: int) -> Response:
+        return Response(selectors.trial_as_dict(selectors.get_trial_for_user(request.user, trial_id)))

@@ -1,0 +1,180 @@
+"""Calling a candidate gate: the request body, the reply's contract, and the built-in reference rule.
+
+Contract: the console POSTs ``{"request_id", "question", "passages": [{"id", "text"}],
+"draft_answer"}`` (the decision's logged passages in rank order, exactly; the draft is the answer
+under review, i.e. the grading item's answer) and reads ``{"verdict": "answer" | "answer_partially"
+| "surface_conflict" | "abstain", "score": optional number, "citations": optional list of passage
+ids}``. Anything else is a failed call (`CallFailed`), never an abstention: a timeout, a refused
+connection, an HTTP error, a redirect, malformed JSON, a missing or unknown verdict, a score that
+is not a finite number, citations that are not a list of strings, and citations naming a passage
+that was not sent (`CitationError`, counted as citation errors too). A call is made once: no retry,
+so that the trial never asks twice for the same (item, repeat).
+
+The reference candidate ("kind": "reference") is evaluated in process through the same reply
+check: it splits the draft into claim units like the span verifier and finds each in the passages;
+every unit found -> ``answer``, some -> ``answer_partially``, none (or no draft) -> ``abstain``;
+its citations are the passages in which a unit was found and its score the share of units found.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.fernet import Fernet, InvalidToken
+from django.conf import settings
+
+from console.shadow.pipelines import MAX_RESPONSE_BYTES, HttpPipeline, PipelineError
+from console.stats.trials import VERDICTS
+from console.verification.spans import ClaimTooLong, TextNotUtf8, TimeBudgetExceeded, split_claim_units, verify_span
+
+_EXCERPT = 200
+
+
+class CallFailed(Exception):
+    """The call gave no usable verdict; the message says why and is kept on the call."""
+
+
+class CitationError(CallFailed):
+    """The reply cited a passage id the console did not send."""
+
+
+@dataclass(frozen=True)
+class CandidateReply:
+    verdict: str
+    score: float | None
+    citations: list[str]
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    request_id: str
+    question: str
+    passages: list[dict[str, str]]  # [{"id", "text"}] in rank order
+    draft_answer: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "question": self.question, "passages": self.passages,
+                "draft_answer": self.draft_answer}
+
+
+# ---------------------------------------------------------------------------------------------
+# Headers at rest
+
+
+def _fernet() -> Fernet:
+    # A key of its own, derived from SECRET_KEY: rotating the secret key makes stored headers
+    # unreadable (calls then fail with a message saying so) rather than readable by a guess.
+    digest = hashlib.sha256(f"trials-candidate-headers:{settings.SECRET_KEY}".encode()).digest()
+    return Fernet(base64.urlsafe_b64encode(digest))
+
+
+def headers_encrypt(headers: dict[str, str]) -> str:
+    return _fernet().encrypt(json.dumps(headers, sort_keys=True).encode()).decode() if headers else ""
+
+
+def headers_decrypt(token: str) -> dict[str, str]:
+    if not token:
+        return {}
+    try:
+        return json.loads(_fernet().decrypt(token.encode()).decode())
+    except InvalidToken:
+        raise CallFailed("The stored headers cannot be decrypted (was SECRET_KEY changed?); "
+                         "register the candidate again.") from None
+
+
+def headers_from_env(name: str) -> dict[str, str]:
+    if not name:
+        return {}
+    value = os.environ.get(name, "")
+    header, _, content = value.partition(":")
+    if not header.strip() or not content.strip():
+        raise CallFailed(f'The environment variable {name} is not set to "Header-Name: value".')
+    return {header.strip(): content.strip()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The reply
+
+
+def reply_from(raw: bytes, sent_ids: set[str]) -> CandidateReply:
+    """The candidate's reply checked against the contract, or CallFailed / CitationError."""
+    if len(raw) > MAX_RESPONSE_BYTES:
+        raise CallFailed(f"The response is larger than {MAX_RESPONSE_BYTES} bytes.")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CallFailed(f"Malformed JSON in the response ({exc}): {_excerpt(raw)}") from None
+    if not isinstance(data, dict):
+        raise CallFailed(f"The response is not a JSON object: {_excerpt(raw)}")
+    verdict = data.get("verdict")
+    if not isinstance(verdict, str) or verdict not in VERDICTS:
+        raise CallFailed(f'"verdict" must be one of {", ".join(sorted(VERDICTS))}; got {verdict!r:.100}.')
+    score = data.get("score")
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            raise CallFailed(f'"score" must be a finite number; got {score!r:.100}.')
+        score = float(score)
+    citations = data.get("citations")
+    if citations is None:
+        citations = []
+    if not isinstance(citations, list) or not all(isinstance(c, str) for c in citations):
+        raise CallFailed(f'"citations" must be a list of passage ids (strings); got {citations!r:.100}.')
+    unknown = sorted(set(citations) - sent_ids)
+    if unknown:
+        raise CitationError(f"Cited passages that were not sent: {', '.join(repr(u) for u in unknown[:5])}"
+                            + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "") + ".")
+    return CandidateReply(verdict, score, citations)
+
+
+def _excerpt(raw: bytes) -> str:
+    text = raw[:_EXCERPT].decode("utf-8", "replace").strip()
+    return text + ("…" if len(raw) > _EXCERPT else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Calling
+
+
+def call_http(request: CallRequest, *, url: str, headers: dict[str, str], timeout_s: float) -> CandidateReply:
+    pipeline = HttpPipeline(url, timeout=timeout_s, retries=0, backoff=0.0)
+    pipeline.headers.update(headers)
+    pipeline.headers["User-Agent"] = "abstention-review-console/trials"
+    body = json.dumps(request.payload(), ensure_ascii=False).encode("utf-8")
+    try:
+        raw = pipeline.post_raw(body)
+    except PipelineError as exc:
+        raise CallFailed(str(exc).replace("the pipeline", "the candidate")) from None
+    return reply_from(raw, {p["id"] for p in request.passages})
+
+
+def reference_reply(request: CallRequest) -> dict[str, Any]:
+    """The built-in rule on the span verifier's support (see the module docstring)."""
+    units = split_claim_units(request.draft_answer or "")
+    if not units:
+        return {"verdict": "abstain", "score": 0.0, "citations": []}
+    cited: list[str] = []
+    found = 0
+    for unit in units:
+        hits = [p["id"] for p in request.passages if _found(p["text"], unit)]
+        found += bool(hits)
+        cited.extend(h for h in hits if h not in cited)
+    verdict = "answer" if found == len(units) else "answer_partially" if found else "abstain"
+    return {"verdict": verdict, "score": found / len(units), "citations": cited}
+
+
+def call_reference(request: CallRequest) -> CandidateReply:
+    raw = json.dumps(reference_reply(request)).encode("utf-8")
+    return reply_from(raw, {p["id"] for p in request.passages})
+
+
+def _found(text: str, unit: str) -> bool:
+    try:
+        return verify_span(text, unit).supported
+    except (ClaimTooLong, TextNotUtf8, TimeBudgetExceeded):  # unsearchable counts as not found, as in verification
+        return False
