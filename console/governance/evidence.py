@@ -18,6 +18,7 @@ from console.analysis import selectors as analysis_selectors
 from console.analysis.params import DEFAULT_CUTOFFS, CertifiedCutoffQuery, OperatingPointsQuery
 from console.governance.models import PolicyVersion
 from console.ledger.models import Decision, Route
+from console.trials.selectors import trial_evidence
 from grading.models import FinalLabel
 
 FAR_HALF_WIDTH_LIMIT = 0.10  # an interval wider than ±10 points does not pin the false-abstention rate
@@ -111,9 +112,10 @@ def warnings_for(*, row: dict[str, Any] | None, cutoff: float, label_ages: dict[
 
 
 def compute_evidence(*, route: Route, cutoff: float, band_lower: float | None, query: OperatingPointsQuery,
-                     certification: CertifiedCutoffQuery | None) -> Evidence:
+                     certification: CertifiedCutoffQuery | None, trial=None) -> Evidence:
     """The operating-point document at the default grid, the chosen cutoff and the band's lower
-    edge, on the proposal's filters; with the certified-cutoff result when it was asked for."""
+    edge, on the proposal's filters; with the certified-cutoff result when it was asked for, and
+    the id and result SHA-256 of a passed candidate gate trial when one is attached."""
     cutoffs = set(DEFAULT_CUTOFFS) | {cutoff} | ({band_lower} if band_lower is not None else set())
     table_query = OperatingPointsQuery(window=query.window, cutoffs=tuple(sorted(cutoffs)),
                                        confidence=query.confidence, interval=query.interval)
@@ -146,5 +148,7 @@ def compute_evidence(*, route: Route, cutoff: float, band_lower: float | None, q
         "graded_versions": scope.versions,
         "warnings": warnings,
     }
+    if trial is not None:
+        document["trial"] = trial_evidence(trial)
     text = canonical_text(document)
     return Evidence(text=text, sha256=PolicyVersion.sha256_of(text), data_version=data_version, warnings=warnings)

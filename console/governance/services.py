@@ -27,6 +27,7 @@ from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
 from console.governance.validation import DraftInput
 from console.ledger.models import Route
 from console.notify.services import notification_send
+from console.trials.models import Trial
 
 
 def _summary(policy: PolicyVersion) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> Poli
     if not permissions.can_draft_policy(user, route):
         raise Forbidden("Only reviewers, policy owners and admins of this route may draft its policy.")
     evidence = compute_evidence(route=route, cutoff=draft.cutoff, band_lower=draft.band_lower, query=draft.query,
-                                certification=draft.certification)
+                                certification=draft.certification, trial=draft.trial)
     with transaction.atomic():
         Route.objects.select_for_update().filter(pk=route.pk).first()  # numbers versions one at a time
         number = (PolicyVersion.objects.filter(route=route).aggregate(n=Max("version"))["n"] or 0) + 1
@@ -87,8 +88,10 @@ def policy_evidence_refresh(*, actor: Actor, policy: PolicyVersion) -> PolicyVer
     if policy.status != PolicyStatus.DRAFT or analysis_selectors.data_version(policy.route) == policy.data_version:
         return policy
     query, certification = _stored_query(policy)
+    attached = json.loads(policy.evidence_text).get("trial")  # the trial is part of the signed evidence
+    trial = Trial.objects.get(pk=attached["trial_id"]) if attached else None
     evidence = compute_evidence(route=policy.route, cutoff=policy.cutoff, band_lower=policy.band_lower, query=query,
-                                certification=certification)
+                                certification=certification, trial=trial)
     with transaction.atomic():
         locked = PolicyVersion.objects.select_for_update().get(pk=policy.pk)
         if locked.status != PolicyStatus.DRAFT or locked.evidence_sha256 == evidence.sha256:

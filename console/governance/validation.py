@@ -41,6 +41,26 @@ class DraftInput:
     refusal_message: str
     query: OperatingPointsQuery
     certification: CertifiedCutoffQuery | None
+    trial: Any = None  # a passed candidate gate trial of the route, attached as evidence
+
+
+def _trial(errors: FieldErrors, raw: Any, route: Route):
+    """A finished, passed trial of this route, or None when none is attached."""
+    from console.trials.models import Trial, TrialStatus
+
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        errors.add(0, "trial", "must be the id of a candidate gate trial")
+        return None
+    trial = Trial.objects.filter(pk=raw, route=route).first()
+    if trial is None:
+        errors.add(0, "trial", f"no trial {raw} on this route")
+    elif trial.status != TrialStatus.DONE or not trial.passed:
+        errors.add(0, "trial", f"trial {raw} has not passed its promotion gates; only a passed trial is evidence")
+    else:
+        return trial
+    return None
 
 
 def _costs(errors: FieldErrors, raw: Any) -> tuple[dict[str, float] | None, float | None]:
@@ -170,6 +190,7 @@ def parse_draft(data: Any, *, route: Route) -> DraftInput:
     except InvalidInput as exc:
         for problem in exc.details:
             errors.add(0, "filters", problem["message"])
+    trial = _trial(errors, data.get("trial"), route)
     raw_certification = data.get("certification")
     if raw_certification is not None:
         if not isinstance(raw_certification, dict) or set(raw_certification) - {"alpha", "delta"}:
@@ -189,4 +210,4 @@ def parse_draft(data: Any, *, route: Route) -> DraftInput:
     return DraftInput(cutoff=cutoff, band_lower=band_lower, exchange_rate=exchange_rate, exchange_answers=answers,
                       costs=costs, cost_threshold=tau, owner=owner, rationale=rationale,
                       escalation_contact=contact, escalation_channel=channel, escalation_response_hours=hours,
-                      refusal_message=refusal_message, query=query, certification=certification)
+                      refusal_message=refusal_message, query=query, certification=certification, trial=trial)
