@@ -24,7 +24,7 @@ def refusals(sign_in, live_server):
 
 def test_the_header_row_stays_in_view_while_the_list_scrolls(refusals):
     refusals.mouse.wheel(0, 1500)
-    refusals.wait_for_function("window.scrollY > 1000")
+    refusals.wait_for_function("() => window.scrollY > 1000")
     header = refusals.locator("table.list thead th").first.bounding_box()
     assert -1 <= header["y"] <= 1
 
@@ -52,10 +52,10 @@ def _luminance(rgb: str) -> float:
 
 def test_the_theme_follows_the_system_colour_scheme(refusals):
     refusals.emulate_media(color_scheme="light")
-    light = refusals.evaluate("getComputedStyle(document.body).backgroundColor")
+    light = refusals.evaluate("() => getComputedStyle(document.body).backgroundColor")
     refusals.emulate_media(color_scheme="dark")
-    dark = refusals.evaluate("getComputedStyle(document.body).backgroundColor")
-    table = refusals.evaluate("getComputedStyle(document.querySelector('table.list')).backgroundColor")
-    ink = refusals.evaluate("getComputedStyle(document.querySelector('table.list td')).color")
+    dark = refusals.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    table = refusals.evaluate("() => getComputedStyle(document.querySelector('table.list')).backgroundColor")
+    ink = refusals.evaluate("() => getComputedStyle(document.querySelector('table.list td')).color")
     assert _luminance(light) > 0.9 and _luminance(dark) < 0.15 and _luminance(table) < 0.2
     assert _luminance(ink) > 0.7  # light text on the dark table

@@ -66,4 +66,4 @@ def test_at_1000_px_the_exchange_rate_column_is_fully_on_screen(sign_in, live_se
         cell_box = cell.bounding_box()
         assert cell_box["x"] + cell_box["width"] <= min(box["x"] + box["width"], 1000) + 0.5
     assert "Exchange rate" in page.locator("table.op-table thead th").last.inner_text()
-    assert page.evaluate("document.documentElement.scrollWidth") <= 1000
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 1000
