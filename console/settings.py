@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "console.review",
     "console.notify",
     "console.governance",
+    "console.disputes",
 ]
 
 MIDDLEWARE = [
@@ -245,6 +246,7 @@ CELERY_BEAT_SCHEDULE = {
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
 
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
+    "disputes-escalate": {"task": "disputes.disputes_escalate", "schedule": 60.0},
 }
 SPECTACULAR_SETTINGS.update(
     {
@@ -301,3 +303,9 @@ if _proxy_ssl_header is not None:
     if not _match:
         raise ConfigError('SECURE_PROXY_SSL_HEADER must look like "X-Forwarded-Proto: https"')
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _match[1].upper().replace("-", "_"), _match[2])
+
+# Disputes (console/disputes): the response time a dispute's clock runs on when its route has no
+# signed policy with an escalation path, and how many appeals one client may send per window.
+DISPUTES_DEFAULT_RESPONSE_HOURS = env_int("DISPUTES_DEFAULT_RESPONSE_HOURS", 72)
+APPEALS_PER_CLIENT = env_int("APPEALS_PER_CLIENT", 10)
+APPEALS_CLIENT_WINDOW_SECONDS = env_int("APPEALS_CLIENT_WINDOW_SECONDS", 3600)

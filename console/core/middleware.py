@@ -15,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 # Paths anyone may reach: the health check, login, static assets. /api/ authenticates per request
 # (401 with the error envelope, never a redirect to a login page).
-_OPEN_PREFIXES = ("/healthz", "/accounts/login/", "/static/", "/api/")
+_OPEN_PREFIXES = ("/healthz", "/accounts/login/", "/static/", "/api/", "/appeal/")
 
 
 class LoginRequiredEverywhereMiddleware:

@@ -7,6 +7,8 @@ once per batch with the new decision ids, after the batch commits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from console.core.jobs import enqueue
@@ -28,3 +30,32 @@ def queue_after_ingest(decision_ids: list[int]) -> None:
     # One message per batch and job, not per decision: a publish costs about as much as storing a decision.
     for task in _after_ingest:
         enqueue(task, decision_ids)
+
+
+# Filters of the refusals list that upper apps supply (the ledger cannot import them): a name, a label,
+# a condition for QuerySet.filter (a Q or an Exists over the upper app's table) and optionally a badge,
+# the ids among a page's decisions that the filter matches, shown beside them. Disputes registers
+# "disputed" here from its AppConfig.ready().
+@dataclass(frozen=True)
+class DecisionFilterHook:
+    name: str
+    label: str
+    help_text: str
+    condition: Callable[[], Any]
+    badge: Callable[[list[int]], set[int]] | None = None
+
+
+_decision_filters: dict[str, DecisionFilterHook] = {}
+
+
+def register_decision_filter(name: str, *, label: str, condition: Callable[[], Any], help_text: str = "",
+                             badge: Callable[[list[int]], set[int]] | None = None) -> None:
+    _decision_filters[name] = DecisionFilterHook(name, label, help_text, condition, badge)
+
+
+def decision_filters() -> tuple[DecisionFilterHook, ...]:
+    return tuple(_decision_filters.values())
+
+
+def decision_filter(name: str) -> DecisionFilterHook | None:
+    return _decision_filters.get(name)

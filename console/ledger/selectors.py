@@ -13,11 +13,17 @@ from django.utils import timezone
 
 from console.accounts import permissions
 from console.core.errors import Forbidden
+from console.ledger.hooks import decision_filter, decision_filters
 from console.ledger.models import Decision, DecisionPassage, Outcome, Route, RouteDayCount
 
 
 def readable_routes(user) -> QuerySet[Route]:
     return permissions.visible(Route.objects.all(), user, permissions.DECISION_READERS, field="pk")
+
+
+def stats_routes(user) -> QuerySet[Route]:
+    """Routes whose statistics the user may read: every decision reader's routes except a `reader`'s."""
+    return permissions.visible(Route.objects.all(), user, permissions.STATS_READERS, field="pk")
 
 
 def readable_decisions(user) -> QuerySet[Decision]:
@@ -61,6 +67,7 @@ class DecisionFilters:
     versions: dict[str, str] | None = None
     segments: dict[str, Any] | None = None
     no_supporting_passage: bool = False  # verified, and no claim unit found in any logged passage
+    extra: tuple[str, ...] = ()  # names of filters registered by upper apps (console/ledger/hooks.py)
 
     def apply(self, queryset: QuerySet[Decision]) -> QuerySet[Decision]:
         if self.route:
@@ -82,7 +89,19 @@ class DecisionFilters:
             queryset = queryset.filter(segments__contains=self.segments)
         if self.no_supporting_passage:
             queryset = queryset.filter(support__no_supporting_passage=True)
+        for name in self.extra:
+            hook = decision_filter(name)
+            if hook is not None:
+                queryset = queryset.filter(hook.condition())
         return queryset
+
+
+def decision_badges(decisions: list[Decision]) -> None:
+    """Set ``badges`` (labels of the registered filters that match) on each decision of a page."""
+    ids = [d.pk for d in decisions]
+    marked = {hook.label: hook.badge(ids) for hook in decision_filters() if hook.badge is not None and ids}
+    for decision in decisions:
+        decision.badges = [label for label, matched in marked.items() if decision.pk in matched]
 
 
 def _start_of(day: date) -> datetime:

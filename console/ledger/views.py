@@ -33,6 +33,7 @@ def refusal_list(request):
     filters = form.to_filters() if form.is_bound and form.is_valid() else selectors.DecisionFilters()
     page = selectors.decision_page(request.user, filters, before=request.GET.get("before", ""),
                                    after=request.GET.get("after", ""), size=PAGE_SIZE)
+    selectors.decision_badges(page.decisions)
     query = request.GET.copy()
     for key in ("before", "after", "page"):
         query.pop(key, None)

@@ -3,6 +3,7 @@ from django.views.decorators.http import require_GET
 
 from audit.selectors import audit_events_for_object, readable_events
 from console.accounts import permissions
+from console.disputes import views as disputes_views
 from console.governance import selectors as governance_selectors
 from console.ledger.selectors import get_decision_for_user
 from console.shadow import selectors as shadow_selectors
@@ -14,13 +15,17 @@ from grading.selectors import decision_grading
 def decision_detail(request, pk: int):
     # The selector refuses users who may not read decisions (403) and 404s routes they may not see.
     decision = get_decision_for_user(request.user, pk=pk)
+    # A `reader` reads the refusal and its disputes, not its grades or audit history.
+    reads_stats = permissions.can_read_stats(request.user, decision.route)
     events = audit_events_for_object("decision", decision.pk,
-                                     readable_events(request.user, permissions.DECISION_READERS))
+                                     readable_events(request.user, permissions.STATS_READERS)) if reads_stats else None
     return render(request, "review/decision_detail.html", {
         "decision": decision,
         "passages": decision.ranked_passages.all(),
         "events": events,
-        "grading": decision_grading(decision.pk),
+        "reads_stats": reads_stats,
+        "grading": decision_grading(decision.pk) if reads_stats else None,
+        **disputes_views.dispute_section(request, decision),  # "disputes", "dispute_form"
         **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
         **shadow_selectors.shadow_context(request.user, decision),
         **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...
