@@ -72,20 +72,23 @@ def open_dispute(client, decision_id: int, **overrides):
     return client.post(f"/api/v1/decisions/{decision_id}/disputes", body, format="json")
 
 
-@pytest.fixture
-def signed_policy(route, decisions, owner_client):
-    """Version 1 of it-support's policy, signed through the governance services: response in 24 h,
-    escalation by email."""
+def sign_policy(route, owner, *, channel: str = "mailto:desk@example.org", hours: int = 24):
+    """A policy version signed through the governance services by its owner (a User)."""
     from audit.services import Actor
     from console.governance import services
     from console.governance.validation import parse_draft
 
     draft = parse_draft({
-        "cutoff": 0.85, "owner": "owner", "rationale": "Refuse below 0.85.",
-        "escalation": {"contact": "IT desk lead", "channel": "mailto:desk@example.org", "response_hours": 24},
+        "cutoff": 0.85, "owner": owner.get_username(), "rationale": "Refuse below 0.85.",
+        "escalation": {"contact": "IT desk lead", "channel": channel, "response_hours": hours},
         "refusal_message": "I could not answer this reliably. The IT desk will reply.",
     }, route=route)
-    owner = owner_client.user
     policy = services.policy_draft(actor=Actor.user(owner), user=owner, route=route, draft=draft)
     return services.policy_sign(actor=Actor.user(owner), user=owner, policy=policy,
                                 evidence_sha256=policy.evidence_sha256)
+
+
+@pytest.fixture
+def signed_policy(route, decisions, owner_client):
+    """Version 1 of it-support's policy, signed: response within 24 h, escalation by email."""
+    return sign_policy(route, owner_client.user)
