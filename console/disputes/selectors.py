@@ -42,7 +42,7 @@ class DisputeFilters:
 def dispute_list(user, filters: DisputeFilters) -> QuerySet[Dispute]:
     """Open disputes by default, soonest due first."""
     if not permissions.can_read_disputes(user):
-        raise Forbidden("Your role does not allow reading disputes.")
+        raise Forbidden("Your role does not allow reading this.")  # no word of disputes to graders
     queryset = readable_disputes(user).select_related("route", "opened_by", "assigned_to")
     if filters.route:
         queryset = queryset.filter(route__slug=filters.route)
@@ -60,7 +60,7 @@ def dispute_list(user, filters: DisputeFilters) -> QuerySet[Dispute]:
 def get_dispute_for_user(user, pk: int) -> Dispute:
     """The dispute if the user may read its route's decisions; 404 otherwise (no hint it exists)."""
     if not permissions.can_read_disputes(user):
-        raise Forbidden("Your role does not allow reading disputes.")
+        raise Forbidden("Your role does not allow reading this.")  # no word of disputes to graders
     dispute = (readable_disputes(user).select_related("route", "decision", "passage", "opened_by", "assigned_to",
                                                       "resolved_by", "policy").filter(pk=pk).first())
     if dispute is None:
