@@ -14,6 +14,6 @@ class DisputesConfig(AppConfig):
 
         register_after_ingest(tasks.appeals_attach)
         register_decision_filter("disputed", label="Disputed", condition=views.disputed_condition,
-                                 badge=views.disputed_badge,
+                                 badge=True,
                                  help_text="Someone disputed the refusal, or the person refused appealed it.")
         register_side_panel(views.analysis_side_panel)

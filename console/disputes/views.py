@@ -206,11 +206,6 @@ def disputed_condition():
                                                                         request_id=OuterRef("request_id"))))
 
 
-def disputed_badge(decision_ids: list[int]) -> set[int]:
-    decisions = Decision.objects.filter(pk__in=decision_ids).filter(disputed_condition())
-    return set(decisions.values_list("pk", flat=True))
-
-
 def analysis_side_panel(route: Route, cutoffs: list[float]) -> dict[str, Any] | None:
     if not Dispute.objects.filter(route=route).exists():
         return {"template": "disputes/partials/analysis_panel.html", "context": {"rows": [], "route": route}}

@@ -33,23 +33,23 @@ def queue_after_ingest(decision_ids: list[int]) -> None:
 
 
 # Filters of the refusals list that upper apps supply (the ledger cannot import them): a name, a label,
-# a condition for QuerySet.filter (a Q or an Exists over the upper app's table) and optionally a badge,
-# the ids among a page's decisions that the filter matches, shown beside them. Disputes registers
-# "disputed" here from its AppConfig.ready().
+# a condition for QuerySet.filter (an Exists over the upper app's table, found through the app
+# registry by the upper app itself) and whether the list shows a badge where it holds (computed as
+# an annotation of the page's one query). Disputes registers "disputed" here from its AppConfig.ready().
 @dataclass(frozen=True)
 class DecisionFilterHook:
     name: str
     label: str
     help_text: str
     condition: Callable[[], Any]
-    badge: Callable[[list[int]], set[int]] | None = None
+    badge: bool = False
 
 
 _decision_filters: dict[str, DecisionFilterHook] = {}
 
 
 def register_decision_filter(name: str, *, label: str, condition: Callable[[], Any], help_text: str = "",
-                             badge: Callable[[list[int]], set[int]] | None = None) -> None:
+                             badge: bool = False) -> None:
     _decision_filters[name] = DecisionFilterHook(name, label, help_text, condition, badge)
 
 

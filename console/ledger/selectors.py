@@ -97,11 +97,11 @@ class DecisionFilters:
 
 
 def decision_badges(decisions: list[Decision]) -> None:
-    """Set ``badges`` (labels of the registered filters that match) on each decision of a page."""
-    ids = [d.pk for d in decisions]
-    marked = {hook.label: hook.badge(ids) for hook in decision_filters() if hook.badge is not None and ids}
+    """Set ``badges`` (labels of the registered filters that hold) on each decision of a page, from
+    the annotations ``decision_list`` added."""
+    hooks = [hook for hook in decision_filters() if hook.badge]
     for decision in decisions:
-        decision.badges = [label for label, matched in marked.items() if decision.pk in matched]
+        decision.badges = [hook.label for hook in hooks if getattr(decision, f"badge_{hook.name}", False)]
 
 
 def _start_of(day: date) -> datetime:
@@ -109,7 +109,9 @@ def _start_of(day: date) -> datetime:
 
 
 def decision_list(user, filters: DecisionFilters) -> QuerySet[Decision]:
-    return filters.apply(readable_decisions(user)).select_related("route", "support").order_by("-occurred_at", "-pk")
+    badges = {f"badge_{hook.name}": hook.condition() for hook in decision_filters() if hook.badge}
+    return (filters.apply(readable_decisions(user)).select_related("route", "support").annotate(**badges)
+            .order_by("-occurred_at", "-pk"))
 
 
 # The refusals list counts matches up to this many; past it, it says "more than".
