@@ -143,3 +143,15 @@ def test_the_analysis_page_shows_disputes_per_band_beside_the_rates(decisions, r
     rows = re.findall(r"<tr><th scope=\"row\">([^<]+)</th>\s*<td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>"
                       r"<td class=\"num\">(\d+)</td>", panel)
     assert rows == [("below 0.5", "1", "0", "0"), ("0.5 to 0.7", "2", "1", "1"), ("0.7 and above", "0", "0", "0")]
+
+
+def test_the_demo_has_a_dispute_and_an_appeal(db, settings, tmp_path):
+    from django.core.management import call_command
+
+    settings.DATA_DIR = tmp_path
+    call_command("load_demo", "--decisions", "40")
+    disputes = Dispute.objects.filter(route__slug="hr-policy")
+    assert sorted(d.kind for d in disputes) == ["answerable_from_passages", "appeal"]
+    opened = disputes.get(kind="answerable_from_passages")
+    assert opened.quote_ranges["chars"] and opened.policy is not None  # HR's policy is signed: its 24 h clock
+    assert "agent" in (tmp_path / "demo-logins.txt").read_text()
