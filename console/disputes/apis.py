@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import NotFound
+from console.core.errors import InvalidInput, NotFound
 from console.disputes import selectors, services
 from console.disputes.models import USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
@@ -102,4 +102,7 @@ class AppealLinkApi(APIView):
         route = readable_routes(request.user).filter(slug=slug).first()
         if route is None or not permissions.can_read_appeal_link(request.user, route):
             raise NotFound(f"No route {slug!r}.")
+        if not services.storable_request_id(request_id):
+            raise InvalidInput("request_id must be 1 to 200 characters of valid Unicode without NUL.",
+                               details=[{"field": "request_id", "message": "not a storable request id"}])
         return Response({"url": services.appeal_path(route, request_id)})

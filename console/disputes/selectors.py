@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from console.accounts import permissions
 from console.core.errors import Forbidden, NotFound
+from console.core.validation import has_lone_surrogate
 from console.disputes.models import Dispute, Kind, Status
 from console.ledger.models import Decision, Route
 
@@ -28,13 +29,17 @@ class DisputeFilters:
     kind: str = ""
     overdue: bool = False
     mine: bool = False
+    no_such_route: bool = False
 
     @classmethod
     def from_params(cls, params) -> DisputeFilters:
         truthy = ("1", "true", "yes", "on")
+        route = params.get("route", "")
+        if len(route) > 64 or "\x00" in route or has_lone_surrogate(route):
+            return cls(no_such_route=True)  # no slug is like this: the list is empty, not a database error
         status = params.get("status", "")
         kind = params.get("kind", "")
-        return cls(route=params.get("route", "")[:64], status=status if status in Status.values or status == "all"
+        return cls(route=route, status=status if status in Status.values or status == "all"
                    else "", kind=kind if kind in Kind.values else "",
                    overdue=params.get("overdue", "").lower() in truthy, mine=params.get("mine", "").lower() in truthy)
 
@@ -44,6 +49,8 @@ def dispute_list(user, filters: DisputeFilters) -> QuerySet[Dispute]:
     if not permissions.can_read_disputes(user):
         raise Forbidden("Your role does not allow reading this.")  # no word of disputes to graders
     queryset = readable_disputes(user).select_related("route", "opened_by", "assigned_to")
+    if filters.no_such_route:
+        return queryset.none()
     if filters.route:
         queryset = queryset.filter(route__slug=filters.route)
     if filters.status != "all":

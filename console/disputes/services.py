@@ -23,6 +23,7 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.core.errors import Conflict, Forbidden, InvalidInput
+from console.core.validation import has_lone_surrogate
 from console.disputes.models import MAX_APPEAL_MESSAGE, AppealSecret, Dispute, Kind, Status
 from console.disputes.validation import DisputeInput
 from console.governance.models import PolicyVersion
@@ -107,6 +108,12 @@ def _already_open(first: Dispute) -> Conflict:
 
 # --- appeals --------------------------------------------------------------------------------------
 
+def storable_request_id(value: str) -> bool:
+    """A request id the ledger could hold: at most 200 characters, no NUL, valid Unicode. Links
+    for anything else are never given out, and such a path is the same 404 as a forged token."""
+    return 0 < len(value) <= 200 and "\x00" not in value and not has_lone_surrogate(value)
+
+
 def appeal_secret(route: Route) -> str:
     """The route's appeal secret, created the first time it is needed (get_or_create settles a race)."""
     row, _ = AppealSecret.objects.get_or_create(
@@ -147,7 +154,8 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
     message = (message or "").strip()
     if not message:
         raise InvalidInput("Say what you needed.", details=[{"field": "message", "message": "is required"}])
-    if len(message) > MAX_APPEAL_MESSAGE or len(email) > 300 or "\x00" in message + email:
+    if (len(message) > MAX_APPEAL_MESSAGE or len(email) > 300 or "\x00" in message + email
+            or has_lone_surrogate(message + email)):
         raise InvalidInput(f"The message may be at most {MAX_APPEAL_MESSAGE:,} characters.", code="too_long")
     if email and "@" not in email:
         raise InvalidInput("That is not an email address.", details=[{"field": "email", "message": "not an address"}])

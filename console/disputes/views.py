@@ -171,7 +171,8 @@ def appeal(request, slug: str, request_id: str, token: str):
     message and the promised response time: nothing internal. A token that does not match is the
     same 404 as an unknown route."""
     route = Route.objects.filter(slug=slug).first()
-    if route is None or not services.appeal_token_valid(route, request_id, token):
+    if (route is None or not services.storable_request_id(request_id)
+            or not services.appeal_token_valid(route, request_id, token)):
         raise Http404("No such appeal.")
     policy = policy_in_force(route)
     decision = Decision.objects.filter(route=route, request_id=request_id).only("question").first()

@@ -148,3 +148,11 @@ def test_appeals_show_in_the_inbox_and_the_appellant_hears_the_outcome(route, in
 def test_a_reader_of_another_route_gets_no_link(route, other_route, decisions):
     hr_integrator = client_for(factories.make_user("hr-integrator", "integrator", other_route))
     assert hr_integrator.get("/api/v1/routes/it-support/decisions/req-refused/appeal-link").status_code == 404
+
+
+def test_unstorable_request_ids_and_filters_are_4xx_not_500(route, integrator, reviewer):
+    assert integrator.get("/api/v1/routes/it-support/decisions/a%00b/appeal-link").status_code == 400
+    assert integrator.get(f"/api/v1/routes/it-support/decisions/{'x' * 201}/appeal-link").status_code == 400
+    assert Client().get("/appeal/it-support/a%00b/AAAAAAAAAAAAAAAAAAAAAA").status_code in (400, 404)  # NUL: 400
+    assert Client().get("/appeal/it-support/%ED%A0%80/AAAAAAAAAAAAAAAAAAAAAA").status_code == 404
+    assert reviewer.get("/api/v1/disputes?route=a%00b").json() == {"disputes": []}
