@@ -48,7 +48,7 @@ def dispute_list(user, filters: DisputeFilters) -> QuerySet[Dispute]:
     """Open disputes by default, soonest due first."""
     if not permissions.can_read_disputes(user):
         raise Forbidden("Your role does not allow reading this.")  # no word of disputes to graders
-    queryset = readable_disputes(user).select_related("route", "opened_by", "assigned_to")
+    queryset = readable_disputes(user).select_related("route", "opened_by", "assigned_to", "resolved_by", "policy")
     if filters.no_such_route:
         return queryset.none()
     if filters.route:

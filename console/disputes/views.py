@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -205,6 +205,25 @@ def disputed_condition():
     """Decisions with a dispute, appeals made before ingest included."""
     return Exists(Dispute.objects.filter(Q(decision=OuterRef("pk")) | Q(route=OuterRef("route_id"),
                                                                         request_id=OuterRef("request_id"))))
+
+
+def dashboard_lines(user, routes: list[Route]) -> dict[int, list[dict[str, Any]]]:
+    """Open and overdue disputes per route for the dashboard's cards (one query)."""
+    if not routes or not permissions.can_read_disputes(user):
+        return {}
+    counts = (selectors.readable_disputes(user).filter(route__in=routes, status=Status.OPEN).values("route_id")
+              .annotate(open=Count("pk"), overdue=Count("pk", filter=Q(due_by__lt=_now()))))
+    slugs = {route.pk: route.slug for route in routes}
+    inbox = reverse("dispute-inbox")
+    lines: dict[int, list[dict[str, Any]]] = {}
+    for row in counts:
+        slug = slugs[row["route_id"]]
+        lines[row["route_id"]] = [{"text": f"{row['open']} open dispute{'s' if row['open'] != 1 else ''}",
+                                   "url": f"{inbox}?route={slug}", "warn": False}]
+        if row["overdue"]:
+            lines[row["route_id"]].append({"text": f"{row['overdue']} overdue", "warn": True,
+                                           "url": f"{inbox}?route={slug}&overdue=1"})
+    return lines
 
 
 def analysis_side_panel(route: Route, cutoffs: list[float]) -> dict[str, Any] | None:

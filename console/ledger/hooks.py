@@ -59,3 +59,22 @@ def decision_filters() -> tuple[DecisionFilterHook, ...]:
 
 def decision_filter(name: str) -> DecisionFilterHook | None:
     return _decision_filters.get(name)
+
+
+# Lines that upper apps add to each route's card on the dashboard: `fn(user, routes)` returns, per
+# route id, a list of {"text", "url", "warn"} (one query for all routes). Disputes adds its open and
+# overdue counts.
+_route_summaries: list[Callable[[Any, list], dict[int, list[dict[str, Any]]]]] = []
+
+
+def register_route_summary(fn: Callable[[Any, list], dict[int, list[dict[str, Any]]]]) -> None:
+    if fn not in _route_summaries:
+        _route_summaries.append(fn)
+
+
+def route_summaries(user, routes: list) -> dict[int, list[dict[str, Any]]]:
+    lines: dict[int, list[dict[str, Any]]] = {}
+    for fn in _route_summaries:
+        for route_id, items in fn(user, routes).items():
+            lines.setdefault(route_id, []).extend(items)
+    return lines

@@ -6,6 +6,7 @@ from django.views.decorators.vary import vary_on_headers
 from console.accounts import permissions
 from console.ledger import selectors
 from console.ledger.forms import DecisionFilterForm
+from console.ledger.hooks import route_summaries
 
 PAGE_SIZE = 50
 
@@ -21,8 +22,11 @@ def dashboard(request):
         if permissions.can_grade(request.user):  # graders land on their queue
             return redirect("grading-queue")
         return render(request, "ledger/dashboard.html", {"routes": [], "reader": False})
-    return render(request, "ledger/dashboard.html",
-                  {"routes": selectors.route_daily_counts(request.user), "reader": True})
+    rows = selectors.route_daily_counts(request.user)
+    extras = route_summaries(request.user, [row["route"] for row in rows])  # lines of upper apps
+    for row in rows:
+        row["extras"] = extras.get(row["route"].pk, [])
+    return render(request, "ledger/dashboard.html", {"routes": rows, "reader": True})
 
 
 @require_GET

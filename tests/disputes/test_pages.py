@@ -155,3 +155,14 @@ def test_the_demo_has_a_dispute_and_an_appeal(db, settings, tmp_path):
     opened = disputes.get(kind="answerable_from_passages")
     assert opened.quote_ranges["chars"] and opened.policy is not None  # HR's policy is signed: its 24 h clock
     assert "agent" in (tmp_path / "demo-logins.txt").read_text()
+
+
+def test_the_dashboard_shows_open_and_overdue_disputes_per_route(decisions, reader, reviewer, reviewer_pages,
+                                                                 reader_pages):
+    first = open_dispute(reader, decisions[0]).json()
+    open_dispute(reviewer, decisions[0], kind="other", evidence=None)
+    Dispute.objects.filter(pk=first["id"]).update(due_by=timezone.now() - timedelta(minutes=5))
+    html = reviewer_pages.get("/").content.decode()
+    assert "2 open disputes</a>" in html and "1 overdue</a>" in html
+    assert "/disputes/?route=it-support&amp;overdue=1" in html
+    assert "policy</a>" not in reader_pages.get("/").content.decode()  # a reader has no policy page
