@@ -143,6 +143,12 @@ def test_the_analysis_page_shows_disputes_per_band_beside_the_rates(decisions, r
     rows = re.findall(r"<tr><th scope=\"row\">([^<]+)</th>\s*<td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>"
                       r"<td class=\"num\">(\d+)</td>", panel)
     assert rows == [("below 0.5", "1", "0", "0"), ("0.5 to 0.7", "2", "1", "1"), ("0.7 and above", "0", "0", "0")]
+    # Median time to resolution of the middle band: the two resolutions took 2 h and 6 h.
+    now = timezone.now()
+    Dispute.objects.filter(pk=a["id"]).update(opened_at=now - timedelta(hours=2), resolved_at=now)
+    Dispute.objects.filter(pk=b["id"]).update(opened_at=now - timedelta(hours=6), resolved_at=now)
+    html = reviewer_pages.get("/operating-points/?route=it-support&cutoffs=0.5,0.7").content.decode()
+    assert "<td class=\"num\">4.0 h</td>" in html
 
 
 def test_the_demo_has_a_dispute_and_an_appeal(db, settings, tmp_path):
