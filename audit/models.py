@@ -35,6 +35,12 @@ class Action(models.TextChoices):
     POLICY_SIGNED = "policy_signed", "Policy version signed"
     POLICY_SUPERSEDED = "policy_superseded", "Policy version superseded"
     POLICY_WITHDRAWN = "policy_withdrawn", "Policy version withdrawn"
+    DISPUTE_OPENED = "dispute_opened", "Dispute opened"
+    DISPUTE_ASSIGNED = "dispute_assigned", "Dispute taken"
+    DISPUTE_RESOLVED = "dispute_resolved", "Dispute resolved"
+    DISPUTE_ESCALATED = "dispute_escalated", "Dispute escalated"
+    DISPUTE_APPEALED = "dispute_appealed", "Appeal received"
+    APPEAL_SECRET_ROTATED = "appeal_secret_rotated", "Appeal secret rotated"
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
     CANDIDATE_REGISTERED = "candidate_registered", "Candidate gate registered"

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "console.review",
     "console.notify",
     "console.governance",
+    "console.disputes",
 ]
 
 MIDDLEWARE = [
@@ -250,6 +251,7 @@ CELERY_BEAT_SCHEDULE = {
 
     "trials-sweep": {"task": "trials.trials_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
+    "disputes-escalate": {"task": "disputes.disputes_escalate", "schedule": 60.0},
 }
 SPECTACULAR_SETTINGS.update(
     {
@@ -331,3 +333,8 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "GradeVerdictEnum": ["correct", "incorrect", "unsure"],
     "LabelVerdictEnum": ["correct", "incorrect"],
 }
+# Disputes (console/disputes): the response time a dispute's clock runs on when its route has no
+# signed policy with an escalation path, and how many appeals one client may send per window.
+DISPUTES_DEFAULT_RESPONSE_HOURS = env_int("DISPUTES_DEFAULT_RESPONSE_HOURS", 72)
+APPEALS_PER_CLIENT = env_int("APPEALS_PER_CLIENT", 10)
+APPEALS_CLIENT_WINDOW_SECONDS = env_int("APPEALS_CLIENT_WINDOW_SECONDS", 3600)

@@ -38,6 +38,7 @@ urlpatterns = [
     # Browsers ask for /favicon.ico where a page names no icon (JSON, the API docs): no 404 in the log.
     path("nav/adjudication-backlog", review_views.adjudication_backlog, name="nav-adjudication-backlog"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path("", include("console.disputes.urls")),
 ]
 
 handler400 = "console.core.middleware.bad_request"

@@ -6,6 +6,8 @@ def roles(request):
     user = request.user
     return {
         "user_reads_decisions": permissions.can_read_decisions(user),
+        "user_reads_stats": permissions.can_read_stats(user),
+        "user_reads_disputes": permissions.can_read_disputes(user),
         "user_grades": permissions.can_grade(user),
         "user_reviews_labels": permissions.can_review_labels(user),
         "user_reads_audit": permissions.can_read_audit(user),

@@ -12,6 +12,7 @@ class Role(models.TextChoices):
     AUDITOR = "auditor", "Auditor"
     INTEGRATOR = "integrator", "Integrator"
     ADMIN = "admin", "Admin"
+    READER = "reader", "Reader"
 
 
 class RoleGrant(models.Model):

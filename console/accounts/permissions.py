@@ -13,8 +13,12 @@ from django.db.models import Q, QuerySet
 
 from console.accounts.models import Role, RoleGrant
 
-# Roles that may read decisions (scores, outcomes, passages, verifier results).
-DECISION_READERS = (Role.REVIEWER, Role.POLICY_OWNER, Role.AUDITOR, Role.INTEGRATOR, Role.ADMIN)
+# Roles that may read decisions (scores, outcomes, passages, verifier results). A `reader` (support
+# agents, domain experts) reads a route's refusals to dispute them, and nothing more.
+DECISION_READERS = (Role.REVIEWER, Role.POLICY_OWNER, Role.AUDITOR, Role.INTEGRATOR, Role.ADMIN, Role.READER)
+# Roles that may read what is measured about decisions: operating points, calibration, policy evidence,
+# grades and the audit history shown beside a decision. Every decision reader except `reader`.
+STATS_READERS = (Role.REVIEWER, Role.POLICY_OWNER, Role.AUDITOR, Role.INTEGRATOR, Role.ADMIN)
 
 
 def _grants(user) -> list[RoleGrant]:
@@ -96,6 +100,10 @@ def can_read_decisions(user) -> bool:
     return has_role(user, DECISION_READERS)
 
 
+def can_read_stats(user, route=None) -> bool:
+    return has_role(user, STATS_READERS, route)
+
+
 # Roles that may work the blind grading queue. A reviewer who grades is not blind (reviewers read
 # decisions); the grades are still recorded, and a reviewer may not adjudicate an item they graded.
 GRADERS = (Role.GRADER, Role.REVIEWER)
@@ -158,8 +166,9 @@ def can_withdraw_policy(user, policy) -> bool:
 
 
 def can_read_policy(user, route) -> bool:
-    """Every reader of the route's decisions, integrators included: the gate reads its cutoff here."""
-    return has_role(user, DECISION_READERS, route)
+    """Every reader of the route's statistics, integrators included: the gate reads its cutoff here.
+    Not `reader`: a policy version carries its statistical evidence."""
+    return has_role(user, STATS_READERS, route)
 
 
 def can_read_outbox(user) -> bool:
@@ -185,3 +194,30 @@ TRIAL_RUNNERS = (Role.REVIEWER, Role.POLICY_OWNER)
 
 def can_run_trials(user, route=None) -> bool:
     return has_role(user, TRIAL_RUNNERS, route)
+
+# Disputes of single refusals. Whoever may read a route's decisions may dispute one of its refusals
+# and read its disputes; reviewers and policy owners of the route work the inbox (take, resolve); the
+# opener alone may withdraw. Integrators fetch the appeal link their answering system shows.
+DISPUTE_OPENERS = DECISION_READERS
+DISPUTE_HANDLERS = (Role.REVIEWER, Role.POLICY_OWNER)
+APPEAL_LINK_READERS = (Role.INTEGRATOR, Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_open_dispute(user, route) -> bool:
+    return has_role(user, DISPUTE_OPENERS, route)
+
+
+def can_read_disputes(user, route=None) -> bool:
+    return has_role(user, DISPUTE_OPENERS, route)
+
+
+def can_handle_disputes(user, route=None) -> bool:
+    return has_role(user, DISPUTE_HANDLERS, route)
+
+
+def can_withdraw_dispute(user, dispute) -> bool:
+    return user.is_authenticated and dispute.opened_by_id == user.pk
+
+
+def can_read_appeal_link(user, route) -> bool:
+    return has_role(user, APPEAL_LINK_READERS, route)

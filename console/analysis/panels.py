@@ -28,7 +28,7 @@ from console.analysis.params import (
 )
 from console.analysis.reports import CHART_CUTOFFS, CHART_POINTS
 from console.ledger.models import Route
-from console.ledger.selectors import readable_routes
+from console.ledger.selectors import stats_routes
 from console.stats.intervals import Interval
 from console.stats.operating_points import OperatingPointRow
 from console.stats.planning import grades_for_interval_half_width, grades_to_separate_cutoffs
@@ -133,7 +133,7 @@ def page_params(request) -> QueryDict:
 def read_page(user, params: QueryDict) -> Page:
     """The route (the first readable one unless ``route`` names another; 404 if it is not
     readable) and the table's parameters; bad parameters become messages, not errors."""
-    routes = list(readable_routes(user))
+    routes = list(stats_routes(user))
     if not routes:
         raise NoRoutes
     slug = params.get("route") or routes[0].slug
@@ -376,6 +376,25 @@ def calibration_panel(page: Page) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------- side panels of upper apps
+
+# Panels shown beside the operating-point table by apps above analysis, which analysis may not
+# import: each registers `fn(route, cutoffs) -> {"template", "context"} | None` from its
+# AppConfig.ready(). Disputes shows its per-band counts here.
+_side_panels: list[Callable[[Route, list[float]], dict[str, Any] | None]] = []
+
+
+def register_side_panel(fn: Callable[[Route, list[float]], dict[str, Any] | None]) -> None:
+    if fn not in _side_panels:
+        _side_panels.append(fn)
+
+
+def side_panels_panel(page: Page) -> dict[str, Any]:
+    cutoffs = sorted(c for c in page.query.cutoffs if c is not None)
+    panels = [panel for fn in _side_panels if (panel := fn(page.route, cutoffs)) is not None]
+    return {"side_panels": panels}
+
+
 # --------------------------------------------------------------------------- regions
 
 
@@ -388,7 +407,8 @@ REGIONS: dict[str, tuple[str, tuple[Callable[[Page], dict[str, Any]], ...]]] = {
     "planner": ("analysis/partials/sample_planner.html", (planner_panel,)),
 }
 TAB_PANELS = {
-    "decide": (table_panel, bisection_panel, cost_panel, band_panel, certified_panel, planner_panel),
+    "decide": (table_panel, bisection_panel, cost_panel, band_panel, certified_panel, planner_panel,
+               side_panels_panel),
     "calibration": (calibration_panel,),
 }
 TAB_TEMPLATES = {"decide": "analysis/partials/decide_tab.html", "calibration": "analysis/partials/calibration_tab.html"}

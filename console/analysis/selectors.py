@@ -28,7 +28,7 @@ from console.accounts import permissions
 from console.analysis.params import Window
 from console.core.errors import Forbidden, NotFound
 from console.ledger.models import Decision, Route
-from console.ledger.selectors import readable_routes
+from console.ledger.selectors import stats_routes
 from grading.models import FinalLabel, LabelMethod
 
 IMPORTED_STRATUM = "imported"
@@ -37,9 +37,9 @@ IMPORTED_STRATUM = "imported"
 def route_for_reader(user, slug: str) -> Route:
     """The route if the user may read its decisions: 403 for a user who reads no decisions at
     all (graders), 404 for a route that does not exist or that the user may not see."""
-    if not permissions.can_read_decisions(user):
+    if not permissions.can_read_stats(user):
         raise Forbidden("Your role does not allow reading decisions or their statistics.")
-    route = readable_routes(user).filter(slug=slug).first()
+    route = stats_routes(user).filter(slug=slug).first()
     if route is None:
         raise NotFound(f"No route {slug!r}.")
     return route

@@ -17,7 +17,7 @@ CSV_INTERVALS = ("abstention_rate", "false_abstention_rate", "correct_withheld_p
 
 
 def _read_page(request) -> panels.Page:
-    if not permissions.can_read_decisions(request.user):
+    if not permissions.can_read_stats(request.user):
         raise PermissionDenied("Your role does not allow reading decisions or their statistics.")
     return panels.read_page(request.user, panels.page_params(request))
 

@@ -3,7 +3,6 @@ import logging
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-
 from django.http import HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404
@@ -15,7 +14,7 @@ logger = logging.getLogger(__name__)
 
 # Paths anyone may reach: the health check, login, static assets. /api/ authenticates per request
 # (401 with the error envelope, never a redirect to a login page).
-_OPEN_PREFIXES = ("/favicon.ico", "/healthz", "/accounts/login/", "/static/", "/api/")
+_OPEN_PREFIXES = ("/favicon.ico", "/healthz", "/accounts/login/", "/static/", "/api/", "/appeal/")
 
 
 class LoginRequiredEverywhereMiddleware:

@@ -1,6 +1,7 @@
 from django import forms
 
 from console.core.forms import ISO_DATE_FORMATS, IsoDateInput
+from console.ledger.hooks import decision_filters
 from console.ledger.models import Outcome
 from console.ledger.selectors import DEFAULT_SORT, SORTS, DecisionFilters
 
@@ -35,6 +36,8 @@ class DecisionFilterForm(forms.Form):
     def __init__(self, *args, routes=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["route"].choices = [("", "All routes")] + [(r.slug, r.name) for r in routes]
+        for hook in decision_filters():  # filters of upper apps, e.g. "disputed"
+            self.fields[hook.name] = forms.BooleanField(required=False, label=hook.label, help_text=hook.help_text)
 
     def clean_segment(self):
         raw = self.cleaned_data["segment"].strip()
@@ -60,6 +63,7 @@ class DecisionFilterForm(forms.Form):
             segments=data.get("segment"),
             no_supporting_passage=bool(data.get("no_supporting_passage")),
             text=data.get("q") or "",
+            extra=tuple(hook.name for hook in decision_filters() if data.get(hook.name)),
         )
 
     def sort_key(self) -> str:

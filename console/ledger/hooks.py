@@ -7,6 +7,8 @@ once per batch with the new decision ids, after the batch commits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from console.core.jobs import enqueue
@@ -44,3 +46,49 @@ def register_in_ingest(writer: Any) -> None:
 def run_in_ingest(*, actor: Any, items: list, decision_ids: list[int], routes: dict) -> None:
     for writer in _in_ingest:
         writer(actor=actor, items=items, decision_ids=decision_ids, routes=routes)
+# Filters of the refusals list that upper apps supply (the ledger cannot import them): a name, a label,
+# a condition for QuerySet.filter (an Exists over the upper app's table, found through the app
+# registry by the upper app itself) and whether the list shows a badge where it holds (computed as
+# an annotation of the page's one query). Disputes registers "disputed" here from its AppConfig.ready().
+@dataclass(frozen=True)
+class DecisionFilterHook:
+    name: str
+    label: str
+    help_text: str
+    condition: Callable[[], Any]
+    badge: bool = False
+
+
+_decision_filters: dict[str, DecisionFilterHook] = {}
+
+
+def register_decision_filter(name: str, *, label: str, condition: Callable[[], Any], help_text: str = "",
+                             badge: bool = False) -> None:
+    _decision_filters[name] = DecisionFilterHook(name, label, help_text, condition, badge)
+
+
+def decision_filters() -> tuple[DecisionFilterHook, ...]:
+    return tuple(_decision_filters.values())
+
+
+def decision_filter(name: str) -> DecisionFilterHook | None:
+    return _decision_filters.get(name)
+
+
+# Lines that upper apps add to each route's card on the dashboard: `fn(user, routes)` returns, per
+# route id, a list of {"text", "url", "warn"} (one query for all routes). Disputes adds its open and
+# overdue counts.
+_route_summaries: list[Callable[[Any, list], dict[int, list[dict[str, Any]]]]] = []
+
+
+def register_route_summary(fn: Callable[[Any, list], dict[int, list[dict[str, Any]]]]) -> None:
+    if fn not in _route_summaries:
+        _route_summaries.append(fn)
+
+
+def route_summaries(user, routes: list) -> dict[int, list[dict[str, Any]]]:
+    lines: dict[int, list[dict[str, Any]]] = {}
+    for fn in _route_summaries:
+        for route_id, items in fn(user, routes).items():
+            lines.setdefault(route_id, []).extend(items)
+    return lines

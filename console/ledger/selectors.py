@@ -15,11 +15,17 @@ from django.utils import timezone
 
 from console.accounts import permissions
 from console.core.errors import Forbidden
+from console.ledger.hooks import decision_filter, decision_filters
 from console.ledger.models import Decision, DecisionPassage, Outcome, Route, RouteDayCount
 
 
 def readable_routes(user) -> QuerySet[Route]:
     return permissions.visible(Route.objects.all(), user, permissions.DECISION_READERS, field="pk")
+
+
+def stats_routes(user) -> QuerySet[Route]:
+    """Routes whose statistics the user may read: every decision reader's routes except a `reader`'s."""
+    return permissions.visible(Route.objects.all(), user, permissions.STATS_READERS, field="pk")
 
 
 def readable_decisions(user) -> QuerySet[Decision]:
@@ -64,6 +70,7 @@ class DecisionFilters:
     segments: dict[str, Any] | None = None
     no_supporting_passage: bool = False  # verified, and no claim unit found in any logged passage
     text: str = ""  # words searched in question and claim (PostgreSQL full text, web-search syntax)
+    extra: tuple[str, ...] = ()  # names of filters registered by upper apps (console/ledger/hooks.py)
 
     def apply(self, queryset: QuerySet[Decision]) -> QuerySet[Decision]:
         if self.route:
@@ -87,6 +94,10 @@ class DecisionFilters:
             queryset = queryset.filter(support__no_supporting_passage=True)
         if self.text.strip():
             queryset = queryset.filter(_matches_text(self.text))
+        for name in self.extra:
+            hook = decision_filter(name)
+            if hook is not None:
+                queryset = queryset.filter(hook.condition())
         return queryset
 
 
@@ -118,6 +129,14 @@ def _matches_text(text: str) -> _Matches:
     return _Matches(_DecisionText(F("question"), F("claim")), _WebSearchQuery(Value(text)))
 
 
+def decision_badges(decisions: list[Decision]) -> None:
+    """Set ``badges`` (labels of the registered filters that hold) on each decision of a page, from
+    the annotations ``decision_list`` added."""
+    hooks = [hook for hook in decision_filters() if hook.badge]
+    for decision in decisions:
+        decision.badges = [hook.label for hook in hooks if getattr(decision, f"badge_{hook.name}", False)]
+
+
 def _start_of(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone=timezone.get_fixed_timezone(0))
 
@@ -143,7 +162,8 @@ DEFAULT_SORT = "newest"
 def decision_list(user, filters: DecisionFilters, sort: str = DEFAULT_SORT) -> QuerySet[Decision]:
     order = SORTS.get(sort, SORTS[DEFAULT_SORT])
     prefix = "-" if order.descending else ""
-    return (filters.apply(readable_decisions(user)).select_related("route", "support")
+    badges = {f"badge_{hook.name}": hook.condition() for hook in decision_filters() if hook.badge}
+    return (filters.apply(readable_decisions(user)).select_related("route", "support").annotate(**badges)
             .order_by(f"{prefix}{order.field}", f"{prefix}pk"))
 
 

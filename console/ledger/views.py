@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 from console.accounts import permissions
 from console.ledger import selectors
 from console.ledger.forms import DecisionFilterForm
+from console.ledger.hooks import route_summaries
 from console.ledger.models import Outcome
 
 PAGE_SIZE = 50
@@ -27,8 +28,11 @@ def dashboard(request):
         if permissions.can_grade(request.user):  # graders land on their queue
             return redirect("grading-queue")
         return render(request, "ledger/dashboard.html", {"routes": [], "reader": False})
-    return render(request, "ledger/dashboard.html",
-                  {"routes": selectors.route_daily_counts(request.user), "reader": True})
+    rows = selectors.route_daily_counts(request.user)
+    extras = route_summaries(request.user, [row["route"] for row in rows])  # lines of upper apps
+    for row in rows:
+        row["extras"] = extras.get(row["route"].pk, [])
+    return render(request, "ledger/dashboard.html", {"routes": rows, "reader": True})
 
 
 # Keys of the list's address that are not filters: the page cursors and the export switch.
@@ -70,6 +74,7 @@ def refusal_list(request):
         return _csv_response(selectors.decision_list(request.user, filters, sort))
     page = selectors.decision_page(request.user, filters, before=given.get("before", ""),
                                    after=given.get("after", ""), size=PAGE_SIZE, sort=sort)
+    selectors.decision_badges(page.decisions)
     query = address.copy()
     for key in _PAGING:
         query.pop(key, None)

@@ -4,6 +4,7 @@ from django.views.decorators.http import require_GET
 
 from audit.selectors import audit_events_for_object, readable_events
 from console.accounts import permissions
+from console.disputes import views as disputes_views
 from console.governance import selectors as governance_selectors
 from console.ledger.selectors import get_decision_for_user
 from console.review import selectors as review_selectors
@@ -16,16 +17,20 @@ from grading.selectors import decision_grading
 def decision_detail(request, pk: int):
     # The selector refuses users who may not read decisions (403) and 404s routes they may not see.
     decision = get_decision_for_user(request.user, pk=pk)
+    # A `reader` reads the refusal and its disputes, not its grades or audit history.
+    reads_stats = permissions.can_read_stats(request.user, decision.route)
     events = audit_events_for_object("decision", decision.pk,
-                                     readable_events(request.user, permissions.DECISION_READERS))
+                                     readable_events(request.user, permissions.STATS_READERS)) if reads_stats else None
     return render(request, "review/decision_detail.html", {
         "decision": decision,
         "passages": decision.ranked_passages.all(),
         "events": events,
-        "grading": decision_grading(decision.pk),
+        "reads_stats": reads_stats,
+        "grading": decision_grading(decision.pk) if reads_stats else None,
         # The refusals list's address it was opened from (filters, order, page), re-encoded so it
         # can only ever be a query string of that list.
         "back": QueryDict(request.GET.get("back", "")[:2000]).urlencode(),
+        **disputes_views.dispute_section(request, decision),  # "disputes", "dispute_form"
         **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
         **shadow_selectors.shadow_context(request.user, decision),
         **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...

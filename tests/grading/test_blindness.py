@@ -21,7 +21,7 @@ from tests.grading.helpers import api_client, grade, pooled
 SCORES = {"refused": (0.7319, 0.8527), "served": (0.9461, 0.8527), "shadowed": (0.6183, 0.7914)}
 # Outcome and origin words, anywhere (so "unserved" counts too); then words only as whole words
 # ("gate" must not flag "mitigate" in the docs page's script).
-OUTCOME_WORDS = ("refus", "served", "shadow", "cutoff")
+OUTCOME_WORDS = ("refus", "served", "shadow", "cutoff", "disput", "appeal", "overturn", "upheld", "escalat")
 WHOLE_WORDS = re.compile(r"\b(gate|scores?|verif\w*|verified|abstain\w*|outcome)\b", re.I)
 OTHER_NOTE = "ZETA-NOTE-FROM-ANOTHER-GRADER"
 
@@ -49,6 +49,7 @@ def assert_blind(text: str, where: str) -> None:
         context = text[max(0, match.start() - 40):match.end() + 40] if match else ""
         assert match is None, f"{where} shows {match.group()!r} in {context!r}"
     assert OTHER_NOTE not in text, f"{where} shows another grader's note"
+    assert "DISPUTE-REASON-TEXT" not in text and "APPEAL-MESSAGE-TEXT" not in text, f"{where} shows a dispute"
     assert re.search(r"items/\d+/", text) is None, f"{where} names an item by its database id"
 
 
@@ -82,7 +83,25 @@ def known_items(route):
 
     tasks.grading_pool_sweep()
     assert GradingItem.objects.count() == 3
+    _dispute(ids[0])
     return ids
+
+
+def _dispute(decision_id: int) -> None:
+    """The refused item is disputed (with a quote) and appealed: a grader must see none of it."""
+    from console.disputes.models import Dispute
+    from console.disputes.services import appeal_open
+    from console.ledger.models import Decision, DecisionPassage
+
+    agent = api_client(make_user("blind-check-agent", "reader"))
+    passage = DecisionPassage.objects.get(decision_id=decision_id, rank=1).passage_id
+    response = agent.post(f"/api/v1/decisions/{decision_id}/disputes", {
+        "kind": "answerable_from_passages", "reason": "DISPUTE-REASON-TEXT",
+        "evidence": {"passage_id": passage, "quote": "choose Reset"}}, format="json")
+    assert response.status_code == 201, response.content
+    decision = Decision.objects.get(pk=decision_id)
+    appeal_open(route=decision.route, request_id=decision.request_id, message="APPEAL-MESSAGE-TEXT")
+    assert Dispute.objects.count() == 2
 
 
 @pytest.fixture
@@ -149,7 +168,7 @@ def test_every_other_page_and_endpoint_is_closed_to_a_grader(known_items, grader
     pages = ["/refusals/", f"/decisions/{decision_id}/", "/audit/", "/grading/adjudication/",
              f"/grading/adjudication/{item.public_id}/", "/grading/agreement/",
              "/grading/routes/it-support/guidelines/", "/operating-points/?route=it-support",
-             "/operating-points/table.csv?route=it-support"]
+             "/operating-points/table.csv?route=it-support", "/disputes/", "/disputes/1/", "/disputes/2/"]
     for path in pages:
         response = grader_pages.get(path)
         assert response.status_code in (403, 404), path
@@ -158,7 +177,9 @@ def test_every_other_page_and_endpoint_is_closed_to_a_grader(known_items, grader
                  f"/api/v1/audit/events?object=decision:{decision_id}", "/api/v1/audit/export",
                  "/api/v1/grading/adjudications", f"/api/v1/grading/items/{item.public_id}/adjudication",
                  "/api/v1/routes/it-support/agreement", "/api/v1/routes/it-support/operating-points",
-                 "/api/v1/routes/it-support/certified-cutoff", "/api/v1/routes/it-support/calibration"]
+                 "/api/v1/routes/it-support/certified-cutoff", "/api/v1/routes/it-support/calibration",
+                 "/api/v1/disputes", "/api/v1/disputes/1", "/api/v1/disputes/2",
+                 "/api/v1/routes/it-support/decisions/anything/appeal-link"]
     for path in endpoints:
         response = grader.get(path)
         assert response.status_code in (403, 404), path
@@ -166,6 +187,10 @@ def test_every_other_page_and_endpoint_is_closed_to_a_grader(known_items, grader
     assert grader.post(f"/api/v1/grading/items/{item.public_id}/adjudication", {"verdict": "correct"},
                        format="json").status_code == 403
     assert grader_pages.post("/grading/routes/it-support/guidelines/", {"guidelines": "x"}).status_code == 403
+    assert grader.post(f"/api/v1/decisions/{decision_id}/disputes", {"kind": "other", "reason": "x", "evidence": None},
+                       format="json").status_code == 403
+    assert grader.post("/api/v1/disputes/1/resolve", {"resolution": "upheld", "note": "x"},
+                       format="json").status_code == 403
 
 
 def test_the_grader_nav_offers_only_the_queue(known_items, grader_pages):

@@ -7,6 +7,7 @@ from django.db import transaction
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import services as accounts
+from console.disputes.demo import demo_disputes
 from console.governance.demo import demo_policies
 from console.ledger import services
 from console.ledger.models import Route
@@ -27,6 +28,7 @@ DEMO_USERS = [  # username, role, route (None = all routes)
     ("auditor", "auditor", None),
     ("grader1", "grader", None),
     ("grader2", "grader", None),
+    ("agent", "reader", "hr-policy"),
 ]
 
 
@@ -83,6 +85,7 @@ class Command(BaseCommand):
         created += self._plant_gaps(actor, routes, decisions)
 
         demo_trial(actor=actor, routes=routes, users=users)
+        demo_disputes(actor=actor, routes=routes, users=users)
         with transaction.atomic():
             audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
                          payload={"decisions_created": created, "labels_imported": imported,

@@ -1,0 +1,20 @@
+from django.apps import AppConfig
+
+
+class DisputesConfig(AppConfig):
+    name = "console.disputes"
+    label = "disputes"
+    verbose_name = "Disputes and appeals"
+
+    def ready(self) -> None:
+        # Lower apps offer hooks; this app plugs into them (they may not import it).
+        from console.analysis.panels import register_side_panel
+        from console.disputes import tasks, views
+        from console.ledger.hooks import register_after_ingest, register_decision_filter, register_route_summary
+
+        register_after_ingest(tasks.appeals_attach)
+        register_decision_filter("disputed", label="Disputed", condition=views.disputed_condition,
+                                 badge=True,
+                                 help_text="Someone disputed the refusal, or the person refused appealed it.")
+        register_side_panel(views.analysis_side_panel)
+        register_route_summary(views.dashboard_lines)

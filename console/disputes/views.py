@@ -1,0 +1,234 @@
+"""Pages of disputes: the inbox, one dispute, opening one from a refusal's page, and the public
+appeal page; plus what this app hands to the ledger's refusals list and the analysis page."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from audit.services import Actor
+from console.accounts import permissions
+from console.accounts.throttle import client_address
+from console.core.errors import Conflict, InvalidInput
+from console.disputes import selectors, services
+from console.disputes.models import MAX_APPEAL_MESSAGE, MAX_NOTE, MAX_REASON, USER_KINDS, Dispute, Kind, Status
+from console.disputes.validation import parse_dispute, parse_resolution
+from console.governance.selectors import policy_in_force
+from console.ledger.models import Decision, Route
+from console.ledger.selectors import get_decision_for_user
+
+DEFAULT_REFUSAL_MESSAGE = ("The assistant could not answer this question reliably, so it did not answer. "
+                           "A person will look at your question.")
+
+
+# --- the inbox and one dispute --------------------------------------------------------------------
+
+@require_GET
+def inbox(request):
+    filters = selectors.DisputeFilters.from_params(request.GET)
+    disputes = list(selectors.dispute_list(request.user, filters)[:500])
+    routes = Route.objects.filter(pk__in=selectors.readable_disputes(request.user).values("route_id")).order_by("slug")
+    return render(request, "disputes/inbox.html", {
+        "disputes": disputes, "filters": filters, "routes": routes, "kinds": Kind.choices,
+        "statuses": [*Status.choices, ("all", "All")], "now": _now(),
+        "handles": permissions.can_handle_disputes(request.user)})
+
+
+def _now():
+    from django.utils import timezone
+
+    return timezone.now()
+
+
+def dispute_context(request, dispute: Dispute) -> dict[str, Any]:
+    dispute.pieces = selectors.highlighted_quote(dispute)
+    dispute.overdue = selectors.is_overdue(dispute)
+    return {"dispute": dispute, "decision": selectors.decision_of(dispute),
+            "pieces": selectors.highlighted_quote(dispute), "overdue": selectors.is_overdue(dispute),
+            "handles": permissions.can_handle_disputes(request.user, dispute.route),
+            "withdraws": permissions.can_withdraw_dispute(request.user, dispute), "max_note": MAX_NOTE}
+
+
+@require_GET
+def dispute_detail(request, pk: int):
+    dispute = selectors.get_dispute_for_user(request.user, pk)
+    return render(request, "disputes/detail.html", dispute_context(request, dispute))
+
+
+@require_POST
+def dispute_take(request, pk: int):
+    dispute = selectors.get_dispute_for_user(request.user, pk)
+    services.dispute_assign(actor=Actor.user(request.user), user=request.user, dispute=dispute)
+    return redirect(request.POST.get("next") if request.POST.get("next") == reverse("dispute-inbox")
+                    else reverse("dispute-detail", args=[pk]))
+
+
+@require_POST
+def dispute_resolve(request, pk: int):
+    dispute = selectors.get_dispute_for_user(request.user, pk)
+    try:
+        resolution, note = parse_resolution({"resolution": request.POST.get("resolution"),
+                                             "note": request.POST.get("note") or None})
+        services.dispute_resolve(actor=Actor.user(request.user), user=request.user, dispute=dispute,
+                                 resolution=resolution, note=note)
+    except (InvalidInput, Conflict) as error:
+        context = dispute_context(request, dispute) | {"error": error.message, "details": error.details}
+        return render(request, "disputes/detail.html", context, status=error.status)
+    return redirect("dispute-detail", pk=pk)
+
+
+# --- opening from the refusal's page --------------------------------------------------------------
+
+class DisputeForm(forms.Form):
+    kind = forms.ChoiceField(choices=[(k, label) for k, label in Kind.choices if k in USER_KINDS])
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=MAX_REASON)
+    source = forms.ChoiceField(choices=[("passage", "A quote from a logged passage"),
+                                        ("url", "A quote from another source"), ("none", "No evidence")],
+                               initial="passage", widget=forms.RadioSelect, label="Evidence")
+    passage = forms.ChoiceField(required=False, label="Passage")
+    url = forms.URLField(required=False, max_length=2000, label="Source URL", assume_scheme="https")
+    quote = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Quote")
+    contact = forms.CharField(required=False, max_length=300, label="Contact for follow-up (optional)")
+
+    def __init__(self, *args, decision: Decision, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["passage"].choices = [(str(link.passage_id), f"#{link.rank} {link.passage.external_id}")
+                                          for link in decision.ranked_passages.all()]
+
+    def as_body(self) -> dict[str, Any]:
+        """The API's JSON body from the posted form, so both go through one parser."""
+        data = self.data
+        source, quote = data.get("source", "none"), data.get("quote", "")
+        evidence: dict[str, Any] | None = None
+        if source == "passage":
+            passage = data.get("passage", "")
+            evidence = {"passage_id": int(passage) if passage.isdigit() else 0, "quote": quote or None}
+        elif source == "url":
+            evidence = {"url": data.get("url") or None, "quote": quote or None}
+        return {"kind": data.get("kind"), "reason": data.get("reason") or None, "evidence": evidence,
+                "contact": data.get("contact", "")}
+
+
+def dispute_section(request, decision: Decision) -> dict[str, Any]:
+    """For the refusal's page: its disputes with their highlighted quotes, and the form."""
+    if not permissions.can_read_disputes(request.user, decision.route):
+        return {}
+    disputes = selectors.disputes_of_decision(decision)
+    for dispute in disputes:
+        dispute.pieces = selectors.highlighted_quote(dispute)
+        dispute.overdue = selectors.is_overdue(dispute)
+    can_open = decision.refused and permissions.can_open_dispute(request.user, decision.route)
+    return {"disputes": disputes, "dispute_form": DisputeForm(decision=decision) if can_open else None}
+
+
+@require_POST
+def dispute_open(request, pk: int):
+    decision = get_decision_for_user(request.user, pk=pk)
+    form = DisputeForm(request.POST, decision=decision)
+    try:
+        data = parse_dispute(form.as_body())
+        dispute = services.dispute_open(actor=Actor.user(request.user), user=request.user, decision=decision,
+                                        data=data)
+    except (InvalidInput, Conflict) as error:
+        return render(request, "disputes/open.html", {"decision": decision, "dispute_form": form,
+                                                      "error": error.message, "details": error.details,
+                                                      "code": error.code}, status=error.status)
+    return redirect(reverse("decision-detail", args=[decision.pk]) + f"#dispute-{dispute.pk}")
+
+
+# --- the public appeal page -----------------------------------------------------------------------
+
+def _client_over_limit(request) -> bool:
+    """Counts appeals per client address in Django's cache (the database cache, shared by workers);
+    a window opens at the first appeal and lasts APPEALS_CLIENT_WINDOW_SECONDS."""
+    address = hashlib.sha256(client_address(request).encode("utf-8", "surrogatepass")).hexdigest()
+    key = f"appeal-client:{address}"
+    cache.add(key, 0, timeout=settings.APPEALS_CLIENT_WINDOW_SECONDS)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # the window ended between add and incr
+        cache.set(key, 1, timeout=settings.APPEALS_CLIENT_WINDOW_SECONDS)
+        count = 1
+    return count > settings.APPEALS_PER_CLIENT
+
+
+@never_cache
+@csrf_protect
+@require_http_methods(["GET", "POST"])
+def appeal(request, slug: str, request_id: str, token: str):
+    """No account needed. Shows only the question asked (once ingested), the route's refusal
+    message and the promised response time: nothing internal. A token that does not match is the
+    same 404 as an unknown route."""
+    route = Route.objects.filter(slug=slug).first()
+    if (route is None or not services.storable_request_id(request_id)
+            or not services.appeal_token_valid(route, request_id, token)):
+        raise Http404("No such appeal.")
+    policy = policy_in_force(route)
+    decision = Decision.objects.filter(route=route, request_id=request_id).only("question").first()
+    made = Dispute.objects.filter(route=route, request_id=request_id, kind=Kind.APPEAL).count()
+    context = {
+        "question": decision.question if decision else None,
+        "refusal_message": policy.refusal_message if policy else DEFAULT_REFUSAL_MESSAGE,
+        "response_hours": policy.escalation_response_hours if policy else settings.DISPUTES_DEFAULT_RESPONSE_HOURS,
+        "sent": request.GET.get("sent") == "1", "left": max(0, services.APPEALS_PER_LINK - made),
+        "max_message": MAX_APPEAL_MESSAGE, "message": "", "email": "",
+    }
+    if request.method == "POST":
+        message, email = request.POST.get("message", ""), request.POST.get("email", "").strip()
+        context |= {"message": message[:MAX_APPEAL_MESSAGE], "email": email[:300]}
+        if _client_over_limit(request):
+            context["error"] = "Too many appeals from your connection; please try again later."
+            return render(request, "disputes/appeal.html", context, status=429)
+        try:
+            services.appeal_open(route=route, request_id=request_id, message=message, email=email)
+        except (InvalidInput, Conflict) as error:
+            context["error"] = error.message
+            return render(request, "disputes/appeal.html", context, status=error.status)
+        return redirect(request.path + "?sent=1")
+    return render(request, "disputes/appeal.html", context)
+
+
+# --- for the refusals list and the analysis page --------------------------------------------------
+
+def disputed_condition():
+    """Decisions with a dispute, appeals made before ingest included."""
+    return Exists(Dispute.objects.filter(Q(decision=OuterRef("pk")) | Q(route=OuterRef("route_id"),
+                                                                        request_id=OuterRef("request_id"))))
+
+
+def dashboard_lines(user, routes: list[Route]) -> dict[int, list[dict[str, Any]]]:
+    """Open and overdue disputes per route for the dashboard's cards (one query)."""
+    if not routes or not permissions.can_read_disputes(user):
+        return {}
+    counts = (selectors.readable_disputes(user).filter(route__in=routes, status=Status.OPEN).values("route_id")
+              .annotate(open=Count("pk"), overdue=Count("pk", filter=Q(due_by__lt=_now()))))
+    slugs = {route.pk: route.slug for route in routes}
+    inbox = reverse("dispute-inbox")
+    lines: dict[int, list[dict[str, Any]]] = {}
+    for row in counts:
+        slug = slugs[row["route_id"]]
+        lines[row["route_id"]] = [{"text": f"{row['open']} open dispute{'s' if row['open'] != 1 else ''}",
+                                   "url": f"{inbox}?route={slug}", "warn": False}]
+        if row["overdue"]:
+            lines[row["route_id"]].append({"text": f"{row['overdue']} overdue", "warn": True,
+                                           "url": f"{inbox}?route={slug}&overdue=1"})
+    return lines
+
+
+def analysis_side_panel(route: Route, cutoffs: list[float]) -> dict[str, Any] | None:
+    if not Dispute.objects.filter(route=route).exists():
+        return {"template": "disputes/partials/analysis_panel.html", "context": {"rows": [], "route": route}}
+    edges = [float("-inf"), *cutoffs, float("inf")]
+    rows = selectors.band_summary(route, edges)
+    return {"template": "disputes/partials/analysis_panel.html", "context": {"rows": rows, "route": route}}

@@ -1,0 +1,158 @@
+"""The appeal link of the person refused: HMAC tokens (forgeries are the same 404 as an unknown
+route), before and after ingest, at most 3 appeals per link, a per-client rate limit, CSRF, length
+caps, and a public page that shows nothing internal."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+from django.test import Client
+
+from console.disputes import services
+from console.disputes.models import Dispute
+from tests import factories
+from tests.disputes.conftest import PASSAGES, REFUSED_SCORE, client_for
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(db):
+    cache.clear()
+
+
+def link(client, request_id: str, slug: str = "it-support") -> str:
+    response = client.get(f"/api/v1/routes/{slug}/decisions/{request_id}/appeal-link")
+    assert response.status_code == 200, response.content
+    return response.json()["url"]
+
+
+def test_integrators_fetch_the_link_and_it_works_before_ingest(route, integrator, reader, reviewer):
+    url = link(integrator, "not-yet-ingested/with/slashes")
+    assert re.fullmatch(r"/appeal/it-support/not-yet-ingested/with/slashes/[A-Za-z0-9_-]{22}", url)
+    assert link(reviewer, "not-yet-ingested/with/slashes") == url  # stable: the same request id, the same link
+    assert reader.get("/api/v1/routes/it-support/decisions/x/appeal-link").status_code == 404
+    page = Client().get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "72 hours" in html and "You asked" not in html  # the route default; no question before ingest
+    response = Client().post(url, {"message": "I needed the VPN steps.", "email": "me@example.org"})
+    assert response.status_code == 302 and response["Location"].endswith("?sent=1")
+    appeal = Dispute.objects.get(kind="appeal")
+    assert appeal.decision is None and appeal.request_id == "not-yet-ingested/with/slashes"
+    assert appeal.opened_by is None and appeal.appellant_email == "me@example.org"
+    # The decision arrives: reads match it at once, and the after-ingest job attaches it.
+    (decision_id,) = factories.ingest([factories.record(request_id="not-yet-ingested/with/slashes")])
+    assert reviewer.get(f"/api/v1/disputes/{appeal.pk}").json()["decision"] == decision_id
+    assert services.appeals_attach([decision_id]) == 1
+    assert Dispute.objects.get(pk=appeal.pk).decision_id == decision_id
+    assert "You asked" in Client().get(url).content.decode()
+
+
+def test_a_forged_token_is_the_same_404_as_an_unknown_route(route, integrator, decisions):
+    url = link(integrator, "req-refused")
+    forged = url[:-1] + ("A" if url[-1] != "A" else "B")
+    unknown_route = url.replace("/appeal/it-support/", "/appeal/no-such-route/")
+    other_request = url.replace("/req-refused/", "/req-served/")
+    responses = [Client().get(u) for u in (forged, unknown_route, other_request)]
+    assert [r.status_code for r in responses] == [404, 404, 404]
+    bodies = [re.sub(r'"X-CSRFToken": "[^"]*"', "", r.content.decode()) for r in responses]  # per client
+    assert bodies[0] == bodies[1] == bodies[2]
+    assert Client().post(forged, {"message": "hello"}).status_code == 404
+    assert not Dispute.objects.exists()
+
+
+def test_a_token_is_not_valid_for_another_route(route, other_route, integrator, decisions):
+    url = link(integrator, "req-refused")
+    assert Client().get(url.replace("/it-support/", "/hr-policy/")).status_code == 404
+
+
+def test_rotation_invalidates_old_links(route, integrator, decisions):
+    url = link(integrator, "req-refused")
+    out = __import__("io").StringIO()
+    call_command("appeal_secret_rotate", "it-support", stdout=out)
+    assert len(out.getvalue().strip().splitlines()[-1]) >= 40
+    assert Client().get(url).status_code == 404
+    assert Client().get(link(integrator, "req-refused")).status_code == 200
+
+
+def test_at_most_three_appeals_per_link(route, integrator, decisions):
+    url = link(integrator, "req-refused")
+    client = Client()
+    for n in range(3):
+        assert client.post(url, {"message": f"attempt {n}"}).status_code == 302
+    fourth = client.post(url, {"message": "attempt 4"})
+    assert fourth.status_code == 409
+    assert Dispute.objects.filter(kind="appeal").count() == 3
+    assert "as many appeals as it allows" in client.get(url).content.decode()
+
+
+def test_a_client_is_rate_limited_across_links(route, integrator, settings):
+    settings.APPEALS_PER_CLIENT = 2
+    urls = [link(integrator, f"req-{n}") for n in range(3)]
+    assert Client().post(urls[0], {"message": "one"}).status_code == 302
+    assert Client().post(urls[1], {"message": "two"}).status_code == 302
+    limited = Client().post(urls[2], {"message": "three"})
+    assert limited.status_code == 429 and Dispute.objects.count() == 2
+    other_client = Client(REMOTE_ADDR="203.0.113.9")
+    assert other_client.post(urls[2], {"message": "three"}).status_code == 302
+
+
+def test_csrf_and_length_caps(route, integrator, decisions):
+    url = link(integrator, "req-refused")
+    strict = Client(enforce_csrf_checks=True)
+    assert strict.post(url, {"message": "no token"}).status_code == 403
+    page = strict.get(url)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
+    assert strict.post(url, {"message": "with a token", "csrfmiddlewaretoken": token}).status_code == 302
+    assert Client().post(url, {"message": "x" * 2001}).status_code == 400
+    assert Client().post(url, {"message": "   "}).status_code == 400
+    assert Client().post(url, {"message": "fine", "email": "not-an-address"}).status_code == 400
+    assert Dispute.objects.count() == 1
+
+
+def test_the_public_page_leaks_nothing_internal(route, integrator, decisions, signed_policy):
+    url = link(integrator, "req-refused")
+    client = Client()
+    client.post(url, {"message": "Please tell me where parcels go."})
+    html = client.get(url + "?sent=1").content.decode()
+    assert "Where do parcels go?" in html  # the question the person asked
+    assert "The IT desk will reply." in html and "24 hours" in html  # the policy's message and promise
+    forbidden = [f"{REFUSED_SCORE}", f"{REFUSED_SCORE:.3f}", f"{REFUSED_SCORE:.2f}", "0.85", "gen-SECRET-MODEL-7",
+                 "hyb-3", "snap-Q", "nli-4", "nli", "kb/mfa", "de/adresse", "IT desk lead", "desk@example.org",
+                 "owner", "version", "score", "cutoff", "passage", "Open Settings and choose Reset"]
+    forbidden += [p["text"] for p in PASSAGES] + [p["text"][:20] for p in PASSAGES]
+    lowered = html.lower()
+    for text in forbidden:
+        assert text.lower() not in lowered, f"the appeal page shows {text!r}"
+    assert "Cache-Control" in client.get(url) and "no-store" in client.get(url)["Cache-Control"]
+
+
+def test_appeals_show_in_the_inbox_and_the_appellant_hears_the_outcome(route, integrator, decisions, reviewer):
+    url = link(integrator, "req-refused")
+    Client().post(url, {"message": "I needed this.", "email": "asker@example.org"})
+    listed = reviewer.get("/api/v1/disputes?route=it-support").json()["disputes"]
+    assert [d["kind"] for d in listed] == ["appeal"] and listed[0]["opened_by"] is None
+    resolved = reviewer.post(f"/api/v1/disputes/{listed[0]['id']}/resolve",
+                             {"resolution": "overturned", "note": "You are right; the desk will answer."},
+                             format="json")
+    assert resolved.status_code == 200
+    from console.notify.models import Notification
+
+    note = Notification.objects.get(recipient="asker@example.org")
+    assert "overturned" in note.body and "the desk will answer" in note.body
+    assert "0.61" not in note.body
+
+
+def test_a_reader_of_another_route_gets_no_link(route, other_route, decisions):
+    hr_integrator = client_for(factories.make_user("hr-integrator", "integrator", other_route))
+    assert hr_integrator.get("/api/v1/routes/it-support/decisions/req-refused/appeal-link").status_code == 404
+
+
+def test_unstorable_request_ids_and_filters_are_4xx_not_500(route, integrator, reviewer):
+    assert integrator.get("/api/v1/routes/it-support/decisions/a%00b/appeal-link").status_code == 400
+    assert integrator.get(f"/api/v1/routes/it-support/decisions/{'x' * 201}/appeal-link").status_code == 400
+    assert Client().get("/appeal/it-support/a%00b/AAAAAAAAAAAAAAAAAAAAAA").status_code in (400, 404)  # NUL: 400
+    assert Client().get("/appeal/it-support/%ED%A0%80/AAAAAAAAAAAAAAAAAAAAAA").status_code == 404
+    assert reviewer.get("/api/v1/disputes?route=a%00b").json() == {"disputes": []}
