@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from console import embedded
+from console.core.queues import QUEUES
 from console.env import env_bool, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,16 +53,8 @@ def main() -> int:
             print("Loading the demo workspace (first start) ...", flush=True)
             manage("load_demo")
             marker.write_text("loaded\n")
-        children.append(subprocess.Popen(
-            [str(BIN / "celery"), "-A", "console", "worker", "--beat", "--loglevel", "INFO",
-             "--concurrency", str(env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64)),
-             "--schedule", str(data_dir / "celerybeat-schedule")],
-            env=env, cwd=ROOT))
-        children.append(subprocess.Popen(
-            [str(BIN / "gunicorn"), "console.wsgi", "--bind", f"{host}:{port}",
-             "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)), "--threads", "4",
-             "--access-logfile", "-"],
-            env=env, cwd=ROOT))
+        children.append(subprocess.Popen(worker_command(data_dir), env=env, cwd=ROOT))
+        children.append(subprocess.Popen(web_command(host, port), env=env, cwd=ROOT))
         print(_banner(host, port, data_dir), flush=True)
         stop = {"now": False}
 
@@ -82,6 +75,32 @@ def main() -> int:
             embedded.stop_process(child, timeout=20)
         embedded.stop_process(redis_process)
     return 0
+
+
+def worker_command(data_dir: Path) -> list[str]:
+    """One Celery worker with beat that consumes every queue (console/core/queues.py).
+
+    CELERY_CONCURRENCY (WORKER_CONCURRENCY is the older name) sizes its pool; each child is replaced
+    after CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
+    so a child that grew on one large job does not keep that memory at rest.
+    """
+    concurrency = env_int("CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64),
+                          minimum=1, maximum=64)
+    return [str(BIN / "celery"), "-A", "console", "worker", "--beat", "--loglevel", "INFO",
+            "--concurrency", str(concurrency), "-Q", ",".join(QUEUES),
+            "--schedule", str(data_dir / "celerybeat-schedule")]
+
+
+def web_command(host: str, port: int) -> list[str]:
+    """gunicorn, sized by WEB_WORKERS x WEB_THREADS. The application is loaded once in the master
+    before forking (--preload), so workers share its pages instead of each holding a copy; a worker
+    is replaced after WEB_MAX_REQUESTS requests (with jitter, so they do not all restart at once)."""
+    max_requests = env_int("WEB_MAX_REQUESTS", 2000, minimum=0, maximum=10_000_000)
+    return [str(BIN / "gunicorn"), "console.wsgi", "--bind", f"{host}:{port}",
+            "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)),
+            "--threads", str(env_int("WEB_THREADS", 4, minimum=1, maximum=64)),
+            "--max-requests", str(max_requests), "--max-requests-jitter", str(max_requests // 10),
+            "--preload", "--access-logfile", "-"]
 
 
 def _banner(host: str, port: int, data_dir: Path) -> str:

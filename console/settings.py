@@ -179,6 +179,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_t
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 0}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 BROKER_BACKOFF_SECONDS = env_int("BROKER_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)
+# One queue per kind of work (console/core/queues.py), routed by task-name prefix; workers name the
+# queues they consume with -Q. A task that matched no route would sit on "celery", which no worker reads.
+from console.core.queues import task_routes as _task_routes  # noqa: E402
+
+CELERY_TASK_ROUTES = _task_routes()
+# Workers that grow are replaced: after this many tasks, or once a child passes this resident size (KiB).
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("CELERY_MAX_TASKS_PER_CHILD", 1000, minimum=1, maximum=1_000_000)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("CELERY_MAX_MEMORY_PER_CHILD_KB", 300_000, minimum=50_000,
+                                             maximum=16_000_000)
 
 LOGGING = {
     "version": 1,
