@@ -70,6 +70,13 @@ EXPECTED = {
             "refusal detail (random)")),
         r"(PASS|FAIL): \d/8 pages with p95 under 200 ms",
     ],
+    "memory.py": [
+        r"== memory",
+        r"decisions: 5,000, idle 3 s",
+        r"processes started by console/run.py: \d+ celery .*\d+ gunicorn",
+        r"console, PSS \(RSS\) +: +\d+ MB \([\d,]+ MB\)",
+        r"console PSS <= 700 MB +: (PASS|FAIL)",
+    ],
 }
 
 
