@@ -209,6 +209,9 @@ JOBS_REQUEUE_AFTER_SECONDS = env_int("JOBS_REQUEUE_AFTER_SECONDS", 300, minimum=
 # (past it: 503 verify_time_budget) and of one decision in the span-check job (past it: failed).
 VERIFY_TIME_BUDGET_MS = env_int("VERIFY_TIME_BUDGET_MS", 2_000, minimum=1, maximum=600_000)
 VERIFY_DECISION_BUDGET_MS = env_int("VERIFY_DECISION_BUDGET_MS", 60_000, minimum=1, maximum=3_600_000)
+# Span checks commit in groups of decisions holding up to this many bytes of claims and passages (one
+# transaction and one audit event per route each); a larger decision is a group of its own.
+VERIFY_BATCH_BYTES = env_int("VERIFY_BATCH_BYTES", 512 * 1024, minimum=1, maximum=256 * 1024 * 1024)
 # A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
 SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
 SHADOW_HTTP_TIMEOUT_MS = env_int("SHADOW_HTTP_TIMEOUT_MS", 30_000, minimum=10, maximum=600_000)
