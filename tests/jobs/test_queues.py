@@ -49,3 +49,15 @@ def test_pool_entry_is_not_starved_by_a_backed_up_shadow_queue(start_worker, liv
     [decision_id] = ingest([served_record()])
     wait_for(lambda: GradingItem.objects.filter(decision_id=decision_id).exists(), what="pool entry")
     assert live_broker.client.llen("shadow") >= 50  # still waiting (with ingest's own): the pool worker took none
+
+
+def test_the_worker_builds_the_verifier_tables_before_forking_its_pool():
+    from celery.signals import worker_init
+
+    from console.verification import tasks
+    from console.verification.folding import fold_tables
+
+    assert tasks._fold_tables_before_fork in [receiver() for _, receiver in worker_init.receivers]
+    fold_tables.cache_clear()
+    tasks._fold_tables_before_fork()
+    assert fold_tables.cache_info().currsize == 1
