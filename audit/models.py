@@ -38,6 +38,11 @@ class Action(models.TextChoices):
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
 
+    QUESTION_VECTORS_FIXED = "question_vectors_fixed", "Question vector source and dimension fixed"
+    EMBEDDER_FITTED = "embedder_fitted", "Built-in embedder fitted"
+    EMBEDDER_PROMOTED = "embedder_promoted", "Built-in embedder made current"
+    GAPS_COMPUTED = "gaps_computed", "Corpus gaps computed"
+
 
 class AuditEvent(models.Model):
     """One link of the append-only, hash-chained audit trail.

@@ -79,3 +79,15 @@ def email_settings(url: str) -> dict[str, object]:
         "EMAIL_USE_TLS": parts.scheme == "smtp+tls",
         "EMAIL_USE_SSL": parts.scheme == "smtps",
     }
+
+def env_float(name: str, default: float, *, minimum: float, maximum: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if not minimum <= value <= maximum:  # also refuses nan
+        raise ConfigError(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from console import embedded
-from console.env import ConfigError, email_settings, env_bool, env_int, env_list, env_path, env_str
+from console.env import ConfigError, email_settings, env_bool, env_float, env_int, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("CONSOLE_DATA_DIR", BASE_DIR / ".console")
@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "console.ledger",
     "console.verification",
     "console.shadow",
+    "console.similarity",
     "grading",
     "console.analysis",
     "console.review",
@@ -313,3 +314,21 @@ if _proxy_ssl_header is not None:
     if not _match:
         raise ConfigError('SECURE_PROXY_SSL_HEADER must look like "X-Forwarded-Proto: https"')
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _match[1].upper().replace("-", "_"), _match[2])
+
+# Similarity (console/similarity; README "Similar refusals and corpus gaps").
+# A refusal counts as "the same question in similar form" at or above this cosine similarity.
+# 0.8 is strict: for the built-in LSA embedder it means near-duplicates (shared wording); for
+# sentence-embedding models it is roughly a paraphrase. Lower it for looser matching.
+SIMILARITY_SAME_FORM_MIN = env_float("SIMILARITY_SAME_FORM_MIN", 0.8, minimum=0.0, maximum=1.0)
+SIMILARITY_SAME_FORM_DEPTH = 200  # neighbours examined for the 30-day count; past it the count says "at least"
+SIMILARITY_EF_SEARCH = env_int("SIMILARITY_EF_SEARCH", 100, minimum=10, maximum=1000)
+SIMILARITY_HNSW_M = 16
+SIMILARITY_HNSW_EF_CONSTRUCTION = 64
+# maintenance_work_mem for an index build: the HNSW graph of a million 384-dimension vectors
+# needs about 2 GB to be built in memory; past it the build goes on, much slower.
+SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")
+SIMILARITY_MIN_FIT_QUESTIONS = env_int("SIMILARITY_MIN_FIT_QUESTIONS", 20, minimum=2)
+SIMILARITY_FIT_SAMPLE = 10_000  # questions the built-in embedder is fitted on (a random sample)
+SIMILARITY_GAPS_WINDOW_DAYS = env_int("SIMILARITY_GAPS_WINDOW_DAYS", 28, minimum=1, maximum=365)
+SIMILARITY_GAPS_SAMPLE = 5_000  # refusals clustered directly; the rest join the nearest centre
+CELERY_BEAT_SCHEDULE["similarity-gaps"] = {"task": "similarity.gaps_refresh", "schedule": 3600.0}

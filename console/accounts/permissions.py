@@ -164,3 +164,15 @@ def can_read_policy(user, route) -> bool:
 
 def can_read_outbox(user) -> bool:
     return is_admin(user)
+
+# Roles that may read a route's corpus gaps (clusters of refused questions) and recompute them.
+GAP_READERS = (Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_read_gaps(user, route=None) -> bool:
+    return has_role(user, GAP_READERS, route)
+
+
+def can_read_similar(user, route) -> bool:
+    """Similar refusals show other decisions of the route: the route's decision readers only."""
+    return has_role(user, DECISION_READERS, route)

@@ -24,6 +24,7 @@ QUEUE_OF_PREFIX: dict[str, str] = {
     "governance": "monitoring",
     "disputes": "disputes",
     "trials": "trials",
+    "similarity": "similarity",
 }
 
 # Every queue, in the order a worker that consumes them all lists them (the after-ingest work first).

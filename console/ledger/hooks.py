@@ -28,3 +28,19 @@ def queue_after_ingest(decision_ids: list[int]) -> None:
     # One message per batch and job, not per decision: a publish costs about as much as storing a decision.
     for task in _after_ingest:
         enqueue(task, decision_ids)
+
+
+_in_ingest: list[Any] = []
+
+
+def register_in_ingest(writer: Any) -> None:
+    """`writer(actor=, items=, decision_ids=, routes=)` runs inside the ingest transaction, after the batch's
+    decisions are written: for data that travels with the batch but is owned by an app above the
+    ledger (question vectors). Raising a ServiceError rolls the whole batch back."""
+    if writer not in _in_ingest:
+        _in_ingest.append(writer)
+
+
+def run_in_ingest(*, actor: Any, items: list, decision_ids: list[int], routes: dict) -> None:
+    for writer in _in_ingest:
+        writer(actor=actor, items=items, decision_ids=decision_ids, routes=routes)

@@ -14,7 +14,7 @@ from psycopg import errors as psycopg_errors
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
-from console.ledger.hooks import queue_after_ingest
+from console.ledger.hooks import queue_after_ingest, run_in_ingest
 from console.ledger.models import Route
 from console.ledger.validation import DecisionInput
 
@@ -184,6 +184,7 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                 for passage in item.passages:
                     copy.write_row((decision_id, passage_ids[passage.content_key], passage.rank,
                                     passage.retrieval_score))
+    run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
     result.created = len(fresh)
     result.created_ids = decision_ids
     by_route: dict[str, list[int]] = {}

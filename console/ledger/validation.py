@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -39,7 +40,7 @@ OUTCOMES = ("refused", "served", "served_with_evidence")
 
 _TOP_FIELDS = {
     "request_id", "route", "occurred_at", "question", "claim", "gate", "outcome",
-    "served_answer", "passages", "versions", "segments",
+    "served_answer", "passages", "versions", "segments", "question_embedding",
 }
 _PASSAGE_FIELDS = {"id", "text", "retrieval_score", "rank", "source", "uri", "embedding"}
 _GATE_FIELDS = {"name", "score", "cutoff"}
@@ -75,6 +76,8 @@ class DecisionInput:
     segments: dict[str, Any]
     passages: list[PassageInput] = field(default_factory=list)
     content_hash: str = ""
+    # The answering system's own query vector; stored and searched by console/similarity.
+    question_embedding: list[float] | None = None
 
 
 def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scalars: bool) -> dict | None:
@@ -102,6 +105,16 @@ def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scala
             continue
         clean[key] = item
     return clean
+
+
+def _embedding(errors: FieldErrors, index: int, path: str, value: Any) -> list[float] | None:
+    if value is None:
+        return None
+    if (not isinstance(value, list) or not 0 < len(value) <= MAX_EMBEDDING
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in value)):
+        errors.add(index, path, f"must be a list of 1 to {MAX_EMBEDDING} finite numbers")
+        return None
+    return [float(x) for x in value]
 
 
 def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput] | None:
@@ -189,12 +202,14 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
         errors.add(index, "versions", "is required (model, retriever, corpus, gate)")
     versions = _string_map(errors, index, "versions", raw.get("versions"), scalars=False)
     segments = _string_map(errors, index, "segments", raw.get("segments"), scalars=True)
+    question_embedding = _embedding(errors, index, "question_embedding", raw.get("question_embedding"))
     if len(errors.items) != before:
         return None
     item = DecisionInput(
         index=index, request_id=request_id, route=route, occurred_at=occurred_at, question=question,
         claim=claim, gate_name=gate_name, gate_score=gate_score, cutoff=cutoff, outcome=outcome,
         served_answer=served_answer, versions=versions, segments=segments, passages=passages,
+        question_embedding=question_embedding,
     )
     _fill_hashes(item)
     return item
@@ -222,6 +237,9 @@ def _fill_hashes(item: DecisionInput) -> None:
         item.question, item.claim, item.gate_name, item.gate_score, item.cutoff, item.outcome,
         item.served_answer, item.versions, item.segments, passages,
     ]
+    if item.question_embedding is not None:
+        # Appended only when sent, so decisions stored before the field existed keep their hashes.
+        canonical.append(item.question_embedding)
     item.content_hash = _sha(json.dumps(canonical, sort_keys=True, separators=(",", ":")))
 
 

@@ -10,3 +10,9 @@ class ReviewConfig(AppConfig):
     name = "console.review"
     label = "review"
     verbose_name = "Decision review"
+
+    def ready(self) -> None:
+        from console.review.selectors import gap_cluster_labels
+        from console.similarity.hooks import register_cluster_figures
+
+        register_cluster_figures(gap_cluster_labels)

@@ -5,6 +5,7 @@ from audit.selectors import audit_events_for_object, readable_events
 from console.accounts import permissions
 from console.governance import selectors as governance_selectors
 from console.ledger.selectors import get_decision_for_user
+from console.review.selectors import similar_refusals_context
 from console.shadow import selectors as shadow_selectors
 from console.verification import selectors as verification_selectors
 from grading.selectors import decision_grading
@@ -24,4 +25,6 @@ def decision_detail(request, pk: int):
         **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
         **shadow_selectors.shadow_context(request.user, decision),
         **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...
+
+        **similar_refusals_context(request.user, decision),
     })

@@ -72,6 +72,18 @@ EXPECTED = {
             "refusal detail (random)")),
         r"(PASS|FAIL): \d/8 pages with p95 under 200 ms",
     ],
+    "similarity.py": [
+        r"== similarity",
+        r"data: 5,000 refused decisions x 384 dims",
+        # the index answers (the plan names it) and agrees with exact search: machine-independent
+        r"HNSW index in the plan: yes",
+        r"HNSW k=10 lookups +: p50 +[\d.]+ ms +p95 +[\d.]+ ms over 30 queries",
+        r"ratio HNSW/exact +: [\d.]+",
+        r"recall@10 vs exact +: (0\.9[5-9]\d|1\.000) over 10 queries",
+        r"API GET \.\.\./similar : p50",
+        r"clustering 5,000 refusals: .* ARI vs plant (0\.9\d\d|1\.000)",
+        r"built-in embedding of 5,000 questions:",
+    ],
     "memory.py": [
         r"== memory",
         r"decisions: 5,000, idle 3 s",

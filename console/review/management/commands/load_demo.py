@@ -11,7 +11,7 @@ from console.governance.demo import demo_policies
 from console.ledger import services
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
-from console.review.demo import demo_answer_is_correct, demo_records
+from console.review.demo import demo_answer_is_correct, demo_records, gap_records
 from console.shadow.services import route_shadow_set
 from grading import selectors as grading_selectors
 from grading.services.labels import labels_import
@@ -64,7 +64,8 @@ class Command(BaseCommand):
         created = 0
         graded_set = []
         for slug in DEMO_ROUTES:
-            records = list(demo_records(slug, decisions))
+            # HR policy's integrator sends its own question vectors; IT support uses the built-in embedder.
+            records = list(demo_records(slug, decisions, embed=slug == "hr-policy"))
             for start in range(0, len(records), 500):
                 items, errors = validate_batch(records[start:start + 500])
                 assert not errors, errors[:3]
@@ -75,6 +76,8 @@ class Command(BaseCommand):
                               for r in records]
         imported = self._import_labels(actor, graded_set)
         demo_policies(actor=actor, routes=routes, users=users)
+
+        created += self._plant_gaps(actor, routes, decisions)
         with transaction.atomic():
             audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
                          payload={"decisions_created": created, "labels_imported": imported,
@@ -87,6 +90,29 @@ class Command(BaseCommand):
                           f"Logins in {logins_file}:")
         for line in logins:
             self.stdout.write("  " + line)
+
+    @staticmethod
+    def _plant_gaps(actor, routes: dict[str, Route], decisions: int) -> int:
+        """Two topics per route that the corpus does not cover, then what a worker would do next
+        (span verification, the built-in embedder's fit, the gap clustering), done here so that
+        /gaps/ shows them at the top without waiting for the worker."""
+        from console.ledger.models import Decision
+        from console.similarity import services as similarity
+        from console.verification.services import decisions_verify
+
+        created = 0
+        for slug in DEMO_ROUTES:
+            items, errors = validate_batch(list(gap_records(slug, max(16, decisions // 12),
+                                                            embed=slug == "hr-policy")))
+            assert not errors, errors[:3]
+            created += services.decision_ingest(actor=actor, items=items, routes=routes).created
+        refused = list(Decision.objects.filter(route__slug__in=DEMO_ROUTES, outcome="refused")
+                       .values_list("pk", flat=True))
+        decisions_verify(actor=actor, decision_ids=refused)
+        similarity.embedder_fit(actor=actor, route_id=routes["it-support"].pk)
+        for slug in DEMO_ROUTES:
+            similarity.gaps_compute(actor=actor, route_id=routes[slug].pk)
+        return created
 
     @staticmethod
     def _import_labels(actor, records: list[dict]) -> int:

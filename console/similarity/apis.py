@@ -1,0 +1,160 @@
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.accounts import permissions
+from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.errors import Forbidden, InvalidInput, NotFound
+from console.ledger.models import Outcome, Route
+from console.ledger.selectors import get_decision_for_user
+from console.similarity import selectors
+
+MAX_K = 50
+_OUTCOMES = [*Outcome.values, "any"]
+
+_SIMILAR = inline_serializer(
+    "SimilarRefusals",
+    {
+        "results": serializers.ListField(
+            child=inline_serializer(
+                "SimilarDecision",
+                {
+                    "id": serializers.IntegerField(),
+                    "request_id": serializers.CharField(),
+                    "similarity": serializers.FloatField(help_text="Cosine similarity of the questions, -1 to 1."),
+                    "occurred_at": serializers.DateTimeField(),
+                    "outcome": serializers.CharField(),
+                    "question": serializers.CharField(),
+                    "no_supporting_passage": serializers.BooleanField(
+                        allow_null=True, help_text="Null until span verification has run."
+                    ),
+                },
+            )
+        ),
+        "vectors": serializers.JSONField(
+            help_text="{source, dimension, embedder_version}; null when the route has none."
+        ),
+        "similar_form_30d": serializers.JSONField(help_text="{count, at_least, threshold}."),
+    },
+)
+
+
+def neighbour_dict(neighbour) -> dict:
+    decision = neighbour.decision
+    support = getattr(decision, "support", None)
+    return {
+        "id": decision.pk,
+        "request_id": decision.request_id,
+        "similarity": round(neighbour.similarity, 6),
+        "occurred_at": decision.occurred_at.isoformat(),
+        "outcome": decision.outcome,
+        "question": decision.question,
+        "no_supporting_passage": support.no_supporting_passage if support and support.status == "done" else None,
+    }
+
+
+def similar_as_dict(result) -> dict:
+    space = result.space
+    return {
+        "results": [neighbour_dict(n) for n in result.neighbours],
+        "vectors": None
+        if space is None
+        else {
+            "source": space.source,
+            "dimension": space.dimension,
+            "embedder_version": space.embedder_number,
+            "decision_has_vector": result.has_vector,
+        },
+        "similar_form_30d": {
+            "count": result.similar_form_count,
+            "at_least": result.similar_form_capped,
+            "threshold": result.threshold,
+        },
+    }
+
+
+class SimilarDecisionsApi(APIView):
+    """The nearest questions of the same route (refusals by default), for readers of the route."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("k", int, description=f"1 to {MAX_K}, default 10"),
+            OpenApiParameter("outcome", str, enum=_OUTCOMES, description="default refused"),
+        ],
+        responses={200: _SIMILAR, 400: ERROR, 403: ERROR, 404: ERROR},
+        summary="Similar refusals of a decision",
+    )
+    def get(self, request: Request, decision_id: int) -> Response:
+        decision = get_decision_for_user(request.user, pk=decision_id)
+        if not permissions.can_read_similar(request.user, decision.route):
+            raise Forbidden("Your role does not allow reading this route's decisions.")
+        raw_k = request.query_params.get("k", "10")
+        if not raw_k.isdigit() or not 1 <= int(raw_k) <= MAX_K:
+            raise InvalidInput(f"k must be a whole number from 1 to {MAX_K}.", code="invalid_k")
+        outcome = request.query_params.get("outcome", Outcome.REFUSED)
+        if outcome not in _OUTCOMES:
+            raise InvalidInput(f"outcome must be one of {', '.join(_OUTCOMES)}.", code="invalid_outcome")
+        result = selectors.similar_refusals(decision, k=int(raw_k), outcome=None if outcome == "any" else outcome)
+        return Response(similar_as_dict(result))
+
+
+def get_route_for_gaps(user, slug: str) -> Route:
+    if not permissions.can_read_gaps(user):
+        raise Forbidden("Corpus gaps are for reviewers and policy owners.")
+    route = Route.objects.filter(slug=slug).first()
+    if route is None or not permissions.can_read_gaps(user, route):
+        raise NotFound(f"No route {slug!r} you may read.")
+    return route
+
+
+def cluster_dict(cluster) -> dict:
+    return {
+        "id": cluster.pk,
+        "rank": cluster.rank,
+        "size": cluster.size,
+        "size_this_week": cluster.size_this_week,
+        "size_last_week": cluster.size_last_week,
+        "no_support_share": round(cluster.no_support_share, 4),
+        "verified": cluster.verified,
+        "examples": cluster.examples,
+        "terms": cluster.terms,
+        # members with a final label, and the share of them graded correct-when-answered
+        "graded": cluster.graded,
+        "correct_share": None if cluster.correct_share is None else round(cluster.correct_share, 4),
+    }
+
+
+class RouteGapsApi(APIView):
+    """The latest clustering of the route's refused questions, largest no-support gaps first."""
+
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "CorpusGaps",
+                {
+                    "computed_at": serializers.DateTimeField(allow_null=True),
+                    "clusters": serializers.ListField(child=serializers.JSONField()),
+                },
+            ),
+            403: ERROR,
+            404: ERROR,
+        },
+        summary="Corpus gaps of a route",
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        route = get_route_for_gaps(request.user, slug)
+        run = selectors.latest_gap_run(route)
+        if run is None:
+            return Response({"computed_at": None, "clusters": []})
+        return Response(
+            {
+                "computed_at": run.computed_at.isoformat(),
+                "window": {"from": run.window_from.isoformat(), "to": run.window_to.isoformat()},
+                "refusals": run.refusals,
+                "unclustered": run.unclustered,
+                "source": run.source,
+                "clusters": [cluster_dict(c) for c in selectors.gap_clusters(run)],
+            }
+        )

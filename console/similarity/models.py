@@ -1,0 +1,154 @@
+"""Question vectors, the built-in embedder's versions and the corpus-gap clusters.
+
+How vectors are searched (docs/architecture.md, "Similarity"): one table holds every question
+vector, sent by the integrator or made by the built-in embedder, in a `vector` column without a
+fixed dimension. pgvector's HNSW index needs one, so each *space* (a route's sent vectors, or one
+built-in embedder version) gets its own partial expression index,
+`USING hnsw ((vector::vector(D)) vector_cosine_ops) WHERE <space> AND refused`, created when the
+space's dimension is known; queries repeat that expression and predicate so the planner uses it.
+"""
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from pgvector.django import VectorField
+
+
+class Source(models.TextChoices):
+    SENT = "sent", "Sent by the integrator"
+    BUILTIN = "builtin", "Built-in embedder (LSA)"
+
+
+class RouteEmbedding(models.Model):
+    """Where a route's question vectors come from, and their dimension (fixed by the first one)."""
+
+    route = models.OneToOneField(
+        "ledger.Route", on_delete=models.CASCADE, primary_key=True, related_name="embedding_space"
+    )
+    source = models.CharField(max_length=8, choices=Source.choices)
+    dimension = models.PositiveIntegerField(help_text="Every vector of the route has this many numbers.")
+    index_ready = models.BooleanField(default=False, help_text="The HNSW index of sent vectors exists.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.route_id}: {self.source} x {self.dimension}"
+
+    @property
+    def index_name(self) -> str:
+        return f"similarity_sent_r{self.route_id}_hnsw"
+
+
+class EmbedderState(models.TextChoices):
+    BUILDING = "building", "Re-embedding"
+    CURRENT = "current", "Current"
+    RETIRED = "retired", "Retired"
+
+
+class EmbedderVersion(models.Model):
+    """One fit of the built-in embedder on one route's questions.
+
+    A new version embeds every question of the route while the previous one keeps answering;
+    it becomes current once all of them have a vector and its index exists.
+    """
+
+    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="embedder_versions")
+    number = models.PositiveIntegerField(help_text="1, 2, ... per route.")
+    state = models.CharField(max_length=8, choices=EmbedderState.choices, default=EmbedderState.BUILDING)
+    model = models.BinaryField(help_text="The fitted TF-IDF + SVD pipeline, joblib-serialised.")
+    dimension = models.PositiveIntegerField()
+    components = models.PositiveIntegerField(help_text="SVD components actually fitted (the rest are zero).")
+    fitted_on = models.PositiveIntegerField(help_text="Questions the model was fitted on.")
+    route_questions = models.PositiveIntegerField(help_text="Questions the route held when fitting started.")
+    fitted_at = models.DateTimeField(auto_now_add=True)
+    current_since = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["route", "number"], name="unique_embedder_number"),
+            models.UniqueConstraint(
+                fields=["route"], condition=models.Q(state="current"), name="one_current_embedder_per_route"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route_id} v{self.number} ({self.state})"
+
+    @property
+    def index_name(self) -> str:
+        return f"similarity_builtin_v{self.pk}_hnsw"
+
+
+class QuestionVector(models.Model):
+    """The vector of one decision's question in one space. `refused` and `occurred_at` copy the
+    decision's (never edited) so that the partial index and the 30-day count need no join."""
+
+    decision = models.ForeignKey("ledger.Decision", on_delete=models.CASCADE, related_name="question_vectors")
+    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+")
+    embedder = models.ForeignKey(
+        EmbedderVersion,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="vectors",
+        help_text="Empty: the integrator's own vector.",
+    )
+    refused = models.BooleanField()
+    occurred_at = models.DateTimeField()
+    vector = VectorField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["decision", "embedder"], name="unique_vector_per_embedder"),
+            models.UniqueConstraint(
+                fields=["decision"], condition=models.Q(embedder__isnull=True), name="unique_sent_vector"
+            ),
+        ]
+        indexes = [models.Index(fields=["route", "embedder"], name="similarity_vector_space_idx")]
+
+    def __str__(self) -> str:
+        return f"vector of decision {self.decision_id}"
+
+
+class GapRun(models.Model):
+    """One clustering of a route's refused questions over a window."""
+
+    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="gap_runs")
+    computed_at = models.DateTimeField(auto_now_add=True)
+    window_from = models.DateTimeField()
+    window_to = models.DateTimeField()
+    source = models.CharField(max_length=8, choices=Source.choices)
+    embedder = models.ForeignKey(EmbedderVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    refusals = models.PositiveIntegerField(help_text="Refusals with a vector in the window.")
+    sampled = models.PositiveIntegerField(help_text="Refusals clustered directly; the rest joined the nearest centre.")
+    unclustered = models.PositiveIntegerField(help_text="Refusals in no cluster (noise).")
+    params = models.JSONField(default=dict, help_text="Algorithm and settings used.")
+    seconds = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["-computed_at"]
+        get_latest_by = "computed_at"
+
+    def __str__(self) -> str:
+        return f"gaps of {self.route_id} at {self.computed_at:%Y-%m-%d %H:%M}"
+
+
+class GapCluster(models.Model):
+    """A group of similar refused questions; ranked by size x share with no supporting passage."""
+
+    run = models.ForeignKey(GapRun, on_delete=models.CASCADE, related_name="clusters")
+    rank = models.PositiveIntegerField(help_text="1 is the largest size x no-support share.")
+    size = models.PositiveIntegerField()
+    size_this_week = models.PositiveIntegerField(help_text="Members in the last 7 days of the window.")
+    size_last_week = models.PositiveIntegerField(help_text="Members in the 7 days before those.")
+    no_support_share = models.FloatField(help_text="Share of members verified with no supporting passage.")
+    verified = models.PositiveIntegerField(help_text="Members whose span verification is done.")
+    score = models.FloatField(help_text="size x no_support_share, the ranking key.")
+    examples = models.JSONField(default=list, help_text="[{id, question}] nearest the centre.")
+    terms = models.JSONField(default=list, help_text="Top terms by class-based TF-IDF.")
+    decision_ids = ArrayField(models.BigIntegerField(), help_text="Every member, for the cluster's refusals list.")
+
+    class Meta:
+        ordering = ["run", "rank"]
+        constraints = [models.UniqueConstraint(fields=["run", "rank"], name="unique_cluster_rank")]
+
+    def __str__(self) -> str:
+        return f"cluster {self.rank} of run {self.run_id}"

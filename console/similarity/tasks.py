@@ -1,0 +1,51 @@
+"""Similarity jobs: thin wrappers that take ids and re-read state."""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from audit.services import Actor
+from console.core.jobs import enqueue, job
+from console.similarity import services
+from console.similarity.models import GapRun, RouteEmbedding
+
+
+@job("similarity.vectors_embed", soft_time_limit=600)
+def vectors_embed(decision_ids: list[int]) -> int:
+    """After every ingest batch: built-in vectors for the new decisions of built-in routes."""
+    return services.vectors_embed(decision_ids=decision_ids)
+
+
+@job("similarity.embedder_fit", soft_time_limit=3600)
+def embedder_fit(route_id: int) -> int | None:
+    version = services.embedder_fit(actor=Actor.system("embedder_fit"), route_id=route_id)
+    return version.number if version else None
+
+
+@job("similarity.space_index_create", soft_time_limit=3600)
+def space_index_create(route_id: int) -> bool:
+    return services.space_index_create(route_id=route_id)
+
+
+@job("similarity.gaps_compute", soft_time_limit=1800)
+def gaps_compute(route_id: int) -> int | None:
+    run = services.gaps_compute(actor=Actor.system("gaps_compute"), route_id=route_id)
+    return run.pk if run else None
+
+
+@job("similarity.gaps_refresh")
+def gaps_refresh() -> int:
+    """Beat job: recompute the gaps of every route with vectors whose latest run is a day old,
+    build any sent-vector index an interrupted job left missing, and embed decisions of built-in
+    routes whose after-ingest job was lost."""
+    stale_before = timezone.now() - timedelta(days=1)
+    queued = 0
+    for route_id in RouteEmbedding.objects.values_list("route_id", flat=True):
+        latest = GapRun.objects.filter(route_id=route_id).order_by("-computed_at").first()
+        if latest is None or latest.computed_at < stale_before:
+            enqueue(gaps_compute, route_id)
+            queued += 1
+    for route_id in RouteEmbedding.objects.filter(index_ready=False, source="sent").values_list("route_id", flat=True):
+        enqueue(space_index_create, route_id)
+    services.vectors_embed_missing()
+    return queued

@@ -1,0 +1,124 @@
+"""The built-in embedder: fitted per route, versioned, re-embedding in the background."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit.models import AuditEvent
+from console.similarity import services
+from console.similarity.models import EmbedderState, EmbedderVersion, QuestionVector, RouteEmbedding
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+TOPICS = [
+    "How do I reset my VPN password on the laptop",
+    "Printer on floor three shows a paper jam error",
+    "Request a new monitor for my desk",
+    "Outlook calendar does not sync with my phone",
+    "Wifi in the meeting room keeps dropping",
+    "How to install the accounting software on a Mac",
+]
+
+
+def _questions(copies: int) -> list[str]:
+    # Near-duplicates of each topic: the same wording with small changes, as people ask again.
+    tails = ["", " please", " today?", " again", " urgently", " - help", " asap", " thanks"]
+    return [f"{topic}{tails[i % len(tails)]}" for i in range(copies) for topic in TOPICS]
+
+
+def _ingest(questions, route="it-support") -> list[int]:
+    return factories.ingest([factories.record(route=route, question=q) for q in questions])
+
+
+def test_a_route_without_vectors_gets_built_in_ones_and_near_duplicates_are_neighbours(reviewer):
+    ids = _ingest(_questions(5))
+    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
+    assert version.number == 1 and version.state == EmbedderState.BUILDING  # the object as created
+    version.refresh_from_db()
+    assert version.state == EmbedderState.CURRENT
+    assert RouteEmbedding.objects.get().source == "builtin"
+    assert QuestionVector.objects.filter(embedder=version).count() == len(ids)
+    for position in range(len(TOPICS)):
+        results = reviewer.get(f"/api/v1/decisions/{ids[position]}/similar?k=4").json()
+        questions = [r["question"] for r in results["results"]]
+        assert all(q.startswith(TOPICS[position]) for q in questions), questions
+        assert results["vectors"] == {
+            "source": "builtin",
+            "dimension": 256,
+            "embedder_version": 1,
+            "decision_has_vector": True,
+        }
+
+
+def test_new_decisions_get_vectors_from_the_current_version_and_a_refit_reembeds_everything(route):
+    first = _ingest(_questions(3))
+    route_id = factories.make_route().pk
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    later = _ingest(["Laptop battery drains overnight", "Laptop battery drains overnight again"])
+    assert services.vectors_embed(decision_ids=later) == 2
+    assert set(QuestionVector.objects.filter(decision_id__in=later).values_list("embedder_id", flat=True)) == {v1.pk}
+    v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v1.refresh_from_db()
+    v2.refresh_from_db()
+    assert (v1.state, v2.state, v2.number) == (EmbedderState.RETIRED, EmbedderState.CURRENT, 2)
+    # every decision has exactly one vector, made by version 2; version 1's are gone
+    rows = list(QuestionVector.objects.values_list("decision_id", "embedder_id"))
+    assert sorted(d for d, _ in rows) == sorted(first + later)
+    assert {e for _, e in rows} == {v2.pk}
+    actions = list(
+        AuditEvent.objects.filter(action__in=["embedder_fitted", "embedder_promoted"]).values_list("action", flat=True)
+    )
+    assert actions == ["embedder_fitted", "embedder_promoted", "embedder_fitted", "embedder_promoted"]
+
+
+def test_a_route_fits_once_it_holds_enough_questions_after_ingest(route, settings, django_capture_on_commit_callbacks):
+    settings.SIMILARITY_MIN_FIT_QUESTIONS = 12
+    with django_capture_on_commit_callbacks(execute=True):
+        _ingest(_questions(1))  # 6 questions: not enough yet
+    assert not EmbedderVersion.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        ids = _ingest(_questions(2)[6:])
+    version = EmbedderVersion.objects.get()
+    assert version.state == EmbedderState.CURRENT
+    assert QuestionVector.objects.filter(embedder=version).count() == 12
+    assert QuestionVector.objects.filter(decision_id__in=ids).count() == 6
+
+
+def test_a_route_on_the_built_in_embedder_refuses_sent_vectors_naming_the_item(integrator):
+    _ingest(_questions(1))
+    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
+    response = integrator.post(
+        "/api/v1/decisions",
+        {"decisions": [factories.record(), factories.record(question_embedding=[0.5] * 256)]},
+        format="json",
+    )
+    assert response.status_code == 400
+    detail = response.json()["error"]["details"][0]
+    assert (detail["index"], detail["field"]) == (1, "question_embedding")
+    assert "built-in embedder" in detail["message"]
+
+
+def test_a_route_with_sent_vectors_is_never_fitted(integrator):
+    integrator.post(
+        "/api/v1/decisions", {"decisions": [factories.record(question_embedding=[1.0, 0.0])]}, format="json"
+    )
+    _ingest(_questions(2))
+    assert services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk) is None
+    assert not EmbedderVersion.objects.exists()
+
+
+def test_the_hourly_sweep_embeds_decisions_whose_job_was_lost_and_recomputes_gaps(
+    route, django_capture_on_commit_callbacks
+):
+    from console.similarity import tasks
+    from console.similarity.models import GapRun
+
+    _ingest(_questions(3))
+    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    lost = _ingest(["Screen flickers after the update", "Screen flickers after the update again"])
+    assert not QuestionVector.objects.filter(decision_id__in=lost).exists()  # no after-ingest job ran
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.gaps_refresh()
+    assert QuestionVector.objects.filter(decision_id__in=lost, embedder=version).count() == 2
+    assert GapRun.objects.filter(route=route).count() == 1
