@@ -148,20 +148,23 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
 
 
 @contextlib.contextmanager
-def celery_worker(folder):
-    """A Celery worker consuming every queue, as `make run` starts it (without beat: no sweeper
-    re-queues anything behind the benchmark's back), stopped at the end of the block."""
-    try:
-        from console.core.queues import QUEUES
-    except ImportError:  # a tree from before the per-kind queues: everything on Celery's default queue
-        QUEUES = ("celery",)  # noqa: N806
-    log = folder / "ingest-worker.log"
-    concurrency = os.environ.get("CELERY_CONCURRENCY", "2")
+def celery_worker(folder, *, queues: tuple[str, ...] | None = None, name: str = "ingest-worker",
+                  concurrency: str | None = None):
+    """A Celery worker consuming `queues` (default every queue, as `make run` starts it; without beat:
+    no sweeper re-queues anything behind the benchmark's back), stopped at the end of the block."""
+    if queues is None:
+        try:
+            from console.core.queues import QUEUES as queues
+        except ImportError:  # a tree from before the per-kind queues: everything on Celery's default queue
+            queues = ("celery",)
+    log = folder / f"{name}.log"
+    concurrency = concurrency or os.environ.get("CELERY_CONCURRENCY", "2")
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(Path(sys.executable).parent / "celery"), "-A", "console", "worker", "--loglevel", "INFO",
-             "--concurrency", concurrency, "-Q", ",".join(QUEUES), "--without-gossip", "--without-mingle",
-             "--without-heartbeat"], cwd=ROOT, env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT)
+             "--concurrency", concurrency, "-Q", ",".join(queues), "--hostname", f"{name}@%h",
+             "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT)
     time.sleep(0.5)
     try:
         deadline = time.monotonic() + 60
@@ -203,6 +206,9 @@ def wait_gradable(route_id: int, prefix: str, count: int, started: float, timeou
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, help=f"default {DECISIONS:,} ({QUICK_DECISIONS:,} with --quick)")
+    parser.add_argument("--split-queues", action="store_true",
+                        help="two workers as docker-compose.yml runs them: pool and verification on one (2 processes), "
+                             "every other queue on another (1 process); default: one worker on every queue")
     parser.add_argument("--shared", action="store_true",
                         help=f"{SHARED_CLIENTS} clients, a fifth of passages from {SHARED_CHUNKS} shared chunks")
     add_arguments(parser)
@@ -231,7 +237,15 @@ def main() -> None:
     copy_seconds = copy_all(database_url, route.pk, make_records(args.decisions, f"copy-a-{run}"))
     # One worker in quick mode: one process fewer to start, and the requests still go through gunicorn.
     folder = data_dir(args)
-    with web_server(workers=1 if args.quick else 2, threads=2) as url, celery_worker(folder):
+    with web_server(workers=1 if args.quick else 2, threads=2) as url, contextlib.ExitStack() as workers:
+        if args.split_queues:  # docker-compose.yml's shape: the gradable path on a worker of its own
+            from console.core.queues import QUEUES
+
+            workers.enter_context(celery_worker(folder, queues=("pool", "verification")))
+            rest = tuple(queue for queue in QUEUES if queue not in ("pool", "verification"))
+            workers.enter_context(celery_worker(folder, queues=rest, name="ingest-worker-rest", concurrency="1"))
+        else:
+            workers.enter_context(celery_worker(folder))
         warm = f"warm-{run}"
         post_all(url, token, make_records(BATCH, warm))  # warm connections, caches and the worker
         wait_gradable(route.pk, warm, BATCH, time.perf_counter())
@@ -253,7 +267,8 @@ def main() -> None:
         f"raw COPY, same rows/tables  : {copy_rate:9,.0f} decisions/s ({copy_seconds:.2f} s)",
         f"ratio API/COPY              : {ratio:.2f}  (target >= 0.25) {'PASS' if ratio >= 0.25 else 'FAIL'}",
         f"decisions/s until gradable  : {gradable_rate:9,.0f} decisions/s ({gradable_seconds:.2f} s; "
-        f"span checks + pool item, worker concurrency {os.environ.get('CELERY_CONCURRENCY', '2')})",
+        f"span checks + pool item, worker concurrency {os.environ.get('CELERY_CONCURRENCY', '2')}"
+        f"{', pool + verification on their own worker' if args.split_queues else ', one worker on every queue'})",
         f"ratio gradable/HTTP         : {keeps_up:.2f}  (target >= 0.9) {'PASS' if keeps_up >= 0.9 else 'FAIL'}",
         f"load average                : {os.getloadavg()[0]:.2f}",
     ])
