@@ -42,7 +42,8 @@ def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
     assert support.verifier_version == "spans-1"
     # In the order of the passages' ranks (their ids follow the order passages are stored in, not rank).
     ranks = dict(DecisionPassage.objects.filter(decision_id=decision_id).values_list("passage_id", "rank"))
-    checks = sorted(SpanCheck.objects.filter(decision_id=decision_id), key=lambda c: (c.unit_index, ranks[c.passage_id]))
+    checks = sorted(SpanCheck.objects.filter(decision_id=decision_id),
+                    key=lambda c: (c.unit_index, ranks[c.passage_id]))
     assert [(c.unit_index, c.supported) for c in checks] == [(0, True), (0, False), (1, False), (1, False)]
     found = checks[0]
     text = found.passage.text
