@@ -176,7 +176,11 @@ def main() -> None:
         try:
             process.wait(60)
         except subprocess.TimeoutExpired:
+            pass
+        try:  # anything of its session still there (a worker slow to stop) goes too
             os.killpg(process.pid, 9)
+        except ProcessLookupError:
+            pass
     processes = ", ".join(f"{count} {name} ({kind_pss:.0f} MB)" for name, (count, kind_pss) in sorted(kinds.items()))
     settings = ", ".join(f"{key}={os.environ[key]}" for key in ("WEB_WORKERS", "WEB_THREADS", "CELERY_CONCURRENCY")
                          if os.environ.get(key)) or "defaults"
