@@ -5,6 +5,11 @@ Decisions carry 5 passages each (every passage text unique, as in real traffic).
 COPY of the same rows into the same three tables (passages, decisions, links), timed on the COPY
 statements alone. Target: the API reaches at least 25% of the COPY rate.
 
+"Until gradable" runs a real Celery worker (prefork, CELERY_CONCURRENCY or 2 processes, every queue,
+as `make run` starts it) during the API run and times from the first POST until the last decision
+of the run has its span checks done (a DecisionSupport row) and its grading pool item: the rate at
+which after-ingest work keeps up with ingest. Target: at least 0.9 of the HTTP rate.
+
     .venv/bin/python bench/ingest.py [--decisions 20000] [--quick] [--shared] [--data-dir DIR]
 
 `--quick` posts 1,000 decisions (two batches) to one gunicorn worker instead: seconds, same code paths.
@@ -16,15 +21,20 @@ batch must be stored: the target is zero errors (no deadlock, no lost race surfa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
-from common import add_arguments, data_dir, report, setup_django, web_server
+from common import ROOT, add_arguments, data_dir, report, setup_django, web_server
 
 BATCH = 500
 CLIENTS = 2
@@ -137,9 +147,68 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     return elapsed
 
 
+@contextlib.contextmanager
+def celery_worker(folder, *, queues: tuple[str, ...] | None = None, name: str = "ingest-worker",
+                  concurrency: str | None = None):
+    """A Celery worker consuming `queues` (default every queue, as `make run` starts it; without beat:
+    no sweeper re-queues anything behind the benchmark's back), stopped at the end of the block."""
+    if queues is None:
+        try:
+            from console.core.queues import QUEUES as queues
+        except ImportError:  # a tree from before the per-kind queues: everything on Celery's default queue
+            queues = ("celery",)
+    log = folder / f"{name}.log"
+    concurrency = concurrency or os.environ.get("CELERY_CONCURRENCY", "2")
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "celery"), "-A", "console", "worker", "--loglevel", "INFO",
+             "--concurrency", concurrency, "-Q", ",".join(queues), "--hostname", f"{name}@%h",
+             "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT)
+    time.sleep(0.5)
+    try:
+        deadline = time.monotonic() + 60
+        while b" ready." not in log.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"benchmark worker did not start:\n{log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def gradable_count(route_id: int, prefix: str) -> int:
+    """Decisions of the run with their span checks done and their pool item."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM ledger_decision d WHERE d.route_id = %s AND d.request_id LIKE %s "
+            "AND EXISTS (SELECT 1 FROM verification_decisionsupport s WHERE s.decision_id = d.id) "
+            "AND EXISTS (SELECT 1 FROM grading_gradingitem g WHERE g.decision_id = d.id AND NOT g.is_gold)",
+            [route_id, prefix + "%"])
+        return cursor.fetchone()[0]
+
+
+def wait_gradable(route_id: int, prefix: str, count: int, started: float, timeout: float = 1800) -> float:
+    """Seconds from `started` until all `count` decisions are gradable."""
+    while gradable_count(route_id, prefix) < count:
+        if time.perf_counter() - started > timeout:
+            raise RuntimeError(f"only {gradable_count(route_id, prefix)} of {count} gradable after {timeout} s")
+        time.sleep(0.05)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, help=f"default {DECISIONS:,} ({QUICK_DECISIONS:,} with --quick)")
+    parser.add_argument("--split-queues", action="store_true",
+                        help="two workers as docker-compose.yml runs them: pool and verification on one (2 processes), "
+                             "every other queue on another (1 process); default: one worker on every queue")
     parser.add_argument("--shared", action="store_true",
                         help=f"{SHARED_CLIENTS} clients, a fifth of passages from {SHARED_CHUNKS} shared chunks")
     add_arguments(parser)
@@ -167,20 +236,41 @@ def main() -> None:
     # database (checkpoints, autovacuum) cannot flatter the ratio.
     copy_seconds = copy_all(database_url, route.pk, make_records(args.decisions, f"copy-a-{run}"))
     # One worker in quick mode: one process fewer to start, and the requests still go through gunicorn.
-    with web_server(workers=1 if args.quick else 2, threads=2) as url:
-        post_all(url, token, make_records(BATCH, f"warm-{run}"))  # warm connections and caches
+    folder = data_dir(args)
+    with web_server(workers=1 if args.quick else 2, threads=2) as url, contextlib.ExitStack() as workers:
+        if args.split_queues:  # docker-compose.yml's shape: the gradable path on a worker of its own
+            from console.core.queues import QUEUES
+
+            workers.enter_context(celery_worker(folder, queues=("pool", "verification")))
+            rest = tuple(queue for queue in QUEUES if queue not in ("pool", "verification"))
+            workers.enter_context(celery_worker(folder, queues=rest, name="ingest-worker-rest", concurrency="1"))
+        else:
+            workers.enter_context(celery_worker(folder))
+        warm = f"warm-{run}"
+        post_all(url, token, make_records(BATCH, warm))  # warm connections, caches and the worker
+        wait_gradable(route.pk, warm, BATCH, time.perf_counter())
+        started = time.perf_counter()
         api_seconds, failures = post_all(url, token, api_records)
+        if not failures:
+            gradable_seconds = wait_gradable(route.pk, f"api-{run}", args.decisions, started)
     if failures:
         raise RuntimeError(f"API refused batches: {failures[:2]}")
     copy_seconds = min(copy_seconds, copy_all(database_url, route.pk, make_records(args.decisions, f"copy-b-{run}")))
     api_rate = args.decisions / api_seconds
     copy_rate = args.decisions / copy_seconds
     ratio = api_rate / copy_rate
+    gradable_rate = args.decisions / gradable_seconds
+    keeps_up = gradable_rate / api_rate
     report("ingest", [
         f"decisions: {args.decisions:,} with 5 passages each; API batches of {BATCH} from {CLIENTS} clients",
         f"API  POST /api/v1/decisions : {api_rate:9,.0f} decisions/s ({api_seconds:.2f} s)",
         f"raw COPY, same rows/tables  : {copy_rate:9,.0f} decisions/s ({copy_seconds:.2f} s)",
         f"ratio API/COPY              : {ratio:.2f}  (target >= 0.25) {'PASS' if ratio >= 0.25 else 'FAIL'}",
+        f"decisions/s until gradable  : {gradable_rate:9,.0f} decisions/s ({gradable_seconds:.2f} s; "
+        f"span checks + pool item, worker concurrency {os.environ.get('CELERY_CONCURRENCY', '2')}"
+        f"{', pool + verification on their own worker' if args.split_queues else ', one worker on every queue'})",
+        f"ratio gradable/HTTP         : {keeps_up:.2f}  (target >= 0.9) {'PASS' if keeps_up >= 0.9 else 'FAIL'}",
+        f"load average                : {os.getloadavg()[0]:.2f}",
     ])
 
 

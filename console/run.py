@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from console import embedded
+from console.core.queues import QUEUES
 from console.env import env_bool, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,15 +53,11 @@ def main() -> int:
             print("Loading the demo workspace (first start) ...", flush=True)
             manage(*DEMO_COMMAND)
             marker.write_text("loaded\n")
-        children.append(subprocess.Popen(
-            [str(BIN / "celery"), "-A", "console", "worker", "--beat", "--loglevel", "INFO",
-             "--concurrency", str(env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64)),
-             "--schedule", str(data_dir / "celerybeat-schedule")],
-            env=env, cwd=ROOT))
+        children.append(subprocess.Popen(worker_command(data_dir), env=env, cwd=ROOT))
         # Its own session: Ctrl-C reaches only this script, which stops gunicorn with one SIGTERM.
         # A preloaded gunicorn worker that gets the terminal's SIGINT and its master's signal at
         # once can hang in its nested signal handlers and outlive the master.
-        children.append(subprocess.Popen(gunicorn_command(host, port), env=env, cwd=ROOT, start_new_session=True))
+        children.append(subprocess.Popen(web_command(host, port), env=env, cwd=ROOT, start_new_session=True))
         print(_banner(host, port, data_dir), flush=True)
         stop = {"now": False}
 
@@ -87,18 +84,33 @@ def main() -> int:
 DEMO_COMMAND = ("load_demo", "--no-logins")
 
 
-def gunicorn_command(host: str, port: int) -> list[str]:
-    """gunicorn for the console.
+def worker_command(data_dir: Path) -> list[str]:
+    """One Celery worker with beat that consumes every queue (console/core/queues.py).
 
-    ``--preload`` imports the application, and with it every view and numpy, SciPy and
-    statsmodels (console/wsgi.py loads the URLconf), once in the master before the workers fork:
-    without it each worker imported them on its first request, which answered /healthz seconds
-    after gunicorn said it was listening. The control socket (gunicorn 24+) would default to
-    ~/.gunicorn; nothing here uses it, so it is off.
+    CELERY_CONCURRENCY (WORKER_CONCURRENCY is the older name) sizes its pool; each child is replaced
+    after CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
+    so a child that grew on one large job does not keep that memory at rest.
     """
+    concurrency = env_int("CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64),
+                          minimum=1, maximum=64)
+    return [str(BIN / "celery"), "-A", "console", "worker", "--beat", "--loglevel", "INFO",
+            "--concurrency", str(concurrency), "-Q", ",".join(QUEUES),
+            "--schedule", str(data_dir / "celerybeat-schedule")]
+
+
+def web_command(host: str, port: int) -> list[str]:
+    """gunicorn, sized by WEB_WORKERS x WEB_THREADS. The application is loaded once in the master
+    before forking (--preload), so workers share its pages instead of each holding a copy and none
+    imports the views on its first request (which once answered /healthz seconds after gunicorn
+    said it was listening); a worker is replaced after WEB_MAX_REQUESTS requests (with jitter, so
+    they do not all restart at once). The control socket (gunicorn 24+) would default to
+    ~/.gunicorn; nothing here uses it, so it is off."""
+    max_requests = env_int("WEB_MAX_REQUESTS", 2000, minimum=0, maximum=10_000_000)
     return [str(BIN / "gunicorn"), "console.wsgi", "--bind", f"{host}:{port}",
-            "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)), "--threads", "4",
-            "--access-logfile", "-", "--preload", "--no-control-socket"]
+            "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)),
+            "--threads", str(env_int("WEB_THREADS", 4, minimum=1, maximum=64)),
+            "--max-requests", str(max_requests), "--max-requests-jitter", str(max_requests // 10),
+            "--preload", "--no-control-socket", "--access-logfile", "-"]
 
 
 def _banner(host: str, port: int, data_dir: Path) -> str:

@@ -182,6 +182,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_t
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 0}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 BROKER_BACKOFF_SECONDS = env_int("BROKER_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)
+# One queue per kind of work (console/core/queues.py), routed by task-name prefix; workers name the
+# queues they consume with -Q. A task that matched no route would sit on "celery", which no worker reads.
+from console.core.queues import task_routes as _task_routes  # noqa: E402
+
+CELERY_TASK_ROUTES = _task_routes()
+# Workers that grow are replaced: after this many tasks, or once a child passes this resident size (KiB).
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("CELERY_MAX_TASKS_PER_CHILD", 1000, minimum=1, maximum=1_000_000)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("CELERY_MAX_MEMORY_PER_CHILD_KB", 300_000, minimum=50_000,
+                                             maximum=16_000_000)
 
 LOGGING = {
     "version": 1,
@@ -203,6 +212,9 @@ JOBS_REQUEUE_AFTER_SECONDS = env_int("JOBS_REQUEUE_AFTER_SECONDS", 300, minimum=
 # (past it: 503 verify_time_budget) and of one decision in the span-check job (past it: failed).
 VERIFY_TIME_BUDGET_MS = env_int("VERIFY_TIME_BUDGET_MS", 2_000, minimum=1, maximum=600_000)
 VERIFY_DECISION_BUDGET_MS = env_int("VERIFY_DECISION_BUDGET_MS", 60_000, minimum=1, maximum=3_600_000)
+# Span checks commit in groups of decisions holding up to this many bytes of claims and passages (one
+# transaction and one audit event per route each); a larger decision is a group of its own.
+VERIFY_BATCH_BYTES = env_int("VERIFY_BATCH_BYTES", 512 * 1024, minimum=1, maximum=256 * 1024 * 1024)
 # A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
 SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
 # Gate trials: a call claimed longer ago than the candidate's timeout plus this is "worker lost" (never made again).

@@ -60,7 +60,8 @@ def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> Rout
     route.full_clean()
     with transaction.atomic():
         route.save(update_fields=["shadow_config"])
-        audit_record(actor=actor, action=Action.SHADOW_PIPELINE_SET, object_type="route", object_id=route.pk, route=route.slug,
+        audit_record(actor=actor, action=Action.SHADOW_PIPELINE_SET, object_type="route", object_id=route.pk,
+                     route=route.slug,
                      payload={"slug": route.slug, "old": old, "new": new})
     return route
 
@@ -93,6 +94,9 @@ def shadow_runs_open(*, actor: Actor, decision_ids: Sequence[int]) -> list[int]:
                 "opened": len(pairs)})
             for slug, pairs in sorted(by_route.items())
         ])
+        # One message per run, not one per batch: each run waits on the external pipeline, so separate
+        # messages spread the runs over every shadow worker (`--scale worker-shadow=N`), and a killed
+        # worker holds back one run. These publishes happen here, in this job, never in the ingest request.
         for run_id, _ in opened:
             enqueue(EXECUTE_JOB, run_id)
     return [run_id for run_id, _ in opened]

@@ -15,12 +15,14 @@ Vectors are L2-normalised, so cosine similarity is a dot product, and padded wit
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
-import joblib
 import numpy as np
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.pipeline import FeatureUnion, Pipeline
+
+# scikit-learn and joblib are imported inside the functions that use them, so web and worker
+# processes that never fit or load an embedder do not carry them in memory (bench/memory.py).
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
 
 DIMENSION = 256
 # Caps on the vocabulary keep a fitted model a few tens of MB (components x features float32).
@@ -30,6 +32,10 @@ CHAR_FEATURES = 30_000
 
 def fit(questions: list[str], *, dimension: int = DIMENSION, seed: int = 0) -> Pipeline:
     """Fit the TF-IDF + SVD pipeline on a route's questions (at least 2)."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import FeatureUnion, Pipeline
+
     if len(questions) < 2:
         raise ValueError("the built-in embedder needs at least 2 questions")
     features = FeatureUnion(
@@ -83,10 +89,14 @@ def transform(model: Pipeline, questions: list[str], *, dimension: int = DIMENSI
 
 
 def dumps(model: Pipeline) -> bytes:
+    import joblib
+
     buffer = io.BytesIO()
     joblib.dump(model, buffer, compress=3)
     return buffer.getvalue()
 
 
 def loads(data: bytes) -> Pipeline:
+    import joblib
+
     return joblib.load(io.BytesIO(bytes(data)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import HDBSCAN
-from sklearn.feature_extraction.text import CountVectorizer
+
+# scikit-learn is imported inside the functions that use it (bench/memory.py: memory at rest).
 
 
 @dataclass
@@ -32,6 +32,8 @@ def cluster(
     HDBSCAN (Campello, Moulavi and Sander 2013; scikit-learn's implementation) needs no number of
     clusters and leaves diffuse points as noise, which is what a long tail of one-off refusals is.
     """
+    from sklearn.cluster import HDBSCAN
+
     unit = normalise(vectors)
     n = len(unit)
     rng = np.random.default_rng(seed)
@@ -101,6 +103,8 @@ def class_tfidf_terms(
     high when it is frequent in this cluster and rare elsewhere. Unclustered rows count as one
     more class, so words common to every refusal do not win.
     """
+    from sklearn.feature_extraction.text import CountVectorizer
+
     classes = cluster_ids + [-1]
     joined = [" ".join(documents[i] for i in np.flatnonzero(labels == c)) for c in classes]
     vectorizer = CountVectorizer(stop_words="english", ngram_range=(1, 2), token_pattern=r"(?u)\b[a-zA-Z][\w-]+\b")

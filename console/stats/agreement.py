@@ -21,8 +21,9 @@ from typing import TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import norm
-from statsmodels.stats.proportion import proportion_confint
+
+# scipy and statsmodels are imported inside the functions that use them, so a process that never computes an interval
+# (beat, the pool and verification workers) does not carry them in memory (bench/memory.py).
 
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unsure")
 """The grading scale, in the column order used by :func:`verdict_counts`."""
@@ -66,6 +67,8 @@ def _estimate(
     value: float | None, se: float | None, n: int, confidence: float, interval: str
 ) -> AgreementEstimate:
     """Wrap a point estimate and its SE as value +/- z * SE, clipped to [-1, 1]."""
+    from scipy.stats import norm
+
     low = high = None
     if value is not None and se is not None:
         z = float(norm.ppf(0.5 + confidence / 2.0))
@@ -283,6 +286,8 @@ def rater_accuracy_on_gold(
     when the grader cast no vote. Returns ``{gold_items, voted, unsure, agreed, accuracy:
     {value, low, high} | None, confidence, interval: "wilson"}``.
     """
+    from statsmodels.stats.proportion import proportion_confint
+
     _check_confidence(confidence)
     if len(verdicts) != len(gold):
         raise ValueError("one verdict per gold item")

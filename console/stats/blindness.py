@@ -48,18 +48,18 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.compose import ColumnTransformer
-from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler
 
 from console.stats.calibration import auroc as mann_whitney_auroc
 from console.stats.intervals import Interval
+
+# scikit-learn is imported inside the functions that use it: only the blindness probe needs it, and
+# every other process (web workers serving other pages, the job workers) stays without it (bench/memory.py).
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
 
 MIN_PER_CLASS = 20
 WARNING_LOW = 0.6
@@ -144,6 +144,12 @@ def feature_table(views: Sequence[GraderView]) -> np.ndarray:
 
 def probe_model(seed: int = SEED) -> Pipeline:
     """The classifier: TF-IDF of the answer + opening + scaled shape features -> logistic regression."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
     features = ColumnTransformer([
         ("answer", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20_000), 0),
         # The opening as one token: CountVectorizer with a whole-string analyzer.
@@ -269,6 +275,8 @@ def blindness_probe(views: Sequence[GraderView], refused: ArrayLike, *, folds: i
         return BlindnessProbe.too_few(n_served, n_refused, folds=folds, resamples=resamples, confidence=confidence,
                                       seed=seed)
     table = feature_table(views)
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     probabilities = cross_val_predict(probe_model(seed), table, origin, cv=splitter, method="predict_proba")[:, 1]
     interval = bootstrap_auroc_interval(probabilities, origin, resamples=resamples, confidence=confidence, seed=seed)

@@ -21,9 +21,11 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from console.stats.intervals import one_sided_upper_clopper_pearson
+
+# scipy is imported inside the functions that use it, so a process that never computes an interval
+# (beat, the pool and verification workers) does not carry it in memory (bench/memory.py).
 
 RISK = "wrong-answer rate among served answers"
 DEFAULT_GRID: tuple[float, ...] = tuple(round(i * 0.01, 2) for i in range(100))
@@ -45,6 +47,8 @@ def n_start(alpha: float, delta: float, *, max_n: int = 10_000_000) -> int:
     delta = 0.05 it is 76. The search scans ``n`` upward (the criterion is not monotone in ``n``
     because of the floor) and raises if no ``n <= max_n`` qualifies.
     """
+    from scipy import stats
+
     _check_levels(alpha, delta)
     chunk = 4096
     for first in range(1, max_n + 1, chunk):
@@ -157,6 +161,8 @@ def certify_cutoff(
     The answer is the last certified cutoff, with its bound. ``graded_scores`` must come from a
     uniform certification sample.
     """
+    from scipy import stats
+
     _check_levels(alpha, delta)
     scores = np.asarray(graded_scores, dtype=float)
     labels = np.asarray(graded_correct)

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+
+# scipy is imported inside the functions that use it, so a process that never runs a test
+# (beat, the pool and verification workers) does not carry it in memory (bench/memory.py).
 
 DEFAULT_SIGMAS = 3.0
 DEFAULT_CUSUM_INTERVAL = math.log(1000.0)
@@ -293,6 +295,8 @@ def ks_two_sample(sample_a: ArrayLike, sample_b: ArrayLike) -> KSResult:
     """Two-sample Kolmogorov–Smirnov test, two-sided: ``D = sup_x |F_a(x) - F_b(x)|`` with its
     p-value, exactly as ``scipy.stats.ks_2samp(sample_a, sample_b)`` gives them (exact
     distribution for samples up to 10,000, Smirnov's asymptotic one beyond)."""
+    from scipy import stats
+
     a = np.asarray(sample_a, dtype=float)
     b = np.asarray(sample_b, dtype=float)
     if a.ndim != 1 or b.ndim != 1 or a.size == 0 or b.size == 0:
@@ -319,6 +323,8 @@ def ks_two_sample_from_counts(counts_a: ArrayLike, counts_b: ArrayLike) -> KSRes
     Hodges 1958). The data are binned, so many items tie; with ties the KS p-value is
     conservative (too large), so a flag from it is not a false alarm of the binning.
     """
+    from scipy import stats
+
     a = _counts("counts_a", counts_a)
     b = _counts("counts_b", counts_b)
     if a.shape != b.shape or a.size == 0:

@@ -23,7 +23,9 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+
+# scipy is imported inside the functions that use it, so a process that never computes an interval
+# (beat, the pool and verification workers) does not carry it in memory (bench/memory.py).
 
 IntervalMethod = Literal["wilson", "clopper_pearson", "jeffreys", "agresti_coull"]
 INTERVAL_METHODS: tuple[str, ...] = ("wilson", "clopper_pearson", "jeffreys", "agresti_coull")
@@ -118,6 +120,8 @@ def proportion_interval(
     ``successes`` and ``n`` may be fractional: the weighted interval passes an effective
     count (Korn & Graubard 1998). ``n == 0`` returns ``Interval(nan, nan, nan)``.
     """
+    from scipy import stats
+
     alpha = _alpha(confidence)
     if not (math.isfinite(n) and n >= 0):
         raise ValueError(f"n must be finite and non-negative, got {n!r}")
@@ -162,6 +166,8 @@ def one_sided_upper_clopper_pearson(k: int, n: int, confidence: float = 0.95) ->
     ``U <= a`` exactly when ``P(Bin(n, a) <= k) <= 1 - confidence``, which is the test the
     certified cutoff uses (docs/statistics.md, "Certified cutoff").
     """
+    from scipy import stats
+
     alpha = _alpha(confidence)
     if n < 0 or not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n, got k={k!r}, n={n!r}")
@@ -284,6 +290,8 @@ def hajek_estimate(
 
 
 def _hajek(sample: _WeightedSample, alpha: float) -> HajekEstimate:
+    from scipy import stats
+
     y, d, labels, n_strata = sample.outcome, sample.in_domain, sample.stratum, sample.n_strata
     n = y.shape[0]
     n_domain = int(d.sum())

@@ -13,9 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats
-
 from console.stats.intervals import IntervalMethod, proportion_interval
+
+# scipy is imported inside the functions that use it, so a process that never computes an interval
+# (beat, the pool and verification workers) does not carry it in memory (bench/memory.py).
 
 # Products like 3.8415 * 0.2244 / 0.0021 land a hair above an integer in floating point;
 # rounding up from there would ask for one grade nobody needs.
@@ -27,6 +28,8 @@ def _ceil(value: float) -> int:
 
 
 def _z_two_sided(confidence: float) -> float:
+    from scipy import stats
+
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
     return float(stats.norm.isf((1.0 - confidence) / 2.0))
@@ -182,6 +185,8 @@ def grades_to_separate_cutoffs(
     power worth planning for. Both counts are rounded up. ``band_to_below_ratio`` is the
     allocation, e.g. the ratio of the two population counts for a uniform sample.
     """
+    from scipy import stats
+
     _check_share("p_below", p_below)
     _check_share("p_band", p_band)
     _check_design_effect(design_effect)

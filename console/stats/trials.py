@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from console.stats.intervals import IntervalMethod, weighted_proportion_interval
 
@@ -99,6 +98,8 @@ def mcnemar_exact_p(candidate_answers: ArrayLike, current_answers: ArrayLike) ->
     c = int(np.count_nonzero(~a & c_))
     if b + c == 0:
         return 1.0
+    from scipy import stats  # imported here: processes that never run a trial do not load SciPy
+
     return float(min(1.0, 2.0 * stats.binom.cdf(min(b, c), b + c, 0.5)))
 
 

@@ -8,14 +8,18 @@ characters cannot be searched and counts as not found. Per decision:
 - ``fully_supported`` = every unit found,
 - ``no_supporting_passage`` = no unit found in any passage (also true without passages).
 
-Each decision is verified in its own transaction with its own audit event, so that one decision
-with long passages cannot hold the others of its batch, and a job stopped half-way (a time
-limit, a killed worker) keeps every decision it finished. A decision whose search runs past
-VERIFY_DECISION_BUDGET_MS is marked failed and the job goes on.
+Decisions are verified in groups, one transaction per group: a group holds decisions (in id
+order) until their claims and passages reach VERIFY_BATCH_BYTES, and a decision larger than that
+is a group of its own, so one decision with long passages cannot hold the others of its batch.
+A group is claimed in one upsert, its passages read in one query, its span checks written in one
+bulk insert, and it writes one audit event per route. A job stopped half-way (a time limit, a
+killed worker) keeps every group it finished. A decision whose search runs past
+VERIFY_DECISION_BUDGET_MS is marked failed and the group goes on.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -44,8 +48,8 @@ from console.verification.spans import (
 logger = logging.getLogger(__name__)
 
 _MAX_ERROR_CHARS = 4_000
-# Claims and routes are read this many decisions at a time, passages one decision at a time.
-_READ_CHUNK = 100
+# Claims, routes and sizes are read this many decisions at a time, passages one group at a time.
+_READ_CHUNK = 500
 
 _TABLE = DecisionSupport._meta.db_table
 # Insert the decision's DecisionSupport as claimed, or claim the existing one if it is pending or
@@ -53,12 +57,26 @@ _TABLE = DecisionSupport._meta.db_table
 _CLAIM_SQL = (
     f"INSERT INTO {_TABLE} (decision_id, status, units, units_supported, expected_support, fully_supported, "
     "no_supporting_passage, verifier_version, attempts, error, verified_at) "
-    "VALUES (%s, 'pending', 0, 0, NULL, false, false, '', 1, '', NULL) "
+    "SELECT id, 'pending', 0, 0, NULL, false, false, '', 1, '', NULL FROM unnest(%s::bigint[]) AS id ORDER BY id "
     f"ON CONFLICT (decision_id) DO UPDATE SET attempts = {_TABLE}.attempts + 1 "
-    f"WHERE {_TABLE}.status IN ('pending', 'failed') RETURNING attempts"
+    f"WHERE {_TABLE}.status IN ('pending', 'failed') RETURNING decision_id, attempts"
 )
-_RESULT_FIELDS = ["status", "units", "units_supported", "expected_support", "fully_supported",
-                  "no_supporting_passage", "verifier_version", "error", "verified_at"]
+# Bytes of each decision's logged passages (a passage at two ranks counts twice: an upper bound).
+_SIZES_SQL = (
+    "SELECT dp.decision_id, sum(octet_length(p.text)) FROM ledger_decisionpassage dp "
+    "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = ANY(%s) GROUP BY dp.decision_id"
+)
+# The figures of a whole group in one statement (Django's bulk_update builds a CASE per row and
+# field, which cost more than the verification itself).
+_RESULT_SQL = (
+    f"UPDATE {_TABLE} AS s SET status = v.status, units = v.units, units_supported = v.units_supported, "
+    "expected_support = v.expected_support, fully_supported = v.fully_supported, "
+    "no_supporting_passage = v.no_supporting_passage, verifier_version = v.verifier_version, error = v.error, "
+    "verified_at = %s "
+    "FROM unnest(%s::bigint[], %s::text[], %s::integer[], %s::integer[], %s::double precision[], %s::boolean[], "
+    "%s::boolean[], %s::text[], %s::text[]) AS v(decision_id, status, units, units_supported, expected_support, "
+    "fully_supported, no_supporting_passage, verifier_version, error) WHERE s.decision_id = v.decision_id"
+)
 
 
 @dataclass
@@ -78,49 +96,100 @@ class _Outcome:
 def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResult:
     """Verify the claims of these decisions; decisions verified before are skipped.
 
-    Each decision is one transaction: insert its DecisionSupport as claimed, or claim it if
-    pending (or failed), in one upsert; compute; write the SpanChecks, the figures and the audit
-    event; commit. A worker killed half-way loses only the decision it was on (the sweeper
-    queues it again); a duplicate job running at the same time waits on the row, then finds it
-    verified and claims nothing. Claims and routes never change, so they are read beforehand,
-    a chunk of decisions at a time.
+    Each group (see the module docstring) is one transaction: insert the DecisionSupport rows as
+    claimed, or claim those pending (or failed), in one upsert; compute; write the SpanChecks, the
+    figures and one audit event per route; commit. A worker killed half-way loses only the group
+    it was on (the sweeper queues it again); a duplicate job running at the same time waits on the
+    rows, then finds them verified and claims nothing. Claims, routes and sizes never change, so
+    they are read beforehand, a chunk of decisions at a time.
     """
     result = VerifyResult()
     # Existing decisions only (a stale message may name ids that never were), in one lock order.
     ids = sorted(Decision.objects.filter(pk__in=list(set(decision_ids))).values_list("pk", flat=True))
+    budget = settings.VERIFY_BATCH_BYTES
     for start in range(0, len(ids), _READ_CHUNK):
         chunk = ids[start : start + _READ_CHUNK]
         decisions = {pk: (claim, slug) for pk, claim, slug in Decision.objects.filter(pk__in=chunk)
                      .values_list("pk", "claim", "route__slug")}
+        with connection.cursor() as cursor:
+            cursor.execute(_SIZES_SQL, [chunk])
+            sizes = dict(cursor.fetchall())
+        group: list[tuple[int, str, str]] = []
+        group_bytes = 0
         for decision_id in chunk:
             claim, slug = decisions[decision_id]
-            _verify_decision(actor, decision_id, claim, slug, result)
+            size = int(sizes.get(decision_id) or 0) + len(claim.encode())
+            if group and group_bytes + size > budget:
+                _verify_group(actor, group, result)
+                group, group_bytes = [], 0
+            group.append((decision_id, claim, slug))
+            group_bytes += size
+        if group:
+            _verify_group(actor, group, result)
     return result
 
 
-def _verify_decision(actor: Actor, decision_id: int, claim: str, slug: str, result: VerifyResult) -> None:
+def _verify_group(actor: Actor, group: list[tuple[int, str, str]], result: VerifyResult) -> None:
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM_SQL, [decision_id])
-            claimed = cursor.fetchone()
-        if claimed is None:
+            cursor.execute(_CLAIM_SQL, [[decision_id for decision_id, _, _ in group]])
+            attempts = dict(cursor.fetchall())
+        if not attempts:
             return
-        outcome = _check(decision_id, claim, _logged_passages(decision_id))
-        support = DecisionSupport(decision_id=decision_id)
-        _apply(support, outcome, timezone.now())
-        if claimed[0] > 1:  # an earlier attempt may have left checks
-            SpanCheck.objects.filter(decision_id=decision_id).delete()
-        SpanCheck.objects.bulk_create(outcome.checks, batch_size=2_000)
-        support.save(update_fields=_RESULT_FIELDS)
-        audit_record_many(actor=actor, events=[_event(decision_id, slug, support)])
-    (result.failed if outcome.error else result.verified).append(decision_id)
+        passages = _logged_passages(list(attempts))
+        now = timezone.now()
+        supports, checks, verified, failed = [], [], [], []
+        by_route: dict[str, list[DecisionSupport]] = {}
+        for decision_id, claim, slug in group:
+            if decision_id not in attempts:
+                continue  # verified by another job
+            outcome = _check(decision_id, claim, passages.get(decision_id, []))
+            support = DecisionSupport(decision_id=decision_id)
+            _apply(support, outcome, now)
+            supports.append(support)
+            checks += outcome.checks
+            by_route.setdefault(slug, []).append(support)
+            (failed if outcome.error else verified).append(decision_id)
+        retried = [decision_id for decision_id, attempt in attempts.items() if attempt > 1]
+        if retried:  # an earlier attempt may have left checks
+            SpanCheck.objects.filter(decision_id__in=retried).delete()
+        _copy_checks(checks)
+        with connection.cursor() as cursor:
+            cursor.execute(_RESULT_SQL, [now, *(list(column) for column in zip(*(
+                (x.decision_id, x.status, x.units, x.units_supported, x.expected_support, x.fully_supported,
+                 x.no_supporting_passage, x.verifier_version, x.error) for x in supports), strict=True))])
+        audit_record_many(actor=actor, events=[_event(slug, route_supports)
+                                               for slug, route_supports in sorted(by_route.items())])
+    result.verified += verified
+    result.failed += failed
 
 
-def _logged_passages(decision_id: int) -> list[tuple[int, str]]:
-    """[(passage id, text)] of the decision in rank order, each passage once."""
-    rows = (DecisionPassage.objects.filter(decision_id=decision_id).order_by("rank")
+_CHECK_TABLE = SpanCheck._meta.db_table
+_CHECK_COLUMNS = ("decision_id", "passage_id", "unit_index", "unit_text", "supported", "match_ranges", "char_ranges",
+                  "truncated", "verifier_version")
+
+
+def _copy_checks(checks: list[SpanCheck]) -> None:
+    """Insert the group's span checks with COPY: a few thousand rows per group, where an INSERT's
+    parameter handling cost more than the rows themselves."""
+    if not checks:
+        return
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {_CHECK_TABLE} ({', '.join(_CHECK_COLUMNS)}) FROM STDIN") as copy:
+        for check in checks:
+            copy.write_row((check.decision_id, check.passage_id, check.unit_index, check.unit_text, check.supported,
+                            json.dumps(check.match_ranges), json.dumps(check.char_ranges), check.truncated,
+                            check.verifier_version))
+
+
+def _logged_passages(decision_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+    """{decision id: [(passage id, text)] in rank order, each passage once}, in one query."""
+    rows = (DecisionPassage.objects.filter(decision_id__in=decision_ids).order_by("decision_id", "rank")
             .values_list("decision_id", "passage_id", "passage__text"))
-    return list(_first_of_each(rows))
+    grouped: dict[int, list[tuple[int, int, str]]] = {}
+    for row in rows:
+        grouped.setdefault(row[0], []).append(row)
+    return {decision_id: list(_first_of_each(decision_rows)) for decision_id, decision_rows in grouped.items()}
 
 
 def _first_of_each(rows: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
@@ -192,11 +261,12 @@ def _apply(support: DecisionSupport, outcome: _Outcome, now) -> None:
     support.no_supporting_passage = outcome.units_supported == 0
 
 
-def _event(decision_id: int, slug: str, support: DecisionSupport) -> EventSpec:
+def _event(slug: str, supports: list[DecisionSupport]) -> EventSpec:
+    """One event for the decisions of one route verified in one transaction."""
     return EventSpec(Action.DECISIONS_VERIFIED, "route", slug, route=slug, payload={
-        "objects": {"decision": [decision_id]},
+        "objects": {"decision": [support.decision_id for support in supports]},
         "verifier_version": VERIFIER_VERSION,
-        "fully_supported": int(support.fully_supported),
-        "no_supporting_passage": int(support.no_supporting_passage),
-        "failed": [decision_id] if support.status == SupportStatus.FAILED else [],
+        "fully_supported": sum(support.fully_supported for support in supports),
+        "no_supporting_passage": sum(support.no_supporting_passage for support in supports),
+        "failed": [support.decision_id for support in supports if support.status == SupportStatus.FAILED],
     })

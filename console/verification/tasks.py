@@ -2,15 +2,25 @@
 
 from datetime import timedelta
 
+from celery.signals import worker_init
 from django.conf import settings
 from django.utils import timezone
 
 from audit.services import Actor
 from console.core.jobs import enqueue, job
 from console.verification import selectors, services
+from console.verification.folding import fold_tables
 
 _SWEEP_LIMIT = 2_000
 _IDS_PER_JOB = 500
+
+
+@worker_init.connect
+def _fold_tables_before_fork(**kwargs) -> None:
+    """Build the verifier's case-folding tables once in the worker's main process: every pool child
+    forked from it shares them, instead of each scanning every code point on its first job (seconds
+    of CPU per child on a busy machine, paid again whenever a grown child is replaced)."""
+    fold_tables()
 
 
 @job("verification.decisions_verify", soft_time_limit=600)

@@ -78,6 +78,34 @@ def _answer_under_review(decision) -> tuple[str, str]:
     return decision.claim, AnswerSource.CLAIM
 
 
+_ITEM_TABLE = GradingItem._meta.db_table
+# A whole batch of items in one statement; the question is copied from the decision in the database.
+# (Django's bulk_create spent a second on the SQL of 500 items before sending it.)
+_INSERT_ITEMS_SQL = (
+    f"INSERT INTO {_ITEM_TABLE} (route_id, decision_id, question, answer, answer_source, stratum, "
+    "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
+    "SELECT v.route_id, v.decision_id, d.question, v.answer, v.answer_source, v.stratum, v.inclusion_probability, "
+    "v.queue_key, v.grades_required, v.status, false, '', %s "
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::double precision[], "
+    "%s::bigint[], %s::integer[], %s::text[]) WITH ORDINALITY AS v(route_id, decision_id, answer, answer_source, "
+    "stratum, inclusion_probability, queue_key, grades_required, status, position) "
+    "JOIN ledger_decision d ON d.id = v.decision_id ORDER BY v.position RETURNING id, decision_id"
+)
+
+
+def _insert_items(items: list[GradingItem]) -> None:
+    """Insert the batch's items in one statement and set their ids."""
+    now = timezone.now()
+    columns = zip(*((item.route_id, item.decision_id, item.answer, item.answer_source, item.stratum,
+                     item.inclusion_probability, item.queue_key, item.grades_required, item.status)
+                    for item in items), strict=True)
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_ITEMS_SQL, [now, *(list(column) for column in columns)])
+        ids = dict((decision_id, pk) for pk, decision_id in cursor.fetchall())
+    for item in items:
+        item.pk, item.created_at = ids[item.decision_id], now
+
+
 def grading_pool_enter(*, actor: Actor, decision_ids: list[int] | None = None,
                        limit: int = POOL_BATCH) -> PoolEntryResult:
     """Put decisions whose answer under review is ready into their route's pool (idempotent).
@@ -114,7 +142,7 @@ def grading_pool_enter(*, actor: Actor, decision_ids: list[int] | None = None,
             # Field checks only: the unique and check constraints hold in the database for the batch.
             item.clean_fields(exclude=["public_id", "route", "decision"])
             items.append(item)
-        GradingItem.objects.bulk_create(items)
+        _insert_items(items)
         by_route: dict[int, dict[str, list[int]]] = {}
         for item in items:
             group = by_route.setdefault(item.route_id, {"entered": [], "not_sampled": []})
@@ -169,7 +197,8 @@ def grading_plan_set(*, actor: Actor, route: Route, bands: list[tuple[float, flo
         plan.strata, plan.gold_rate, plan.window_days = strata, gold_rate, window_days
         plan.full_clean()
         plan.save()
-        audit_record(actor=actor, action=Action.GRADING_PLAN_SET, object_type="route", object_id=route.slug, route=route.slug,
+        audit_record(actor=actor, action=Action.GRADING_PLAN_SET, object_type="route", object_id=route.slug,
+                     route=route.slug,
                      payload={"old": old, "new": {"strata": strata, "gold_rate": gold_rate,
                                                   "window_days": window_days}})
     return plan
@@ -207,6 +236,7 @@ def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str) -> R
         route.guidelines = guidelines
         route.full_clean()
         route.save(update_fields=["guidelines"])
-        audit_record(actor=actor, action=Action.ROUTE_UPDATED, object_type="route", object_id=route.slug, route=route.slug,
+        audit_record(actor=actor, action=Action.ROUTE_UPDATED, object_type="route", object_id=route.slug,
+                     route=route.slug,
                      payload={"old": {"guidelines": old}, "new": {"guidelines": guidelines}})
     return route

@@ -34,6 +34,8 @@ EXPECTED = {
         r"API  POST /api/v1/decisions : +[\d,]+ decisions/s",
         r"raw COPY, same rows/tables  : +[\d,]+ decisions/s",
         r"ratio API/COPY +: [\d.]+ .*(PASS|FAIL)",
+        r"decisions/s until gradable +: +[\d,]+ decisions/s \([\d.]+ s; span checks \+ pool item",
+        r"ratio gradable/HTTP +: [\d.]+ .*(PASS|FAIL)",
     ],
     "verify.py": [
         *(rf"verify {size} {variant} {which} *: +\d+ MB/s  bytes.find +\d+ MB/s"
@@ -82,6 +84,13 @@ EXPECTED = {
         r"clustering 5,000 refusals: .* ARI vs plant (0\.9\d\d|1\.000)",
         r"built-in embedding of 5,000 questions:",
     ],
+    "memory.py": [
+        r"== memory",
+        r"decisions: 5,000, idle 3 s",
+        r"processes started by console/run.py: \d+ celery .*\d+ gunicorn",
+        r"console, PSS \(RSS\) +: +\d+ MB \([\d,]+ MB\)",
+        r"console PSS <= 700 MB +: (PASS|FAIL)",
+    ],
 }
 
 
@@ -91,7 +100,7 @@ def quick_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     env = {key: value for key, value in os.environ.items() if key not in _POINTERS}
     result = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run_all.py"), "--quick", "--data-dir", str(data)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     return result, data
 

@@ -19,6 +19,7 @@ import redis
 from django.conf import settings
 
 from console.celery import app
+from console.core.queues import QUEUES
 
 CELERY = Path(sys.executable).parent / "celery"
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +54,8 @@ class Broker:
         self.client = redis.Redis(unix_socket_path=unquote(url.removeprefix("redis+socket://")))
 
     def queued(self) -> int:
-        return self.client.llen("celery")
+        """Messages waiting on every queue (one per kind of work, console/core/queues.py)."""
+        return sum(self.client.llen(queue) for queue in (*QUEUES, "celery"))
 
 
 @pytest.fixture
@@ -92,17 +94,18 @@ class Worker:
 
 @pytest.fixture
 def start_worker(transactional_db, live_broker, tmp_path):
-    """start_worker(beat=False, pool="solo", **env) -> Worker, ready to take jobs."""
+    """start_worker(beat=False, pool="solo", queues=QUEUES, **env) -> Worker, ready to take jobs from `queues`."""
     workers: list[Worker] = []
 
-    def start(*, beat: bool = False, pool: str = "solo", concurrency: int = 1, **extra_env: str) -> Worker:
+    def start(*, beat: bool = False, pool: str = "solo", concurrency: int = 1, queues: tuple[str, ...] = QUEUES,
+              **extra_env: str) -> Worker:
         name = f"w{len(workers)}-{uuid.uuid4().hex[:6]}"
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="console.settings", DATABASE_URL=_test_database_url(),
                    CELERY_BROKER_URL=live_broker.url, CELERY_TASK_ALWAYS_EAGER="0", SECRET_KEY="jobs-tests",
                    CONSOLE_DATA_DIR=str(tmp_path / "data"), CONN_MAX_AGE="0")
         env.update({key: str(value) for key, value in extra_env.items()})
         command = [str(CELERY), "-A", "console", "worker", "--loglevel", "INFO", "--pool", pool,
-                   "--concurrency", str(concurrency), "--hostname", f"{name}@localhost",
+                   "--concurrency", str(concurrency), "-Q", ",".join(queues), "--hostname", f"{name}@localhost",
                    "--without-gossip", "--without-mingle", "--without-heartbeat"]
         if beat:
             command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]

@@ -58,3 +58,17 @@ def test_compose_gives_the_app_services_the_app_role_and_only_migrate_the_owner(
     assert migrate["DATABASE_OWNER_URL"].startswith("postgresql://console_owner:")
     assert "./docker/initdb:/docker-entrypoint-initdb.d:ro" in services["db"]["volumes"]
     assert (ROOT / "docker" / "initdb" / "10-console-roles.sh").stat().st_mode & 0o111
+
+
+def test_compose_runs_workers_per_queue_that_scale_and_together_consume_every_queue():
+    from console.core.queues import QUEUES
+
+    services = _compose()["services"]
+    consumed: list[str] = []
+    for name, service in services.items():
+        command = service.get("command") or []
+        if command[:4] == ["celery", "-A", "console", "worker"]:
+            assert "container_name" not in service and "ports" not in service, f"{name} could not be scaled"
+            consumed += command[command.index("-Q") + 1].split(",")
+    assert sorted(consumed) == sorted(QUEUES)  # each queue has exactly one worker service
+    assert services["worker-shadow"]["command"][-2:] == ["-Q", "shadow"]

@@ -42,7 +42,7 @@ def test_gunicorn_answers_health_right_after_listening_and_leaves_home_alone(tmp
     log = tmp_path / "gunicorn.log"
     env = dict(os.environ, HOME=str(home), DJANGO_SETTINGS_MODULE="console.settings", WEB_WORKERS="2")
     with log.open("w") as out:
-        process = subprocess.Popen(run.gunicorn_command("127.0.0.1", port), env=env, cwd=ROOT,
+        process = subprocess.Popen(run.web_command("127.0.0.1", port), env=env, cwd=ROOT,
                                    stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120

@@ -42,7 +42,8 @@ def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
     assert support.verifier_version == "spans-1"
     # In the order of the passages' ranks (their ids follow the order passages are stored in, not rank).
     ranks = dict(DecisionPassage.objects.filter(decision_id=decision_id).values_list("passage_id", "rank"))
-    checks = sorted(SpanCheck.objects.filter(decision_id=decision_id), key=lambda c: (c.unit_index, ranks[c.passage_id]))
+    checks = sorted(SpanCheck.objects.filter(decision_id=decision_id),
+                    key=lambda c: (c.unit_index, ranks[c.passage_id]))
     assert [(c.unit_index, c.supported) for c in checks] == [(0, True), (0, False), (1, False), (1, False)]
     found = checks[0]
     text = found.passage.text
@@ -96,17 +97,37 @@ def test_verifying_again_changes_nothing_and_writes_no_second_event(route):
     assert _verified_events(decision_id) == 1
 
 
-def test_one_batch_is_verified_by_one_job_with_one_event_per_decision(route, other_route):
+def test_one_batch_is_verified_by_one_job_in_one_transaction_with_one_event_per_route(route, other_route):
     ids = ingest_with_jobs([record(passages=PASSAGES) for _ in range(3)] + [record(route="hr-policy")])
     assert DecisionSupport.objects.filter(decision_id__in=ids, status=SupportStatus.DONE).count() == 4
     events = AuditEvent.objects.filter(action="decisions_verified").order_by("seq")
     routes = dict(Decision.objects.filter(pk__in=ids).values_list("pk", "route__slug"))
-    assert [(e.object_id, e.payload["objects"]["decision"]) for e in events] == [
-        (routes[pk], [pk]) for pk in sorted(ids)
-    ]
+    by_route: dict[str, list[int]] = {}
+    for pk in sorted(ids):
+        by_route.setdefault(routes[pk], []).append(pk)
+    assert sorted((e.object_id, e.payload["objects"]["decision"]) for e in events) == sorted(by_route.items())
+    mine = next(e for e in events if e.object_id == "it-support")
+    supports = DecisionSupport.objects.filter(decision_id__in=by_route["it-support"])
+    assert mine.payload["fully_supported"] == sum(s.fully_supported for s in supports)
+    assert mine.payload["no_supporting_passage"] == sum(s.no_supporting_passage for s in supports)
+    assert mine.payload["failed"] == []
 
 
-def test_each_decision_commits_on_its_own_so_a_stopped_job_keeps_what_it_finished(route, monkeypatch):
+def test_a_decision_larger_than_the_group_budget_commits_on_its_own(route, settings):
+    settings.VERIFY_BATCH_BYTES = 4_000
+    big = [{"id": "kb/long", "text": "Filler sentence about printers. " * 200 + "Choose Reset.", "rank": 1}]
+    ids = ingest([record(passages=PASSAGES), record(claim="Choose Reset.", passages=big),
+                  record(passages=PASSAGES), record(passages=PASSAGES)])
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
+    assert result.verified == ids
+    groups = [e.payload["objects"]["decision"]
+              for e in AuditEvent.objects.filter(action="decisions_verified").order_by("seq")]
+    assert groups == [[ids[0]], [ids[1]], [ids[2], ids[3]]]  # the big one alone; small ones share
+    assert DecisionSupport.objects.get(decision_id=ids[1]).fully_supported is True
+
+
+def test_each_group_commits_on_its_own_so_a_stopped_job_keeps_what_it_finished(route, monkeypatch, settings):
+    settings.VERIFY_BATCH_BYTES = 1  # every decision is a group of its own
     ids = ingest([record(passages=PASSAGES), record(passages=PASSAGES), record(passages=PASSAGES)])
     real = services.verify_span
 

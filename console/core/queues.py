@@ -1,0 +1,42 @@
+"""The Celery queues, one per kind of work, and which task names go to which.
+
+A slow shadow pipeline or a long statistics recompute must never hold up pool entry or span
+checks: each kind of work has its own queue, so one can be given its own workers (docker-compose.yml
+runs one worker service per group of queues, each scaled with `--scale`) while `make run`'s single
+worker consumes them all. Routing is by the stable task-name prefix (`<app>.<task>`), so a new task
+of an existing app is routed without touching this file; tests/jobs/test_queues.py checks that
+every registered task lands on one of these queues.
+
+Kept free of Django so that console/run.py can name the queues without loading settings.
+"""
+
+from __future__ import annotations
+
+# Task-name prefix -> queue. Several apps may share a queue (audit checkpoints are monitoring work).
+QUEUE_OF_PREFIX: dict[str, str] = {
+    "verification": "verification",
+    "shadow": "shadow",
+    "grading": "pool",
+    "analysis": "statistics",
+    "notify": "notifications",
+    "audit": "monitoring",
+    "monitoring": "monitoring",
+    "governance": "monitoring",
+    "disputes": "disputes",
+    "trials": "trials",
+    "similarity": "similarity",
+}
+
+# Every queue, in the order a worker that consumes them all lists them (the after-ingest work first).
+QUEUES: tuple[str, ...] = tuple(dict.fromkeys(QUEUE_OF_PREFIX.values()))
+
+
+def task_routes() -> dict[str, dict[str, str]]:
+    """CELERY_TASK_ROUTES: glob patterns on task names, e.g. {"shadow.*": {"queue": "shadow"}}."""
+    return {f"{prefix}.*": {"queue": queue} for prefix, queue in QUEUE_OF_PREFIX.items()}
+
+
+def queue_for(task_name: str) -> str | None:
+    """The queue a task name is routed to, or None if no prefix matches (it would fall to 'celery')."""
+    prefix = task_name.split(".", 1)[0]
+    return QUEUE_OF_PREFIX.get(prefix) if "." in task_name else None

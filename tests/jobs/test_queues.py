@@ -1,0 +1,63 @@
+"""One Celery queue per kind of work: every task is routed to a named queue, and a worker that
+consumes only the pool queue enters decisions while the shadow queue is backed up."""
+
+import pytest
+
+from console.celery import app
+from console.core.queues import QUEUE_OF_PREFIX, QUEUES
+from console.run import worker_command
+from grading.models import GradingItem
+from tests.factories import ingest, make_route, served_record
+from tests.jobs.conftest import wait_for
+
+
+def _registered_tasks() -> list[str]:
+    app.loader.import_default_modules()
+    return sorted(name for name in app.tasks if not name.startswith("celery."))
+
+
+def test_every_registered_task_is_routed_to_a_named_queue():
+    names = _registered_tasks()
+    assert {"grading.grading_pool_enter", "shadow.shadow_run_execute", "verification.decisions_verify",
+            "analysis.stats_recompute", "notify.notification_deliver", "audit.audit_checkpoint"} <= set(names)
+    for name in names:
+        # What Celery itself would publish to, not our own reading of the routes.
+        queue = app.amqp.router.route({}, name)["queue"].name
+        assert queue in QUEUES, f"{name} goes to {queue!r}, which no worker consumes"
+        assert queue == QUEUE_OF_PREFIX[name.split(".")[0]]
+
+
+def test_the_kinds_of_work_have_their_own_queues():
+    assert {"verification", "shadow", "pool", "statistics", "notifications", "monitoring"} <= set(QUEUES)
+    assert len({app.amqp.router.route({}, name)["queue"].name
+                for name in ("grading.grading_pool_enter", "shadow.shadow_run_execute",
+                             "verification.decisions_verify", "analysis.stats_recompute")}) == 4
+
+
+def test_make_run_worker_consumes_every_queue(tmp_path):
+    command = worker_command(tmp_path)
+    assert set(command[command.index("-Q") + 1].split(",")) == set(QUEUES)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pool_entry_is_not_starved_by_a_backed_up_shadow_queue(start_worker, live_broker):
+    make_route("it-support", "IT support")
+    for run_id in range(50):  # shadow work nobody is consuming
+        app.send_task("shadow.shadow_run_execute", args=[10_000_000 + run_id])
+    assert live_broker.client.llen("shadow") == 50
+    start_worker(queues=("pool",))
+    [decision_id] = ingest([served_record()])
+    wait_for(lambda: GradingItem.objects.filter(decision_id=decision_id).exists(), what="pool entry")
+    assert live_broker.client.llen("shadow") >= 50  # still waiting (with ingest's own): the pool worker took none
+
+
+def test_the_worker_builds_the_verifier_tables_before_forking_its_pool():
+    from celery.signals import worker_init
+
+    from console.verification import tasks
+    from console.verification.folding import fold_tables
+
+    assert tasks._fold_tables_before_fork in [receiver() for _, receiver in worker_init.receivers]
+    fold_tables.cache_clear()
+    tasks._fold_tables_before_fork()
+    assert fold_tables.cache_info().currsize == 1
