@@ -35,6 +35,14 @@ class Action(models.TextChoices):
     POLICY_SIGNED = "policy_signed", "Policy version signed"
     POLICY_SUPERSEDED = "policy_superseded", "Policy version superseded"
     POLICY_WITHDRAWN = "policy_withdrawn", "Policy version withdrawn"
+    POLICY_NEEDS_RECHECK = "policy_needs_recheck", "Policy in force marked as awaiting a recheck"
+    POLICY_RECHECK_CLEARED = "policy_recheck_cleared", "Policy in force no longer awaiting a recheck"
+    RECHECK_OPENED = "recheck_opened", "Release recheck opened"
+    RECHECK_CLOSED = "recheck_closed", "Release recheck closed"
+    ALARM_OPENED = "alarm_opened", "Drift alarm opened"
+    ALARM_ACKNOWLEDGED = "alarm_acknowledged", "Drift alarm acknowledged"
+    ALARM_CLOSED = "alarm_closed", "Drift alarm closed"
+    EVIDENCE_REFRESH_REQUESTED = "evidence_refresh_requested", "Graded sample refresh requested"
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
 

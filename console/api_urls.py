@@ -19,5 +19,6 @@ urlpatterns = [
     path("", include("grading.api_urls")),
     path("", include("console.analysis.api_urls")),
     path("", include("console.governance.api_urls")),
+    path("", include("console.monitoring.api_urls")),
     re_path(r"^.*$", api_not_found),
 ]

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "console.review",
     "console.notify",
     "console.governance",
+    "console.monitoring",
 ]
 
 MIDDLEWARE = [
@@ -234,6 +235,13 @@ if AUDIT_SIGNING_KEY:
     except (binascii.Error, ValueError):
         raise ConfigError("AUDIT_SIGNING_KEY must be the base64 of a raw 32-byte Ed25519 private key") from None
 
+# The drift monitor (console/monitoring) runs once a day by default; it reads stored aggregates.
+MONITOR_RUN_SECONDS = env_int("MONITOR_RUN_SECONDS", 86400, minimum=60)
+# Half-width (points of a share) the recheck sample is sized to reach on the false-abstention rate.
+RECHECK_HALF_WIDTH = 0.05
+# Labels older than this (days) make a policy's evidence stale.
+EVIDENCE_MAX_LABEL_AGE_DAYS = 90
+
 # Every periodic job, in one place, by the stable task names given in each app's tasks.py. The
 # sweepers queue again whatever a lost message or a dead worker left behind; stats-refresh
 # recomputes the default documents of every route whose decisions or labels changed.
@@ -245,6 +253,7 @@ CELERY_BEAT_SCHEDULE = {
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
 
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
+    "monitoring-daily": {"task": "monitoring.monitor_run", "schedule": float(MONITOR_RUN_SECONDS)},
 }
 SPECTACULAR_SETTINGS.update(
     {

@@ -30,6 +30,7 @@ urlpatterns = [
     path("", include("console.analysis.urls")),
     path("", include("console.governance.urls")),
     path("", include("console.notify.urls")),
+    path("", include("console.monitoring.urls")),
 ]
 
 handler400 = "console.core.middleware.bad_request"

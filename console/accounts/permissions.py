@@ -164,3 +164,24 @@ def can_read_policy(user, route) -> bool:
 
 def can_read_outbox(user) -> bool:
     return is_admin(user)
+
+
+# Monitoring (release rechecks and drift alarms): every reader of the route's policy reads them;
+# the route's policy owners and reviewers (and admins) close rechecks and acknowledge alarms.
+MONITORING_RESPONDERS = (Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_read_monitoring(user, route) -> bool:
+    return can_read_policy(user, route)
+
+
+def can_close_recheck(user, route) -> bool:
+    return has_role(user, MONITORING_RESPONDERS, route)
+
+
+def can_acknowledge_alarm(user, route) -> bool:
+    return has_role(user, MONITORING_RESPONDERS, route)
+
+
+def can_refresh_evidence(user, route) -> bool:
+    return has_role(user, MONITORING_RESPONDERS, route)
