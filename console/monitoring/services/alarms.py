@@ -6,7 +6,9 @@ daily aggregates. A day is *outside* for a kind when:
 
 - abstention: the day's refusal rate at the signed cutoff is outside the 3-sigma binomial limits
   around the window's rate (p-chart), or the two-sided binomial CUSUM (p1 = 1.5 p0 up, p0 / 1.5
-  down, h = ln 1000) is above its decision interval (docs/statistics.md, "Monitoring");
+  down, h = ln 1000) is above its decision interval and rose that day (docs/statistics.md,
+  "Monitoring"): once the day's own count points back to p0 the day is inside, even while the
+  slowly falling statistic is still above h;
 - scores: PSI over ten bins >= 0.25 (a major shift) and the two-sample KS p-value < 0.01, the day
   against the window;
 - segment_mix: total variation of the segment mix against the window > 0.15;
@@ -42,6 +44,7 @@ from console.monitoring.models import Alarm, AlarmKind, AlarmStatus, DailyAggreg
 from console.monitoring.notices import notify_escalation
 from console.monitoring.services.aggregates import aggregates_refresh
 from console.stats.drift import (
+    Cusum,
     control_chart,
     ks_two_sample_from_counts,
     psi_from_counts,
@@ -72,6 +75,14 @@ class Reading:
     baseline: dict[str, Any]
     series: dict[str, Series]
     chart: dict[str, Any]
+
+
+def _rising_signal(cusum: Cusum) -> np.ndarray:
+    """Days the CUSUM is above its decision interval *and* rose that day: the statistic is not reset
+    and falls back slowly after a shift, so a day whose own evidence points back to p0 counts as
+    inside; otherwise an alarm could never close 3 days after the rate came back."""
+    previous = np.concatenate([[0.0], cusum.statistic[:-1]])
+    return cusum.signal & (cusum.statistic > previous)
 
 
 def signing_window(policy: PolicyVersion) -> tuple[date | None, date]:
@@ -111,7 +122,7 @@ def monitor_read(policy: PolicyVersion, aggregates: list[DailyAggregate], *, tod
     if after and 0 < p0 < 1:
         rise = min(CUSUM_RISE * p0, (1 + p0) / 2)
         cusum = two_sided_bernoulli_cusum(refused, n, p0=p0, p1_up=rise, p1_down=p0 / CUSUM_RISE)
-        cusum_signal = cusum.signal
+        cusum_signal = _rising_signal(cusum.up) | _rising_signal(cusum.down)
     q0 = max(base_no_support / base_refused, 1 / (base_refused + 1)) if base_refused else None
     ns_refused = np.array([a.refused_at_cutoff for a in after], dtype=float)
     ns_count = np.array([a.no_support_refused for a in after], dtype=float)
