@@ -1,5 +1,5 @@
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -13,16 +13,6 @@ PAGE_SIZE = 50
 def _require_decision_reader(request) -> None:
     if not permissions.can_read_decisions(request.user):
         raise PermissionDenied("Your role does not allow reading decisions.")
-
-
-@require_GET
-def dashboard(request):
-    if not permissions.can_read_decisions(request.user):
-        if permissions.can_grade(request.user):  # graders land on their queue
-            return redirect("grading-queue")
-        return render(request, "ledger/dashboard.html", {"routes": [], "reader": False})
-    return render(request, "ledger/dashboard.html",
-                  {"routes": selectors.route_daily_counts(request.user), "reader": True})
 
 
 @require_GET

@@ -169,14 +169,11 @@ def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
 def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> dict[str, Any]:
     """Stale when the evidence's labels are older than the limit, or when the graded sample's segment
     mix differs from the last 30 days of traffic by more than 0.15 total variation."""
-    from grading.models import FinalLabel
-
     today = today or timezone.now().date()
     max_age = settings.EVIDENCE_MAX_LABEL_AGE_DAYS
     reasons = []
     graded = _window_decisions(policy).filter(final_label__isnull=False)
-    ages = FinalLabel.objects.filter(decision__in=graded.values("pk")).aggregate(oldest=Min("decided_at"),
-                                                                              newest=Max("decided_at"))
+    ages = graded.aggregate(oldest=Min("final_label__decided_at"), newest=Max("final_label__decided_at"))
     if ages["newest"] is not None and (today - ages["newest"].date()).days > max_age:
         reasons.append(f"the newest label of the evidence is {(today - ages['newest'].date()).days} days old "
                        f"(limit {max_age})")
