@@ -12,6 +12,7 @@ from console.ledger import services
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
 from console.review.demo import demo_answer_is_correct, demo_records
+from console.review.monitoring_demo import demo_monitoring
 from console.shadow.services import route_shadow_set
 from grading import selectors as grading_selectors
 from grading.services.labels import labels_import
@@ -75,6 +76,7 @@ class Command(BaseCommand):
                               for r in records]
         imported = self._import_labels(actor, graded_set)
         demo_policies(actor=actor, routes=routes, users=users)
+        demo_monitoring(actor=actor, routes=routes, users=users)
         with transaction.atomic():
             audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
                          payload={"decisions_created": created, "labels_imported": imported,
