@@ -111,3 +111,14 @@ def test_aggregates_follow_late_decisions(watched, integrator):
     after = DailyAggregate.objects.get(route=watched.route, day=day_start(6).date())
     assert after.n == before.n + 2 and after.refused_at_cutoff == before.refused_at_cutoff + 2
     assert sum(after.histogram) == after.n
+
+
+def test_a_note_too_long_or_with_nul_is_refused_not_a_crash(watched, integrator, owner):
+    _shifted_days(integrator, [2, 1])
+    monitor_run(actor=ACTOR)
+    alarm = Alarm.objects.get(kind="abstention")
+    for note in ("x" * 4001, "a\x00b", 5):
+        response = owner.post(f"/api/v1/alarms/{alarm.pk}/acknowledge", {"note": note}, format="json")
+        assert response.status_code == 400 and response.json()["error"]["code"]
+    alarm.refresh_from_db()
+    assert alarm.status == "open"

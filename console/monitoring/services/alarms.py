@@ -53,6 +53,7 @@ from console.stats.drift import (
 )
 
 DAYS_INSIDE_TO_CLOSE = 3
+NOTE_MAX = 4000
 PSI_MAJOR = 0.25
 KS_P_VALUE = 0.01
 SEGMENT_TV = 0.15
@@ -243,6 +244,8 @@ def alarm_acknowledge(*, actor: Actor, user, alarm: Alarm, note: str) -> Alarm:
     note = (note or "").strip()
     if not note:
         raise InvalidInput("Acknowledging an alarm needs a note.")
+    if len(note) > NOTE_MAX or "\x00" in note:
+        raise InvalidInput(f"The note must be text of at most {NOTE_MAX} characters.")
     with transaction.atomic():
         locked = Alarm.objects.select_for_update().select_related("route").get(pk=alarm.pk)
         if locked.status != AlarmStatus.OPEN:

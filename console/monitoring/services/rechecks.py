@@ -23,6 +23,8 @@ from console.monitoring.notices import notify_owner
 from console.stats.planning import grades_for_half_width
 from grading.services.pool import grading_plan_set
 
+NOTE_MAX = 4000
+
 
 def combination(versions: dict[str, Any]) -> dict[str, Any]:
     """The versions that make a release: model, retriever, corpus and gate, as logged."""
@@ -146,6 +148,8 @@ def recheck_close(*, actor: Actor, user, recheck: Recheck, resolution: str, note
     note = (note or "").strip()
     if resolution == RecheckResolution.ACCEPTED and not note:
         raise InvalidInput("Accepting a recheck unchanged needs a note saying why.")
+    if len(note) > NOTE_MAX or "\x00" in note:
+        raise InvalidInput(f"The note must be text of at most {NOTE_MAX} characters.")
     if resolution == RecheckResolution.SIGNED:
         if new_policy is None or new_policy.route_id != recheck.route_id or new_policy.signed_at is None \
                 or new_policy.signed_at < recheck.opened_at:
