@@ -22,6 +22,7 @@ from console.stats.intervals import proportion_interval
 from console.stats.recheck import RateComparison, compare_rates, decompose_rate_change, diagnose_recheck
 
 STALE_SEGMENT_TV = 0.15
+CURRENT_TRAFFIC_DAYS = 7
 
 
 # --------------------------------------------------------------------------- access
@@ -168,7 +169,7 @@ def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
 
 def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> dict[str, Any]:
     """Stale when the evidence's labels are older than the limit, or when the graded sample's segment
-    mix differs from the last 30 days of traffic by more than 0.15 total variation."""
+    mix differs from the last 7 days (current traffic) of traffic by more than 0.15 total variation."""
     today = today or timezone.now().date()
     max_age = settings.EVIDENCE_MAX_LABEL_AGE_DAYS
     reasons = []
@@ -177,7 +178,8 @@ def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> d
     if ages["newest"] is not None and (today - ages["newest"].date()).days > max_age:
         reasons.append(f"the newest label of the evidence is {(today - ages['newest'].date()).days} days old "
                        f"(limit {max_age})")
-    recent = DailyAggregate.objects.filter(route_id=policy.route_id, day__gt=today - timedelta(days=30))
+    since = today - timedelta(days=CURRENT_TRAFFIC_DAYS)
+    recent = DailyAggregate.objects.filter(route_id=policy.route_id, day__gt=since)
     traffic_mix: dict[str, float] = {}
     for segments in recent.values_list("segments", flat=True):
         for key, count in segments.items():
@@ -189,8 +191,8 @@ def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> d
         graded_mix[label] = graded_mix.get(label, 0) + row["n"]
     tv = total_variation_distance(graded_mix, traffic_mix) if graded_mix and traffic_mix else None
     if tv is not None and tv > STALE_SEGMENT_TV:
-        reasons.append(f"the graded sample's segment mix differs from the last 30 days of traffic by {tv:.2f} "
-                       f"total variation (limit {STALE_SEGMENT_TV})")
+        reasons.append(f"the graded sample's segment mix differs from the last {CURRENT_TRAFFIC_DAYS} days of "
+                       f"traffic by {tv:.2f} total variation (limit {STALE_SEGMENT_TV})")
     return {"stale": bool(reasons), "reasons": reasons, "segment_tv": tv,
             "newest_label": ages["newest"].isoformat() if ages["newest"] else None}
 
