@@ -169,7 +169,7 @@ def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
 
 def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> dict[str, Any]:
     """Stale when the evidence's labels are older than the limit, or when the graded sample's segment
-    mix differs from the last 7 days (current traffic) of traffic by more than 0.15 total variation."""
+    mix differs from current traffic (the last 7 days) by more than 0.15 total variation."""
     today = today or timezone.now().date()
     max_age = settings.EVIDENCE_MAX_LABEL_AGE_DAYS
     reasons = []
