@@ -26,5 +26,6 @@ urlpatterns = [
 
     path("", include("console.similarity.api_urls")),
     path("", include("console.disputes.api_urls")),
+    path("", include("console.monitoring.api_urls")),
     re_path(r"^.*$", api_not_found),
 ]

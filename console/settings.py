@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "console.notify",
     "console.governance",
     "console.disputes",
+    "console.monitoring",
 ]
 
 MIDDLEWARE = [
@@ -251,6 +252,13 @@ if AUDIT_SIGNING_KEY:
     except (binascii.Error, ValueError):
         raise ConfigError("AUDIT_SIGNING_KEY must be the base64 of a raw 32-byte Ed25519 private key") from None
 
+# The drift monitor (console/monitoring) runs once a day by default; it reads stored aggregates.
+MONITOR_RUN_SECONDS = env_int("MONITOR_RUN_SECONDS", 86400, minimum=60)
+# Half-width (points of a share) the recheck sample is sized to reach on the false-abstention rate.
+RECHECK_HALF_WIDTH = 0.05
+# Labels older than this (days) make a policy's evidence stale.
+EVIDENCE_MAX_LABEL_AGE_DAYS = 90
+
 # Every periodic job, in one place, by the stable task names given in each app's tasks.py. The
 # sweepers queue again whatever a lost message or a dead worker left behind; stats-refresh
 # recomputes the default documents of every route whose decisions or labels changed.
@@ -264,6 +272,7 @@ CELERY_BEAT_SCHEDULE = {
     "trials-sweep": {"task": "trials.trials_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
     "disputes-escalate": {"task": "disputes.disputes_escalate", "schedule": 60.0},
+    "monitoring-daily": {"task": "monitoring.monitor_run", "schedule": float(MONITOR_RUN_SECONDS)},
 }
 SPECTACULAR_SETTINGS.update(
     {
@@ -344,6 +353,7 @@ CELERY_BEAT_SCHEDULE["similarity-gaps"] = {"task": "similarity.gaps_refresh", "s
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "GradeVerdictEnum": ["correct", "incorrect", "unsure"],
     "LabelVerdictEnum": ["correct", "incorrect"],
+    "OpenClosedStatusEnum": ["open", "closed"],  # rechecks and alarms
 }
 # Disputes (console/disputes): the response time a dispute's clock runs on when its route has no
 # signed policy with an escalation path, and how many appeals one client may send per window.

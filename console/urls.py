@@ -22,7 +22,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("console.api_urls")),
     re_path(r"^api/", api_not_found),
-    path("", ledger_views.dashboard, name="dashboard"),
+    path("", review_views.dashboard, name="dashboard"),
     path("refusals/", ledger_views.refusal_list, name="refusal-list"),
     path("decisions/<int:pk>/", review_views.decision_detail, name="decision-detail"),
     path("audit/", audit_views.audit_log, name="audit-log"),
@@ -39,6 +39,7 @@ urlpatterns = [
     path("nav/adjudication-backlog", review_views.adjudication_backlog, name="nav-adjudication-backlog"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("", include("console.disputes.urls")),
+    path("", include("console.monitoring.urls")),
 ]
 
 handler400 = "console.core.middleware.bad_request"

@@ -221,3 +221,23 @@ def can_withdraw_dispute(user, dispute) -> bool:
 
 def can_read_appeal_link(user, route) -> bool:
     return has_role(user, APPEAL_LINK_READERS, route)
+
+# Monitoring (release rechecks and drift alarms): every reader of the route's policy reads them;
+# the route's policy owners and reviewers (and admins) close rechecks and acknowledge alarms.
+MONITORING_RESPONDERS = (Role.REVIEWER, Role.POLICY_OWNER)
+
+
+def can_read_monitoring(user, route) -> bool:
+    return can_read_policy(user, route)
+
+
+def can_close_recheck(user, route) -> bool:
+    return has_role(user, MONITORING_RESPONDERS, route)
+
+
+def can_acknowledge_alarm(user, route) -> bool:
+    return has_role(user, MONITORING_RESPONDERS, route)
+
+
+def can_refresh_evidence(user, route) -> bool:
+    return has_role(user, MONITORING_RESPONDERS, route)

@@ -159,3 +159,20 @@ def policy_withdraw(*, actor: Actor, user, policy: PolicyVersion) -> PolicyVersi
                      route=locked.route.slug, payload={"status": {"old": PolicyStatus.DRAFT, "new": locked.status},
                                                        "version": locked.version})
     return locked
+
+
+def policy_mark_needs_recheck(*, actor: Actor, policy: PolicyVersion, needs_recheck: bool = True) -> PolicyVersion:
+    """Turn the version in force to `needs_recheck` (still in force) or back to `active`, for the
+    release recheck that monitoring opens and closes. Any other status is left alone."""
+    old, new = ((PolicyStatus.ACTIVE, PolicyStatus.NEEDS_RECHECK) if needs_recheck
+                else (PolicyStatus.NEEDS_RECHECK, PolicyStatus.ACTIVE))
+    with transaction.atomic():
+        locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
+        if locked.status != old:
+            return locked
+        locked.status = new
+        locked.save(update_fields=["status"])
+        action = Action.POLICY_NEEDS_RECHECK if needs_recheck else Action.POLICY_RECHECK_CLEARED
+        audit_record(actor=actor, action=action, object_type="policy", object_id=locked.pk, route=locked.route.slug,
+                     payload={"status": {"old": old, "new": new}, "version": locked.version})
+    return locked

@@ -11,7 +11,6 @@ from django.views.decorators.vary import vary_on_headers
 from console.accounts import permissions
 from console.ledger import selectors
 from console.ledger.forms import DecisionFilterForm
-from console.ledger.hooks import route_summaries
 from console.ledger.models import Outcome
 
 PAGE_SIZE = 50
@@ -20,19 +19,6 @@ PAGE_SIZE = 50
 def _require_decision_reader(request) -> None:
     if not permissions.can_read_decisions(request.user):
         raise PermissionDenied("Your role does not allow reading decisions.")
-
-
-@require_GET
-def dashboard(request):
-    if not permissions.can_read_decisions(request.user):
-        if permissions.can_grade(request.user):  # graders land on their queue
-            return redirect("grading-queue")
-        return render(request, "ledger/dashboard.html", {"routes": [], "reader": False})
-    rows = selectors.route_daily_counts(request.user)
-    extras = route_summaries(request.user, [row["route"] for row in rows])  # lines of upper apps
-    for row in rows:
-        row["extras"] = extras.get(row["route"].pk, [])
-    return render(request, "ledger/dashboard.html", {"routes": rows, "reader": True})
 
 
 # Keys of the list's address that are not filters: the page cursors and the export switch.

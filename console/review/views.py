@@ -1,12 +1,14 @@
 from django.http import HttpResponse, QueryDict
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from audit.selectors import audit_events_for_object, readable_events
 from console.accounts import permissions
 from console.disputes import views as disputes_views
 from console.governance import selectors as governance_selectors
-from console.ledger.selectors import get_decision_for_user
+from console.ledger.hooks import route_summaries
+from console.ledger.selectors import get_decision_for_user, route_daily_counts
+from console.monitoring.selectors import route_health
 from console.review import selectors as review_selectors
 from console.shadow import selectors as shadow_selectors
 from console.verification import selectors as verification_selectors
@@ -49,3 +51,20 @@ def adjudication_backlog(request):
         return HttpResponse("")
     return HttpResponse(f'<span class="badge" title="{count} item{"s" if count != 1 else ""} waiting for '
                         f'adjudication">{count}</span>')
+
+
+@require_GET
+def dashboard(request):
+    """Route health: per readable route, the day counters and the monitoring figures (policy in force,
+    abstention at its cutoff, rechecks, alarms, grading backlog, shadow failures, compliance)."""
+    if not permissions.can_read_decisions(request.user):
+        if permissions.can_grade(request.user):  # graders land on their queue
+            return redirect("grading-queue")
+        return render(request, "review/dashboard.html", {"routes": [], "reader": False})
+    routes = route_daily_counts(request.user)
+    extras = route_summaries(request.user, [row["route"] for row in routes])  # lines of upper apps (disputes)
+    for row in routes:
+        row["extras"] = extras.get(row["route"].pk, [])
+        if permissions.can_read_policy(request.user, row["route"]):
+            row["health"] = route_health(row["route"])
+    return render(request, "review/dashboard.html", {"routes": routes, "reader": True})

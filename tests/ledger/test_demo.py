@@ -9,7 +9,10 @@ def test_load_demo_builds_a_workspace_people_can_sign_in_to(db, settings, tmp_pa
     settings.DATA_DIR = tmp_path
     call_command("load_demo", "--decisions", "40")
     assert set(Route.objects.values_list("slug", flat=True)) == {"it-support", "hr-policy"}
-    assert Decision.objects.count() == 80 + 2 * 16  # and the planted corpus gaps of each route
+    # 40 per route, the planted corpus gaps of each route, and the model upgrade the monitoring step adds
+    # to IT support's last days.
+    assert Decision.objects.exclude(request_id__startswith="upgrade-").count() == 80 + 2 * 16
+    assert Decision.objects.filter(request_id__startswith="upgrade-", route__slug="it-support").exists()
     assert Route.objects.get(slug="it-support").shadow_config == {"kind": "reference"}
     hr_labels = FinalLabel.objects.filter(decision__route__slug="hr-policy", method="imported")
     assert hr_labels.count() == 40

@@ -13,6 +13,7 @@ from console.ledger import services
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
 from console.review.demo import demo_answer_is_correct, demo_records, gap_records
+from console.review.monitoring_demo import demo_monitoring
 from console.shadow.services import route_shadow_set
 from console.trials.demo import demo_trial
 from grading import selectors as grading_selectors
@@ -86,6 +87,7 @@ class Command(BaseCommand):
 
         demo_trial(actor=actor, routes=routes, users=users)
         demo_disputes(actor=actor, routes=routes, users=users)
+        demo_monitoring(actor=actor, routes=routes, users=users)
         with transaction.atomic():
             audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
                          payload={"decisions_created": created, "labels_imported": imported,

@@ -1,0 +1,249 @@
+"""Reads of monitoring: the recheck comparison and diagnosis, alarms, stale evidence and route health."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Max, Min, Q, QuerySet
+from django.utils import timezone
+
+from console.accounts import permissions
+from console.core.errors import NotFound
+from console.governance.models import IN_FORCE, PolicyVersion
+from console.governance.selectors import decisions_not_following_policy
+from console.ledger.models import Decision, Route
+from console.ledger.selectors import readable_routes
+from console.monitoring.models import Alarm, AlarmStatus, DailyAggregate, Recheck, RecheckStatus
+from console.stats.drift import total_variation_distance
+from console.stats.intervals import proportion_interval
+from console.stats.recheck import RateComparison, compare_rates, decompose_rate_change, diagnose_recheck
+
+STALE_SEGMENT_TV = 0.15
+CURRENT_TRAFFIC_DAYS = 7
+
+
+# --------------------------------------------------------------------------- access
+
+def route_for_monitoring_reader(user, slug: str) -> Route:
+    route = readable_routes(user).filter(slug=slug).first()
+    if route is None or not permissions.can_read_monitoring(user, route):
+        raise NotFound(f"No route {slug!r}.")
+    return route
+
+
+def get_recheck_for_user(user, pk: int) -> Recheck:
+    recheck = Recheck.objects.select_related("route", "policy", "policy__owner", "closed_by").filter(pk=pk).first()
+    if recheck is None or not permissions.can_read_monitoring(user, recheck.route):
+        raise NotFound("No such recheck.")
+    return recheck
+
+
+def get_alarm_for_user(user, pk: int) -> Alarm:
+    alarm = Alarm.objects.select_related("route", "policy", "acknowledged_by").filter(pk=pk).first()
+    if alarm is None or not permissions.can_read_monitoring(user, alarm.route):
+        raise NotFound("No such alarm.")
+    return alarm
+
+
+def policy_in_force(route: Route) -> PolicyVersion | None:
+    return (PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).select_related("owner", "route").first())
+
+
+# --------------------------------------------------------------------------- recheck comparison
+
+def _window_decisions(policy: PolicyVersion) -> QuerySet[Decision]:
+    """The decisions the signed evidence was computed on: its window, up to the signature."""
+    filters = policy.filters or {}
+    decisions = Decision.objects.filter(route_id=policy.route_id, occurred_at__lte=policy.signed_at)
+    if filters.get("from"):
+        decisions = decisions.filter(occurred_at__date__gte=filters["from"])
+    if filters.get("to"):
+        decisions = decisions.filter(occurred_at__date__lte=filters["to"])
+    for key, value in (filters.get("versions") or {}).items():
+        decisions = decisions.filter(versions__contains={key: value})
+    for key, value in (filters.get("segments") or {}).items():
+        decisions = decisions.filter(segments__contains={key: value})
+    return decisions
+
+
+def _counts(decisions: QuerySet[Decision], cutoff: float) -> dict[str, int]:
+    below, above = Q(gate_score__lt=cutoff), Q(gate_score__gte=cutoff)
+    labelled = Q(final_label__isnull=False)
+    return decisions.aggregate(
+        n=Count("pk"), refused=Count("pk", filter=below),
+        no_support=Count("pk", filter=below & Q(support__no_supporting_passage=True)),
+        checked_refused=Count("pk", filter=below & Q(support__isnull=False)),
+        graded_refused=Count("pk", filter=below & labelled),
+        correct_refused=Count("pk", filter=below & Q(final_label__correct=True)),
+        graded_served=Count("pk", filter=above & labelled),
+        wrong_served=Count("pk", filter=above & Q(final_label__correct=False)))
+
+
+def _segment_counts(decisions: QuerySet[Decision], cutoff: float) -> dict[str, tuple[int, int]]:
+    rows = decisions.values("segments").annotate(n=Count("pk"), refused=Count("pk", filter=Q(gate_score__lt=cutoff)))
+    out: dict[str, tuple[int, int]] = {}
+    for row in rows.order_by():
+        label = segment_label(row["segments"])
+        refused, n = out.get(label, (0, 0))
+        out[label] = (refused + row["refused"], n + row["n"])
+    return out
+
+
+def _comparison(c: RateComparison | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {"before": c.before.as_dict(), "after": c.after.as_dict(), "difference": c.difference.as_dict()}
+
+
+def recheck_report(recheck: Recheck) -> dict[str, Any]:
+    """Signed evidence against the new versions at the signed cutoff: abstention (census), false
+    abstention and wrong served (graded so far), no-support share, each with Newcombe's difference
+    interval; the per-segment decomposition; the sample's progress; the diagnosis."""
+    policy, cutoff = recheck.policy, recheck.policy.cutoff
+    before_set = _window_decisions(policy)
+    after_set = Decision.objects.filter(route_id=recheck.route_id, versions__contains=recheck.versions)
+    before, after = _counts(before_set, cutoff), _counts(after_set, cutoff)
+    abstention = compare_rates(before["refused"], before["n"], after["refused"], after["n"]) \
+        if before["n"] and after["n"] else None
+    far = compare_rates(before["correct_refused"], before["graded_refused"], after["correct_refused"],
+                        after["graded_refused"]) if before["graded_refused"] and after["graded_refused"] else None
+    wrong = compare_rates(before["wrong_served"], before["graded_served"], after["wrong_served"],
+                          after["graded_served"]) if before["graded_served"] and after["graded_served"] else None
+    no_support = compare_rates(before["no_support"], before["checked_refused"], after["no_support"],
+                               after["checked_refused"]) \
+        if before["checked_refused"] and after["checked_refused"] else None
+    contributions = []
+    if abstention is not None:
+        contributions = decompose_rate_change(_segment_counts(before_set, cutoff), _segment_counts(after_set, cutoff))
+        diagnosis = diagnose_recheck(abstention=abstention, false_abstention=far, no_support=no_support,
+                                     contributions=contributions).as_dict()
+    else:
+        diagnosis = {"pattern": "none", "text": "No decisions on one side yet: nothing to compare."}
+    bands = (recheck.plan or {}).get("bands", [])
+    graded_by_measure = {"false_abstention": after["graded_refused"], "wrong_served": after["graded_served"]}
+    progress = [{"low": band["low"], "high": band["high"], "target": band["target"], "measures": band["measures"],
+                 "graded": graded_by_measure.get(band["measures"], 0)} for band in bands]
+    return {"cutoff": cutoff, "before": before, "after": after,
+            "abstention": _comparison(abstention), "false_abstention": _comparison(far),
+            "wrong_served": _comparison(wrong), "no_support": _comparison(no_support),
+            "segments": [{"segment": c.segment, "share_before": c.share_before, "share_after": c.share_after,
+                          "rate_before": c.rate_before, "rate_after": c.rate_after, "mix_effect": c.mix_effect,
+                          "rate_effect": c.rate_effect, "total": c.total} for c in contributions[:10]],
+            "progress": progress, "diagnosis": diagnosis}
+
+
+def recheck_as_dict(recheck: Recheck, *, report: dict[str, Any] | None = None) -> dict[str, Any]:
+    report = report if report is not None else recheck_report(recheck)
+    return {"id": recheck.pk, "route": recheck.route.slug, "policy": {"id": recheck.policy_id,
+                                                                       "version": recheck.policy.version},
+            "status": recheck.status, "versions": recheck.versions, "opened_at": recheck.opened_at.isoformat(),
+            "closed_at": recheck.closed_at.isoformat() if recheck.closed_at else None,
+            "resolution": recheck.resolution or None, "note": recheck.note,
+            "new_policy": recheck.new_policy_id, "plan": recheck.plan,
+            "diagnosis": report["diagnosis"], "comparison": report}
+
+
+def route_rechecks(route: Route) -> QuerySet[Recheck]:
+    return Recheck.objects.filter(route=route).select_related("route", "policy", "policy__owner")
+
+
+# --------------------------------------------------------------------------- alarms
+
+def route_alarms(route: Route) -> QuerySet[Alarm]:
+    return Alarm.objects.filter(route=route).select_related("route", "acknowledged_by")
+
+
+def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
+    return {"id": alarm.pk, "route": alarm.route.slug, "kind": alarm.kind, "status": alarm.status,
+            "opened_at": alarm.opened_at.isoformat(), "first_day": alarm.first_day.isoformat(),
+            "last_flagged_day": alarm.last_flagged_day.isoformat(), "through_day": alarm.through_day.isoformat(),
+            "detail": alarm.detail, "closed_at": alarm.closed_at.isoformat() if alarm.closed_at else None,
+            "closed_reason": alarm.closed_reason or None, "note": alarm.note,
+            "acknowledged_by": alarm.acknowledged_by.get_username() if alarm.acknowledged_by else None}
+
+
+# --------------------------------------------------------------------------- stale evidence
+
+def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> dict[str, Any]:
+    """Stale when the evidence's labels are older than the limit, or when the graded sample's segment
+    mix differs from current traffic (the last 7 days) by more than 0.15 total variation."""
+    today = today or timezone.now().date()
+    max_age = settings.EVIDENCE_MAX_LABEL_AGE_DAYS
+    reasons = []
+    graded = _window_decisions(policy).filter(final_label__isnull=False)
+    ages = graded.aggregate(oldest=Min("final_label__decided_at"), newest=Max("final_label__decided_at"))
+    if ages["newest"] is not None and (today - ages["newest"].date()).days > max_age:
+        reasons.append(f"the newest label of the evidence is {(today - ages['newest'].date()).days} days old "
+                       f"(limit {max_age})")
+    since = today - timedelta(days=CURRENT_TRAFFIC_DAYS)
+    recent = DailyAggregate.objects.filter(route_id=policy.route_id, day__gt=since)
+    traffic_mix: dict[str, float] = {}
+    for segments in recent.values_list("segments", flat=True):
+        for key, count in segments.items():
+            label = segment_label(json.loads(key))
+            traffic_mix[label] = traffic_mix.get(label, 0) + count
+    graded_mix: dict[str, float] = {}
+    for row in graded.values("segments").annotate(n=Count("pk")).order_by():
+        label = segment_label(row["segments"])
+        graded_mix[label] = graded_mix.get(label, 0) + row["n"]
+    tv = total_variation_distance(graded_mix, traffic_mix) if graded_mix and traffic_mix else None
+    if tv is not None and tv > STALE_SEGMENT_TV:
+        reasons.append(f"the graded sample's segment mix differs from the last {CURRENT_TRAFFIC_DAYS} days of "
+                       f"traffic by {tv:.2f} total variation (limit {STALE_SEGMENT_TV})")
+    return {"stale": bool(reasons), "reasons": reasons, "segment_tv": tv,
+            "newest_label": ages["newest"].isoformat() if ages["newest"] else None}
+
+
+def segment_label(segments: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((segments or {}).items())) or "(no segment)"
+
+
+# --------------------------------------------------------------------------- route health
+
+def _rate(refused: int, n: int) -> dict[str, Any]:
+    interval = proportion_interval(refused, n) if n else None
+    return {"refused": refused, "n": n, "value": interval.value if interval else None,
+            "low": interval.low if interval else None, "high": interval.high if interval else None}
+
+
+def route_health(route: Route, *, now=None) -> dict[str, Any]:
+    """The figures of the dashboard and of GET /routes/{slug}/health, straight from the decisions
+    (today and the last 7 days are small windows on the (route, occurred_at) index)."""
+    from console.shadow.models import ShadowRun, ShadowStatus
+    from grading.models import FinalLabel, GradingItem, ItemStatus
+
+    now = now or timezone.now()
+    today = now.date()
+    policy = policy_in_force(route)
+    health: dict[str, Any] = {"route": route.slug, "policy": None}
+    week_start = today - timedelta(days=6)
+    health["grading_backlog"] = GradingItem.objects.filter(
+        route=route, status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]).count()
+    health["labels_last_7_days"] = FinalLabel.objects.filter(
+        decision__route=route, decided_at__date__gte=week_start).count()
+    health["shadow_runs_failed"] = ShadowRun.objects.filter(decision__route=route, status=ShadowStatus.FAILED).count()
+    health["decisions_not_following_policy"] = decisions_not_following_policy([route.pk]).get(route.pk, 0)
+    health["rechecks_open"] = Recheck.objects.filter(route=route, status=RecheckStatus.OPEN).count()
+    health["alarms_open"] = [{"id": a.pk, "kind": a.kind, "first_day": a.first_day.isoformat()}
+                             for a in Alarm.objects.filter(route=route, status=AlarmStatus.OPEN)]
+    if policy is None:
+        return health
+    evidence = policy.evidence_document
+    row = evidence.get("chosen_row") or {}
+    cutoff = policy.cutoff
+    recent = Decision.objects.filter(route=route, occurred_at__date__gte=week_start, occurred_at__date__lte=today)
+    counts = recent.aggregate(
+        n_today=Count("pk", filter=Q(occurred_at__date=today)),
+        refused_today=Count("pk", filter=Q(occurred_at__date=today, gate_score__lt=cutoff)),
+        n_week=Count("pk"), refused_week=Count("pk", filter=Q(gate_score__lt=cutoff)))
+    health["policy"] = {"id": policy.pk, "version": policy.version, "cutoff": cutoff, "status": policy.status,
+                        "owner": policy.owner.get_username(), "since": policy.signed_at.isoformat()}
+    health["abstention"] = {"signed": row.get("abstention_rate"),
+                            "today": _rate(counts["refused_today"], counts["n_today"]),
+                            "last_7_days": _rate(counts["refused_week"], counts["n_week"])}
+    health["false_abstention"] = row.get("false_abstention_rate")
+    health["evidence"] = evidence_staleness(policy, today=today)
+    return health

@@ -1,0 +1,1 @@
+"""Monitoring writes, one module per concern: rechecks, aggregates, alarms."""

@@ -1,0 +1,27 @@
+"""Refreshing stale evidence: a sampling plan for current traffic, sized like a recheck sample."""
+
+from __future__ import annotations
+
+from audit.models import Action
+from audit.services import Actor, audit_record
+from console.accounts import permissions
+from console.core.errors import Conflict, Forbidden
+from console.governance.models import IN_FORCE, PolicyVersion
+from console.ledger.models import Route
+from console.monitoring.services.rechecks import recheck_plan
+from grading.services.pool import grading_plan_set
+
+
+def evidence_refresh_request(*, actor: Actor, user, route: Route) -> dict:
+    """Set the route's grading plan so current traffic is graded again: two bands split at the
+    signed cutoff, each sized to reach ±5 points (the recheck sample's plan)."""
+    if not permissions.can_refresh_evidence(user, route):
+        raise Forbidden("Only the route's policy owner or a reviewer may refresh the graded sample.")
+    policy = PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).first()
+    if policy is None:
+        raise Conflict("The route has no policy in force.", code="no_policy")
+    plan = recheck_plan(policy)
+    grading_plan_set(actor=actor, route=route, bands=[(b["low"], b["high"], b["target"]) for b in plan["bands"]])
+    audit_record(actor=actor, action=Action.EVIDENCE_REFRESH_REQUESTED, object_type="route", object_id=route.slug,
+                 route=route.slug, payload={"policy": policy.pk, "plan": plan})
+    return plan

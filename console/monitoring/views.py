@@ -1,0 +1,115 @@
+"""Pages of monitoring: a route's monitoring page (charts, alarms, rechecks) and a recheck's page."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from urllib.parse import urlencode
+
+import numpy as np
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from audit.services import Actor
+from console.accounts import permissions
+from console.core.errors import Conflict, InvalidInput, NotFound
+from console.governance.models import PolicyVersion
+from console.monitoring import charts, selectors
+from console.monitoring.models import AlarmKind, DailyAggregate
+from console.monitoring.services import alarms as alarm_services
+from console.monitoring.services import evidence as evidence_services
+from console.monitoring.services import rechecks as recheck_services
+
+
+def route_monitoring(request, slug: str):
+    route = selectors.route_for_monitoring_reader(request.user, slug)
+    policy = selectors.policy_in_force(route)
+    context = {"route": route, "policy": policy, "health": selectors.route_health(route),
+               "rechecks": list(selectors.route_rechecks(route)[:20]),
+               "alarms": list(selectors.route_alarms(route)[:20]),
+               "can_respond": permissions.can_acknowledge_alarm(request.user, route)}
+    if policy is not None:
+        aggregates = list(DailyAggregate.objects.filter(route=route).order_by("day"))
+        reading = alarm_services.monitor_read(policy, aggregates, today=timezone.now().date())
+        if reading is not None:
+            chart = reading.chart
+            alarm_days = [a.first_day.isoformat() for a in context["alarms"] if a.kind == AlarmKind.ABSTENTION]
+            rates = [r / n for r, n in zip(chart["refused"], chart["n"], strict=True)]
+            context["abstention_svg"] = charts.abstention_chart(chart["days"], rates, chart["lower"], chart["upper"],
+                                                                chart["baseline"], alarm_days)
+            week = [a.histogram for a in aggregates if a.day > timezone.now().date() - timedelta(days=7)]
+            if week:
+                recent = np.sum(week, axis=0).reshape(10, -1).sum(axis=1).tolist()
+                context["scores_svg"] = charts.histogram_chart(chart["base_histogram"], recent)
+            context["baseline"] = reading.baseline
+    return render(request, "monitoring/route.html", context)
+
+
+def _recheck_for(request, slug: str, pk: int):
+    recheck = selectors.get_recheck_for_user(request.user, pk)
+    if recheck.route.slug != slug:
+        raise NotFound("No such recheck.")
+    return recheck
+
+
+def recheck_detail(request, slug: str, pk: int):
+    recheck = _recheck_for(request, slug, pk)
+    report = selectors.recheck_report(recheck)
+    policy = recheck.policy
+    listed = ", ".join(f"{k} {v}" for k, v in recheck.versions.items())
+    draft_link = reverse("policy-draft", args=[slug]) + "?" + urlencode({
+        "cutoff": policy.cutoff, "owner": policy.owner.get_username(),
+        "rationale": f"Recheck {recheck.pk}: new versions {listed}",
+        **{f"version.{k}": v for k, v in recheck.versions.items()}})
+    newer = PolicyVersion.objects.filter(route=recheck.route, signed_at__gte=recheck.opened_at).order_by("-signed_at")
+    return render(request, "monitoring/recheck.html", {
+        "route": recheck.route, "recheck": recheck, "report": report, "policy": policy, "draft_link": draft_link,
+        "newer": list(newer), "can_close": permissions.can_close_recheck(request.user, recheck.route)})
+
+
+@require_POST
+def recheck_close(request, slug: str, pk: int):
+    recheck = _recheck_for(request, slug, pk)
+    new_policy = None
+    if request.POST.get("policy"):
+        new_policy = PolicyVersion.objects.filter(pk=request.POST["policy"], route=recheck.route).first()
+    try:
+        recheck_services.recheck_close(actor=Actor.user(request.user), user=request.user, recheck=recheck,
+                                       resolution=request.POST.get("resolution", ""),
+                                       note=request.POST.get("note", ""), new_policy=new_policy)
+    except (InvalidInput, Conflict) as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Recheck closed.")
+    return redirect("monitoring-recheck", slug=slug, pk=pk)
+
+
+@require_POST
+def alarm_acknowledge(request, slug: str, pk: int):
+    alarm = selectors.get_alarm_for_user(request.user, pk)
+    if alarm.route.slug != slug:
+        raise NotFound("No such alarm.")
+    try:
+        alarm_services.alarm_acknowledge(actor=Actor.user(request.user), user=request.user, alarm=alarm,
+                                         note=request.POST.get("note", ""))
+    except (InvalidInput, Conflict) as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Alarm acknowledged.")
+    return redirect("route-monitoring", slug=slug)
+
+
+@require_POST
+def evidence_refresh(request, slug: str):
+    route = selectors.route_for_monitoring_reader(request.user, slug)
+    try:
+        plan = evidence_services.evidence_refresh_request(actor=Actor.user(request.user), user=request.user,
+                                                          route=route)
+    except Conflict as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Grading plan set for current traffic: "
+                         + ", ".join(f"{b['target']} items in [{b['low']:g}, {b['high']:g})" for b in plan["bands"]))
+    return redirect("route-monitoring", slug=slug)

@@ -1,0 +1,69 @@
+"""Fixtures of the monitoring tests: it-support with a signed policy on a graded window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from audit.services import Actor
+from console.governance import services as governance
+from console.governance.models import PolicyVersion
+from console.governance.validation import parse_draft
+from tests.analysis.populations import decision_records, label, post_decisions
+from tests.governance.conftest import client_for, draft_body  # noqa: F401 -- client_for is used by the tests
+from tests.jobs_inline import run_jobs
+
+CUTOFF = 0.6
+VERSIONS = {"model": "gen-2026-10", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"}
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def day_start(days_ago: int) -> datetime:
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today - timedelta(days=days_ago)
+
+
+def post_day(integrator, *, days_ago: int, scores, versions=None, segments=None, correct=None,
+             jobs: bool = False) -> list[int]:
+    """Decisions with these scores at noon UTC `days_ago` days ago; labelled when `correct` is given;
+    with `jobs`, the after-ingest jobs (span checks, pool entry, rechecks) run when the batch is in."""
+    at = iso(day_start(days_ago) + timedelta(hours=12))
+    records = decision_records(scores, occurred_at=at, versions=dict(versions or VERSIONS),
+                               segments=dict(segments or {"query_type": "how-to", "language": "en"}))
+    if jobs:
+        with run_jobs():
+            ids = post_decisions(integrator, records)
+    else:
+        ids = post_decisions(integrator, records)
+    if correct is not None:
+        for decision_id, right in zip(ids, correct, strict=True):
+            label(decision_id, bool(right))
+    return ids
+
+
+def sign_policy(route, owner_user, reviewer_user, *, cutoff: float = CUTOFF, **overrides) -> PolicyVersion:
+    actor = Actor.system("tests")
+    draft = governance.policy_draft(actor=actor, user=reviewer_user, route=route,
+                                    draft=parse_draft(draft_body(cutoff=cutoff, band_lower=None, **overrides),
+                                                      route=route))
+    return governance.policy_sign(actor=actor, user=owner_user, policy=draft, evidence_sha256=draft.evidence_sha256)
+
+
+@pytest.fixture
+def signing_window(integrator):
+    """20 days (30 to 11 days ago) of 200 decisions, Beta(4, 2) scores, each labelled; ~20% below 0.6."""
+    rng = np.random.default_rng(7)
+    for days_ago in range(30, 10, -1):
+        scores = np.round(rng.beta(4, 2, 200), 3)
+        post_day(integrator, days_ago=days_ago, scores=scores, correct=rng.random(200) < 0.2 + 0.7 * scores)
+    return rng
+
+
+@pytest.fixture
+def signed(route, owner, reviewer, signing_window) -> PolicyVersion:
+    return sign_policy(route, owner.user, reviewer.user)

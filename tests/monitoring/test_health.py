@@ -1,0 +1,102 @@
+"""Route health (API, dashboard, monitoring page) against SQL references, and its access rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from audit.services import Actor
+from console.monitoring.models import Alarm, DailyAggregate
+from console.monitoring.services.alarms import monitor_run
+from console.stats.intervals import proportion_interval
+from tests.monitoring.conftest import day_start, post_day, sign_policy
+
+ACTOR = Actor.system("tests")
+
+
+@pytest.fixture
+def watched(route, owner, reviewer, signing_window):
+    return sign_policy(route, owner.user, reviewer.user, filters={"to": day_start(11).date().isoformat()})
+
+
+def _sql_rate(where: str, cutoff: float) -> tuple[int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"""SELECT count(*) FILTER (WHERE d.gate_score < %s), count(*) FROM ledger_decision d
+                            JOIN ledger_route r ON r.id = d.route_id WHERE r.slug = 'it-support' AND {where}""",
+                       [cutoff])
+        return cursor.fetchone()
+
+
+def test_the_health_figures_match_sql_references(watched, integrator, reviewer):
+    rng = np.random.default_rng(5)
+    for d in (9, 6, 3, 0):
+        post_day(integrator, days_ago=d, scores=np.round(rng.beta(3, 2, 150), 3))
+    health = reviewer.get("/api/v1/routes/it-support/health").json()
+    today = _sql_rate("(d.occurred_at AT TIME ZONE 'UTC')::date = (now() AT TIME ZONE 'UTC')::date", 0.6)
+    week = _sql_rate("(d.occurred_at AT TIME ZONE 'UTC')::date > (now() AT TIME ZONE 'UTC')::date - 7", 0.6)
+    for key, (refused, n) in (("today", today), ("last_7_days", week)):
+        figure = health["abstention"][key]
+        assert (figure["refused"], figure["n"]) == (refused, n) and n > 0
+        expected = proportion_interval(refused, n)
+        assert figure["value"] == pytest.approx(refused / n)
+        assert (figure["low"], figure["high"]) == pytest.approx((expected.low, expected.high))
+    assert health["policy"] == {"id": watched.pk, "version": 1, "cutoff": 0.6, "status": "active", "owner": "owner",
+                                "since": watched.signed_at.isoformat()}
+    assert health["abstention"]["signed"] == watched.evidence_document["chosen_row"]["abstention_rate"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM grading_finallabel l JOIN ledger_decision d ON d.id = l.decision_id "
+                       "WHERE l.decided_at >= (now() AT TIME ZONE 'UTC')::date - 6")
+        assert health["labels_last_7_days"] == cursor.fetchone()[0]
+    assert health["rechecks_open"] == 0 and health["alarms_open"] == []
+
+
+def test_the_stored_aggregates_match_a_sql_reference(watched, integrator):
+    rng = np.random.default_rng(6)
+    post_day(integrator, days_ago=2, scores=np.round(rng.random(300), 4))
+    monitor_run(actor=ACTOR)
+    row = DailyAggregate.objects.get(route=watched.route, day=day_start(2).date())
+    refused, n = _sql_rate(f"(d.occurred_at AT TIME ZONE 'UTC')::date = '{day_start(2).date()}'", 0.6)
+    assert (row.refused_at_cutoff, row.n) == (refused, n)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT width_bucket(gate_score, 0, 1, 1000) - 1, count(*) FROM ledger_decision "
+                       "WHERE (occurred_at AT TIME ZONE 'UTC')::date = %s GROUP BY 1", [day_start(2).date()])
+        reference = [0] * 1000
+        for score_bin, count in cursor.fetchall():
+            reference[min(score_bin, 999)] += count
+    assert row.histogram == reference
+
+
+def test_a_small_persistent_rise_is_caught_by_the_cusum_inside_the_control_limits(watched, integrator):
+    monitor_run(actor=ACTOR)  # folds the signing window
+    window = DailyAggregate.objects.filter(route=watched.route, day__lte=day_start(11).date())
+    p0 = sum(a.refused_at_cutoff for a in window) / sum(a.n for a in window)
+    upper = p0 + 3 * (p0 * (1 - p0) / 200) ** 0.5
+    refused = int(np.floor(upper * 200 - 1e-9))  # inside the 3-sigma limit every day
+    for d in range(8, 0, -1):
+        post_day(integrator, days_ago=d, scores=[0.3] * refused + [0.8] * (200 - refused))
+    monitor_run(actor=ACTOR)
+    alarm = Alarm.objects.get(kind="abstention")
+    assert alarm.detail["rate"] <= alarm.detail["upper"] and alarm.detail["cusum_signal"]
+
+
+def test_strangers_get_404_and_graders_cannot_read_health(watched, grader):
+    assert grader.get("/api/v1/routes/it-support/health").status_code == 404
+    assert grader.get("/api/v1/routes/it-support/alarms").status_code == 404
+
+
+def test_the_dashboard_and_the_monitoring_page_show_the_figures_and_charts(watched, integrator, owner, client):
+    rng = np.random.default_rng(8)
+    for d in range(10, 0, -1):
+        post_day(integrator, days_ago=d, scores=np.clip(np.round(rng.beta(4, 2, 200) - (0.25 if d < 3 else 0), 3),
+                                                        0, 1))
+    monitor_run(actor=ACTOR)
+    client.force_login(owner.user)
+    dashboard = client.get("/").content.decode()
+    assert 'id="health-it-support"' in dashboard and "cutoff <strong>0.6</strong>" in dashboard
+    assert "/routes/it-support/monitoring/#alarms" in dashboard
+    page = client.get("/routes/it-support/monitoring/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert '<svg class="monitor-abstention"' in html and '<svg class="monitor-scores"' in html
+    assert "Abstention at the signed cutoff" in html and "Acknowledge" in html

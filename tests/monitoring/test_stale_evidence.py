@@ -1,0 +1,46 @@
+"""Stale evidence: old labels or a graded sample whose segment mix is not today's traffic's, shown
+on health, with a one-click refresh of the graded sample."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.services import Actor
+from console.monitoring.services.alarms import monitor_run
+from grading.models import FinalLabel, GradingPlan
+from tests.monitoring.conftest import day_start, post_day, sign_policy
+
+
+@pytest.fixture
+def watched(route, owner, reviewer, signing_window):
+    return sign_policy(route, owner.user, reviewer.user, filters={"to": day_start(11).date().isoformat()})
+
+
+def test_fresh_labels_on_todays_mix_are_not_stale(watched, reviewer, integrator):
+    post_day(integrator, days_ago=2, scores=np.linspace(0, 1, 100))
+    monitor_run(actor=Actor.system("tests"))
+    assert reviewer.get("/api/v1/routes/it-support/health").json()["evidence"]["stale"] is False
+
+
+def test_a_new_segment_mix_makes_the_evidence_stale_and_the_refresh_sets_a_plan(watched, integrator, owner, client):
+    post_day(integrator, days_ago=2, scores=np.linspace(0, 1, 400), segments={"query_type": "billing"})
+    monitor_run(actor=Actor.system("tests"))
+    evidence = owner.get("/api/v1/routes/it-support/health").json()["evidence"]
+    assert evidence["stale"] and evidence["segment_tv"] > 0.15 and "segment mix" in evidence["reasons"][0]
+    client.force_login(owner.user)
+    assert "Refresh the graded sample" in client.get("/routes/it-support/monitoring/").content.decode()
+    assert client.post("/routes/it-support/evidence/refresh/").status_code == 302
+    plan = GradingPlan.objects.get(route=watched.route)
+    assert [s["high"] for s in plan.strata][0] == watched.cutoff
+    assert AuditEvent.objects.filter(action="evidence_refresh_requested").count() == 1
+
+
+def test_labels_older_than_90_days_make_the_evidence_stale(watched, owner):
+    FinalLabel.objects.update(decided_at=timezone.now() - timedelta(days=120))
+    evidence = owner.get("/api/v1/routes/it-support/health").json()["evidence"]
+    assert evidence["stale"] and "days old" in evidence["reasons"][0]
