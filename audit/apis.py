@@ -15,32 +15,53 @@ from console.core.errors import Forbidden, InvalidInput, NotFound
 _PAGE = 500
 
 # Response bodies, for the OpenAPI schema only: event_as_dict and audit_chain_verify build them.
-_EVENT = inline_serializer("AuditEvent", {
-    "seq": serializers.IntegerField(), "at": serializers.DateTimeField(), "actor": serializers.CharField(),
-    "action": serializers.CharField(), "object": serializers.CharField(help_text="type:id, e.g. decision:12"),
-    "route": serializers.CharField(allow_null=True), "payload": serializers.JSONField(),
-    "prev_hash": serializers.CharField(), "hash": serializers.CharField(),
-})
-_EVENT_PAGE = inline_serializer("AuditEventPage", {
-    "events": _EVENT.__class__(many=True),
-    "next_after": serializers.IntegerField(allow_null=True, help_text="Pass as `after` for the next page; "
-                                                                     "null on the last page"),
-})
-_VERIFY = inline_serializer("AuditChainCheck", {
-    "ok": serializers.BooleanField(),
-    "events": serializers.IntegerField(required=False, help_text="Events checked (when ok)"),
-    "head": serializers.CharField(required=False, help_text="Hash of the last event (when ok)"),
-    "first_bad_seq": serializers.IntegerField(required=False, help_text="First broken link (when not ok)"),
-    "reason": serializers.CharField(required=False, help_text="What is wrong with it (when not ok)"),
-    "events_checked": serializers.IntegerField(required=False, help_text="Intact events before it (when not ok)"),
-})
+_EVENT = inline_serializer(
+    "AuditEvent",
+    {
+        "seq": serializers.IntegerField(),
+        "at": serializers.DateTimeField(),
+        "actor": serializers.CharField(),
+        "action": serializers.CharField(),
+        "object": serializers.CharField(help_text="type:id, e.g. decision:12"),
+        "route": serializers.CharField(allow_null=True),
+        "payload": serializers.JSONField(),
+        "prev_hash": serializers.CharField(),
+        "hash": serializers.CharField(),
+    },
+)
+_EVENT_PAGE = inline_serializer(
+    "AuditEventPage",
+    {
+        "events": _EVENT.__class__(many=True),
+        "next_after": serializers.IntegerField(
+            allow_null=True, help_text="Pass as `after` for the next page; null on the last page"
+        ),
+    },
+)
+_VERIFY = inline_serializer(
+    "AuditChainCheck",
+    {
+        "ok": serializers.BooleanField(),
+        "events": serializers.IntegerField(required=False, help_text="Events checked (when ok)"),
+        "head": serializers.CharField(required=False, help_text="Hash of the last event (when ok)"),
+        "first_bad_seq": serializers.IntegerField(required=False, help_text="First broken link (when not ok)"),
+        "reason": serializers.CharField(required=False, help_text="What is wrong with it (when not ok)"),
+        "events_checked": serializers.IntegerField(required=False, help_text="Intact events before it (when not ok)"),
+    },
+)
 
 
 def event_as_dict(event: AuditEvent) -> dict:
     return {
-        "seq": event.seq, "at": event.at.isoformat(), "actor": event.actor, "action": event.action,
-        "object": f"{event.object_type}:{event.object_id}", "route": event.route or None, "payload": event.payload,
-        "prev_hash": event.prev_hash, "hash": event.hash,
+        "seq": event.seq,
+        "at": event.at.isoformat(),
+        "actor": event.actor,
+        "action": event.action,
+        "object": f"{event.object_type}:{event.object_id}",
+        "route": event.route or None,
+        "payload": event.payload,
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
     }
 
 
@@ -56,10 +77,14 @@ class AuditEventListApi(APIView):
     """Audit events, oldest first. Auditors see their routes' events (global auditors all);
     readers of a decision see its own history."""
 
-    @extend_schema(parameters=[
-        OpenApiParameter("object", str, description="type:id, e.g. decision:12"),
-        OpenApiParameter("after", int, description="Return events with seq greater than this"),
-    ], responses={200: _EVENT_PAGE, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR}, summary="List audit events")
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("object", str, description="type:id, e.g. decision:12"),
+            OpenApiParameter("after", int, description="Return events with seq greater than this"),
+        ],
+        responses={200: _EVENT_PAGE, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},
+        summary="List audit events",
+    )
     def get(self, request: Request) -> Response:
         raw_object = request.query_params.get("object")
         try:
@@ -90,8 +115,10 @@ class AuditEventListApi(APIView):
 
 
 class AuditVerifyApi(APIView):
-    @extend_schema(responses={200: _VERIFY, 401: ERROR, 403: ERROR},
-                   summary="Recompute the hash chain and report the first broken link")
+    @extend_schema(
+        responses={200: _VERIFY, 401: ERROR, 403: ERROR},
+        summary="Recompute the hash chain and report the first broken link",
+    )
     def get(self, request: Request) -> Response:
         if not permissions.can_read_audit(request.user):
             raise Forbidden("Only auditors may verify the audit trail.")
@@ -99,10 +126,16 @@ class AuditVerifyApi(APIView):
 
 
 class AuditExportApi(APIView):
-    @extend_schema(responses={(200, "application/x-ndjson"): OpenApiResponse(
-                       OpenApiTypes.STR, description="One AuditEvent object per line, oldest first"),
-                   401: ERROR, 403: ERROR},
-                   summary="Export the whole audit trail as JSON Lines")
+    @extend_schema(
+        responses={
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.STR, description="One AuditEvent object per line, oldest first"
+            ),
+            401: ERROR,
+            403: ERROR,
+        },
+        summary="Export the whole audit trail as JSON Lines",
+    )
     def get(self, request: Request):
         if not permissions.can_read_audit(request.user):
             raise Forbidden("Only auditors may export the audit trail.")

@@ -51,8 +51,7 @@ class Checkpoint:
     signature: str  # base64
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "hash": self.hash, "at": self.at, "key_id": self.key_id,
-                "signature": self.signature}
+        return {"seq": self.seq, "hash": self.hash, "at": self.at, "key_id": self.key_id, "signature": self.signature}
 
 
 def signed_bytes(seq: int, head_hash: str, at: str) -> bytes:
@@ -83,7 +82,8 @@ def signing_key(*, create: bool) -> Ed25519PrivateKey:
 
 def _create_key_file(path: Path) -> None:
     pem = Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         # O_EXCL: two first checkpoints at once must not each write their own key.
@@ -98,8 +98,9 @@ def _create_key_file(path: Path) -> None:
 
 def sign(key: Ed25519PrivateKey, *, seq: int, head_hash: str, at: str) -> Checkpoint:
     signature = key.sign(signed_bytes(seq, head_hash, at))
-    return Checkpoint(seq=seq, hash=head_hash, at=at, key_id=key_id(key.public_key()),
-                      signature=base64.b64encode(signature).decode())
+    return Checkpoint(
+        seq=seq, hash=head_hash, at=at, key_id=key_id(key.public_key()), signature=base64.b64encode(signature).decode()
+    )
 
 
 def signature_valid(public_key: Ed25519PublicKey, checkpoint: dict[str, Any]) -> bool:
@@ -140,8 +141,12 @@ def log_read() -> tuple[list[dict[str, Any]], list[str]]:
                 continue
             try:
                 entry = json.loads(line)
-                if not (isinstance(entry, dict) and isinstance(entry.get("seq"), int)
-                        and isinstance(entry.get("hash"), str) and isinstance(entry.get("at"), str)):
+                if not (
+                    isinstance(entry, dict)
+                    and isinstance(entry.get("seq"), int)
+                    and isinstance(entry.get("hash"), str)
+                    and isinstance(entry.get("at"), str)
+                ):
                     raise ValueError
             except ValueError:
                 problems.append(f"checkpoint log line {number} is not a checkpoint")
@@ -158,8 +163,11 @@ def webhook_post(checkpoint: Checkpoint) -> bool:
     if not url:
         return False
     request = urllib.request.Request(
-        url, data=json.dumps(checkpoint.as_dict()).encode(), method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": "abstention-review-console"})
+        url,
+        data=json.dumps(checkpoint.as_dict()).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "abstention-review-console"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=settings.AUDIT_CHECKPOINT_WEBHOOK_TIMEOUT) as response:
             if 200 <= response.status < 300:

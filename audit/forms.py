@@ -13,13 +13,20 @@ class AuditFilterForm(forms.Form):
     """Filters of the audit page; each narrows the events the user may read."""
 
     action = forms.ChoiceField(required=False, choices=[("", "Any action"), *Action.choices])
-    actor = forms.CharField(required=False, max_length=200,
-                            help_text="Whole or start, e.g. user:grader1, token:, system:")
+    actor = forms.CharField(
+        required=False, max_length=200, help_text="Whole or start, e.g. user:grader1, token:, system:"
+    )
     object = forms.CharField(required=False, max_length=240, help_text="type:id, e.g. decision:12 or route:it-support")
-    date_from = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
-                                label="From", help_text="UTC, as YYYY-MM-DD.")
-    date_to = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
-                              label="To", help_text="UTC, inclusive.")
+    date_from = forms.DateField(
+        required=False,
+        input_formats=ISO_DATE_FORMATS,
+        widget=IsoDateInput(),
+        label="From",
+        help_text="UTC, as YYYY-MM-DD.",
+    )
+    date_to = forms.DateField(
+        required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(), label="To", help_text="UTC, inclusive."
+    )
 
     def clean_object(self) -> tuple[str, str] | None:
         raw = self.cleaned_data["object"].strip()

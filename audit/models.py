@@ -76,15 +76,15 @@ class AuditEvent(models.Model):
 
     seq = models.BigIntegerField(primary_key=True, help_text="Position in the chain, from 1.")
     at = models.DateTimeField(help_text="When the change was committed (UTC).")
-    actor = models.CharField(
-        max_length=200, help_text="Who acted: user:<name>, token:<prefix>/<name> or system:<job>."
-    )
+    actor = models.CharField(max_length=200, help_text="Who acted: user:<name>, token:<prefix>/<name> or system:<job>.")
     action = models.CharField(max_length=40, help_text="An `Action` value, checked when the event is written.")
     object_type = models.CharField(max_length=40)
     object_id = models.CharField(max_length=200)
     payload = models.JSONField(default=dict, help_text="What changed; {old, new} where it applies.")
     route = models.CharField(
-        max_length=64, blank=True, default="",
+        max_length=64,
+        blank=True,
+        default="",
         help_text="Slug of the route the event belongs to; empty for global events (users, tokens, the demo).",
     )
     prev_hash = models.CharField(max_length=64, help_text="Hash of the previous event (zeros for the first).")

@@ -20,19 +20,30 @@ def readable_events(user, roles=permissions.AUDIT_READERS) -> QuerySet[AuditEven
     return events if slugs is None else events.filter(route__in=slugs)
 
 
-def audit_events_for_object(object_type: str, object_id: Any,
-                            events: QuerySet[AuditEvent] | None = None) -> QuerySet[AuditEvent]:
+def audit_events_for_object(
+    object_type: str, object_id: Any, events: QuerySet[AuditEvent] | None = None
+) -> QuerySet[AuditEvent]:
     """Events about one object, including batch events that list it in `payload.object_ids`."""
     oid = str(object_id)
     # isdigit() alone accepts "²", which int() refuses; batch events list ids as JSON numbers.
-    return (AuditEvent.objects.all() if events is None else events).filter(
-        Q(object_type=object_type, object_id=oid)
-        | Q(payload__contains={"objects": {object_type: [int(oid)] if oid.isascii() and oid.isdigit() else [oid]}})
-    ).order_by("seq")
+    return (
+        (AuditEvent.objects.all() if events is None else events)
+        .filter(
+            Q(object_type=object_type, object_id=oid)
+            | Q(payload__contains={"objects": {object_type: [int(oid)] if oid.isascii() and oid.isdigit() else [oid]}})
+        )
+        .order_by("seq")
+    )
 
 
-def _chain_walk(*, after_seq: int = 0, after_hash: str = GENESIS_HASH, up_to_seq: int | None = None,
-                signed: dict[int, dict[str, Any]] | None = None, chunk_size: int = 5000) -> dict[str, Any]:
+def _chain_walk(
+    *,
+    after_seq: int = 0,
+    after_hash: str = GENESIS_HASH,
+    up_to_seq: int | None = None,
+    signed: dict[int, dict[str, Any]] | None = None,
+    chunk_size: int = 5000,
+) -> dict[str, Any]:
     """Recompute every link after `after_seq` in order, comparing the events at checkpointed seqs
     with the hash each checkpoint signed. Stops at the first problem."""
     signed = signed or {}
@@ -53,24 +64,39 @@ def _chain_walk(*, after_seq: int = 0, after_hash: str = GENESIS_HASH, up_to_seq
             problem = "prev_hash does not match the hash of the previous event"
         else:
             recomputed = event_hash(
-                seq=seq, at=at, actor=actor, action=action, object_type=object_type,
-                object_id=object_id, payload=payload, prev_hash=stored_prev, route=route,
+                seq=seq,
+                at=at,
+                actor=actor,
+                action=action,
+                object_type=object_type,
+                object_id=object_id,
+                payload=payload,
+                prev_hash=stored_prev,
+                route=route,
             )
             if recomputed != stored_hash:
                 problem = "stored hash does not match the event's content"
         if problem:
-            return {"ok": False, "first_bad_seq": expected_seq if seq != expected_seq else seq,
-                    "reason": problem, "events_checked": count}
+            return {
+                "ok": False,
+                "first_bad_seq": expected_seq if seq != expected_seq else seq,
+                "reason": problem,
+                "events_checked": count,
+            }
         checkpoint = signed.get(seq)
         if checkpoint is not None:
             if checkpoint["hash"] != stored_hash:
                 # The links hold, so the chain was recomputed after a change: somewhere after the
                 # last checkpoint that still matches, and at or before this one.
-                return {"ok": False, "first_bad_seq": last_matching_checkpoint + 1, "checkpoint_seq": seq,
-                        "reason": f"rewritten: event {seq} no longer has the hash signed in the checkpoint of "
-                                  f"{checkpoint['at']}; the chain was recomputed after a change to an event "
-                                  f"between seq {last_matching_checkpoint + 1} and {seq}",
-                        "events_checked": count}
+                return {
+                    "ok": False,
+                    "first_bad_seq": last_matching_checkpoint + 1,
+                    "checkpoint_seq": seq,
+                    "reason": f"rewritten: event {seq} no longer has the hash signed in the checkpoint of "
+                    f"{checkpoint['at']}; the chain was recomputed after a change to an event "
+                    f"between seq {last_matching_checkpoint + 1} and {seq}",
+                    "events_checked": count,
+                }
             last_matching_checkpoint = seq
         prev_hash = stored_hash
         expected_seq += 1
@@ -90,11 +116,15 @@ def _signed_checkpoints() -> tuple[dict[int, dict[str, Any]], list[str]]:
     signed: dict[int, dict[str, Any]] = {}
     for entry in entries:
         if not checkpoints.signature_valid(public_key, entry):
-            problems.append(f"checkpoint log line {entry['line']} (seq {entry['seq']}): the signature is not valid "
-                            f"for this console's key")
+            problems.append(
+                f"checkpoint log line {entry['line']} (seq {entry['seq']}): the signature is not valid "
+                f"for this console's key"
+            )
         elif entry["seq"] in signed and signed[entry["seq"]]["hash"] != entry["hash"]:
-            problems.append(f"checkpoints of {signed[entry['seq']]['at']} and {entry['at']} sign different hashes "
-                            f"for seq {entry['seq']}")
+            problems.append(
+                f"checkpoints of {signed[entry['seq']]['at']} and {entry['at']} sign different hashes "
+                f"for seq {entry['seq']}"
+            )
         else:
             signed[entry["seq"]] = entry
     return signed, problems
@@ -110,17 +140,23 @@ def audit_chain_verify(*, chunk_size: int = 5000) -> dict[str, Any]:
     signed, problems = _signed_checkpoints()
     result = _chain_walk(signed=signed, chunk_size=chunk_size)
     latest = signed[max(signed)] if signed else None
-    summary = {"count": len(signed), "latest_seq": latest["seq"] if latest else None,
-               "latest_at": latest["at"] if latest else None}
+    summary = {
+        "count": len(signed),
+        "latest_seq": latest["seq"] if latest else None,
+        "latest_at": latest["at"] if latest else None,
+    }
     if result["ok"] and latest and latest["seq"] > result["last_seq"]:
         end = result["last_seq"]
-        result = {"ok": False, "first_bad_seq": end + 1, "checkpoint_seq": latest["seq"],
-                  "reason": f"truncated: the chain ends at seq {end} but the checkpoint of {latest['at']} signed "
-                            f"seq {latest['seq']}; {latest['seq'] - end} or more of the newest events were deleted",
-                  "events_checked": result["events"]}
+        result = {
+            "ok": False,
+            "first_bad_seq": end + 1,
+            "checkpoint_seq": latest["seq"],
+            "reason": f"truncated: the chain ends at seq {end} but the checkpoint of {latest['at']} signed "
+            f"seq {latest['seq']}; {latest['seq'] - end} or more of the newest events were deleted",
+            "events_checked": result["events"],
+        }
     if result["ok"] and problems:
-        result = {"ok": False, "first_bad_seq": None, "reason": "; ".join(problems),
-                  "events_checked": result["events"]}
+        result = {"ok": False, "first_bad_seq": None, "reason": "; ".join(problems), "events_checked": result["events"]}
     result.pop("last_seq", None)
     if problems:
         result["checkpoint_problems"] = problems
@@ -138,20 +174,32 @@ def audit_head_verified_since_checkpoint() -> dict[str, Any]:
     head_seq, head_hash = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first() or (0, GENESIS_HASH)
     if signed and max(signed) > head_seq:
         latest = signed[max(signed)]
-        return {"ok": False, "first_bad_seq": head_seq + 1, "checkpoint_seq": latest["seq"],
-                "reason": f"truncated: the chain ends at seq {head_seq} but the checkpoint of {latest['at']} "
-                          f"signed seq {latest['seq']}"}
+        return {
+            "ok": False,
+            "first_bad_seq": head_seq + 1,
+            "checkpoint_seq": latest["seq"],
+            "reason": f"truncated: the chain ends at seq {head_seq} but the checkpoint of {latest['at']} "
+            f"signed seq {latest['seq']}",
+        }
     start_seq, start_hash = 0, GENESIS_HASH
     if signed:
         seq = max(signed)
         stored = AuditEvent.objects.filter(seq=seq).values_list("hash", flat=True).first()
         if stored != signed[seq]["hash"]:
-            return {"ok": False, "first_bad_seq": seq, "checkpoint_seq": seq,
-                    "reason": f"rewritten: event {seq} no longer has the hash signed in the checkpoint of "
-                              f"{signed[seq]['at']}"}
+            return {
+                "ok": False,
+                "first_bad_seq": seq,
+                "checkpoint_seq": seq,
+                "reason": f"rewritten: event {seq} no longer has the hash signed in the checkpoint of "
+                f"{signed[seq]['at']}",
+            }
         start_seq, start_hash = seq, stored
     result = _chain_walk(after_seq=start_seq, after_hash=start_hash, up_to_seq=head_seq)
     if not result["ok"]:
         return result
-    return {"ok": True, "seq": head_seq, "hash": head_hash,
-            "checkpointed": head_seq in signed and signed[head_seq]["hash"] == head_hash}
+    return {
+        "ok": True,
+        "seq": head_seq,
+        "hash": head_hash,
+        "checkpointed": head_seq in signed and signed[head_seq]["hash"] == head_hash,
+    }

@@ -51,8 +51,15 @@ class EventSpec:
     route: str = ""  # slug of the route the event belongs to; "" for global events
 
 
-def audit_record(*, actor: Actor, action: Action, object_type: str, object_id: Any,
-                 payload: dict[str, Any] | None = None, route: str = "") -> AuditEvent:
+def audit_record(
+    *,
+    actor: Actor,
+    action: Action,
+    object_type: str,
+    object_id: Any,
+    payload: dict[str, Any] | None = None,
+    route: str = "",
+) -> AuditEvent:
     """Append one event; must run inside the transaction that makes the change."""
     return audit_record_many(
         actor=actor, events=[EventSpec(action, object_type, str(object_id), payload or {}, route)]
@@ -100,8 +107,11 @@ def audit_checkpoint_create(*, now=None) -> dict[str, Any]:
     key = checkpoints.signing_key(create=True)
     head = audit_head_verified_since_checkpoint()
     if not head["ok"]:
-        raise Conflict(f"the audit chain is broken at seq {head['first_bad_seq']} ({head['reason']}); "
-                       f"no checkpoint was signed", code="audit_chain_broken", details=head)
+        raise Conflict(
+            f"the audit chain is broken at seq {head['first_bad_seq']} ({head['reason']}); no checkpoint was signed",
+            code="audit_chain_broken",
+            details=head,
+        )
     if head["seq"] == 0:
         return {"signed": False, "reason": "the audit trail is empty"}
     if head["checkpointed"]:

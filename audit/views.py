@@ -23,5 +23,8 @@ def audit_log(request):
         events = form.apply(events)
     page = Paginator(events.order_by("-seq"), 100).get_page(request.GET.get("page"))
     verification = audit_chain_verify() if request.GET.get("verify") else None
-    return render(request, "audit/audit_log.html",
-                  {"page": page, "verification": verification, "form": form, "query": given.urlencode()})
+    return render(
+        request,
+        "audit/audit_log.html",
+        {"page": page, "verification": verification, "form": form, "query": given.urlencode()},
+    )

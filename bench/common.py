@@ -30,12 +30,19 @@ atexit.register(_stop_children)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--quick` and `--data-dir`, which every benchmark accepts."""
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes through the same code paths, done in seconds: proves the benchmark runs "
-                             "against the current schema; its figures are not measurements")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="folder of the benchmark's own embedded PostgreSQL and Redis (default: $BENCH_DATA_DIR, "
-                             "else .console/bench, or .console/bench-quick with --quick)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes through the same code paths, done in seconds: proves the benchmark runs "
+        "against the current schema; its figures are not measurements",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="folder of the benchmark's own embedded PostgreSQL and Redis (default: $BENCH_DATA_DIR, "
+        "else .console/bench, or .console/bench-quick with --quick)",
+    )
 
 
 def data_dir(args: argparse.Namespace) -> Path:
@@ -95,9 +102,20 @@ def web_server(*, workers: int = 2, threads: int = 2):
     port = free_port()
     env = dict(os.environ)
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "console.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--threads", str(threads), "--log-level", "warning"],
-        cwd=ROOT, env=env,
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "console.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30

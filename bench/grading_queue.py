@@ -43,8 +43,15 @@ from common import add_arguments, data_dir, report, setup_django, web_server
 K = 2
 TARGET_P95_MS = 30.0
 # (full, quick) defaults of the sizes; an option given on the command line wins over both.
-DEFAULTS = {"items": (100_000, 2_000), "graders": (16, 4), "seconds": (40.0, 2.0), "think_ms": (500.0, 20.0),
-            "saturation_seconds": (10.0, 1.0), "workers": (4, 1), "threads": (4, 4)}
+DEFAULTS = {
+    "items": (100_000, 2_000),
+    "graders": (16, 4),
+    "seconds": (40.0, 2.0),
+    "think_ms": (500.0, 20.0),
+    "saturation_seconds": (10.0, 1.0),
+    "workers": (4, 1),
+    "threads": (4, 4),
+}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -60,22 +67,49 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
 
     now = datetime.now(UTC)
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
-        with cur.copy("COPY ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, "
-                      "content_key) FROM STDIN") as copy:
+        with cur.copy(
+            "COPY ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, content_key) FROM STDIN"
+        ) as copy:
             for n in range(300):
-                copy.write_row((f"kb/{run}/{n}", "snap", f"Passage {n} of the benchmark corpus, run {run}. " * 8,
-                                secrets.token_hex(32), "bench", "", f"{run}-{n}-{secrets.token_hex(8)}"))
+                copy.write_row(
+                    (
+                        f"kb/{run}/{n}",
+                        "snap",
+                        f"Passage {n} of the benchmark corpus, run {run}. " * 8,
+                        secrets.token_hex(32),
+                        "bench",
+                        "",
+                        f"{run}-{n}-{secrets.token_hex(8)}",
+                    )
+                )
         cur.execute("SELECT id FROM ledger_passage WHERE external_id LIKE %s", [f"kb/{run}/%"])
         passage_ids = [row[0] for row in cur.fetchall()]
-        with cur.copy("COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
-                      "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
-                      "FROM STDIN") as copy:
+        with cur.copy(
+            "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
+            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+            "FROM STDIN"
+        ) as copy:
             for n in range(count):
                 score = random.random()
                 served = score >= 0.5
-                copy.write_row((route_id, f"q-{n:06d}", now, f"Benchmark question {n}?", f"Claim {n}.", "nli",
-                                score, 0.5, "served" if served else "refused", f"Answer {n}." if served else None,
-                                "{}", "{}", now, secrets.token_hex(32)))
+                copy.write_row(
+                    (
+                        route_id,
+                        f"q-{n:06d}",
+                        now,
+                        f"Benchmark question {n}?",
+                        f"Claim {n}.",
+                        "nli",
+                        score,
+                        0.5,
+                        "served" if served else "refused",
+                        f"Answer {n}." if served else None,
+                        "{}",
+                        "{}",
+                        now,
+                        secrets.token_hex(32),
+                    )
+                )
         cur.execute("SELECT id, served_answer, claim, question FROM ledger_decision WHERE route_id = %s", [route_id])
         decisions = cur.fetchall()
         links = "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
@@ -83,13 +117,29 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
             for decision_id, *_rest in decisions:
                 for rank, passage_id in enumerate(random.sample(passage_ids, 3), start=1):
                     copy.write_row((decision_id, passage_id, rank, 0.5))
-        with cur.copy("COPY grading_gradingitem (route_id, decision_id, question, answer, answer_source, stratum, "
-                      "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
-                      "FROM STDIN") as copy:
+        with cur.copy(
+            "COPY grading_gradingitem (route_id, decision_id, question, answer, answer_source, stratum, "
+            "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
+            "FROM STDIN"
+        ) as copy:
             for decision_id, served_answer, claim, question in decisions:
-                copy.write_row((route_id, decision_id, question, served_answer or claim,
-                                "served" if served_answer else "claim", "all", 1.0, secrets.randbits(63), K,
-                                "open", False, "", now))
+                copy.write_row(
+                    (
+                        route_id,
+                        decision_id,
+                        question,
+                        served_answer or claim,
+                        "served" if served_answer else "claim",
+                        "all",
+                        1.0,
+                        secrets.randbits(63),
+                        K,
+                        "open",
+                        False,
+                        "",
+                        now,
+                    )
+                )
         conn.commit()
         for table in ("ledger_decision", "ledger_decisionpassage", "grading_gradingitem"):
             cur.execute(f"ANALYZE {table}")
@@ -174,11 +224,15 @@ def database_checks(route_id: int) -> tuple[int, int]:
         cursor.execute(
             "SELECT count(*) FROM (SELECT a.item_id FROM grading_assignment a JOIN grading_gradingitem i "
             "ON i.id = a.item_id WHERE i.route_id = %s AND NOT a.skipped GROUP BY a.item_id "
-            "HAVING count(*) > %s) over_k", [route_id, K])
+            "HAVING count(*) > %s) over_k",
+            [route_id, K],
+        )
         over_k = cursor.fetchone()[0]
         cursor.execute(
             "SELECT count(*) FROM (SELECT a.item_id, a.grader_id FROM grading_assignment a JOIN grading_gradingitem i "
-            "ON i.id = a.item_id WHERE i.route_id = %s GROUP BY 1, 2 HAVING count(*) > 1) twice", [route_id])
+            "ON i.id = a.item_id WHERE i.route_id = %s GROUP BY 1, 2 HAVING count(*) > 1) twice",
+            [route_id],
+        )
         twice = cursor.fetchone()[0]
     return over_k, twice
 
@@ -188,21 +242,22 @@ def cleanup(route_id: int, run: str) -> None:
 
     with transaction.atomic(), connection.cursor() as cursor:
         items = "SELECT id FROM grading_gradingitem WHERE route_id = %s"
-        for statement in (f"DELETE FROM grading_assignment WHERE item_id IN ({items})",
-                          f"DELETE FROM grading_grade WHERE item_id IN ({items})",
-                          "DELETE FROM grading_finallabel WHERE decision_id IN "
-                          "(SELECT id FROM ledger_decision WHERE route_id = %s)",
-                          "DELETE FROM grading_gradingitem WHERE route_id = %s",
-                          "DELETE FROM ledger_decisionpassage WHERE decision_id IN "
-                          "(SELECT id FROM ledger_decision WHERE route_id = %s)",
-                          "DELETE FROM ledger_decision WHERE route_id = %s",
-                          # Every table with a foreign key to the route: Django's on_delete cascades are not
-                          # in the database, so raw SQL names them all (the day counters, the plan, the
-                          # stored statistics).
-                          "DELETE FROM ledger_routedaycount WHERE route_id = %s",
-                          "DELETE FROM grading_gradingplan WHERE route_id = %s",
-                          "DELETE FROM policy_statsresult WHERE route_id = %s",
-                          "DELETE FROM accounts_rolegrant WHERE route_id = %s"):
+        for statement in (
+            f"DELETE FROM grading_assignment WHERE item_id IN ({items})",
+            f"DELETE FROM grading_grade WHERE item_id IN ({items})",
+            "DELETE FROM grading_finallabel WHERE decision_id IN (SELECT id FROM ledger_decision WHERE route_id = %s)",
+            "DELETE FROM grading_gradingitem WHERE route_id = %s",
+            "DELETE FROM ledger_decisionpassage WHERE decision_id IN "
+            "(SELECT id FROM ledger_decision WHERE route_id = %s)",
+            "DELETE FROM ledger_decision WHERE route_id = %s",
+            # Every table with a foreign key to the route: Django's on_delete cascades are not
+            # in the database, so raw SQL names them all (the day counters, the plan, the
+            # stored statistics).
+            "DELETE FROM ledger_routedaycount WHERE route_id = %s",
+            "DELETE FROM grading_gradingplan WHERE route_id = %s",
+            "DELETE FROM policy_statsresult WHERE route_id = %s",
+            "DELETE FROM accounts_rolegrant WHERE route_id = %s",
+        ):
             cursor.execute(statement, [route_id])
         cursor.execute("DELETE FROM ledger_passage WHERE external_id LIKE %s", [f"kb/{run}/%"])
         cursor.execute("DELETE FROM ledger_route WHERE id = %s", [route_id])
@@ -230,8 +285,13 @@ def main() -> None:
 
     actor = Actor.system("bench")
     run = uuid.uuid4().hex[:8]
-    route = route_create(actor=actor, slug=f"queue-{run}", name="Queue benchmark", graders_per_item=K,
-                         guidelines="Grade the answer **as written**.")
+    route = route_create(
+        actor=actor,
+        slug=f"queue-{run}",
+        name="Queue benchmark",
+        graders_per_item=K,
+        guidelines="Grade the answer **as written**.",
+    )
     started = time.perf_counter()
     load_items(database_url, route.pk, args.items, run)
     setup_seconds = time.perf_counter() - started
@@ -276,22 +336,24 @@ def main() -> None:
     floor = percentile(floor_ms, 0.5)
     safe = duplicates == 0 and twice == 0 and over_k == 0 and client_over_k == 0 and not errors
     ok = safe and p95 < TARGET_P95_MS
-    report("queue", [
-        f"pending items: {args.items:,} (COPY setup {setup_seconds:.1f} s); graders: {args.graders}, k = {K}; "
-        f"think {args.think_ms:g} ms avg; {load_seconds:.1f} s",
-        f"POST /grading/next   : {len(next_ms):,} calls ({len(next_ms) / load_seconds:,.0f}/s), "
-        f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, p99 {p99:.1f} ms, max {max(next_ms, default=float('nan')):.1f} ms",
-        f"POST .../grades      : {len(grade_ms):,} calls, p50 {percentile(grade_ms, 0.5):.1f} ms, "
-        f"p95 {percentile(grade_ms, 0.95):.1f} ms; items handed to k graders: {labelled:,}",
-        f"next on an empty route (204, the HTTP floor): p50 {floor:.1f} ms; next p50 / floor = {p50 / floor:.2f}",
-        f"saturation (no think time, capacity only): {len(saturated) / saturation_seconds:,.0f} next/s, "
-        f"p50 {percentile(saturated, 0.5):.1f} ms, p95 {percentile(saturated, 0.95):.1f} ms",
-        f"same item twice to one grader: {duplicates} (clients), {twice} (database); "
-        f"items held beyond k: {client_over_k} (clients), {over_k} (database); errors: {len(errors)}"
-        + (f" e.g. {errors[0]}" if errors else ""),
-        f"p95 of next {p95:.1f} ms (target < {TARGET_P95_MS:g} ms), no double leases: "
-        f"{'PASS' if ok else 'FAIL'}",
-    ])
+    report(
+        "queue",
+        [
+            f"pending items: {args.items:,} (COPY setup {setup_seconds:.1f} s); graders: {args.graders}, k = {K}; "
+            f"think {args.think_ms:g} ms avg; {load_seconds:.1f} s",
+            f"POST /grading/next   : {len(next_ms):,} calls ({len(next_ms) / load_seconds:,.0f}/s), "
+            f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, p99 {p99:.1f} ms, max {max(next_ms, default=float('nan')):.1f} ms",
+            f"POST .../grades      : {len(grade_ms):,} calls, p50 {percentile(grade_ms, 0.5):.1f} ms, "
+            f"p95 {percentile(grade_ms, 0.95):.1f} ms; items handed to k graders: {labelled:,}",
+            f"next on an empty route (204, the HTTP floor): p50 {floor:.1f} ms; next p50 / floor = {p50 / floor:.2f}",
+            f"saturation (no think time, capacity only): {len(saturated) / saturation_seconds:,.0f} next/s, "
+            f"p50 {percentile(saturated, 0.5):.1f} ms, p95 {percentile(saturated, 0.95):.1f} ms",
+            f"same item twice to one grader: {duplicates} (clients), {twice} (database); "
+            f"items held beyond k: {client_over_k} (clients), {over_k} (database); errors: {len(errors)}"
+            + (f" e.g. {errors[0]}" if errors else ""),
+            f"p95 of next {p95:.1f} ms (target < {TARGET_P95_MS:g} ms), no double leases: {'PASS' if ok else 'FAIL'}",
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -58,9 +58,15 @@ def share_passages(records: list[dict], run: str, *, seed: int = 11) -> None:
     """Replace about a fifth of the passages with one of SHARED_CHUNKS popular chunks (each chunk at
     most once per decision), so concurrent batches race to store the same new passages."""
     rng = random.Random(seed)
-    pool = [{"id": f"kb/popular-{run}#{n}", "text": f"Popular chunk {n} of run {run}: open Settings, then Security.",
-             "source": "knowledge-base", "uri": f"https://intranet.example/popular/{run}/{n}"}
-            for n in range(SHARED_CHUNKS)]
+    pool = [
+        {
+            "id": f"kb/popular-{run}#{n}",
+            "text": f"Popular chunk {n} of run {run}: open Settings, then Security.",
+            "source": "knowledge-base",
+            "uri": f"https://intranet.example/popular/{run}/{n}",
+        }
+        for n in range(SHARED_CHUNKS)
+    ]
     for rec in records:
         chosen = rng.sample(pool, len(rec["passages"]))
         for passage, chunk in zip(rec["passages"], chosen, strict=True):
@@ -70,7 +76,7 @@ def share_passages(records: list[dict], run: str, *, seed: int = 11) -> None:
 
 def post_all(url: str, token: str, records: list[dict], *, clients: int = CLIENTS) -> tuple[float, list[str]]:
     """Post the records in batches from `clients` threads; the time taken and every failed batch."""
-    bodies = [json.dumps({"decisions": records[i:i + BATCH]}).encode() for i in range(0, len(records), BATCH)]
+    bodies = [json.dumps({"decisions": records[i : i + BATCH]}).encode() for i in range(0, len(records), BATCH)]
     lock = threading.Lock()
     failures: list[str] = []
 
@@ -80,8 +86,12 @@ def post_all(url: str, token: str, records: list[dict], *, clients: int = CLIENT
                 if not bodies:
                     return
                 body = bodies.pop()
-            request = urllib.request.Request(url + "/api/v1/decisions", data=body, method="POST", headers={
-                "Authorization": f"Token {token}", "Content-Type": "application/json"})
+            request = urllib.request.Request(
+                url + "/api/v1/decisions",
+                data=body,
+                method="POST",
+                headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+            )
             try:
                 with urllib.request.urlopen(request, timeout=120) as response:
                     if response.status != 201:
@@ -111,45 +121,72 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     passages = {}
     for item in items:
         for p in item.passages:
-            passages[p.content_key] = (p.external_id, item.versions.get("corpus", ""), p.text, p.text_sha256,
-                                       p.source, p.uri, p.content_key)
+            passages[p.content_key] = (
+                p.external_id,
+                item.versions.get("corpus", ""),
+                p.text,
+                p.text_sha256,
+                p.source,
+                p.uri,
+                p.content_key,
+            )
     elapsed = 0.0
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         started = time.perf_counter()
-        with cur.copy("COPY ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, "
-                      "content_key) FROM STDIN") as copy:
+        with cur.copy(
+            "COPY ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, content_key) FROM STDIN"
+        ) as copy:
             for row in passages.values():
                 copy.write_row(row)
         elapsed += time.perf_counter() - started
         cur.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [list(passages)])
         passage_ids = dict(cur.fetchall())
         started = time.perf_counter()
-        with cur.copy("COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
-                      "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
-                      "FROM STDIN") as copy:
+        with cur.copy(
+            "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
+            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+            "FROM STDIN"
+        ) as copy:
             for i in items:
-                copy.write_row((route_id, i.request_id, i.occurred_at, i.question, i.claim, i.gate_name,
-                                i.gate_score, i.cutoff, i.outcome, i.served_answer, json.dumps(i.versions),
-                                json.dumps(i.segments), i.occurred_at, i.content_hash))
+                copy.write_row(
+                    (
+                        route_id,
+                        i.request_id,
+                        i.occurred_at,
+                        i.question,
+                        i.claim,
+                        i.gate_name,
+                        i.gate_score,
+                        i.cutoff,
+                        i.outcome,
+                        i.served_answer,
+                        json.dumps(i.versions),
+                        json.dumps(i.segments),
+                        i.occurred_at,
+                        i.content_hash,
+                    )
+                )
         elapsed += time.perf_counter() - started
-        cur.execute("SELECT request_id, id FROM ledger_decision WHERE route_id = %s AND request_id = ANY(%s)",
-                    [route_id, [i.request_id for i in items]])
+        cur.execute(
+            "SELECT request_id, id FROM ledger_decision WHERE route_id = %s AND request_id = ANY(%s)",
+            [route_id, [i.request_id for i in items]],
+        )
         decision_ids = dict(cur.fetchall())
         started = time.perf_counter()
         links_sql = "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
         with cur.copy(links_sql) as copy:
             for i in items:
                 for p in i.passages:
-                    copy.write_row(
-                        (decision_ids[i.request_id], passage_ids[p.content_key], p.rank, p.retrieval_score))
+                    copy.write_row((decision_ids[i.request_id], passage_ids[p.content_key], p.rank, p.retrieval_score))
         elapsed += time.perf_counter() - started
         conn.commit()
     return elapsed
 
 
 @contextlib.contextmanager
-def celery_worker(folder, *, queues: tuple[str, ...] | None = None, name: str = "ingest-worker",
-                  concurrency: str | None = None):
+def celery_worker(
+    folder, *, queues: tuple[str, ...] | None = None, name: str = "ingest-worker", concurrency: str | None = None
+):
     """A Celery worker consuming `queues` (default every queue, as `make run` starts it; without beat:
     no sweeper re-queues anything behind the benchmark's back), stopped at the end of the block."""
     if queues is None:
@@ -161,10 +198,28 @@ def celery_worker(folder, *, queues: tuple[str, ...] | None = None, name: str = 
     concurrency = concurrency or os.environ.get("CELERY_CONCURRENCY", "2")
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "celery"), "-A", "console", "worker", "--loglevel", "INFO",
-             "--concurrency", concurrency, "-Q", ",".join(queues), "--hostname", f"{name}@%h",
-             "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=ROOT, env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT)
+            [
+                str(Path(sys.executable).parent / "celery"),
+                "-A",
+                "console",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                concurrency,
+                "-Q",
+                ",".join(queues),
+                "--hostname",
+                f"{name}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=ROOT,
+            env=dict(os.environ),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     time.sleep(0.5)
     try:
         deadline = time.monotonic() + 60
@@ -190,7 +245,8 @@ def gradable_count(route_id: int, prefix: str) -> int:
             "SELECT count(*) FROM ledger_decision d WHERE d.route_id = %s AND d.request_id LIKE %s "
             "AND EXISTS (SELECT 1 FROM verification_decisionsupport s WHERE s.decision_id = d.id) "
             "AND EXISTS (SELECT 1 FROM grading_gradingitem g WHERE g.decision_id = d.id AND NOT g.is_gold)",
-            [route_id, prefix + "%"])
+            [route_id, prefix + "%"],
+        )
         return cursor.fetchone()[0]
 
 
@@ -206,11 +262,17 @@ def wait_gradable(route_id: int, prefix: str, count: int, started: float, timeou
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, help=f"default {DECISIONS:,} ({QUICK_DECISIONS:,} with --quick)")
-    parser.add_argument("--split-queues", action="store_true",
-                        help="two workers as docker-compose.yml runs them: pool and verification on one (2 processes), "
-                             "every other queue on another (1 process); default: one worker on every queue")
-    parser.add_argument("--shared", action="store_true",
-                        help=f"{SHARED_CLIENTS} clients, a fifth of passages from {SHARED_CHUNKS} shared chunks")
+    parser.add_argument(
+        "--split-queues",
+        action="store_true",
+        help="two workers as docker-compose.yml runs them: pool and verification on one (2 processes), "
+        "every other queue on another (1 process); default: one worker on every queue",
+    )
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help=f"{SHARED_CLIENTS} clients, a fifth of passages from {SHARED_CHUNKS} shared chunks",
+    )
     add_arguments(parser)
     args = parser.parse_args()
     args.decisions = args.decisions or (QUICK_DECISIONS if args.quick else DECISIONS)
@@ -261,17 +323,20 @@ def main() -> None:
     ratio = api_rate / copy_rate
     gradable_rate = args.decisions / gradable_seconds
     keeps_up = gradable_rate / api_rate
-    report("ingest", [
-        f"decisions: {args.decisions:,} with 5 passages each; API batches of {BATCH} from {CLIENTS} clients",
-        f"API  POST /api/v1/decisions : {api_rate:9,.0f} decisions/s ({api_seconds:.2f} s)",
-        f"raw COPY, same rows/tables  : {copy_rate:9,.0f} decisions/s ({copy_seconds:.2f} s)",
-        f"ratio API/COPY              : {ratio:.2f}  (target >= 0.25) {'PASS' if ratio >= 0.25 else 'FAIL'}",
-        f"decisions/s until gradable  : {gradable_rate:9,.0f} decisions/s ({gradable_seconds:.2f} s; "
-        f"span checks + pool item, worker concurrency {os.environ.get('CELERY_CONCURRENCY', '2')}"
-        f"{', pool + verification on their own worker' if args.split_queues else ', one worker on every queue'})",
-        f"ratio gradable/HTTP         : {keeps_up:.2f}  (target >= 0.9) {'PASS' if keeps_up >= 0.9 else 'FAIL'}",
-        f"load average                : {os.getloadavg()[0]:.2f}",
-    ])
+    report(
+        "ingest",
+        [
+            f"decisions: {args.decisions:,} with 5 passages each; API batches of {BATCH} from {CLIENTS} clients",
+            f"API  POST /api/v1/decisions : {api_rate:9,.0f} decisions/s ({api_seconds:.2f} s)",
+            f"raw COPY, same rows/tables  : {copy_rate:9,.0f} decisions/s ({copy_seconds:.2f} s)",
+            f"ratio API/COPY              : {ratio:.2f}  (target >= 0.25) {'PASS' if ratio >= 0.25 else 'FAIL'}",
+            f"decisions/s until gradable  : {gradable_rate:9,.0f} decisions/s ({gradable_seconds:.2f} s; "
+            f"span checks + pool item, worker concurrency {os.environ.get('CELERY_CONCURRENCY', '2')}"
+            f"{', pool + verification on their own worker' if args.split_queues else ', one worker on every queue'})",
+            f"ratio gradable/HTTP         : {keeps_up:.2f}  (target >= 0.9) {'PASS' if keeps_up >= 0.9 else 'FAIL'}",
+            f"load average                : {os.getloadavg()[0]:.2f}",
+        ],
+    )
 
 
 def shared_clients(token: str, run: str, decisions: int) -> None:

@@ -115,8 +115,13 @@ def wait_ready(url: str, process: subprocess.Popen, timeout: float = 120) -> Non
 
 def warm(url: str, token: str, route: str) -> None:
     """One request of each kind a reviewer makes, so the processes are at rest after serving."""
-    for path in ("/healthz", f"/api/v1/routes/{route}/operating-points?cutoffs=0.5,0.9",
-                 f"/api/v1/routes/{route}/calibration?bins=10", "/api/v1/routes", "/api/v1/decisions/1"):
+    for path in (
+        "/healthz",
+        f"/api/v1/routes/{route}/operating-points?cutoffs=0.5,0.9",
+        f"/api/v1/routes/{route}/calibration?bins=10",
+        "/api/v1/routes",
+        "/api/v1/decisions/1",
+    ):
         request = urllib.request.Request(url + path, headers={"Authorization": f"Token {token}"})
         try:
             urllib.request.urlopen(request, timeout=120).read()
@@ -140,8 +145,9 @@ def server_pids(folder: Path) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, help=f"default {DECISIONS:,} ({QUICK_DECISIONS:,} with --quick)")
-    parser.add_argument("--idle", type=float, help=f"seconds idle before reading (default {IDLE:g}; "
-                                                   f"{QUICK_IDLE:g} with --quick)")
+    parser.add_argument(
+        "--idle", type=float, help=f"seconds idle before reading (default {IDLE:g}; {QUICK_IDLE:g} with --quick)"
+    )
     add_arguments(parser)
     args = parser.parse_args()
     data = DataSet(args.decisions or (QUICK_DECISIONS if args.quick else DECISIONS))
@@ -156,13 +162,25 @@ def main() -> None:
 
     token = accounts.token_issue(actor=Actor.system("bench"), user=bench_reviewer()).key
     port = free_port()
-    env = dict(os.environ, CONSOLE_DATA_DIR=str(folder), CONSOLE_DEMO="0", PORT=str(port), HOST="127.0.0.1",
-               DATABASE_URL=embedded.postgres_url(folder),  # the app role, as make run's own processes use
-               DATABASE_OWNER_URL=embedded.postgres_owner_url(folder))  # for its `migrate` only
+    env = dict(
+        os.environ,
+        CONSOLE_DATA_DIR=str(folder),
+        CONSOLE_DEMO="0",
+        PORT=str(port),
+        HOST="127.0.0.1",
+        DATABASE_URL=embedded.postgres_url(folder),  # the app role, as make run's own processes use
+        DATABASE_OWNER_URL=embedded.postgres_owner_url(folder),
+    )  # for its `migrate` only
     log = folder / "memory-run.log"
     with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "console.run"], cwd=ROOT, env=env, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "console.run"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, process)
@@ -182,16 +200,25 @@ def main() -> None:
         except ProcessLookupError:
             pass
     processes = ", ".join(f"{count} {name} ({kind_pss:.0f} MB)" for name, (count, kind_pss) in sorted(kinds.items()))
-    settings = ", ".join(f"{key}={os.environ[key]}" for key in ("WEB_WORKERS", "WEB_THREADS", "CELERY_CONCURRENCY")
-                         if os.environ.get(key)) or "defaults"
-    report("memory", [
-        f"decisions: {data.decisions:,}, idle {idle:g} s after one request of each kind; pools: {settings}",
-        f"processes started by console/run.py: {processes}",
-        f"console, PSS (RSS)           : {pss:7.0f} MB ({rss:,.0f} MB)",
-        f"PostgreSQL + Redis, PSS (RSS): {server_pss:7.0f} MB ({server_rss:,.0f} MB)",
-        f"console PSS <= {TARGET_MB} MB       : {'PASS' if pss <= TARGET_MB else 'FAIL'}",
-        f"load average                 : {os.getloadavg()[0]:.2f}",
-    ])
+    settings = (
+        ", ".join(
+            f"{key}={os.environ[key]}"
+            for key in ("WEB_WORKERS", "WEB_THREADS", "CELERY_CONCURRENCY")
+            if os.environ.get(key)
+        )
+        or "defaults"
+    )
+    report(
+        "memory",
+        [
+            f"decisions: {data.decisions:,}, idle {idle:g} s after one request of each kind; pools: {settings}",
+            f"processes started by console/run.py: {processes}",
+            f"console, PSS (RSS)           : {pss:7.0f} MB ({rss:,.0f} MB)",
+            f"PostgreSQL + Redis, PSS (RSS): {server_pss:7.0f} MB ({server_rss:,.0f} MB)",
+            f"console PSS <= {TARGET_MB} MB       : {'PASS' if pss <= TARGET_MB else 'FAIL'}",
+            f"load average                 : {os.getloadavg()[0]:.2f}",
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -64,16 +64,33 @@ def load(database_url: str, size: int) -> list[int]:
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         cur.execute("SELECT coalesce(max(id), 0) FROM ledger_decision")
         first_id = cur.fetchone()[0] + 1
-        with cur.copy("COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
-                      "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
-                      "FROM STDIN") as copy:
+        with cur.copy(
+            "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
+            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+            "FROM STDIN"
+        ) as copy:
             for i in range(size):
                 at = today - timedelta(days=DAYS - 1 - int(data["day"][i])) + timedelta(seconds=int(seconds[i]))
                 served = data["score"][i] >= CUTOFF
-                copy.write_row((first_id + i, ids[int(data["route"][i])], f"monitor-{i:07d}", at, "q", "c",
-                                "entailment", float(data["score"][i]), CUTOFF, "served" if served else "refused",
-                                "a" if served else None, json.dumps({"model": "gen-2026-10", "gate": "nli-4"}),
-                                json.dumps({"query_type": str(data["segment"][i])}), at, f"{i:064x}"))
+                copy.write_row(
+                    (
+                        first_id + i,
+                        ids[int(data["route"][i])],
+                        f"monitor-{i:07d}",
+                        at,
+                        "q",
+                        "c",
+                        "entailment",
+                        float(data["score"][i]),
+                        CUTOFF,
+                        "served" if served else "refused",
+                        "a" if served else None,
+                        json.dumps({"model": "gen-2026-10", "gate": "nli-4"}),
+                        json.dumps({"query_type": str(data["segment"][i])}),
+                        at,
+                        f"{i:064x}",
+                    )
+                )
         cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)", [first_id + size])
         cur.execute("ANALYZE ledger_decision")
     owner = bench_reviewer()
@@ -82,11 +99,24 @@ def load(database_url: str, size: int) -> list[int]:
         if not PolicyVersion.objects.filter(route=route).exists():
             evidence = json.dumps({"traffic_versions": {"model": "gen-2026-10", "gate": "nli-4"}, "chosen_row": None})
             PolicyVersion.objects.create(
-                route=route, version=1, status="active", cutoff=CUTOFF, owner=owner, created_by=owner,
-                escalation_contact="bench", escalation_channel="mailto:bench@example.org",
-                escalation_response_hours=24, refusal_message="-", rationale="bench", filters={"to": window_to},
-                evidence_text=evidence, evidence_sha256=PolicyVersion.sha256_of(evidence), data_version="bench",
-                signed_at=today - timedelta(days=WINDOW_END_DAYS_AGO - 1), signed_by=owner)
+                route=route,
+                version=1,
+                status="active",
+                cutoff=CUTOFF,
+                owner=owner,
+                created_by=owner,
+                escalation_contact="bench",
+                escalation_channel="mailto:bench@example.org",
+                escalation_response_hours=24,
+                refusal_message="-",
+                rationale="bench",
+                filters={"to": window_to},
+                evidence_text=evidence,
+                evidence_sha256=PolicyVersion.sha256_of(evidence),
+                data_version="bench",
+                signed_at=today - timedelta(days=WINDOW_END_DAYS_AGO - 1),
+                signed_by=owner,
+            )
     return ids
 
 
@@ -107,13 +137,14 @@ def numpy_monitor(route_index: np.ndarray, day: np.ndarray, score: np.ndarray, s
         mask = route_index == r
         d, b, s = day[mask], bins[mask], segment[mask]
         counts = np.bincount(d * 1000 + b, minlength=DAYS * 1000).reshape(DAYS, 1000)
-        refused = counts[:, :int(CUTOFF * 1000)].sum(axis=1)
+        refused = counts[:, : int(CUTOFF * 1000)].sum(axis=1)
         n = counts.sum(axis=1)
         seg = {key: np.bincount(d[s == key], minlength=DAYS) for key in np.unique(s)}
         p0 = refused[:window_days].sum() / n[:window_days].sum()
         chart = control_chart(refused[window_days:], n[window_days:], baseline=p0)
-        cusum = two_sided_bernoulli_cusum(refused[window_days:], n[window_days:], p0=p0, p1_up=1.5 * p0,
-                                          p1_down=p0 / 1.5)
+        cusum = two_sided_bernoulli_cusum(
+            refused[window_days:], n[window_days:], p0=p0, p1_up=1.5 * p0, p1_down=p0 / 1.5
+        )
         base = counts[:window_days].sum(axis=0)
         base_segments = {key: float(v[:window_days].sum()) for key, v in seg.items()}
         for t in range(window_days, DAYS):
@@ -154,8 +185,9 @@ def main() -> None:
     cold = run()
     daily = run()
     alarms = Alarm.objects.filter(route_id__in=route_ids, status="open").count()
-    rows = list(Decision.objects.filter(route_id__in=route_ids).values_list("route_id", "occurred_at", "gate_score",
-                                                                            "segments"))
+    rows = list(
+        Decision.objects.filter(route_id__in=route_ids).values_list("route_id", "occurred_at", "gate_score", "segments")
+    )
     index = {route_id: i for i, route_id in enumerate(route_ids)}
     today = datetime.now(UTC).date()
     route_index = np.array([index[r[0]] for r in rows])
@@ -165,15 +197,18 @@ def main() -> None:
     begin = time.perf_counter()
     numpy_monitor(route_index, day, score, segment)
     numpy_seconds = time.perf_counter() - begin
-    report("monitor", [
-        f"decisions: {size:,} on {ROUTES} routes over {DAYS} days "
-        + (f"(loaded with COPY in {load_seconds:.1f} s)" if load_seconds > 1 else "(reused)"),
-        f"cold run (every day folded)   : {cold:.2f} s",
-        f"daily run (aggregates stored) : {daily:.2f} s",
-        f"numpy on the same arrays      : {numpy_seconds:.3f} s; daily run / numpy = {daily / numpy_seconds:.1f}x",
-        f"open alarms after the runs    : {alarms} (route 0 drifts in its last 3 days)",
-        f"{'PASS' if daily < 10 else 'FAIL'}: daily run under 10 s",
-    ])
+    report(
+        "monitor",
+        [
+            f"decisions: {size:,} on {ROUTES} routes over {DAYS} days "
+            + (f"(loaded with COPY in {load_seconds:.1f} s)" if load_seconds > 1 else "(reused)"),
+            f"cold run (every day folded)   : {cold:.2f} s",
+            f"daily run (aggregates stored) : {daily:.2f} s",
+            f"numpy on the same arrays      : {numpy_seconds:.3f} s; daily run / numpy = {daily / numpy_seconds:.1f}x",
+            f"open alarms after the runs    : {alarms} (route 0 drifts in its last 3 days)",
+            f"{'PASS' if daily < 10 else 'FAIL'}: daily run under 10 s",
+        ],
+    )
 
 
 if __name__ == "__main__":

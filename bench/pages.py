@@ -60,7 +60,9 @@ def ensure_support(database_url: str, route_id: int) -> bool:
     with psycopg.connect(database_url) as conn:
         missing = conn.execute(
             "SELECT count(*) FROM ledger_decision d WHERE d.route_id = %s AND NOT EXISTS "
-            "(SELECT 1 FROM verification_decisionsupport s WHERE s.decision_id = d.id)", [route_id]).fetchone()[0]
+            "(SELECT 1 FROM verification_decisionsupport s WHERE s.decision_id = d.id)",
+            [route_id],
+        ).fetchone()[0]
         if not missing:
             return False
         conn.execute(
@@ -68,7 +70,9 @@ def ensure_support(database_url: str, route_id: int) -> bool:
             "fully_supported, no_supporting_passage, verifier_version, attempts, error, verified_at) "
             "SELECT d.id, 'done', 1, (d.id %% 10 <> 0)::int, (d.id %% 10 <> 0)::int, d.id %% 10 <> 0, d.id %% 10 = 0, "
             "'spans-1', 1, '', now() FROM ledger_decision d WHERE d.route_id = %s AND NOT EXISTS "
-            "(SELECT 1 FROM verification_decisionsupport s WHERE s.decision_id = d.id)", [route_id])
+            "(SELECT 1 FROM verification_decisionsupport s WHERE s.decision_id = d.id)",
+            [route_id],
+        )
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE verification_decisionsupport")
     return True
@@ -115,24 +119,35 @@ def main() -> None:
     # 2,000 pages (an OFFSET would walk all of them on every request). Smaller data sets go a
     # tenth of their decisions down.
     depth = min(100_000, data.decisions // 10)
-    deep = (Decision.objects.filter(route_id=route_id, outcome="refused")
-            .order_by("-occurred_at", "-pk")[depth:depth + 1].get())
-    refused = list(Decision.objects.filter(route_id=route_id, outcome="refused")
-                   .order_by("?").values_list("pk", flat=True)[: args.requests + 2])
+    deep = (
+        Decision.objects.filter(route_id=route_id, outcome="refused")
+        .order_by("-occurred_at", "-pk")[depth : depth + 1]
+        .get()
+    )
+    refused = list(
+        Decision.objects.filter(route_id=route_id, outcome="refused")
+        .order_by("?")
+        .values_list("pk", flat=True)[: args.requests + 2]
+    )
     pages = [
         ("dashboard", ["/"]),
         ("refusals, first page", ["/refusals/"]),
         ("refusals of the route", [f"/refusals/?route={route}&outcome=refused"]),
         ("refusals, score band", [f"/refusals/?route={route}&outcome=refused&score_min=0.3&score_max=0.5"]),
-        ("refusals, model + segment", [f"/refusals/?route={route}&outcome=refused&model=gen-2026-10"
-                                       "&segment=language%3Dde"]),
+        (
+            "refusals, model + segment",
+            [f"/refusals/?route={route}&outcome=refused&model=gen-2026-10&segment=language%3Dde"],
+        ),
         ("refusals, no supporting passage", [f"/refusals/?route={route}&outcome=refused&no_supporting_passage=on"]),
         (f"refusals, {depth:,} rows deep", [f"/refusals/?route={route}&outcome=refused&before={_cursor_of(deep)}"]),
         ("refusal detail (random)", [f"/decisions/{pk}/" for pk in refused]),
     ]
     opener = urllib.request.build_opener(_NoRedirect)
-    origin = (f"decisions or verification results written in {load_seconds:.0f} s" if loaded or supported
-              else "already loaded")
+    origin = (
+        f"decisions or verification results written in {load_seconds:.0f} s"
+        if loaded or supported
+        else "already loaded"
+    )
     lines = [f"decisions: {data.decisions:,} ({origin}); {args.requests} sequential requests per page after 2 warm-up"]
     verdicts = []
     # One worker in quick mode: one process fewer to start, and the requests still go through gunicorn.
@@ -158,11 +173,15 @@ def main() -> None:
             p95 = percentile(times, 0.95)
             ok = p95 < TARGET_MS
             verdicts.append((label, ok))
-            lines.append(f"{label:<34}: p50 {statistics.median(times):6.1f} ms, p95 {p95:6.1f} ms, "
-                         f"p95 / floor p50 {p95 / floor_p50:5.1f}  {'ok' if ok else 'MISS'}")
+            lines.append(
+                f"{label:<34}: p50 {statistics.median(times):6.1f} ms, p95 {p95:6.1f} ms, "
+                f"p95 / floor p50 {p95 / floor_p50:5.1f}  {'ok' if ok else 'MISS'}"
+            )
     missed = [label for label, ok in verdicts if not ok]
-    lines.append(("PASS" if not missed else "FAIL") + f": {len(verdicts) - len(missed)}/{len(verdicts)} pages "
-                 f"with p95 under {TARGET_MS:.0f} ms" + (f"; missed: {', '.join(missed)}" if missed else ""))
+    lines.append(
+        ("PASS" if not missed else "FAIL") + f": {len(verdicts) - len(missed)}/{len(verdicts)} pages "
+        f"with p95 under {TARGET_MS:.0f} ms" + (f"; missed: {', '.join(missed)}" if missed else "")
+    )
     report("pages", lines)
 
 

@@ -20,8 +20,16 @@ from pathlib import Path
 from common import _held, data_dir
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["ingest.py", "ingest.py --shared", "verify.py", "grading_queue.py", "stats.py", "pages.py", "similarity.py",
-         "memory.py"]
+ORDER = [
+    "ingest.py",
+    "ingest.py --shared",
+    "verify.py",
+    "grading_queue.py",
+    "stats.py",
+    "pages.py",
+    "similarity.py",
+    "memory.py",
+]
 
 
 def main() -> int:

@@ -76,8 +76,11 @@ class DataSet:
 
 
 def add_size_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--decisions", type=int,
-                        help=f"size of the data set (default {POPULATION:,}; {QUICK_POPULATION:,} with --quick)")
+    parser.add_argument(
+        "--decisions",
+        type=int,
+        help=f"size of the data set (default {POPULATION:,}; {QUICK_POPULATION:,} with --quick)",
+    )
     add_arguments(parser)
 
 
@@ -93,8 +96,9 @@ def synthetic_population(rng: np.random.Generator, size: int) -> tuple[np.ndarra
     return scores, correct
 
 
-def stratified_sample(rng: np.random.Generator, scores: np.ndarray,
-                      strata: tuple[tuple[str, float, float, int], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stratified_sample(
+    rng: np.random.Generator, scores: np.ndarray, strata: tuple[tuple[str, float, float, int], ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Indices of the graded items, their stratum names and inclusion probabilities."""
     chosen, names, probabilities = [], [], []
     for name, low, high, size in strata:
@@ -121,42 +125,89 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         cur.execute("SELECT coalesce(max(id), 0) FROM ledger_decision")
         first_id = cur.fetchone()[0] + 1
-        with cur.copy("COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
-                      "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
-                      "FROM STDIN") as copy:
+        with cur.copy(
+            "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
+            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+            "FROM STDIN"
+        ) as copy:
             for i in range(population):
                 at = start + timedelta(seconds=int(seconds[i]))
                 served = scores[i] >= 0.7
-                copy.write_row((
-                    first_id + i, route_id, f"stats-{i:07d}", at, f"How do I reset thing {i % 977}?",
-                    "Open Settings > Security and choose Reset.", "entailment", float(scores[i]), 0.7,
-                    "served" if served else "refused", "Open Settings > Security." if served else None,
-                    json.dumps({"model": str(models[i]), "retriever": "hybrid-3", "corpus": "snap-2026-11-01",
-                                "gate": "nli-4"}),
-                    json.dumps({"language": str(languages[i]), "query_type": "how-to"}),
-                    at, f"{i:064x}",
-                ))
-        cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)",
-                    [first_id + population])
+                copy.write_row(
+                    (
+                        first_id + i,
+                        route_id,
+                        f"stats-{i:07d}",
+                        at,
+                        f"How do I reset thing {i % 977}?",
+                        "Open Settings > Security and choose Reset.",
+                        "entailment",
+                        float(scores[i]),
+                        0.7,
+                        "served" if served else "refused",
+                        "Open Settings > Security." if served else None,
+                        json.dumps(
+                            {
+                                "model": str(models[i]),
+                                "retriever": "hybrid-3",
+                                "corpus": "snap-2026-11-01",
+                                "gate": "nli-4",
+                            }
+                        ),
+                        json.dumps({"language": str(languages[i]), "query_type": "how-to"}),
+                        at,
+                        f"{i:064x}",
+                    )
+                )
+        cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)", [first_id + population])
         now = datetime.now(UTC)
         cur.execute("SELECT coalesce(max(id), 0) FROM grading_gradingitem")
         first_item = cur.fetchone()[0] + 1
-        with cur.copy("COPY grading_gradingitem (id, route_id, decision_id, question, answer, answer_source, stratum, "
-                      "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
-                      "FROM STDIN") as copy:
+        with cur.copy(
+            "COPY grading_gradingitem (id, route_id, decision_id, question, answer, answer_source, stratum, "
+            "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
+            "FROM STDIN"
+        ) as copy:
             for j, i in enumerate(sample.tolist()):
-                copy.write_row((first_item + j, route_id, first_id + i, "q", "a", "served", str(strata[j]),
-                                float(probabilities[j]), int(rng.integers(0, 2**62)), 2, "labelled", False, "", now))
-        cur.execute("SELECT setval(pg_get_serial_sequence('grading_gradingitem', 'id'), %s)",
-                    [first_item + data.graded])
+                copy.write_row(
+                    (
+                        first_item + j,
+                        route_id,
+                        first_id + i,
+                        "q",
+                        "a",
+                        "served",
+                        str(strata[j]),
+                        float(probabilities[j]),
+                        int(rng.integers(0, 2**62)),
+                        2,
+                        "labelled",
+                        False,
+                        "",
+                        now,
+                    )
+                )
+        cur.execute(
+            "SELECT setval(pg_get_serial_sequence('grading_gradingitem', 'id'), %s)", [first_item + data.graded]
+        )
         # Every NOT NULL column without a database default is named, `note` (the adjudicator's reason,
         # empty unless adjudicated) included: COPY fills none of Django's Python-side defaults.
-        with cur.copy("COPY grading_finallabel (decision_id, item_id, correct, method, source, note, decided_at) "
-                      "FROM STDIN") as copy:
+        with cur.copy(
+            "COPY grading_finallabel (decision_id, item_id, correct, method, source, note, decided_at) FROM STDIN"
+        ) as copy:
             for j, i in enumerate(sample.tolist()):
                 imported = j % (data.graded // data.imported) == 0
-                copy.write_row((first_id + i, first_item + j, bool(correct[i]),
-                                "imported" if imported else "majority", "legacy-eval" if imported else "", "", now))
+                copy.write_row(
+                    (
+                        first_id + i,
+                        first_item + j,
+                        bool(correct[i]),
+                        "imported" if imported else "majority",
+                        "legacy-eval" if imported else "",
+                        "",
+                        now,
+                    )
+                )
         conn.commit()
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE ledger_decision")
@@ -172,14 +223,17 @@ def ensure_loaded(database_url: str, data: DataSet, folder: Path) -> tuple[int, 
     from grading.models import FinalLabel
 
     route = Route.objects.filter(slug=data.route).first() or route_create(
-        actor=Actor.system("bench"), slug=data.route, name=f"Statistics benchmark, {data.decisions:,} decisions")
+        actor=Actor.system("bench"), slug=data.route, name=f"Statistics benchmark, {data.decisions:,} decisions"
+    )
     decisions = Decision.objects.filter(route=route).count()
     labels = FinalLabel.objects.filter(decision__route=route).count()
     if (decisions, labels) == (data.decisions, data.graded):
         return route.pk, False
     if decisions or labels:
-        raise SystemExit(f"route {data.route} holds {decisions} decisions and {labels} labels, not "
-                         f"{data.decisions} and {data.graded}; remove {folder} and run again")
+        raise SystemExit(
+            f"route {data.route} holds {decisions} decisions and {labels} labels, not "
+            f"{data.decisions} and {data.graded}; remove {folder} and run again"
+        )
     load(database_url, route.pk, data)
     return route.pk, True
 
@@ -188,9 +242,9 @@ def in_memory_arrays(route_id: int) -> tuple[np.ndarray, object]:
     """The population's scores and the graded sample, loaded once (not timed)."""
     from django.db import connection
 
-    from console.ledger.models import Route
     from console.analysis import selectors
     from console.analysis.params import Window
+    from console.ledger.models import Route
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])
@@ -205,9 +259,15 @@ def numpy_table_and_calibration(population: np.ndarray, sample, cutoffs: list[fl
 
     served = [int(np.count_nonzero(population >= t)) for t in cutoffs]
     weights, strata = sample.weights_and_strata()
-    rows = operating_points(population_size=population.size, cutoffs=cutoffs, served_counts=served,
-                            graded_scores=sample.scores, graded_correct=sample.correct,
-                            graded_weights=weights, graded_strata=strata)
+    rows = operating_points(
+        population_size=population.size,
+        cutoffs=cutoffs,
+        served_counts=served,
+        graded_scores=sample.scores,
+        graded_correct=sample.correct,
+        graded_weights=weights,
+        graded_strata=strata,
+    )
     return rows, calibration_report(sample.scores, sample.correct, 10)
 
 
@@ -248,8 +308,7 @@ def main() -> None:
 
     cutoffs = [float(c) for c in CUTOFFS.split(",")]
     population, sample = in_memory_arrays(route_id)
-    numpy_ms, (rows, calibration) = timed(lambda: numpy_table_and_calibration(population, sample, cutoffs),
-                                          args.repeat)
+    numpy_ms, (rows, calibration) = timed(lambda: numpy_table_and_calibration(population, sample, cutoffs), args.repeat)
 
     def forget() -> None:
         StatsResult.objects.filter(route_id=route_id).delete()
@@ -269,11 +328,15 @@ def main() -> None:
         cached_table_ms, _ = timed(lambda: get_json(table_url, token), args.repeat)
         cached_calibration_ms, _ = timed(lambda: get_json(calibration_url, token), args.repeat)
 
-    same = all(
-        abs((api_row[key]["value"] or 0) - (row.as_dict()[key]["value"] or 0)) < 1e-9
-        for api_row, row in zip(table["rows"], rows, strict=True)
-        for key in ("abstention_rate", "wrong_served_per_1000") if api_row[key]
-    ) and abs(api_calibration["auroc"] - calibration["auroc"]) < 1e-12
+    same = (
+        all(
+            abs((api_row[key]["value"] or 0) - (row.as_dict()[key]["value"] or 0)) < 1e-9
+            for api_row, row in zip(table["rows"], rows, strict=True)
+            for key in ("abstention_rate", "wrong_served_per_1000")
+            if api_row[key]
+        )
+        and abs(api_calibration["auroc"] - calibration["auroc"]) < 1e-12
+    )
     table_ms, calibration_ms = statistics.median(cold_table), statistics.median(cold_calibration)
     cold_ms = table_ms + calibration_ms
     cached_ms = cached_table_ms + cached_calibration_ms
@@ -282,20 +345,23 @@ def main() -> None:
     def verdict(ok: bool) -> str:
         return "PASS" if ok else "FAIL"
 
-    report("stats", [
-        f"data: {data.decisions:,} decisions, {data.graded:,} graded (stratified, Hajek-weighted); "
-        + (f"loaded with COPY in {load_seconds:.1f} s" if loaded else "reused from an earlier run"),
-        f"API over HTTP (gunicorn, 1 worker), median of {args.repeat}; numpy on the arrays in memory, same run",
-        f"numpy, table + calibration           : {numpy_ms:8.1f} ms",
-        f"API cold, table                      : {table_ms:8.1f} ms (SQL aggregate + graded values_list + stats)",
-        f"API cold, calibration                : {calibration_ms:8.1f} ms",
-        f"API cold, table + calibration        : {cold_ms:8.1f} ms  ratio to numpy {cold_ms / numpy_ms:.2f}",
-        f"API cached, table + calibration      : {cached_ms:8.1f} ms  ratio to numpy {cached_ms / numpy_ms:.2f}",
-        f"API rows and AUROC equal numpy's     : {'yes' if same else 'NO'}",
-        f"cold request under 1 s               : slowest {slowest:.0f} ms {verdict(slowest < 1000)}",
-        f"cold within 3x of numpy              : {cold_ms / numpy_ms:.2f}x {verdict(cold_ms <= 3 * numpy_ms)}",
-        f"cached within 3x of numpy            : {cached_ms / numpy_ms:.2f}x {verdict(cached_ms <= 3 * numpy_ms)}",
-    ])
+    report(
+        "stats",
+        [
+            f"data: {data.decisions:,} decisions, {data.graded:,} graded (stratified, Hajek-weighted); "
+            + (f"loaded with COPY in {load_seconds:.1f} s" if loaded else "reused from an earlier run"),
+            f"API over HTTP (gunicorn, 1 worker), median of {args.repeat}; numpy on the arrays in memory, same run",
+            f"numpy, table + calibration           : {numpy_ms:8.1f} ms",
+            f"API cold, table                      : {table_ms:8.1f} ms (SQL aggregate + graded values_list + stats)",
+            f"API cold, calibration                : {calibration_ms:8.1f} ms",
+            f"API cold, table + calibration        : {cold_ms:8.1f} ms  ratio to numpy {cold_ms / numpy_ms:.2f}",
+            f"API cached, table + calibration      : {cached_ms:8.1f} ms  ratio to numpy {cached_ms / numpy_ms:.2f}",
+            f"API rows and AUROC equal numpy's     : {'yes' if same else 'NO'}",
+            f"cold request under 1 s               : slowest {slowest:.0f} ms {verdict(slowest < 1000)}",
+            f"cold within 3x of numpy              : {cold_ms / numpy_ms:.2f}x {verdict(cold_ms <= 3 * numpy_ms)}",
+            f"cached within 3x of numpy            : {cached_ms / numpy_ms:.2f}x {verdict(cached_ms <= 3 * numpy_ms)}",
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ ENGLISH = (
 ).split()
 FOREIGN = (
     "Straße größer Fußgänger İstanbul Ağrı ıslak Σίσυφος ΟΔΥΣΣΕΎΣ λόγος café déjà naïve "
-    "über Übersicht ﬁnance ﬂow \u212Aelvin Ångström “quoted” — coöperate façade"
+    "über Übersicht ﬁnance ﬂow \u212aelvin Ångström “quoted” — coöperate façade"
 ).split()
 
 PRESENT = {
@@ -123,7 +123,9 @@ def measure(text: str, claim: str, expect_found: bool, batch_seconds: float) -> 
     needle = claim.lower().encode()
     megabytes = len(data) / 1e6
     verify_seconds, find_seconds, from_str_seconds = seconds_per_call(
-        lambda: verify_span(encoded, claim), lambda: data.find(needle), lambda: verify_span(text, claim),
+        lambda: verify_span(encoded, claim),
+        lambda: data.find(needle),
+        lambda: verify_span(text, claim),
         batch_seconds=batch_seconds,
     )
     return megabytes / verify_seconds, megabytes / find_seconds, megabytes / from_str_seconds
@@ -181,16 +183,18 @@ def adversarial_rates(text: str, claim: str) -> tuple[float, float]:
 
 def adversarial_table(size: int = ADVERSARIAL_BYTES) -> tuple[int, int]:
     """Print one line per adversarial family; return (lines meeting the target, lines)."""
-    print(f"-- adversarial inputs, about {size / 1e6:g} MB each "
-          f"(target >= {ADVERSARIAL_MB_S:.0f} MB/s) --")
+    print(f"-- adversarial inputs, about {size / 1e6:g} MB each (target >= {ADVERSARIAL_MB_S:.0f} MB/s) --")
     passed = 0
     for label, unit, claim in ADVERSARIAL:
         text = unit * max(1, size // len(unit.encode()))
         rate, find_rate = adversarial_rates(text, claim)
         ok = rate >= ADVERSARIAL_MB_S
         passed += ok
-        print(f"adversarial {label:<26}: {rate:7.0f} MB/s  bytes.find {find_rate:6.0f} MB/s  "
-              f"ratio {find_rate / rate:6.1f}x {'ok  ' if ok else 'MISS'}", flush=True)
+        print(
+            f"adversarial {label:<26}: {rate:7.0f} MB/s  bytes.find {find_rate:6.0f} MB/s  "
+            f"ratio {find_rate / rate:6.1f}x {'ok  ' if ok else 'MISS'}",
+            flush=True,
+        )
     return passed, len(ADVERSARIAL)
 
 
@@ -231,9 +235,11 @@ def main() -> None:
 
     missed = [label for label, ok in verdicts if not ok]
     verdict = "FAIL" if missed else "PASS"
-    print(f"{verdict}: {len(verdicts) - len(missed)}/{len(verdicts)} lines meet both targets "
-          f"(>= {TARGET_MB_S:.0f} MB/s and within {TARGET_RATIO:.0f}x of bytes.find)"
-          + (f"; missed: {', '.join(missed)}" if missed else ""))
+    print(
+        f"{verdict}: {len(verdicts) - len(missed)}/{len(verdicts)} lines meet both targets "
+        f"(>= {TARGET_MB_S:.0f} MB/s and within {TARGET_RATIO:.0f}x of bytes.find)"
+        + (f"; missed: {', '.join(missed)}" if missed else "")
+    )
     print(f"(claims without an anchor: {len(sizes) - fallback_misses}/{len(sizes)} lines meet both)")
     report_adversarial(*adversarial_table(adversarial_size))
 

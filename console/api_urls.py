@@ -10,10 +10,16 @@ urlpatterns = [
     path("decisions", ledger_apis.DecisionIngestApi.as_view(), name="api-decisions"),
     path("decisions/<int:decision_id>", review_apis.DecisionDetailApi.as_view(), name="api-decision"),
     path("routes", ledger_apis.RouteListApi.as_view(), name="api-routes"),
-    path("routes/<slug:slug>/decisions/<path:request_id>/appeal-link", disputes_apis.AppealLinkApi.as_view(),
-         name="api-appeal-link"),
-    path("routes/<slug:slug>/decisions/<path:request_id>", review_apis.DecisionByRequestApi.as_view(),
-         name="api-decision-by-request"),
+    path(
+        "routes/<slug:slug>/decisions/<path:request_id>/appeal-link",
+        disputes_apis.AppealLinkApi.as_view(),
+        name="api-appeal-link",
+    ),
+    path(
+        "routes/<slug:slug>/decisions/<path:request_id>",
+        review_apis.DecisionByRequestApi.as_view(),
+        name="api-decision-by-request",
+    ),
     path("audit/events", audit_apis.AuditEventListApi.as_view(), name="api-audit-events"),
     path("audit/verify", audit_apis.AuditVerifyApi.as_view(), name="api-audit-verify"),
     path("audit/export", audit_apis.AuditExportApi.as_view(), name="api-audit-export"),
@@ -23,7 +29,6 @@ urlpatterns = [
     path("", include("console.analysis.api_urls")),
     path("", include("console.trials.api_urls")),
     path("", include("console.governance.api_urls")),
-
     path("", include("console.similarity.api_urls")),
     path("", include("console.disputes.api_urls")),
     path("", include("console.monitoring.api_urls")),

@@ -91,8 +91,11 @@ def _ensure_roles_and_database(admin_url: str, name: str) -> None:
             owner_is_new = False
             for role, createdb in ((OWNER_ROLE, True), (APP_ROLE, False)):
                 if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
-                    conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEROLE NOREPLICATION {}").format(
-                        sql.Identifier(role), sql.SQL("CREATEDB" if createdb else "NOCREATEDB")))
+                    conn.execute(
+                        sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEROLE NOREPLICATION {}").format(
+                            sql.Identifier(role), sql.SQL("CREATEDB" if createdb else "NOCREATEDB")
+                        )
+                    )
                     owner_is_new = owner_is_new or role == OWNER_ROLE
             if owner_is_new:
                 # pgvector is not a trusted extension, so the owner could not create it: put it in
@@ -101,16 +104,20 @@ def _ensure_roles_and_database(admin_url: str, name: str) -> None:
                     template.execute("CREATE EXTENSION IF NOT EXISTS vector")
             row = conn.execute("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s", [name]).fetchone()
             if row is None:
-                conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(name), sql.Identifier(OWNER_ROLE)))
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(OWNER_ROLE))
+                )
             elif row[0] != OWNER_ROLE:
                 _hand_over(_with_database(admin_url, name), name)
             # Test databases left by earlier runs, which the test runner (as the owner) must drop.
             for (stale,) in conn.execute(
-                    "SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%%' AND datdba <> "
-                    "(SELECT oid FROM pg_roles WHERE rolname = %s)", [OWNER_ROLE]).fetchall():
-                conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
-                    sql.Identifier(stale), sql.Identifier(OWNER_ROLE)))
+                "SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%%' AND datdba <> "
+                "(SELECT oid FROM pg_roles WHERE rolname = %s)",
+                [OWNER_ROLE],
+            ).fetchall():
+                conn.execute(
+                    sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(stale), sql.Identifier(OWNER_ROLE))
+                )
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", [_SETUP_LOCK_KEY])
 
@@ -123,7 +130,8 @@ def _hand_over(url: str, name: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(name), sql.Identifier(OWNER_ROLE)))
-        statements = conn.execute(r"""
+        statements = conn.execute(
+            r"""
             SELECT format('ALTER %%s %%I.%%I OWNER TO %%I',
                           CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
                                          WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
@@ -141,7 +149,9 @@ def _hand_over(url: str, name: str) -> None:
               AND p.proowner <> (SELECT oid FROM pg_roles WHERE rolname = %s)
               AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
                               AND d.objid = p.oid AND d.deptype = 'e')
-        """, [OWNER_ROLE, OWNER_ROLE, OWNER_ROLE, OWNER_ROLE]).fetchall()
+        """,
+            [OWNER_ROLE, OWNER_ROLE, OWNER_ROLE, OWNER_ROLE],
+        ).fetchall()
         for (statement,) in statements:
             conn.execute(statement)
 

@@ -64,8 +64,10 @@ def email_settings(url: str) -> dict[str, object]:
 
     parts = urlsplit(url)
     if parts.scheme not in {"smtp", "smtp+tls", "smtps"} or not parts.hostname:
-        raise ConfigError(f"EMAIL_URL must look like smtp://user:password@host:port (or smtp+tls://, smtps://), "
-                          f"got scheme {parts.scheme!r}")
+        raise ConfigError(
+            f"EMAIL_URL must look like smtp://user:password@host:port (or smtp+tls://, smtps://), "
+            f"got scheme {parts.scheme!r}"
+        )
     try:
         port = parts.port
     except ValueError:
@@ -79,6 +81,7 @@ def email_settings(url: str) -> dict[str, object]:
         "EMAIL_USE_TLS": parts.scheme == "smtp+tls",
         "EMAIL_USE_SSL": parts.scheme == "smtps",
     }
+
 
 def env_float(name: str, default: float, *, minimum: float, maximum: float) -> float:
     raw = os.environ.get(name)

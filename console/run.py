@@ -43,8 +43,12 @@ def main() -> int:
         env["CELERY_BROKER_URL"] = embedded.redis_url(data_dir)
 
     def manage(*args: str, extra_env: dict[str, str] | None = None) -> None:
-        subprocess.run([str(BIN / "python"), str(ROOT / "manage.py"), *args], env={**env, **(extra_env or {})},
-                       cwd=ROOT, check=True)
+        subprocess.run(
+            [str(BIN / "python"), str(ROOT / "manage.py"), *args],
+            env={**env, **(extra_env or {})},
+            cwd=ROOT,
+            check=True,
+        )
 
     try:
         manage("migrate", "--noinput", "-v", "0", extra_env=owner_env)
@@ -91,11 +95,24 @@ def worker_command(data_dir: Path) -> list[str]:
     after CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
     so a child that grew on one large job does not keep that memory at rest.
     """
-    concurrency = env_int("CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64),
-                          minimum=1, maximum=64)
-    return [str(BIN / "celery"), "-A", "console", "worker", "--beat", "--loglevel", "INFO",
-            "--concurrency", str(concurrency), "-Q", ",".join(QUEUES),
-            "--schedule", str(data_dir / "celerybeat-schedule")]
+    concurrency = env_int(
+        "CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64), minimum=1, maximum=64
+    )
+    return [
+        str(BIN / "celery"),
+        "-A",
+        "console",
+        "worker",
+        "--beat",
+        "--loglevel",
+        "INFO",
+        "--concurrency",
+        str(concurrency),
+        "-Q",
+        ",".join(QUEUES),
+        "--schedule",
+        str(data_dir / "celerybeat-schedule"),
+    ]
 
 
 def web_command(host: str, port: int) -> list[str]:
@@ -106,17 +123,34 @@ def web_command(host: str, port: int) -> list[str]:
     they do not all restart at once). The control socket (gunicorn 24+) would default to
     ~/.gunicorn; nothing here uses it, so it is off."""
     max_requests = env_int("WEB_MAX_REQUESTS", 2000, minimum=0, maximum=10_000_000)
-    return [str(BIN / "gunicorn"), "console.wsgi", "--bind", f"{host}:{port}",
-            "--workers", str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)),
-            "--threads", str(env_int("WEB_THREADS", 4, minimum=1, maximum=64)),
-            "--max-requests", str(max_requests), "--max-requests-jitter", str(max_requests // 10),
-            "--preload", "--no-control-socket", "--access-logfile", "-"]
+    return [
+        str(BIN / "gunicorn"),
+        "console.wsgi",
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        str(env_int("WEB_WORKERS", 2, minimum=1, maximum=64)),
+        "--threads",
+        str(env_int("WEB_THREADS", 4, minimum=1, maximum=64)),
+        "--max-requests",
+        str(max_requests),
+        "--max-requests-jitter",
+        str(max_requests // 10),
+        "--preload",
+        "--no-control-socket",
+        "--access-logfile",
+        "-",
+    ]
 
 
 def _banner(host: str, port: int, data_dir: Path) -> str:
     logins = data_dir / "demo-logins.txt"
-    lines = ["", f"  Console:  http://{host}:{port}/", f"  API docs: http://{host}:{port}/api/docs/",
-             f"  Data:     {data_dir}"]
+    lines = [
+        "",
+        f"  Console:  http://{host}:{port}/",
+        f"  API docs: http://{host}:{port}/api/docs/",
+        f"  Data:     {data_dir}",
+    ]
     if logins.exists():
         lines += ["", "  Demo logins (username / password):"]
         lines += [f"    {line}" for line in logins.read_text().splitlines()]

@@ -190,8 +190,9 @@ from console.core.queues import task_routes as _task_routes  # noqa: E402
 CELERY_TASK_ROUTES = _task_routes()
 # Workers that grow are replaced: after this many tasks, or once a child passes this resident size (KiB).
 CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("CELERY_MAX_TASKS_PER_CHILD", 1000, minimum=1, maximum=1_000_000)
-CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("CELERY_MAX_MEMORY_PER_CHILD_KB", 300_000, minimum=50_000,
-                                             maximum=16_000_000)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
+    "CELERY_MAX_MEMORY_PER_CHILD_KB", 300_000, minimum=50_000, maximum=16_000_000
+)
 
 LOGGING = {
     "version": 1,
@@ -229,10 +230,13 @@ if SHADOW_HTTP_AUTH_HEADER is not None:
     if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*[^\r\n]+", SHADOW_HTTP_AUTH_HEADER):
         raise ConfigError('SHADOW_HTTP_AUTH_HEADER must look like "Header-Name: value" on one line')
 _longest_http_run_ms = (SHADOW_HTTP_RETRIES + 1) * SHADOW_HTTP_TIMEOUT_MS + SHADOW_HTTP_BACKOFF_MS * (
-    2**SHADOW_HTTP_RETRIES - 1)
+    2**SHADOW_HTTP_RETRIES - 1
+)
 if _longest_http_run_ms >= SHADOW_RUN_TIMEOUT_SECONDS * 1000:
-    raise ConfigError(f"SHADOW_RUN_TIMEOUT_SECONDS must exceed the longest HTTP shadow run "
-                      f"({_longest_http_run_ms / 1000:g} s with the SHADOW_HTTP_* settings), or live runs get re-run")
+    raise ConfigError(
+        f"SHADOW_RUN_TIMEOUT_SECONDS must exceed the longest HTTP shadow run "
+        f"({_longest_http_run_ms / 1000:g} s with the SHADOW_HTTP_* settings), or live runs get re-run"
+    )
 
 # Audit checkpoints (audit/checkpoints.py): the chain's head signed with a key kept out of the
 # database, appended to a log outside it and optionally posted to a webhook.
@@ -268,7 +272,6 @@ CELERY_BEAT_SCHEDULE = {
     "shadow-sweep": {"task": "shadow.shadow_runs_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
-
     "trials-sweep": {"task": "trials.trials_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
     "disputes-escalate": {"task": "disputes.disputes_escalate", "schedule": 60.0},
@@ -293,8 +296,9 @@ else:
     EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
     EMAIL_FILE_PATH = DATA_DIR / "outbox"
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "console@localhost")
-NOTIFY_WEBHOOK_SECRET = env_str("NOTIFY_WEBHOOK_SECRET") or hashlib.sha256(
-    f"notify-webhook:{SECRET_KEY}".encode()).hexdigest()
+NOTIFY_WEBHOOK_SECRET = (
+    env_str("NOTIFY_WEBHOOK_SECRET") or hashlib.sha256(f"notify-webhook:{SECRET_KEY}".encode()).hexdigest()
+)
 NOTIFY_WEBHOOK_TIMEOUT_S = env_int("NOTIFY_WEBHOOK_TIMEOUT_S", 10, minimum=1, maximum=120)
 NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5, minimum=1, maximum=20)
 NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)

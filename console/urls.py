@@ -33,7 +33,6 @@ urlpatterns = [
     path("", include("console.trials.urls")),
     path("", include("console.governance.urls")),
     path("", include("console.notify.urls")),
-
     path("", include("console.similarity.urls")),
     # Browsers ask for /favicon.ico where a page names no icon (JSON, the API docs): no 404 in the log.
     path("nav/adjudication-backlog", review_views.adjudication_backlog, name="nav-adjudication-backlog"),

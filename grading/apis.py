@@ -26,15 +26,26 @@ from grading.services import labels as labels_services
 from grading.services import queue as queue_services
 from grading.validation import validate_labels
 
-_GRADER_ITEM = inline_serializer("GraderItem", {
-    "item": inline_serializer("GraderItemBody", {
-        "id": serializers.CharField(), "question": serializers.CharField(), "answer": serializers.CharField(),
-        "passages": serializers.ListField(child=inline_serializer("GraderPassage", {
-            "id": serializers.IntegerField(), "text": serializers.CharField()})),
-        "guidelines": serializers.CharField(),
-    }),
-    "lease_expires_at": serializers.DateTimeField(),
-})
+_GRADER_ITEM = inline_serializer(
+    "GraderItem",
+    {
+        "item": inline_serializer(
+            "GraderItemBody",
+            {
+                "id": serializers.CharField(),
+                "question": serializers.CharField(),
+                "answer": serializers.CharField(),
+                "passages": serializers.ListField(
+                    child=inline_serializer(
+                        "GraderPassage", {"id": serializers.IntegerField(), "text": serializers.CharField()}
+                    )
+                ),
+                "guidelines": serializers.CharField(),
+            },
+        ),
+        "lease_expires_at": serializers.DateTimeField(),
+    },
+)
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -56,8 +67,11 @@ def _route_or_400(slug) -> Route:
         raise InvalidInput('"route" must be a route slug.', details=[{"field": "route", "message": "must be a slug"}])
     route = Route.objects.filter(slug=slug).first()
     if route is None:
-        raise InvalidInput(f"Unknown route: {slug[:64]}.", code="unknown_route",
-                           details=[{"field": "route", "message": f"unknown route {slug[:64]!r}"}])
+        raise InvalidInput(
+            f"Unknown route: {slug[:64]}.",
+            code="unknown_route",
+            details=[{"field": "route", "message": f"unknown route {slug[:64]!r}"}],
+        )
     return route
 
 
@@ -70,10 +84,17 @@ class GradingNextApi(APIView):
 
         route = serializers.CharField(required=False, allow_null=True, max_length=64)
 
-    @extend_schema(request=InputSerializer,
-                   responses={200: _GRADER_ITEM, 204: OpenApiResponse(description="Nothing left for you"),
-                              400: ERROR, 401: ERROR, 403: ERROR},
-                   summary="Lease the next item to grade")
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            200: _GRADER_ITEM,
+            204: OpenApiResponse(description="Nothing left for you"),
+            400: ERROR,
+            401: ERROR,
+            403: ERROR,
+        },
+        summary="Lease the next item to grade",
+    )
     def post(self, request: Request) -> Response:
         _require_grader(request.user)
         body = request.data if request.data is not None else {}
@@ -85,8 +106,10 @@ class GradingNextApi(APIView):
             if not permissions.can_grade(request.user, route):
                 raise Forbidden("Your role does not allow grading on this route.")
         assignment = queue_services.assignment_claim(
-            actor=Actor.from_request(request), grader=request.user,
-            route_ids=selectors.gradable_route_ids(request.user, route))
+            actor=Actor.from_request(request),
+            grader=request.user,
+            route_ids=selectors.gradable_route_ids(request.user, route),
+        )
         if assignment is None:
             return Response(status=204, headers=_NO_STORE)
         return Response(selectors.grader_item(assignment).as_dict(), headers=_NO_STORE)
@@ -111,28 +134,36 @@ class GradeCreateApi(APIView):
         verdict = serializers.CharField()
         note = serializers.CharField()
 
-    @extend_schema(request=InputSerializer,
-                   responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR},
-                   summary="Grade a leased item")
+    @extend_schema(
+        request=InputSerializer,
+        responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR},
+        summary="Grade a leased item",
+    )
     def post(self, request: Request, item_id: str) -> Response:
         _require_grader(request.user)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        grade = labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user,
-                                      public_id=_item_uuid(item_id), **serializer.validated_data)
+        grade = labels_services.grade_submit(
+            actor=Actor.from_request(request),
+            grader=request.user,
+            public_id=_item_uuid(item_id),
+            **serializer.validated_data,
+        )
         # Only what the grader sent: whether the item is now labelled would tell them how others graded.
-        return Response({"item": item_id, "verdict": grade.verdict, "note": grade.note}, status=201,
-                        headers=_NO_STORE)
+        return Response({"item": item_id, "verdict": grade.verdict, "note": grade.note}, status=201, headers=_NO_STORE)
 
 
 class SkipApi(APIView):
-    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped"), 401: ERROR,
-                                            403: ERROR, 409: ERROR},
-                   summary="Skip a leased item (never offered to you again)")
+    @extend_schema(
+        request=None,
+        responses={204: OpenApiResponse(description="Skipped"), 401: ERROR, 403: ERROR, 409: ERROR},
+        summary="Skip a leased item (never offered to you again)",
+    )
     def post(self, request: Request, item_id: str) -> Response:
         _require_grader(request.user)
-        queue_services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
-                                 public_id=_item_uuid(item_id))
+        queue_services.assignment_skip(
+            actor=Actor.from_request(request), grader=request.user, public_id=_item_uuid(item_id)
+        )
         return Response(status=204)
 
 
@@ -141,15 +172,22 @@ class SkipApi(APIView):
 
 def _adjudication_dict(view: selectors.AdjudicationView) -> dict:
     item = view.item
-    return {"id": str(item.public_id), "route": item.route.slug, "question": item.question, "answer": item.answer,
-            "passages": view.passages,
-            "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict, "note": g.note} for g in view.grades]}
+    return {
+        "id": str(item.public_id),
+        "route": item.route.slug,
+        "question": item.question,
+        "answer": item.answer,
+        "passages": view.passages,
+        "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict, "note": g.note} for g in view.grades],
+    }
 
 
 class AdjudicationListApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("route", str, required=False)],
-                   responses={200: OpenApiResponse(description="Items waiting for a reviewer"), 403: ERROR},
-                   summary="Items the graders disagreed on")
+    @extend_schema(
+        parameters=[OpenApiParameter("route", str, required=False)],
+        responses={200: OpenApiResponse(description="Items waiting for a reviewer"), 403: ERROR},
+        summary="Items the graders disagreed on",
+    )
     def get(self, request: Request) -> Response:
         if not permissions.can_review_labels(request.user):
             raise Forbidden("Only reviewers adjudicate.")
@@ -159,8 +197,13 @@ class AdjudicationListApi(APIView):
             if not SLUG.fullmatch(slug):
                 raise InvalidInput('"route" must be a route slug.')
             queryset = queryset.filter(route__slug=slug)
-        return Response({"items": [{"id": str(i.public_id), "route": i.route.slug, "grades": i.grade_count}
-                                   for i in queryset[:500]]})
+        return Response(
+            {
+                "items": [
+                    {"id": str(i.public_id), "route": i.route.slug, "grades": i.grade_count} for i in queryset[:500]
+                ]
+            }
+        )
 
 
 class AdjudicateApi(APIView):
@@ -171,25 +214,29 @@ class AdjudicateApi(APIView):
         verdict = serializers.ChoiceField(choices=[Verdict.CORRECT, Verdict.INCORRECT])
         note = serializers.CharField(required=False, allow_blank=True, max_length=labels_services.MAX_NOTE, default="")
 
-    @extend_schema(responses={200: OpenApiResponse(description="The item with every grade"), 403: ERROR,
-                              404: ERROR}, summary="An item waiting for adjudication")
+    @extend_schema(
+        responses={200: OpenApiResponse(description="The item with every grade"), 403: ERROR, 404: ERROR},
+        summary="An item waiting for adjudication",
+    )
     def get(self, request: Request, item_id: str) -> Response:
         if not permissions.can_review_labels(request.user):
             raise Forbidden("Only reviewers adjudicate.")
         return Response(_adjudication_dict(selectors.adjudication_item(request.user, _uuid_or_404(item_id))))
 
-    @extend_schema(request=InputSerializer,
-                   responses={201: OpenApiResponse(description="The final label"), 400: ERROR, 403: ERROR,
-                              404: ERROR, 409: ERROR},
-                   summary="Decide an item the graders disagreed on")
+    @extend_schema(
+        request=InputSerializer,
+        responses={201: OpenApiResponse(description="The final label"), 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        summary="Decide an item the graders disagreed on",
+    )
     def post(self, request: Request, item_id: str) -> Response:
         if not permissions.can_review_labels(request.user):
             raise Forbidden("Only reviewers adjudicate.")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = _reviewable_item(request.user, _uuid_or_404(item_id))
-        label = labels_services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=item,
-                                          **serializer.validated_data)
+        label = labels_services.label_adjudicate(
+            actor=Actor.from_request(request), reviewer=request.user, item=item, **serializer.validated_data
+        )
         return Response({"item": item_id, "verdict": label.verdict, "method": label.method}, status=201)
 
 
@@ -201,17 +248,20 @@ def _uuid_or_404(item_id: str) -> uuid.UUID:
 
 
 def _reviewable_item(user, public_id) -> GradingItem:
-    item = permissions.visible(GradingItem.objects.filter(public_id=public_id, is_gold=False), user,
-                               permissions.LABEL_REVIEWERS).first()
+    item = permissions.visible(
+        GradingItem.objects.filter(public_id=public_id, is_gold=False), user, permissions.LABEL_REVIEWERS
+    ).first()
     if item is None:
         raise Http404("No such item.")
     return item
 
 
 class AgreementApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("confidence", float, required=False)],
-                   responses={200: OpenApiResponse(description="Agreement between graders"), 403: ERROR,
-                              404: ERROR}, summary="Agreement between the route's graders")
+    @extend_schema(
+        parameters=[OpenApiParameter("confidence", float, required=False)],
+        responses={200: OpenApiResponse(description="Agreement between graders"), 403: ERROR, 404: ERROR},
+        summary="Agreement between the route's graders",
+    )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.reviewable_routes(request.user).filter(slug=slug).first()
         if route is None:
@@ -227,24 +277,39 @@ class AgreementApi(APIView):
         return Response(selectors.route_agreement(route, confidence=confidence))
 
 
-_ESTIMATE = inline_serializer("BlindnessAuroc", {
-    "value": serializers.FloatField(), "low": serializers.FloatField(), "high": serializers.FloatField()},
-    allow_null=True, help_text="Out-of-fold AUROC with its percentile bootstrap interval; null when not enough items.")
-_BLINDNESS = inline_serializer("BlindnessProbe", {
-    "route": serializers.CharField(),
-    "n": serializers.IntegerField(help_text="Items the probe read (at most 2,000, drawn at random)."),
-    "served": serializers.IntegerField(), "refused": serializers.IntegerField(),
-    "population": inline_serializer("BlindnessPopulation", {
-        "served": serializers.IntegerField(), "refused": serializers.IntegerField()}),
-    "enough": serializers.BooleanField(help_text="False below 20 items of either origin; auroc is then null."),
-    "auroc": _ESTIMATE,
-    "warning": serializers.BooleanField(help_text="The interval's lower end is above 0.6."),
-    "features": serializers.ListField(child=inline_serializer("BlindnessFeature", {
-        "feature": serializers.CharField(), "weight": serializers.FloatField(),
-        "leans": serializers.ChoiceField(choices=["refused", "served"])})),
-    "method": serializers.DictField(),
-    "message": serializers.CharField(),
-})
+_ESTIMATE = inline_serializer(
+    "BlindnessAuroc",
+    {"value": serializers.FloatField(), "low": serializers.FloatField(), "high": serializers.FloatField()},
+    allow_null=True,
+    help_text="Out-of-fold AUROC with its percentile bootstrap interval; null when not enough items.",
+)
+_BLINDNESS = inline_serializer(
+    "BlindnessProbe",
+    {
+        "route": serializers.CharField(),
+        "n": serializers.IntegerField(help_text="Items the probe read (at most 2,000, drawn at random)."),
+        "served": serializers.IntegerField(),
+        "refused": serializers.IntegerField(),
+        "population": inline_serializer(
+            "BlindnessPopulation", {"served": serializers.IntegerField(), "refused": serializers.IntegerField()}
+        ),
+        "enough": serializers.BooleanField(help_text="False below 20 items of either origin; auroc is then null."),
+        "auroc": _ESTIMATE,
+        "warning": serializers.BooleanField(help_text="The interval's lower end is above 0.6."),
+        "features": serializers.ListField(
+            child=inline_serializer(
+                "BlindnessFeature",
+                {
+                    "feature": serializers.CharField(),
+                    "weight": serializers.FloatField(),
+                    "leans": serializers.ChoiceField(choices=["refused", "served"]),
+                },
+            )
+        ),
+        "method": serializers.DictField(),
+        "message": serializers.CharField(),
+    },
+)
 
 
 class BlindnessApi(APIView):
@@ -252,10 +317,10 @@ class BlindnessApi(APIView):
         responses={200: _BLINDNESS, 403: ERROR, 404: ERROR},
         summary="Can graders tell refused from served answers?",
         description="A logistic regression on what graders see (the answer's words, its opening, the share of "
-                    "its sentences copied from the passages, its length) predicts whether the item's answer "
-                    "was written for a refused question; `auroc` is its cross-validated AUROC with a percentile "
-                    "bootstrap interval (0.5: graders cannot tell). `warning` when the interval's lower end is "
-                    "above 0.6, with the strongest features. Reviewers of the route only.",
+        "its sentences copied from the passages, its length) predicts whether the item's answer "
+        "was written for a refused question; `auroc` is its cross-validated AUROC with a percentile "
+        "bootstrap interval (0.5: graders cannot tell). `warning` when the interval's lower end is "
+        "above 0.6, with the strongest features. Reviewers of the route only.",
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.reviewable_routes(request.user).filter(slug=slug).first()
@@ -276,10 +341,17 @@ class LabelsImportApi(APIView):
         class Meta:
             ref_name = "LabelsImportInput"
 
-        labels = serializers.ListField(child=inline_serializer("LabelRecord", {
-            "route": serializers.CharField(), "request_id": serializers.CharField(),
-            "verdict": serializers.ChoiceField(choices=["correct", "incorrect"]),
-            "source": serializers.CharField()}))
+        labels = serializers.ListField(
+            child=inline_serializer(
+                "LabelRecord",
+                {
+                    "route": serializers.CharField(),
+                    "request_id": serializers.CharField(),
+                    "verdict": serializers.ChoiceField(choices=["correct", "incorrect"]),
+                    "source": serializers.CharField(),
+                },
+            )
+        )
 
     class OutputSerializer(serializers.Serializer):
         class Meta:
@@ -288,10 +360,11 @@ class LabelsImportApi(APIView):
         created = serializers.IntegerField()
         unchanged = serializers.IntegerField()
 
-    @extend_schema(request=InputSerializer,
-                   responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR,
-                              413: ERROR},
-                   summary="Import labels")
+    @extend_schema(
+        request=InputSerializer,
+        responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 413: ERROR},
+        summary="Import labels",
+    )
     def post(self, request: Request) -> Response:
         if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS):
             raise Forbidden("Importing labels needs the integrator or reviewer role.")
@@ -299,17 +372,32 @@ class LabelsImportApi(APIView):
         items, errors = validate_labels(records)
         routes, route_errors = routes_for_items(items)
         if errors or route_errors:
-            raise_batch_invalid(total=len(records), records_noun="labels", errors=errors, unknown=route_errors,
-                                unknown_code="unknown_route", unknown_noun="route(s)")
-        denied = sorted(slug for slug, route in routes.items()
-                        if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS, route))
+            raise_batch_invalid(
+                total=len(records),
+                records_noun="labels",
+                errors=errors,
+                unknown=route_errors,
+                unknown_code="unknown_route",
+                unknown_noun="route(s)",
+            )
+        denied = sorted(
+            slug
+            for slug, route in routes.items()
+            if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS, route)
+        )
         if denied:
             raise Forbidden(f"You may not import labels into route(s): {', '.join(denied)}.")
         decision_ids, unknown = selectors.decisions_for_labels(items, routes)
         if unknown:
-            raise_batch_invalid(total=len(records), records_noun="labels", errors=[], unknown=unknown,
-                                unknown_code="unknown_decision", unknown_noun="decision(s)")
-        result = labels_services.labels_import(actor=Actor.from_request(request), items=items, routes=routes,
-                                        decision_ids=decision_ids)
+            raise_batch_invalid(
+                total=len(records),
+                records_noun="labels",
+                errors=[],
+                unknown=unknown,
+                unknown_code="unknown_decision",
+                unknown_noun="decision(s)",
+            )
+        result = labels_services.labels_import(
+            actor=Actor.from_request(request), items=items, routes=routes, decision_ids=decision_ids
+        )
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
-

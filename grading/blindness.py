@@ -55,9 +55,12 @@ def _passages(decision_ids: list[int]) -> dict[int, list[str]]:
     texts: dict[int, list[str]] = defaultdict(list)
     # The head of each passage: whole for ordinary passages, and 2,000 decisions with very long ones
     # (up to 10 x 100k characters each) cannot fill the worker's memory.
-    for decision_id, text in (DecisionPassage.objects.filter(decision_id__in=decision_ids)
-                              .annotate(head=Left("passage__text", MAX_PASSAGE_CHARS))
-                              .order_by("decision_id", "rank").values_list("decision_id", "head")):
+    for decision_id, text in (
+        DecisionPassage.objects.filter(decision_id__in=decision_ids)
+        .annotate(head=Left("passage__text", MAX_PASSAGE_CHARS))
+        .order_by("decision_id", "rank")
+        .values_list("decision_id", "head")
+    ):
         texts[decision_id].append(text)
     return texts
 
@@ -67,7 +70,9 @@ def route_blindness(route: Route) -> dict[str, Any]:
     "high"} or None, "warning", "features": [{"feature", "weight", "leans"}], "method", "message"}."""
     summary = _pool(route).aggregate(
         served=Count("pk", filter=Q(answer_source=AnswerSource.SERVED)),
-        refused=Count("pk", filter=Q(answer_source__in=REFUSED_SOURCES)), newest=Max("pk"))
+        refused=Count("pk", filter=Q(answer_source__in=REFUSED_SOURCES)),
+        newest=Max("pk"),
+    )
     counts = {False: summary["served"], True: summary["refused"]}
     if min(counts.values()) < MIN_PER_CLASS:  # answered from the counts alone: nothing worth caching
         return _compute(route, counts)
@@ -86,8 +91,10 @@ def _compute(route: Route, counts: dict[bool, int]) -> dict[str, Any]:
     else:
         rows = _draw(route, counts)
         passages = _passages([decision_id for decision_id, *_ in rows])
-        views = [GraderView(question, answer, tuple(passages.get(decision_id, ())))
-                 for decision_id, question, answer, _refused in rows]
+        views = [
+            GraderView(question, answer, tuple(passages.get(decision_id, ())))
+            for decision_id, question, answer, _refused in rows
+        ]
         probe = blindness_probe(views, [refused for *_, refused in rows])
     document = probe.as_dict()
     document["route"] = route.slug
@@ -99,13 +106,17 @@ def _compute(route: Route, counts: dict[bool, int]) -> dict[str, Any]:
 def _message(document: dict[str, Any]) -> str:
     minimum = document["method"]["min_per_class"]
     if not document["enough"]:
-        return (f"Not enough items to probe: {document['served']} served and {document['refused']} refused "
-                f"answers in the pool; the probe needs at least {minimum} of each.")
+        return (
+            f"Not enough items to probe: {document['served']} served and {document['refused']} refused "
+            f"answers in the pool; the probe needs at least {minimum} of each."
+        )
     auroc = document["auroc"]
     reading = f"{auroc['value']:.2f} (interval {auroc['low']:.2f} to {auroc['high']:.2f})"
     if document["warning"]:
         strongest = "; ".join(f["feature"] for f in document["features"][:3])
-        return (f"Graders can likely tell refused from served answers by their form: the probe's AUROC is "
-                f"{reading}, above 0.6 with confidence. Grades of refused answers may be harsher than blind ones, "
-                f"so the false-abstention rate may read too low. Strongest signs: {strongest}.")
+        return (
+            f"Graders can likely tell refused from served answers by their form: the probe's AUROC is "
+            f"{reading}, above 0.6 with confidence. Grades of refused answers may be harsher than blind ones, "
+            f"so the false-abstention rate may read too low. Strongest signs: {strongest}."
+        )
     return f"No sign that the answer's form gives its origin away: the probe's AUROC is {reading} (0.5 is chance)."

@@ -16,5 +16,6 @@ class AdjudicationForm(forms.Form):
 
 
 class GuidelinesForm(forms.Form):
-    guidelines = forms.CharField(required=False, max_length=20_000,
-                                 widget=forms.Textarea(attrs={"rows": 18, "class": "mono"}))
+    guidelines = forms.CharField(
+        required=False, max_length=20_000, widget=forms.Textarea(attrs={"rows": 18, "class": "mono"})
+    )

@@ -41,7 +41,8 @@ class GradingPlan(models.Model):
 
     route = models.OneToOneField("ledger.Route", on_delete=models.CASCADE, related_name="grading_plan")
     strata = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text="Bands [{name, low, high, target, population, rate}], low inclusive, high exclusive.",
     )
     gold_rate = models.FloatField(default=0.0, help_text="Share of `next` calls that hand out a gold item.")
@@ -50,8 +51,9 @@ class GradingPlan(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=models.Q(gold_rate__gte=0) & models.Q(gold_rate__lte=0.5),
-                                   name="gold_rate_in_0_half"),
+            models.CheckConstraint(
+                condition=models.Q(gold_rate__gte=0) & models.Q(gold_rate__lte=0.5), name="gold_rate_in_0_half"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -69,12 +71,18 @@ class GradingItem(models.Model):
     """A decision's answer under review, in its route's pool."""
 
     public_id = models.UUIDField(
-        db_default=RandomUUID(), unique=True, editable=False,
+        db_default=RandomUUID(),
+        unique=True,
+        editable=False,
         help_text="The only id graders see: random, so it says nothing about when or why the item entered.",
     )
     route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="grading_items")
     decision = models.ForeignKey(
-        "ledger.Decision", null=True, blank=True, on_delete=models.PROTECT, related_name="grading_items",
+        "ledger.Decision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="grading_items",
         help_text="Empty for gold items written by hand.",
     )
     question = models.TextField()
@@ -110,8 +118,9 @@ class GradingItem(models.Model):
         indexes = [
             models.Index(fields=["route", "status", "queue_key"], name="grading_queue_idx"),
             # The queue of a grader who may grade every route, and the gold items of one route.
-            models.Index(fields=["queue_key"], condition=models.Q(status="open", is_gold=False),
-                         name="grading_open_queue_idx"),
+            models.Index(
+                fields=["queue_key"], condition=models.Q(status="open", is_gold=False), name="grading_open_queue_idx"
+            ),
             models.Index(fields=["route", "queue_key"], condition=models.Q(is_gold=True), name="grading_gold_idx"),
         ]
 

@@ -38,16 +38,24 @@ class GraderItem:
     lease_expires_at: datetime
 
     def as_dict(self) -> dict[str, Any]:
-        return {"item": {"id": self.id, "question": self.question, "answer": self.answer,
-                         "passages": self.passages, "guidelines": self.guidelines},
-                "lease_expires_at": self.lease_expires_at.isoformat()}
+        return {
+            "item": {
+                "id": self.id,
+                "question": self.question,
+                "answer": self.answer,
+                "passages": self.passages,
+                "guidelines": self.guidelines,
+            },
+            "lease_expires_at": self.lease_expires_at.isoformat(),
+        }
 
 
 def _passages(decision_id: int | None) -> list[dict[str, Any]]:
     if decision_id is None:
         return []
-    texts = (DecisionPassage.objects.filter(decision_id=decision_id).order_by("rank")
-             .values_list("passage__text", flat=True))
+    texts = (
+        DecisionPassage.objects.filter(decision_id=decision_id).order_by("rank").values_list("passage__text", flat=True)
+    )
     return [{"id": position, "text": text} for position, text in enumerate(texts, start=1)]
 
 
@@ -58,10 +66,19 @@ def grader_item(assignment: Assignment) -> GraderItem:
     """
     item = assignment.item
     texts = getattr(item, "passage_texts", None)
-    passages = (_passages(item.decision_id) if texts is None
-                else [{"id": position, "text": text} for position, text in enumerate(texts, start=1)])
-    return GraderItem(id=str(item.public_id), question=item.question, answer=item.answer, passages=passages,
-                      guidelines=item.route_guidelines, lease_expires_at=assignment.lease_expires_at)
+    passages = (
+        _passages(item.decision_id)
+        if texts is None
+        else [{"id": position, "text": text} for position, text in enumerate(texts, start=1)]
+    )
+    return GraderItem(
+        id=str(item.public_id),
+        question=item.question,
+        answer=item.answer,
+        passages=passages,
+        guidelines=item.route_guidelines,
+        lease_expires_at=assignment.lease_expires_at,
+    )
 
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
@@ -87,8 +104,9 @@ def gradable_route_ids(user, route: Route | None = None) -> list[int] | None:
 
 def current_lease(grader, route_ids: list[int] | None) -> Assignment | None:
     """The grader's running, ungraded lease (the page shows it again after a reload)."""
-    queryset = Assignment.objects.filter(grader=grader, skipped=False, graded_at__isnull=True,
-                                         lease_expires_at__gt=timezone.now())
+    queryset = Assignment.objects.filter(
+        grader=grader, skipped=False, graded_at__isnull=True, lease_expires_at__gt=timezone.now()
+    )
     if route_ids is not None:
         queryset = queryset.filter(item__route_id__in=route_ids)
     assignment = queryset.select_related("item", "item__route").order_by("leased_at").first()
@@ -113,9 +131,14 @@ def grader_progress(grader, route_ids: list[int] | None) -> dict[str, int]:
 
 def adjudication_queue(user) -> QuerySet[GradingItem]:
     """Items the graders did not agree on, in routes the user reviews, oldest first."""
-    return (permissions.visible(GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user,
-                                permissions.LABEL_REVIEWERS)
-            .select_related("route").annotate(grade_count=Count("grades")).order_by("created_at", "pk"))
+    return (
+        permissions.visible(
+            GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user, permissions.LABEL_REVIEWERS
+        )
+        .select_related("route")
+        .annotate(grade_count=Count("grades"))
+        .order_by("created_at", "pk")
+    )
 
 
 @dataclass(frozen=True)
@@ -128,8 +151,13 @@ class AdjudicationView:
 
 
 def adjudication_item(user, public_id) -> AdjudicationView:
-    item = (permissions.visible(GradingItem.objects.filter(public_id=public_id, is_gold=False), user,
-                                permissions.LABEL_REVIEWERS).select_related("route").first())
+    item = (
+        permissions.visible(
+            GradingItem.objects.filter(public_id=public_id, is_gold=False), user, permissions.LABEL_REVIEWERS
+        )
+        .select_related("route")
+        .first()
+    )
     if item is None:
         raise Http404("No such item.")
     grades = list(item.grades.select_related("grader").order_by("created_at", "pk"))
@@ -138,16 +166,33 @@ def adjudication_item(user, public_id) -> AdjudicationView:
 
 def decision_grading(decision_id: int) -> dict[str, Any]:
     """Grades and final label of a decision, for readers of decisions (never for graders)."""
-    grades = (Grade.objects.filter(item__decision_id=decision_id, item__is_gold=False)
-              .select_related("grader").order_by("created_at", "pk"))
+    grades = (
+        Grade.objects.filter(item__decision_id=decision_id, item__is_gold=False)
+        .select_related("grader")
+        .order_by("created_at", "pk")
+    )
     label = FinalLabel.objects.filter(decision_id=decision_id).select_related("decided_by").first()
     return {
-        "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict, "note": g.note,
-                    "seconds_spent": g.seconds_spent, "created_at": g.created_at.isoformat()} for g in grades],
-        "final_label": None if label is None else {
-            "verdict": label.verdict, "method": label.method, "source": label.source or None,
+        "grades": [
+            {
+                "grader": g.grader.get_username(),
+                "verdict": g.verdict,
+                "note": g.note,
+                "seconds_spent": g.seconds_spent,
+                "created_at": g.created_at.isoformat(),
+            }
+            for g in grades
+        ],
+        "final_label": None
+        if label is None
+        else {
+            "verdict": label.verdict,
+            "method": label.method,
+            "source": label.source or None,
             "decided_by": label.decided_by.get_username() if label.decided_by else None,
-            "note": label.note, "decided_at": label.decided_at.isoformat()},
+            "note": label.note,
+            "decided_at": label.decided_at.isoformat(),
+        },
     }
 
 
@@ -165,16 +210,26 @@ def route_agreement(route: Route, *, confidence: float = 0.95) -> dict[str, Any]
     Regular items with two or more grades feed Fleiss' kappa and Gwet's AC1 (unsure is a category
     of its own there); each pair of graders with common items gets Cohen's kappa.
     """
-    rows = list(Grade.objects.filter(item__route=route)
-                .values_list("item_id", "item__is_gold", "item__gold_verdict", "grader__username", "verdict",
-                             "seconds_spent").order_by("item_id", "pk"))
+    rows = list(
+        Grade.objects.filter(item__route=route)
+        .values_list("item_id", "item__is_gold", "item__gold_verdict", "grader__username", "verdict", "seconds_spent")
+        .order_by("item_id", "pk")
+    )
     labels = dict(FinalLabel.objects.filter(item__route=route).values_list("item_id", "correct"))
     per_item: dict[int, dict[str, str]] = defaultdict(dict)
     graders: dict[str, dict[str, Any]] = {}
     for item_id, is_gold, gold_verdict, grader, verdict, seconds in rows:
-        entry = graders.setdefault(grader, {"grader": grader, "grades": 0, "seconds": [],
-                                            **{v: 0 for v in Verdict.values},
-                                            "gold": ([], []), "label": ([], [])})
+        entry = graders.setdefault(
+            grader,
+            {
+                "grader": grader,
+                "grades": 0,
+                "seconds": [],
+                **{v: 0 for v in Verdict.values},
+                "gold": ([], []),
+                "label": ([], []),
+            },
+        )
         entry["grades"] += 1
         entry[verdict] += 1
         if seconds is not None:
@@ -188,9 +243,16 @@ def route_agreement(route: Route, *, confidence: float = 0.95) -> dict[str, Any]
             entry["label"][0].append(verdict)
             entry["label"][1].append(Verdict.CORRECT if labels[item_id] else Verdict.INCORRECT)
     multi = [list(by_grader.values()) for by_grader in per_item.values() if len(by_grader) >= 2]
-    result: dict[str, Any] = {"route": route.slug, "confidence": confidence, "items_graded": len(per_item),
-                              "items_multiply_graded": len(multi), "fleiss_kappa": None, "gwet_ac1": None,
-                              "prevalence": None, "extreme_prevalence": False}
+    result: dict[str, Any] = {
+        "route": route.slug,
+        "confidence": confidence,
+        "items_graded": len(per_item),
+        "items_multiply_graded": len(multi),
+        "fleiss_kappa": None,
+        "gwet_ac1": None,
+        "prevalence": None,
+        "extreme_prevalence": False,
+    }
     if multi:
         counts = agreement.verdict_counts(multi)
         shares = counts.sum(axis=0) / counts.sum()
@@ -210,9 +272,15 @@ def _cohen_pairs(per_item: dict[int, dict[str, str]], confidence: float) -> list
             common[(a, b)][0].append(by_grader[a])
             common[(a, b)][1].append(by_grader[b])
     pairs = sorted(common.items(), key=lambda kv: (-len(kv[1][0]), kv[0]))[:MAX_PAIRS]
-    return [{"graders": [a, b], "items": len(first),
-             "cohen_kappa": agreement.cohen_kappa(first, second, confidence=confidence)}
-            for (a, b), (first, second) in pairs if len(first) >= 2]
+    return [
+        {
+            "graders": [a, b],
+            "items": len(first),
+            "cohen_kappa": agreement.cohen_kappa(first, second, confidence=confidence),
+        }
+        for (a, b), (first, second) in pairs
+        if len(first) >= 2
+    ]
 
 
 def _grader_summary(entry: dict[str, Any], confidence: float) -> dict[str, Any]:
@@ -220,11 +288,13 @@ def _grader_summary(entry: dict[str, Any], confidence: float) -> dict[str, Any]:
     label_verdicts, label = entry.pop("label")
     seconds = entry.pop("seconds")
     entry["median_seconds"] = median(seconds) if seconds else None
-    entry["gold_accuracy"] = (agreement.rater_accuracy_on_gold(gold_verdicts, gold, confidence=confidence)
-                              if gold else None)
+    entry["gold_accuracy"] = (
+        agreement.rater_accuracy_on_gold(gold_verdicts, gold, confidence=confidence) if gold else None
+    )
     # Agreement with the final label is accuracy against it: the same Wilson proportion over votes.
-    entry["label_agreement"] = (agreement.rater_accuracy_on_gold(label_verdicts, label, confidence=confidence)
-                                if label else None)
+    entry["label_agreement"] = (
+        agreement.rater_accuracy_on_gold(label_verdicts, label, confidence=confidence) if label else None
+    )
     return entry
 
 
@@ -237,7 +307,14 @@ def decisions_for_labels(items: list[LabelInput], routes: dict[str, Route]) -> t
             [[i.index for i in items], [routes[i.route].pk for i in items], [i.request_id for i in items]],
         )
         found = dict(cursor.fetchall())
-    errors = [{"index": i.index, "field": "request_id", "value": f"{i.route}/{i.request_id}",
-               "message": f"no decision {i.request_id!r} on route {i.route!r}"}
-              for i in items if i.index not in found]
+    errors = [
+        {
+            "index": i.index,
+            "field": "request_id",
+            "value": f"{i.route}/{i.request_id}",
+            "message": f"no decision {i.request_id!r} on route {i.route!r}",
+        }
+        for i in items
+        if i.index not in found
+    ]
     return found, errors

@@ -91,8 +91,11 @@ def grading_queue(request):
 
 
 def _claim_next(request, route: Route | None):
-    assignment = queue_services.assignment_claim(actor=Actor.from_request(request), grader=request.user,
-                                           route_ids=selectors.gradable_route_ids(request.user, route))
+    assignment = queue_services.assignment_claim(
+        actor=Actor.from_request(request),
+        grader=request.user,
+        route_ids=selectors.gradable_route_ids(request.user, route),
+    )
     return _render_queue(request, route, assignment, done=assignment is None)
 
 
@@ -111,11 +114,13 @@ def grading_grade(request, item_id: str):
     form = GradeForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose correct, incorrect or unsure (keys 1, 2, 3).")
-        return _render_queue(request, route, selectors.current_lease(
-            request.user, selectors.gradable_route_ids(request.user, route)))
+        return _render_queue(
+            request, route, selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
+        )
     try:
-        labels_services.grade_submit(actor=Actor.from_request(request), grader=request.user,
-                                     public_id=_public_id(item_id), **form.cleaned_data)
+        labels_services.grade_submit(
+            actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id), **form.cleaned_data
+        )
     except ServiceError as exc:
         messages.warning(request, f"That grade was not recorded: {exc.message}")
     return _claim_next(request, route)
@@ -127,8 +132,9 @@ def grading_skip(request, item_id: str):
     _require_grader(request)
     route = _chosen_route(request, request.POST.get("route"))
     try:
-        queue_services.assignment_skip(actor=Actor.from_request(request), grader=request.user,
-                                 public_id=_public_id(item_id))
+        queue_services.assignment_skip(
+            actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id)
+        )
     except ServiceError as exc:
         messages.warning(request, f"Not skipped: {exc.message}")
     return _claim_next(request, route)
@@ -140,8 +146,9 @@ def grading_skip(request, item_id: str):
 @require_GET
 def adjudication_list(request):
     _require_reviewer(request)
-    return render(request, "grading/adjudication_list.html",
-                  {"items": selectors.adjudication_queue(request.user)[:200]})
+    return render(
+        request, "grading/adjudication_list.html", {"items": selectors.adjudication_queue(request.user)[:200]}
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -154,8 +161,9 @@ def adjudication_item(request, item_id: str):
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            labels_services.label_adjudicate(actor=Actor.from_request(request), reviewer=request.user, item=view.item,
-                                      **form.cleaned_data)
+            labels_services.label_adjudicate(
+                actor=Actor.from_request(request), reviewer=request.user, item=view.item, **form.cleaned_data
+            )
         except ServiceError as exc:
             messages.error(request, exc.message)
         else:
@@ -169,11 +177,16 @@ def agreement(request):
     _require_reviewer(request)
     routes = list(selectors.reviewable_routes(request.user))
     route = next((r for r in routes if r.slug == request.GET.get("route")), routes[0] if routes else None)
-    return render(request, "grading/agreement.html", {
-        "routes": routes, "route": route,
-        "agreement": selectors.route_agreement(route) if route else None,
-        "blindness": route_blindness(route) if route else None,
-    })
+    return render(
+        request,
+        "grading/agreement.html",
+        {
+            "routes": routes,
+            "route": route,
+            "agreement": selectors.route_agreement(route) if route else None,
+            "blindness": route_blindness(route) if route else None,
+        },
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -184,8 +197,9 @@ def guidelines_edit(request, slug: str):
         raise Http404("No such route.")
     form = GuidelinesForm(request.POST or None, initial={"guidelines": route.guidelines})
     if request.method == "POST" and form.is_valid():
-        pool_services.route_guidelines_update(actor=Actor.from_request(request), route=route,
-                                         guidelines=form.cleaned_data["guidelines"])
+        pool_services.route_guidelines_update(
+            actor=Actor.from_request(request), route=route, guidelines=form.cleaned_data["guidelines"]
+        )
         messages.success(request, "Guidelines saved; graders see them with their next item.")
         return redirect("grading-guidelines", slug=route.slug)
     return render(request, "grading/guidelines.html", {"route": route, "form": form})

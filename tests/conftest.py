@@ -112,8 +112,14 @@ def _audit_checkpoints_in_tmp(settings, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(request, django_test_environment, django_db_blocker, django_db_keepdb, django_db_createdb,
-                    django_db_modify_db_settings):
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+):
     """pytest-django's test database, created, migrated and dropped as the owner role, so that the
     tests themselves run as the app role with the privileges of `make run` (console/core/db_roles.py)."""
     from django.test.utils import setup_databases, teardown_databases
@@ -122,8 +128,9 @@ def django_db_setup(request, django_test_environment, django_db_blocker, django_
 
     verbosity = request.config.option.verbose
     with django_db_blocker.unblock(), as_owner():
-        config = setup_databases(verbosity=verbosity, interactive=False,
-                                 keepdb=django_db_keepdb and not django_db_createdb)
+        config = setup_databases(
+            verbosity=verbosity, interactive=False, keepdb=django_db_keepdb and not django_db_createdb
+        )
     yield
     if not django_db_keepdb:
         with django_db_blocker.unblock(), as_owner():

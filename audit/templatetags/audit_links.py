@@ -32,16 +32,22 @@ def event_object(event) -> str:
     name = f"{event.object_type}:{event.object_id}"
     # A route event's object id is the route's id or its slug, depending on the event; its
     # route field always holds the slug.
-    url = (_page_of("route", event.route) if event.object_type == "route" and event.route
-           else _page_of(event.object_type, event.object_id))
+    url = (
+        _page_of("route", event.route)
+        if event.object_type == "route" and event.route
+        else _page_of(event.object_type, event.object_id)
+    )
     main = format_html('<a href="{}">{}</a>', url, name) if url else format_html("{}", name)
     related = (event.payload or {}).get("objects") if isinstance(event.payload, dict) else None
     decisions = related.get("decision", []) if isinstance(related, dict) else []
     decisions = [d for d in decisions if str(d) != str(event.object_id) or event.object_type != "decision"]
     if not decisions:
         return main
-    shown = format_html_join(", ", '<a href="{}">decision:{}</a>',
-                             ((_page_of("decision", d), d) for d in decisions[:5] if _page_of("decision", d)))
+    shown = format_html_join(
+        ", ",
+        '<a href="{}">decision:{}</a>',
+        ((_page_of("decision", d), d) for d in decisions[:5] if _page_of("decision", d)),
+    )
     more = f" and {len(decisions) - 5} more" if len(decisions) > 5 else ""
     return format_html('{} <small class="muted">({}{})</small>', main, shown, more)
 

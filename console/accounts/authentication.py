@@ -36,9 +36,7 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
         except UnicodeError:
             raise exceptions.AuthenticationFailed("Token contains invalid characters.") from None
         token = (
-            ApiToken.objects.select_related("user")
-            .filter(key_hash=hash_token(key), revoked_at__isnull=True)
-            .first()
+            ApiToken.objects.select_related("user").filter(key_hash=hash_token(key), revoked_at__isnull=True).first()
         )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
@@ -59,6 +57,10 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "header", "name": "Authorization",
-                "description": "API token issued by an administrator (`manage.py issue_token`), sent as "
-                               "`Authorization: Token <key>`."}
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "API token issued by an administrator (`manage.py issue_token`), sent as "
+            "`Authorization: Token <key>`.",
+        }

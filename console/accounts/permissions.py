@@ -174,6 +174,7 @@ def can_read_policy(user, route) -> bool:
 def can_read_outbox(user) -> bool:
     return is_admin(user)
 
+
 # Roles that may read a route's corpus gaps (clusters of refused questions) and recompute them.
 GAP_READERS = (Role.REVIEWER, Role.POLICY_OWNER)
 
@@ -194,6 +195,7 @@ TRIAL_RUNNERS = (Role.REVIEWER, Role.POLICY_OWNER)
 
 def can_run_trials(user, route=None) -> bool:
     return has_role(user, TRIAL_RUNNERS, route)
+
 
 # Disputes of single refusals. Whoever may read a route's decisions may dispute one of its refusals
 # and read its disputes; reviewers and policy owners of the route work the inbox (take, resolve); the
@@ -221,6 +223,7 @@ def can_withdraw_dispute(user, dispute) -> bool:
 
 def can_read_appeal_link(user, route) -> bool:
     return has_role(user, APPEAL_LINK_READERS, route)
+
 
 # Monitoring (release rechecks and drift alarms): every reader of the route's policy reads them;
 # the route's policy owners and reviewers (and admins) close rechecks and acknowledge alarms.

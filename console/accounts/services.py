@@ -34,8 +34,13 @@ def user_ensure(*, actor: Actor, username: str, password: str | None = None, ema
             user.set_unusable_password()
         user.full_clean(exclude=["password"])
         user.save()
-        audit_record(actor=actor, action=Action.USER_CREATED, object_type="user", object_id=user.pk,
-                     payload={"new": {"username": username}})
+        audit_record(
+            actor=actor,
+            action=Action.USER_CREATED,
+            object_type="user",
+            object_id=user.pk,
+            payload={"new": {"username": username}},
+        )
     return user
 
 
@@ -46,9 +51,14 @@ def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
     with transaction.atomic():
         grant, created = RoleGrant.objects.get_or_create(user=user, role=role, route=route)
         if created:
-            audit_record(actor=actor, action=Action.ROLE_GRANTED, object_type="user", object_id=user.pk,
-                         route=route.slug if route else "",
-                         payload={"new": {"role": role, "route": route.slug if route else None}})
+            audit_record(
+                actor=actor,
+                action=Action.ROLE_GRANTED,
+                object_type="user",
+                object_id=user.pk,
+                route=route.slug if route else "",
+                payload={"new": {"role": role, "route": route.slug if route else None}},
+            )
     return grant
 
 
@@ -56,20 +66,34 @@ def token_issue(*, actor: Actor, user) -> IssuedToken:
     key = ApiToken.new_key()
     with transaction.atomic():
         token = ApiToken.objects.create(user=user, key_hash=hash_token(key), prefix=key[:12])
-        audit_record(actor=actor, action=Action.TOKEN_ISSUED, object_type="user", object_id=user.pk,
-                     payload={"new": {"token_prefix": token.prefix}})
+        audit_record(
+            actor=actor,
+            action=Action.TOKEN_ISSUED,
+            object_type="user",
+            object_id=user.pk,
+            payload={"new": {"token_prefix": token.prefix}},
+        )
     return IssuedToken(key=key, token=token)
 
 
 def tokens_revoke(*, actor: Actor, token_ids: list[int]) -> int:
     """Revoke the tokens that are still live among `token_ids`, one audit event each; returns how many."""
     with transaction.atomic():
-        live = list(ApiToken.objects.select_for_update().filter(pk__in=token_ids, revoked_at__isnull=True)
-                    .select_related("user").order_by("pk"))
+        live = list(
+            ApiToken.objects.select_for_update()
+            .filter(pk__in=token_ids, revoked_at__isnull=True)
+            .select_related("user")
+            .order_by("pk")
+        )
         now = timezone.now()
         for token in live:
             token.revoked_at = now
             token.save(update_fields=["revoked_at"])
-            audit_record(actor=actor, action=Action.TOKEN_REVOKED, object_type="user", object_id=token.user_id,
-                         payload={"old": {"token_prefix": token.prefix}})
+            audit_record(
+                actor=actor,
+                action=Action.TOKEN_REVOKED,
+                object_type="user",
+                object_id=token.user_id,
+                payload={"old": {"token_prefix": token.prefix}},
+            )
     return len(live)

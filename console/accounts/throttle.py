@@ -58,8 +58,11 @@ def _key(scope: str, kind: str, value: str) -> str:
 def blocked(scope: str, *, username: str | None, address: str) -> Throttled | None:
     """Throttled when the username or the client has used up its failures in the current window."""
     now = time.time()
-    waits = [math.ceil(window["until"] - now) for key, limit in _keys(scope, username=username, address=address)
-             if (window := cache.get(key)) and window["failures"] >= limit and window["until"] > now]
+    waits = [
+        math.ceil(window["until"] - now)
+        for key, limit in _keys(scope, username=username, address=address)
+        if (window := cache.get(key)) and window["failures"] >= limit and window["until"] > now
+    ]
     return Throttled(retry_after=max(waits)) if waits else None
 
 

@@ -16,10 +16,18 @@ from console.core.api import ERROR_SCHEMA as ERROR
 _FILTERS = [
     OpenApiParameter("from", OpenApiTypes.DATE, description="First day of the window (UTC, inclusive)."),
     OpenApiParameter("to", OpenApiTypes.DATE, description="Last day of the window (UTC, inclusive)."),
-    OpenApiParameter("version.model", str, description="Keep decisions with this model version; any "
-                     "version.<key> works the same way (retriever, corpus, gate, ...)."),
-    OpenApiParameter("segment.language", str, description="Keep decisions with this segment value; any "
-                     "segment.<key> works the same way (query_type, source, ...)."),
+    OpenApiParameter(
+        "version.model",
+        str,
+        description="Keep decisions with this model version; any "
+        "version.<key> works the same way (retriever, corpus, gate, ...).",
+    ),
+    OpenApiParameter(
+        "segment.language",
+        str,
+        description="Keep decisions with this segment value; any "
+        "segment.<key> works the same way (query_type, source, ...).",
+    ),
 ]
 _ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR}
 
@@ -33,15 +41,20 @@ class OperatingPointsApi(APIView):
     @extend_schema(
         summary="Operating-point table with intervals",
         description="The no-gate row, then one row per cutoff (ascending). Tie policy: served when "
-                    "score >= cutoff. Population counts are exact on the window; shares among the graded "
-                    "are Hájek-weighted when inclusion probabilities differ. In an exchange_rate, a null "
-                    "high (or value) means unbounded: the band has no wrong answer.",
+        "score >= cutoff. Population counts are exact on the window; shares among the graded "
+        "are Hájek-weighted when inclusion probabilities differ. In an exchange_rate, a null "
+        "high (or value) means unbounded: the band has no wrong answer.",
         parameters=[
-            OpenApiParameter("cutoffs", str, description="Comma-separated, 1 to 50 distinct numbers. "
-                             "Default 0.5,0.7,0.85,0.9,0.95."),
+            OpenApiParameter(
+                "cutoffs", str, description="Comma-separated, 1 to 50 distinct numbers. Default 0.5,0.7,0.85,0.9,0.95."
+            ),
             OpenApiParameter("confidence", float, description="Two-sided confidence level, default 0.95."),
-            OpenApiParameter("interval", str, enum=["wilson", "clopper_pearson", "jeffreys", "agresti_coull"],
-                             description="Interval method, default wilson."),
+            OpenApiParameter(
+                "interval",
+                str,
+                enum=["wilson", "clopper_pearson", "jeffreys", "agresti_coull"],
+                description="Interval method, default wilson.",
+            ),
             *_FILTERS,
         ],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The table"), **_ERRORS},
@@ -56,16 +69,21 @@ class CertifiedCutoffApi(APIView):
     @extend_schema(
         summary="Certified cutoff (fixed-sequence Clopper–Pearson)",
         description="Scans the grid from high to low, skips cutoffs with fewer than n_start graded served "
-                    "answers, certifies while P(Bin(n, alpha) <= wrong) <= delta and stops at the first "
-                    "failure. Risk: wrong-answer rate among served answers. Needs a uniform graded sample.",
+        "answers, certifies while P(Bin(n, alpha) <= wrong) <= delta and stops at the first "
+        "failure. Risk: wrong-answer rate among served answers. Needs a uniform graded sample.",
         parameters=[
             OpenApiParameter("alpha", float, description="Risk level to certify, default 0.1 (0.001 to 0.999)."),
             OpenApiParameter("delta", float, description="Error probability, default 0.05 (0.0001 to 0.5)."),
-            OpenApiParameter("grid", str, description=(
-                "Cutoffs to scan, comma-separated: numbers and start:stop:step ranges (stop included when "
-                "on the step), up to 1001 in all, no repeats. Default 0:0.99:0.01 (0.00, 0.01, ..., 0.99); "
-                "e.g. 0.5:0.99:0.01 or 0:0.5:0.1,0.95. A range is computed in decimal, so 0.5:0.99:0.01 "
-                "gives exactly the cutoffs 0.5,0.51,...,0.99 would.")),
+            OpenApiParameter(
+                "grid",
+                str,
+                description=(
+                    "Cutoffs to scan, comma-separated: numbers and start:stop:step ranges (stop included when "
+                    "on the step), up to 1001 in all, no repeats. Default 0:0.99:0.01 (0.00, 0.01, ..., 0.99); "
+                    "e.g. 0.5:0.99:0.01 or 0:0.5:0.1,0.95. A range is computed in decimal, so 0.5:0.99:0.01 "
+                    "gives exactly the cutoffs 0.5,0.51,...,0.99 would."
+                ),
+            ),
             *_FILTERS,
         ],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The certification"), **_ERRORS},
@@ -80,12 +98,16 @@ class CalibrationApi(APIView):
     @extend_schema(
         summary="Calibration and failure prediction of the gate score",
         description="AUROC (ties 1/2), ECE over equal-width bins, Brier with Murphy's decomposition "
-                    "(plus within-bin terms), the risk-coverage curve over distinct scores and its AURC.",
+        "(plus within-bin terms), the risk-coverage curve over distinct scores and its AURC.",
         parameters=[
             OpenApiParameter("bins", int, description="Equal-width bins on [0, 1], 1 to 100, default 10."),
             OpenApiParameter("by", str, description="segment.<key> or version.<key>: one report per value."),
-            OpenApiParameter("points", int, description="Thin the risk-coverage curve to at most this many "
-                             "points (2 to 100,000); AURC always uses every distinct score."),
+            OpenApiParameter(
+                "points",
+                int,
+                description="Thin the risk-coverage curve to at most this many "
+                "points (2 to 100,000); AURC always uses every distinct score.",
+            ),
             *_FILTERS,
         ],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The calibration report"), **_ERRORS},

@@ -41,8 +41,14 @@ class Document:
         return json.loads(self.text)
 
 
-def cached(route: Route, kind: str, params: dict[str, Any], compute: Callable[[], dict[str, Any]],
-           *, version: str | None = None) -> Document:
+def cached(
+    route: Route,
+    kind: str,
+    params: dict[str, Any],
+    compute: Callable[[], dict[str, Any]],
+    *,
+    version: str | None = None,
+) -> Document:
     """The stored document for these parameters on the route's current data, or compute and store it.
 
     The version is read before computing: if data arrives while computing, the document is stored
@@ -50,8 +56,11 @@ def cached(route: Route, kind: str, params: dict[str, Any], compute: Callable[[]
     """
     version = version or selectors.data_version(route)
     key = params_key(kind, params)
-    stored = (StatsResult.objects.filter(route=route, kind=kind, params_key=key, data_version=version)
-              .values_list("document", flat=True).first())
+    stored = (
+        StatsResult.objects.filter(route=route, kind=kind, params_key=key, data_version=version)
+        .values_list("document", flat=True)
+        .first()
+    )
     if stored is not None:
         return Document(stored)
     started = time.perf_counter()
@@ -59,25 +68,49 @@ def cached(route: Route, kind: str, params: dict[str, Any], compute: Callable[[]
     document["computed_at"] = timezone.now().isoformat()
     document["data_version"] = version
     text = json.dumps(document, allow_nan=False, separators=(",", ":"))
-    _store(route=route, kind=kind, params=params, params_key=key, data_version=version,
-                                document=text, compute_ms=1000 * (time.perf_counter() - started))
+    _store(
+        route=route,
+        kind=kind,
+        params=params,
+        params_key=key,
+        data_version=version,
+        document=text,
+        compute_ms=1000 * (time.perf_counter() - started),
+    )
     return Document(text)
 
 
-def _store(*, route: Route, kind: str, params: dict[str, Any], params_key: str, data_version: str,
-                       document: str, compute_ms: float) -> None:
+def _store(
+    *,
+    route: Route,
+    kind: str,
+    params: dict[str, Any],
+    params_key: str,
+    data_version: str,
+    document: str,
+    compute_ms: float,
+) -> None:
     """Insert or replace the document for (route, kind, params) in one statement (safe under races)."""
-    result = StatsResult(route=route, kind=kind, params_key=params_key, params=params, data_version=data_version,
-                         document=document, compute_ms=compute_ms)
+    result = StatsResult(
+        route=route,
+        kind=kind,
+        params_key=params_key,
+        params=params,
+        data_version=data_version,
+        document=document,
+        compute_ms=compute_ms,
+    )
     result.clean_fields(exclude=["route"])  # the route was just read; checking it again costs a query
     StatsResult.objects.bulk_create(
-        [result], update_conflicts=True, unique_fields=["route", "kind", "params_key"],
+        [result],
+        update_conflicts=True,
+        unique_fields=["route", "kind", "params_key"],
         update_fields=["params", "data_version", "document", "compute_ms", "computed_at"],
     )
 
 
-
 def is_current(route: Route, kind: str, params: dict[str, Any]) -> bool:
     """Whether the document for these parameters is stored for the route's current data."""
-    return StatsResult.objects.filter(route=route, kind=kind, params_key=params_key(kind, params),
-                                      data_version=selectors.data_version(route)).exists()
+    return StatsResult.objects.filter(
+        route=route, kind=kind, params_key=params_key(kind, params), data_version=selectors.data_version(route)
+    ).exists()

@@ -82,70 +82,108 @@ class Plot:
     def point(self, x: float, y: float) -> str:
         return f"{_fmt(self.x(x))},{_fmt(self.y(y))}"
 
-    def axes(self, x_label: str, y_label: str, *, x_ticks: Sequence[float] | None = None,
-             y_ticks: Sequence[float] | None = None) -> None:
+    def axes(
+        self,
+        x_label: str,
+        y_label: str,
+        *,
+        x_ticks: Sequence[float] | None = None,
+        y_ticks: Sequence[float] | None = None,
+    ) -> None:
         for value in y_ticks if y_ticks is not None else nice_ticks(*self.y_range):
             y = _fmt(self.y(value))
-            self.parts.append(f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{y}" y2="{y}" '
-                              f'stroke="{GRID}" class="gridline"/>')
-            self.parts.append(f'<text x="{_fmt(self.left - 8)}" y="{y}" dy="0.32em" text-anchor="end" '
-                              f'class="tick">{escape(_label(value))}</text>')
+            self.parts.append(
+                f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{y}" y2="{y}" '
+                f'stroke="{GRID}" class="gridline"/>'
+            )
+            self.parts.append(
+                f'<text x="{_fmt(self.left - 8)}" y="{y}" dy="0.32em" text-anchor="end" '
+                f'class="tick">{escape(_label(value))}</text>'
+            )
         for value in x_ticks if x_ticks is not None else nice_ticks(*self.x_range):
             x = _fmt(self.x(value))
-            self.parts.append(f'<line x1="{x}" x2="{x}" y1="{_fmt(self.bottom)}" y2="{_fmt(self.bottom + 5)}" '
-                              f'stroke="{MUTED}" class="axis"/>')
-            self.parts.append(f'<text x="{x}" y="{_fmt(self.bottom + 18)}" text-anchor="middle" '
-                              f'class="tick">{escape(_label(value))}</text>')
-        self.parts.append(f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{_fmt(self.bottom)}" '
-                          f'y2="{_fmt(self.bottom)}" stroke="{MUTED}" class="axis"/>')
-        self.parts.append(f'<text x="{_fmt((self.left + self.right) / 2)}" y="{self.height - 6}" '
-                          f'text-anchor="middle" class="axis-label">{escape(x_label)}</text>')
+            self.parts.append(
+                f'<line x1="{x}" x2="{x}" y1="{_fmt(self.bottom)}" y2="{_fmt(self.bottom + 5)}" '
+                f'stroke="{MUTED}" class="axis"/>'
+            )
+            self.parts.append(
+                f'<text x="{x}" y="{_fmt(self.bottom + 18)}" text-anchor="middle" '
+                f'class="tick">{escape(_label(value))}</text>'
+            )
+        self.parts.append(
+            f'<line x1="{_fmt(self.left)}" x2="{_fmt(self.right)}" y1="{_fmt(self.bottom)}" '
+            f'y2="{_fmt(self.bottom)}" stroke="{MUTED}" class="axis"/>'
+        )
+        self.parts.append(
+            f'<text x="{_fmt((self.left + self.right) / 2)}" y="{self.height - 6}" '
+            f'text-anchor="middle" class="axis-label">{escape(x_label)}</text>'
+        )
         middle = _fmt((self.top + self.bottom) / 2)
-        self.parts.append(f'<text transform="translate(14,{middle}) rotate(-90)" text-anchor="middle" '
-                          f'class="axis-label">{escape(y_label)}</text>')
+        self.parts.append(
+            f'<text transform="translate(14,{middle}) rotate(-90)" text-anchor="middle" '
+            f'class="axis-label">{escape(y_label)}</text>'
+        )
 
     def band(self, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], colour: str) -> None:
         if len(xs) < 2:
             return
         upper = [self.point(x, h) for x, h in zip(xs, highs, strict=True)]
         lower = [self.point(x, lo) for x, lo in zip(xs, lows, strict=True)]
-        self.parts.append(f'<polygon points="{" ".join(upper + lower[::-1])}" fill="{colour}" '
-                          f'fill-opacity="0.14" stroke="none"/>')
+        self.parts.append(
+            f'<polygon points="{" ".join(upper + lower[::-1])}" fill="{colour}" fill-opacity="0.14" stroke="none"/>'
+        )
 
-    def line(self, xs: Sequence[float], ys: Sequence[float], colour: str, *, dashed: bool = False,
-             width: float = 2.2) -> None:
+    def line(
+        self, xs: Sequence[float], ys: Sequence[float], colour: str, *, dashed: bool = False, width: float = 2.2
+    ) -> None:
         if not xs:
             return
         points = [self.point(x, y) for x, y in zip(xs, ys, strict=True)]
         dash = ' stroke-dasharray="5 4"' if dashed else ""
-        self.parts.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="{colour}" '
-                          f'stroke-width="{width}" stroke-linejoin="round"{dash}/>')
+        self.parts.append(
+            f'<polyline points="{" ".join(points)}" fill="none" stroke="{colour}" '
+            f'stroke-width="{width}" stroke-linejoin="round"{dash}/>'
+        )
 
     def dot(self, x: float, y: float, colour: str, *, radius: float = 4.0, title: str = "") -> None:
         tooltip = f"<title>{escape(title)}</title>" if title else ""
-        self.parts.append(f'<circle cx="{_fmt(self.x(x))}" cy="{_fmt(self.y(y))}" r="{_fmt(radius)}" '
-                          f'fill="{colour}" stroke="#fff" stroke-width="1.5">{tooltip}</circle>')
+        self.parts.append(
+            f'<circle cx="{_fmt(self.x(x))}" cy="{_fmt(self.y(y))}" r="{_fmt(radius)}" '
+            f'fill="{colour}" stroke="#fff" stroke-width="1.5">{tooltip}</circle>'
+        )
 
-    def text(self, x: float, y: float, content: str, *, anchor: str = "start", css: str = "note",
-             dx: float = 0, dy: float = 0) -> None:
-        self.parts.append(f'<text x="{_fmt(self.x(x) + dx)}" y="{_fmt(self.y(y) + dy)}" text-anchor="{anchor}" '
-                          f'class="{css}">{escape(content)}</text>')
+    def text(
+        self,
+        x: float,
+        y: float,
+        content: str,
+        *,
+        anchor: str = "start",
+        css: str = "note",
+        dx: float = 0,
+        dy: float = 0,
+    ) -> None:
+        self.parts.append(
+            f'<text x="{_fmt(self.x(x) + dx)}" y="{_fmt(self.y(y) + dy)}" text-anchor="{anchor}" '
+            f'class="{css}">{escape(content)}</text>'
+        )
 
     def legend(self, entries: Sequence[tuple[str, str]]) -> None:
         x = self.left + 12
         for name, colour in entries:
             y = self.top + 10
             self.parts.append(f'<rect x="{_fmt(x)}" y="{_fmt(y - 5)}" width="14" height="4" fill="{colour}"/>')
-            self.parts.append(f'<text x="{_fmt(x + 19)}" y="{_fmt(y)}" dy="0.1em" class="legend">'
-                              f'{escape(name)}</text>')
+            self.parts.append(f'<text x="{_fmt(x + 19)}" y="{_fmt(y)}" dy="0.1em" class="legend">{escape(name)}</text>')
             x += 26 + 7.2 * len(name)
 
     def svg(self, title: str, description: str, css_class: str) -> str:
         body = "".join(self.parts)
-        return (f'<svg class="{css_class}" viewBox="0 0 {self.width} {self.height}" role="img" '
-                f'xmlns="http://www.w3.org/2000/svg" aria-labelledby="{css_class}-title {css_class}-desc">'
-                f'<title id="{css_class}-title">{escape(title)}</title>'
-                f'<desc id="{css_class}-desc">{escape(description)}</desc>{body}</svg>')
+        return (
+            f'<svg class="{css_class}" viewBox="0 0 {self.width} {self.height}" role="img" '
+            f'xmlns="http://www.w3.org/2000/svg" aria-labelledby="{css_class}-title {css_class}-desc">'
+            f'<title id="{css_class}-title">{escape(title)}</title>'
+            f'<desc id="{css_class}-desc">{escape(description)}</desc>{body}</svg>'
+        )
 
 
 def _value(cell: dict[str, Any] | None, key: str = "value") -> float | None:
@@ -155,8 +193,9 @@ def _value(cell: dict[str, Any] | None, key: str = "value") -> float | None:
     return None if value is None else float(value)
 
 
-def tradeoff_chart(curve: Sequence[dict[str, Any]], marked: Sequence[float] = (),
-                   recommended: float | None = None) -> str:
+def tradeoff_chart(
+    curve: Sequence[dict[str, Any]], marked: Sequence[float] = (), recommended: float | None = None
+) -> str:
     """Correct answers withheld and wrong answers served per 1,000 questions against the cutoff,
     each with its interval as a shaded band; the table's cutoffs are marked on both lines.
 
@@ -199,12 +238,19 @@ def tradeoff_chart(curve: Sequence[dict[str, Any]], marked: Sequence[float] = ()
             # Every estimate is a point with its value on hover; a lone one is the only mark there.
             for cutoff, value, low, high in segment:
                 interval = f" ({low:.1f}–{high:.1f})" if low is not None and high is not None else ""
-                plot.dot(cutoff, value, colours[key], radius=2.6,
-                         title=f"cutoff {cutoff:g}: {value:.1f}{interval} {names[key]} per 1,000")
+                plot.dot(
+                    cutoff,
+                    value,
+                    colours[key],
+                    radius=2.6,
+                    title=f"cutoff {cutoff:g}: {value:.1f}{interval} {names[key]} per 1,000",
+                )
     if recommended is not None:
         x = _fmt(plot.x(recommended))
-        plot.parts.append(f'<line x1="{x}" x2="{x}" y1="{_fmt(plot.top)}" y2="{_fmt(plot.bottom)}" '
-                          f'stroke="{INK}" stroke-dasharray="4 4" class="recommended-line"/>')
+        plot.parts.append(
+            f'<line x1="{x}" x2="{x}" y1="{_fmt(plot.top)}" y2="{_fmt(plot.bottom)}" '
+            f'stroke="{INK}" stroke-dasharray="4 4" class="recommended-line"/>'
+        )
         # Keep the label inside the canvas near either edge.
         share = (recommended - plot.x_range[0]) / (plot.x_range[1] - plot.x_range[0])
         anchor = "end" if share > 0.85 else "start" if share < 0.15 else "middle"
@@ -214,14 +260,21 @@ def tradeoff_chart(curve: Sequence[dict[str, Any]], marked: Sequence[float] = ()
         by_cutoff = {p[0]: p[1] for p in points[key]}
         for cutoff in marked:
             if cutoff in by_cutoff:
-                plot.dot(cutoff, by_cutoff[cutoff], colours[key],
-                         title=f"cutoff {cutoff:g}: {by_cutoff[cutoff]:.1f} {names[key]} per 1,000")
+                plot.dot(
+                    cutoff,
+                    by_cutoff[cutoff],
+                    colours[key],
+                    title=f"cutoff {cutoff:g}: {by_cutoff[cutoff]:.1f} {names[key]} per 1,000",
+                )
     plot.legend([("wrong answers served", WRONG_COLOUR), ("correct answers withheld", WITHHELD_COLOUR)])
     description = "; ".join(
-        f"cutoff {p[0]:g}: {p[1]:.1f} {names[key]}"
-        for key in series for p in points[key] if p[0] in set(marked))
-    return plot.svg("Correct withheld and wrong served per 1,000 questions by cutoff",
-                    description or "No graded data yet.", "tradeoff-chart")
+        f"cutoff {p[0]:g}: {p[1]:.1f} {names[key]}" for key in series for p in points[key] if p[0] in set(marked)
+    )
+    return plot.svg(
+        "Correct withheld and wrong served per 1,000 questions by cutoff",
+        description or "No graded data yet.",
+        "tradeoff-chart",
+    )
 
 
 def reliability_diagram(bins: Sequence[dict[str, Any]]) -> str:
@@ -230,24 +283,35 @@ def reliability_diagram(bins: Sequence[dict[str, Any]]) -> str:
     item count is written under the axis."""
     plot = Plot(x_range=(0.0, 1.0), y_range=(0.0, 1.0), width=420, height=380, margin=(16, 16, 62, 52))
     plot.axes("gate score (bin mean)", "share correct", x_ticks=nice_ticks(0.0, 1.0), y_ticks=nice_ticks(0.0, 1.0))
-    plot.parts.append(f'<line x1="{_fmt(plot.x(0))}" y1="{_fmt(plot.y(0))}" x2="{_fmt(plot.x(1))}" '
-                      f'y2="{_fmt(plot.y(1))}" stroke="{MUTED}" stroke-dasharray="5 4" class="axis"/>')
+    plot.parts.append(
+        f'<line x1="{_fmt(plot.x(0))}" y1="{_fmt(plot.y(0))}" x2="{_fmt(plot.x(1))}" '
+        f'y2="{_fmt(plot.y(1))}" stroke="{MUTED}" stroke-dasharray="5 4" class="axis"/>'
+    )
     described = []
     for b in bins:
         if not b.get("count") or b.get("accuracy") is None:
             continue
         x0, x1 = plot.x(b["low"]), plot.x(b["high"])
         y = plot.y(b["accuracy"])
-        plot.parts.append(f'<rect x="{_fmt(x0 + 1)}" y="{_fmt(y)}" width="{_fmt(max(x1 - x0 - 2, 1))}" '
-                          f'height="{_fmt(plot.bottom - y)}" fill="{WITHHELD_COLOUR}" fill-opacity="0.18"/>')
-        plot.dot(b["mean_score"], b["accuracy"], WITHHELD_COLOUR,
-                 title=f"[{b['low']:g}, {b['high']:g}]: {b['count']} items, mean score {b['mean_score']:.3f}, "
-                       f"{b['accuracy']:.1%} correct")
-        plot.parts.append(f'<text x="{_fmt((x0 + x1) / 2)}" y="{_fmt(plot.bottom + 32)}" text-anchor="middle" '
-                          f'class="count">{b["count"]}</text>')
+        plot.parts.append(
+            f'<rect x="{_fmt(x0 + 1)}" y="{_fmt(y)}" width="{_fmt(max(x1 - x0 - 2, 1))}" '
+            f'height="{_fmt(plot.bottom - y)}" fill="{WITHHELD_COLOUR}" fill-opacity="0.18"/>'
+        )
+        plot.dot(
+            b["mean_score"],
+            b["accuracy"],
+            WITHHELD_COLOUR,
+            title=f"[{b['low']:g}, {b['high']:g}]: {b['count']} items, mean score {b['mean_score']:.3f}, "
+            f"{b['accuracy']:.1%} correct",
+        )
+        plot.parts.append(
+            f'<text x="{_fmt((x0 + x1) / 2)}" y="{_fmt(plot.bottom + 32)}" text-anchor="middle" '
+            f'class="count">{b["count"]}</text>'
+        )
         described.append(f"{b['low']:g}–{b['high']:g}: {b['accuracy']:.0%} correct of {b['count']}")
-    plot.parts.append(f'<text x="{_fmt(plot.left)}" y="{_fmt(plot.bottom + 32)}" dx="-8" text-anchor="end" '
-                      f'class="count">n</text>')
+    plot.parts.append(
+        f'<text x="{_fmt(plot.left)}" y="{_fmt(plot.bottom + 32)}" dx="-8" text-anchor="end" class="count">n</text>'
+    )
     return plot.svg("Reliability diagram", "; ".join(described) or "No graded data yet.", "reliability-chart")
 
 
@@ -273,10 +337,16 @@ def risk_coverage_chart(points: Sequence[dict[str, Any]], aurc: float | None) ->
         # A hover value on each point while they stay few enough to be told apart.
         if len(ordered) <= 200:
             for p in ordered:
-                plot.dot(p["coverage"], p["risk"], WRONG_COLOUR, radius=2.2,
-                         title=f"coverage {p['coverage']:.1%}: risk {p['risk']:.1%}")
+                plot.dot(
+                    p["coverage"],
+                    p["risk"],
+                    WRONG_COLOUR,
+                    radius=2.2,
+                    title=f"coverage {p['coverage']:.1%}: risk {p['risk']:.1%}",
+                )
         if aurc is not None:
             plot.text(0.98, y_ticks[-1], f"AURC {aurc:.4f}", anchor="end", dy=16)
-    description = (f"{len(ordered)} points; risk at full coverage {ordered[-1]['risk']:.3f}" if ordered
-                   else "No graded data yet.")
+    description = (
+        f"{len(ordered)} points; risk at full coverage {ordered[-1]['risk']:.3f}" if ordered else "No graded data yet."
+    )
     return plot.svg("Risk-coverage curve", description, "risk-coverage-chart")

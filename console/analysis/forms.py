@@ -28,13 +28,24 @@ class _PanelForm(forms.Form):
 
 
 class CostForm(_PanelForm):
-    c_w = forms.FloatField(label="Cost of a wrong answer (c_w)", min_value=0, max_value=1e6, initial=20.0,
-                           help_text="In units of one correct answer.")
+    c_w = forms.FloatField(
+        label="Cost of a wrong answer (c_w)",
+        min_value=0,
+        max_value=1e6,
+        initial=20.0,
+        help_text="In units of one correct answer.",
+    )
     c_a = forms.FloatField(label="Cost of a refusal (c_a)", min_value=0, max_value=1e6, initial=0.5)
-    q = forms.FloatField(label="Share of wrong answers a citation check catches (q)", min_value=0, max_value=1,
-                         initial=0.6, required=False)
-    c_v = forms.FloatField(label="Cost of a caught wrong answer (c_v)", min_value=0, max_value=1e6, initial=0.2,
-                           required=False)
+    q = forms.FloatField(
+        label="Share of wrong answers a citation check catches (q)",
+        min_value=0,
+        max_value=1,
+        initial=0.6,
+        required=False,
+    )
+    c_v = forms.FloatField(
+        label="Cost of a caught wrong answer (c_v)", min_value=0, max_value=1e6, initial=0.2, required=False
+    )
 
     def clean(self):
         """Refuse costs whose threshold tau = (c_w - c_a) / (1 + c_w) leaves (0, 1), saying why; with
@@ -54,10 +65,10 @@ class CostForm(_PanelForm):
 
 
 class BandForm(_PanelForm):
-    band_lower = forms.FloatField(label="Serve with evidence from", min_value=-1e6, max_value=1e6,
-                                  initial=DEFAULT_BAND[0])
-    band_cutoff = forms.FloatField(label="Serve from (cutoff)", min_value=-1e6, max_value=1e6,
-                                   initial=DEFAULT_BAND[1])
+    band_lower = forms.FloatField(
+        label="Serve with evidence from", min_value=-1e6, max_value=1e6, initial=DEFAULT_BAND[0]
+    )
+    band_cutoff = forms.FloatField(label="Serve from (cutoff)", min_value=-1e6, max_value=1e6, initial=DEFAULT_BAND[1])
 
     def clean(self):
         data = super().clean()
@@ -68,11 +79,17 @@ class BandForm(_PanelForm):
 
 
 class CertifyForm(_PanelForm):
-    alpha = forms.FloatField(label="Wrong-answer rate to certify (alpha)", min_value=0.001, max_value=0.999,
-                             initial=0.1)
+    alpha = forms.FloatField(
+        label="Wrong-answer rate to certify (alpha)", min_value=0.001, max_value=0.999, initial=0.1
+    )
     delta = forms.FloatField(label="Error probability (delta)", min_value=0.0001, max_value=0.5, initial=0.05)
-    grid = forms.CharField(label="Cutoffs to scan", required=False, max_length=20_000, initial="0:0.99:0.01",
-                           help_text="start:stop:step ranges and numbers, comma-separated (as the API's grid)")
+    grid = forms.CharField(
+        label="Cutoffs to scan",
+        required=False,
+        max_length=20_000,
+        initial="0:0.99:0.01",
+        help_text="start:stop:step ranges and numbers, comma-separated (as the API's grid)",
+    )
 
     def clean_grid(self) -> tuple[float, ...]:
         raw = (self.cleaned_data.get("grid") or "").strip() or self.fields["grid"].initial
@@ -102,8 +119,13 @@ class PlannerForm(_PanelForm):
 
 class CalibrationForm(_PanelForm):
     bins = forms.IntegerField(label="Bins", min_value=1, max_value=MAX_BINS, initial=10)
-    by = forms.CharField(label="By", required=False, max_length=80, initial="",
-                         help_text="segment.<key> or version.<key>, e.g. segment.language")
+    by = forms.CharField(
+        label="By",
+        required=False,
+        max_length=80,
+        initial="",
+        help_text="segment.<key> or version.<key>, e.g. segment.language",
+    )
 
     def clean_by(self) -> tuple[str, str] | None:
         raw = (self.cleaned_data.get("by") or "").strip()
@@ -132,15 +154,19 @@ class SettingsForm(forms.Form):
         }
         super().__init__(initial=initial)
         date = IsoDateInput()
-        self.fields.update({
-            "route": forms.ChoiceField(label="Route", choices=[(r.slug, r.name) for r in routes]),
-            "from": forms.DateField(label="From", required=False, widget=date, input_formats=ISO_DATE_FORMATS),
-            "to": forms.DateField(label="To", required=False, widget=date, input_formats=ISO_DATE_FORMATS),
-            "version.model": forms.CharField(label="Model version", required=False),
-            "version.gate": forms.CharField(label="Gate version", required=False),
-            "segment": forms.CharField(label="Segment", required=False,
-                                       widget=forms.TextInput(attrs={"placeholder": "language=de"})),
-            "confidence": forms.FloatField(label="Confidence", widget=forms.TextInput(
-                attrs={"size": 5, "inputmode": "decimal"})),
-            "interval": forms.ChoiceField(label="Interval", choices=list(interval_labels.items())),
-        })
+        self.fields.update(
+            {
+                "route": forms.ChoiceField(label="Route", choices=[(r.slug, r.name) for r in routes]),
+                "from": forms.DateField(label="From", required=False, widget=date, input_formats=ISO_DATE_FORMATS),
+                "to": forms.DateField(label="To", required=False, widget=date, input_formats=ISO_DATE_FORMATS),
+                "version.model": forms.CharField(label="Model version", required=False),
+                "version.gate": forms.CharField(label="Gate version", required=False),
+                "segment": forms.CharField(
+                    label="Segment", required=False, widget=forms.TextInput(attrs={"placeholder": "language=de"})
+                ),
+                "confidence": forms.FloatField(
+                    label="Confidence", widget=forms.TextInput(attrs={"size": 5, "inputmode": "decimal"})
+                ),
+                "interval": forms.ChoiceField(label="Interval", choices=list(interval_labels.items())),
+            }
+        )

@@ -41,11 +41,32 @@ from console.stats.policy_math import (
 )
 from grading.blindness import route_blindness
 
-PAGE_PARAMETERS = ("route", "tab", "answers", "segment", "c_w", "c_a", "q", "c_v", "band_lower", "band_cutoff",
-                   "alpha", "delta", "half_width", "compare", "bins", "by", "grid")
+PAGE_PARAMETERS = (
+    "route",
+    "tab",
+    "answers",
+    "segment",
+    "c_w",
+    "c_a",
+    "q",
+    "c_v",
+    "band_lower",
+    "band_cutoff",
+    "alpha",
+    "delta",
+    "half_width",
+    "compare",
+    "bins",
+    "by",
+    "grid",
+)
 TABS = ("decide", "calibration")
-INTERVAL_LABELS = {"wilson": "Wilson", "clopper_pearson": "Clopper–Pearson", "jeffreys": "Jeffreys",
-                   "agresti_coull": "Agresti–Coull"}
+INTERVAL_LABELS = {
+    "wilson": "Wilson",
+    "clopper_pearson": "Clopper–Pearson",
+    "jeffreys": "Jeffreys",
+    "agresti_coull": "Agresti–Coull",
+}
 
 
 class NoRoutes(Exception):
@@ -147,8 +168,15 @@ def read_page(user, params: QueryDict) -> Page:
         errors.append({"parameter": "answers", "message": "answers must be a short string of y and n."})
         answers = ""
     tab = cleaned.get("tab", TABS[0])
-    return Page(route=route, routes=routes, query=query, params=cleaned, errors=errors,
-                tab=tab if tab in TABS else TABS[0], answers=answers)
+    return Page(
+        route=route,
+        routes=routes,
+        query=query,
+        params=cleaned,
+        errors=errors,
+        tab=tab if tab in TABS else TABS[0],
+        answers=answers,
+    )
 
 
 # --------------------------------------------------------------------------- the table
@@ -168,13 +196,17 @@ def _interval(cell: dict[str, Any] | None, *, unbounded: bool = False) -> Interv
 def row_from_document(row: dict[str, Any]) -> OperatingPointRow:
     """An API row back as an `OperatingPointRow` (nulls inside an exchange rate are unbounded)."""
     return OperatingPointRow(
-        cutoff=row["cutoff"], refused=row["refused"], served=row["served"],
+        cutoff=row["cutoff"],
+        refused=row["refused"],
+        served=row["served"],
         abstention_rate=_interval(row["abstention_rate"]),
         false_abstention_rate=_interval(row["false_abstention_rate"]),
-        graded_refused=row["graded_refused"], graded_served=row["graded_served"],
+        graded_refused=row["graded_refused"],
+        graded_served=row["graded_served"],
         correct_withheld_per_1000=_interval(row["correct_withheld_per_1000"]),
         wrong_served_per_1000=_interval(row["wrong_served_per_1000"]),
-        exchange_rate=_interval(row["exchange_rate"], unbounded=True), band=None,
+        exchange_rate=_interval(row["exchange_rate"], unbounded=True),
+        band=None,
     )
 
 
@@ -220,10 +252,12 @@ def table_panel(page: Page) -> dict[str, Any]:
     rows = document["rows"]
     answered, recommended = _recommended_cutoff(page, rows)
     # Each row with its "Propose as policy" link (the no-gate row has no cutoff to propose).
-    rows = [row | {"propose_url": propose_url(page, row["cutoff"]) if row["cutoff"] is not None else None}
-            for row in rows]
-    chart = charts.tradeoff_chart(document.get("curve", []), marked=page.query.cutoffs,
-                                  recommended=recommended if answered else None)
+    rows = [
+        row | {"propose_url": propose_url(page, row["cutoff"]) if row["cutoff"] is not None else None} for row in rows
+    ]
+    chart = charts.tradeoff_chart(
+        document.get("curve", []), marked=page.query.cutoffs, recommended=recommended if answered else None
+    )
     return {
         "table": document,
         "rows": rows,
@@ -249,11 +283,16 @@ def bisection_panel(page: Page) -> dict[str, Any]:
         lower, upper = state.bracket
         context |= {"r_star": state.r_star, "lower": lower, "upper": upper} | table_panel(page)
         if context["recommended"] is not None:
-            context["propose_recommended_url"] = propose_url(page, context["recommended"],
-                                                             exchange_rate=round(state.r_star, 3))
+            context["propose_recommended_url"] = propose_url(
+                page, context["recommended"], exchange_rate=round(state.r_star, 3)
+            )
     else:
-        context |= {"question": question_text(state.next_question), "rate": state.next_question,
-                    "number": len(state.answers) + 1, "total": state.max_answers}
+        context |= {
+            "question": question_text(state.next_question),
+            "rate": state.next_question,
+            "number": len(state.answers) + 1,
+            "total": state.max_answers,
+        }
     return context
 
 
@@ -264,35 +303,46 @@ def cost_panel(page: Page) -> dict[str, Any]:
     context: dict[str, Any] = {"cost_form": form, "tau": tau, "c_w": values["c_w"], "c_a": values["c_a"]}
     if values.get("q") is not None and values.get("c_v") is not None:
         adjusted = citation_adjusted_cost(values["c_w"], values["c_v"], values["q"])
-        context |= {"c_w_adjusted": adjusted, "tau_adjusted": cost_threshold(adjusted, values["c_a"]),
-                    "q": values["q"], "c_v": values["c_v"]}
+        context |= {
+            "c_w_adjusted": adjusted,
+            "tau_adjusted": cost_threshold(adjusted, values["c_a"]),
+            "q": values["q"],
+            "c_v": values["c_v"],
+        }
     calibration = _calibration_document(page, CalibrationQuery(window=page.query.window))
     if calibration is not None:
-        context["clearing_bins"] = [b for b in calibration["bins"] if b["accuracy"] is not None
-                                    and b["accuracy"] >= tau]
-        context["clearing_adjusted"] = [b for b in calibration["bins"] if b["accuracy"] is not None
-                                        and b["accuracy"] >= context.get("tau_adjusted", math.inf)]
+        context["clearing_bins"] = [
+            b for b in calibration["bins"] if b["accuracy"] is not None and b["accuracy"] >= tau
+        ]
+        context["clearing_adjusted"] = [
+            b
+            for b in calibration["bins"]
+            if b["accuracy"] is not None and b["accuracy"] >= context.get("tau_adjusted", math.inf)
+        ]
     return context
 
 
 def band_panel(page: Page) -> dict[str, Any]:
     form = BandForm(page.params)
     values = form.values()
-    band = reports.band_report(page.route, page.query, band_lower=values["band_lower"],
-                               cutoff=values["band_cutoff"]).data
+    band = reports.band_report(
+        page.route, page.query, band_lower=values["band_lower"], cutoff=values["band_cutoff"]
+    ).data
     return {"band_form": form, "band": band, "band_segments": band.get("segments", [])}
 
 
 def certified_panel(page: Page) -> dict[str, Any]:
     form = CertifyForm(page.params)
     values = form.values()
-    query = CertifiedCutoffQuery(window=page.query.window, alpha=values["alpha"], delta=values["delta"],
-                                 grid=values["grid"])
+    query = CertifiedCutoffQuery(
+        window=page.query.window, alpha=values["alpha"], delta=values["delta"], grid=values["grid"]
+    )
     certification = reports.certified_cutoff_report(page.route, query).data
     context = {"certify_form": form, "certification": certification}
     if certification["certified"]:
-        context["propose_certified_url"] = propose_url(page, certification["cutoff"], alpha=values["alpha"],
-                                                       delta=values["delta"])
+        context["propose_certified_url"] = propose_url(
+            page, certification["cutoff"], alpha=values["alpha"], delta=values["delta"]
+        )
     return context
 
 
@@ -309,17 +359,27 @@ def planner_panel(page: Page) -> dict[str, Any]:
         far = row["false_abstention_rate"]
         p = far["value"] if far and far["value"] is not None else 0.5
         have = row["graded_refused"]
-        reading.append({
-            "cutoff": row["cutoff"], "p": p, "assumed": far is None or far["value"] is None, "have": have,
-            # Both read the interval the table shows (its method, weights included), never a Wald
-            # figure that collapses to 0 when every graded item agrees.
-            "needed": grades_for_interval_half_width(p, half_width, method=document["interval"],
-                                                     confidence=confidence),
-            "now": _interval(far).half_width if have and far and far["value"] is not None else None,
-        })
-    context: dict[str, Any] = {"planner_form": form, "reading": reading, "half_width": half_width,
-                               "confidence": confidence,
-                               "interval_label": INTERVAL_LABELS.get(document["interval"], document["interval"])}
+        reading.append(
+            {
+                "cutoff": row["cutoff"],
+                "p": p,
+                "assumed": far is None or far["value"] is None,
+                "have": have,
+                # Both read the interval the table shows (its method, weights included), never a Wald
+                # figure that collapses to 0 when every graded item agrees.
+                "needed": grades_for_interval_half_width(
+                    p, half_width, method=document["interval"], confidence=confidence
+                ),
+                "now": _interval(far).half_width if have and far and far["value"] is not None else None,
+            }
+        )
+    context: dict[str, Any] = {
+        "planner_form": form,
+        "reading": reading,
+        "half_width": half_width,
+        "confidence": confidence,
+        "interval_label": INTERVAL_LABELS.get(document["interval"], document["interval"]),
+    }
     chosen = (form.cleaned_data.get("compare") if form.is_valid() else None) or form.data.get("compare")
     pair = next(((a, b) for a, b in pairs if f"{a:g}-{b:g}" == chosen), None)
     if pair:
@@ -332,8 +392,12 @@ def _separation(rows: list[dict[str, Any]], pair: tuple[float, float]) -> dict[s
     upper = next(r for r in rows if r["cutoff"] == pair[1])
     band = upper["band"]
     far = lower["false_abstention_rate"]
-    result: dict[str, Any] = {"lower": pair[0], "upper": pair[1], "have_below": lower["graded_refused"],
-                              "have_band": band["graded"] if band else 0}
+    result: dict[str, Any] = {
+        "lower": pair[0],
+        "upper": pair[1],
+        "have_below": lower["graded_refused"],
+        "have_band": band["graded"] if band else 0,
+    }
     if not far or far["value"] is None or not band or not band["graded"]:
         result["missing"] = "Grade some items below the lower cutoff and in the band first."
         return result
@@ -343,8 +407,7 @@ def _separation(rows: list[dict[str, Any]], pair: tuple[float, float]) -> dict[s
     if p_below == p_band or not refused_below or not refused_band:
         result["missing"] = "The two shares are equal so far; no sample size separates them."
         return result
-    plan = grades_to_separate_cutoffs(p_below=p_below, p_band=p_band,
-                                      band_to_below_ratio=refused_band / refused_below)
+    plan = grades_to_separate_cutoffs(p_below=p_below, p_band=p_band, band_to_below_ratio=refused_band / refused_below)
     return result | {"plan": plan}
 
 
@@ -363,8 +426,9 @@ def _calibration_document(page: Page, query: CalibrationQuery) -> dict[str, Any]
 def calibration_panel(page: Page) -> dict[str, Any]:
     form = CalibrationForm(page.params)
     values = form.values()
-    query = CalibrationQuery(window=page.query.window, bins=values["bins"], by=values["by"] or None,
-                             points=CHART_POINTS)
+    query = CalibrationQuery(
+        window=page.query.window, bins=values["bins"], by=values["by"] or None, points=CHART_POINTS
+    )
     document = _calibration_document(page, query)
     if document is None:
         return {"calibration_form": form, "calibration": None}
@@ -407,8 +471,7 @@ REGIONS: dict[str, tuple[str, tuple[Callable[[Page], dict[str, Any]], ...]]] = {
     "planner": ("analysis/partials/sample_planner.html", (planner_panel,)),
 }
 TAB_PANELS = {
-    "decide": (table_panel, bisection_panel, cost_panel, band_panel, certified_panel, planner_panel,
-               side_panels_panel),
+    "decide": (table_panel, bisection_panel, cost_panel, band_panel, certified_panel, planner_panel, side_panels_panel),
     "calibration": (calibration_panel,),
 }
 TAB_TEMPLATES = {"decide": "analysis/partials/decide_tab.html", "calibration": "analysis/partials/calibration_tab.html"}
@@ -424,14 +487,18 @@ def region(page: Page, target: str | None) -> tuple[str | None, dict[str, Any]]:
         template, builders = "analysis/partials/page.html", TAB_PANELS[page.tab]
     else:
         template, builders = None, TAB_PANELS[page.tab]
-    context: dict[str, Any] = {"page": page, "tab_template": TAB_TEMPLATES[page.tab],
-                               "errors_in_table": target == "op-table",
-                               "settings_form": SettingsForm(routes=page.routes, route=page.route, query=page.query,
-                                                             interval_labels=INTERVAL_LABELS),
-                               # The last answer also re-renders the table, to highlight the row it picks.
-                               "oob_table": target == "bisection",
-                               # New cutoffs change the planner's rows and pairs too.
-                               "oob_planner": target == "op-table"}
+    context: dict[str, Any] = {
+        "page": page,
+        "tab_template": TAB_TEMPLATES[page.tab],
+        "errors_in_table": target == "op-table",
+        "settings_form": SettingsForm(
+            routes=page.routes, route=page.route, query=page.query, interval_labels=INTERVAL_LABELS
+        ),
+        # The last answer also re-renders the table, to highlight the row it picks.
+        "oob_table": target == "bisection",
+        # New cutoffs change the planner's rows and pairs too.
+        "oob_planner": target == "op-table",
+    }
     with selectors.shared_reads():
         for build in builders:
             context |= build(page)

@@ -92,8 +92,12 @@ class OperatingPointsQuery:
     interval: str = "wilson"
 
     def cache_params(self) -> dict[str, Any]:
-        return {"window": self.window.as_dict(), "cutoffs": sorted(self.cutoffs),
-                "confidence": self.confidence, "interval": self.interval}
+        return {
+            "window": self.window.as_dict(),
+            "cutoffs": sorted(self.cutoffs),
+            "confidence": self.confidence,
+            "interval": self.interval,
+        }
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,12 @@ class CertifiedCutoffQuery:
     grid: tuple[float, ...] = DEFAULT_GRID
 
     def cache_params(self) -> dict[str, Any]:
-        return {"window": self.window.as_dict(), "alpha": self.alpha, "delta": self.delta,
-                "grid": sorted(set(self.grid))}
+        return {
+            "window": self.window.as_dict(),
+            "alpha": self.alpha,
+            "delta": self.delta,
+            "grid": sorted(set(self.grid)),
+        }
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,12 @@ class CalibrationQuery:
     """Thin the risk-coverage curve to at most this many points (AURC always uses all)."""
 
     def cache_params(self) -> dict[str, Any]:
-        return {"window": self.window.as_dict(), "bins": self.bins, "by": list(self.by) if self.by else None,
-                "points": self.points}
+        return {
+            "window": self.window.as_dict(),
+            "bins": self.bins,
+            "by": list(self.by) if self.by else None,
+            "points": self.points,
+        }
 
 
 class _Reader:
@@ -167,8 +179,9 @@ class _Reader:
             return default
         return int(raw)
 
-    def number_list(self, name: str, default: tuple[float, ...], limit: int, *, ranges: bool = False
-                    ) -> tuple[float, ...]:
+    def number_list(
+        self, name: str, default: tuple[float, ...], limit: int, *, ranges: bool = False
+    ) -> tuple[float, ...]:
         """Comma-separated numbers; with `ranges`, a part may also be `start:stop:step` (see _range)."""
         raw = self.raw(name)
         if raw is None:
@@ -227,7 +240,7 @@ class _Reader:
             prefix = next((p for p in FILTER_PREFIXES if name.startswith(p)), None)
             if prefix is None:
                 continue
-            key = name[len(prefix):]
+            key = name[len(prefix) :]
             value = self.raw(name)
             if not _KEY.fullmatch(key):
                 self.error(name, "needs a key of letters, digits, '_' or '-' (at most 64) after the dot.")
@@ -288,8 +301,9 @@ def _to_float(raw: str) -> float | None:
     return value if math.isfinite(value) and abs(value) <= 1e12 else None
 
 
-def parse_operating_points(params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()
-                           ) -> tuple[OperatingPointsQuery, list[dict[str, str]]]:
+def parse_operating_points(
+    params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()
+) -> tuple[OperatingPointsQuery, list[dict[str, str]]]:
     """The query with defaults in place of bad values, and the problems found (for the page)."""
     reader = _Reader(params)
     reader.refuse_unknown({"cutoffs", "confidence", "interval", *also_allowed})

@@ -40,8 +40,14 @@ def _common(route: Route, window: Window, sample: selectors.GradedSample) -> dic
 # --------------------------------------------------------------------------- operating points
 
 
-def _rows(population: int, served: dict[float, int], cutoffs: list[float], sample: selectors.GradedSample,
-          confidence: float, method: str) -> list[OperatingPointRow]:
+def _rows(
+    population: int,
+    served: dict[float, int],
+    cutoffs: list[float],
+    sample: selectors.GradedSample,
+    confidence: float,
+    method: str,
+) -> list[OperatingPointRow]:
     weights, strata = sample.weights_and_strata()
     return operating_points(
         population_size=population,
@@ -60,8 +66,7 @@ def operating_points_params(query: OperatingPointsQuery, curve: tuple[float, ...
     return query.cache_params() | {"curve": sorted(curve)}
 
 
-def operating_points_report(route: Route, query: OperatingPointsQuery, *,
-                            curve: tuple[float, ...] = ()) -> Document:
+def operating_points_report(route: Route, query: OperatingPointsQuery, *, curve: tuple[float, ...] = ()) -> Document:
     """The operating-points document of the API (README "API"), plus ``labels``, ``estimator`` and ``filters``.
 
     ``curve`` adds a second table over those cutoffs (``"curve"``: rows without the no-gate row)
@@ -78,13 +83,17 @@ def operating_points_report(route: Route, query: OperatingPointsQuery, *,
         served = dict(zip(everything, counts, strict=True))
         rows = _rows(population, served, cutoffs, sample, query.confidence, query.interval) if population else []
         document = {"route": route.slug} | operating_points_document(
-            rows, population_size=population, graded=sample.size, confidence=query.confidence,
+            rows,
+            population_size=population,
+            graded=sample.size,
+            confidence=query.confidence,
             method=query.interval,  # type: ignore[arg-type]
         )
         document |= {"estimator": sample.estimator} | _common(route, query.window, sample)
         if curve:
-            curve_rows = (_rows(population, served, sorted(curve), sample, query.confidence, query.interval)
-                          if population else [])
+            curve_rows = (
+                _rows(population, served, sorted(curve), sample, query.confidence, query.interval) if population else []
+            )
             document["curve"] = [row.as_dict() for row in curve_rows[1:]]
         return document
 
@@ -102,12 +111,23 @@ def band_report(route: Route, query: OperatingPointsQuery, *, band_lower: float,
             return {"route": route.slug, "population": 0, "segments": []}
         weights, strata = sample.weights_and_strata()
         table = band_table(
-            band_lower=band_lower, cutoff=cutoff, population_size=population, served_counts=served,
-            graded_scores=sample.scores, graded_correct=sample.correct, graded_weights=weights,
-            graded_strata=strata, confidence=query.confidence, method=query.interval,  # type: ignore[arg-type]
+            band_lower=band_lower,
+            cutoff=cutoff,
+            population_size=population,
+            served_counts=served,
+            graded_scores=sample.scores,
+            graded_correct=sample.correct,
+            graded_weights=weights,
+            graded_strata=strata,
+            confidence=query.confidence,
+            method=query.interval,  # type: ignore[arg-type]
         )
-        return {"route": route.slug, "population": population, "confidence": query.confidence,
-                "interval": query.interval} | table.as_dict()
+        return {
+            "route": route.slug,
+            "population": population,
+            "confidence": query.confidence,
+            "interval": query.interval,
+        } | table.as_dict()
 
     return cached(route, "band", params, compute)
 
@@ -141,23 +161,43 @@ def certified_cutoff_report(route: Route, query: CertifiedCutoffQuery) -> Docume
         sample = selectors.graded_sample(route, query.window)
         scope = selectors.graded_scope(route, query.window)
         if sample.uniform:
-            result = certify_cutoff(graded_scores=sample.scores, graded_correct=sample.correct,
-                                    alpha=query.alpha, delta=query.delta, grid=list(query.grid))
+            result = certify_cutoff(
+                graded_scores=sample.scores,
+                graded_correct=sample.correct,
+                alpha=query.alpha,
+                delta=query.delta,
+                grid=list(query.grid),
+            )
         else:
             result = Certification(
-                certified=False, cutoff=None, upper_bound=None, graded_served=None, wrong_served=None,
-                alpha=query.alpha, delta=query.delta, n_start=n_start(query.alpha, query.delta),
+                certified=False,
+                cutoff=None,
+                upper_bound=None,
+                graded_served=None,
+                wrong_served=None,
+                alpha=query.alpha,
+                delta=query.delta,
+                n_start=n_start(query.alpha, query.delta),
                 reason_code="sample_not_uniform",
-                reason=("the graded decisions were sampled with unequal inclusion probabilities; the "
-                        f"{RISK} can only be certified on a uniform sample."),
+                reason=(
+                    "the graded decisions were sampled with unequal inclusion probabilities; the "
+                    f"{RISK} can only be certified on a uniform sample."
+                ),
             )
         where, when = _window_in_words(route, query.window, scope)
-        return {"route": route.slug} | result.as_dict() | {
-            "confidence": 1.0 - query.delta,
-            "tie_policy": TIE_POLICY,
-            "statement": result.statement(route=where, window=when, versions=_versions_in_words(query.window, scope)),
-            "versions": scope.versions,
-        } | _common(route, query.window, sample)
+        return (
+            {"route": route.slug}
+            | result.as_dict()
+            | {
+                "confidence": 1.0 - query.delta,
+                "tie_policy": TIE_POLICY,
+                "statement": result.statement(
+                    route=where, window=when, versions=_versions_in_words(query.window, scope)
+                ),
+                "versions": scope.versions,
+            }
+            | _common(route, query.window, sample)
+        )
 
     return cached(route, CERTIFIED_CUTOFF, query.cache_params(), compute)
 
@@ -172,20 +212,31 @@ def calibration_report_for(route: Route, query: CalibrationQuery) -> Document:
     def compute() -> dict[str, Any]:
         sample = selectors.graded_sample(route, query.window, group_by=query.by)
         if sample.size and (sample.scores.min() < 0.0 or sample.scores.max() > 1.0):
-            raise InvalidInput("Calibration needs gate scores in [0, 1]; this route's graded scores run from "
-                               f"{sample.scores.min():g} to {sample.scores.max():g}.", code="scores_not_probabilities")
+            raise InvalidInput(
+                "Calibration needs gate scores in [0, 1]; this route's graded scores run from "
+                f"{sample.scores.min():g} to {sample.scores.max():g}.",
+                code="scores_not_probabilities",
+            )
         report = calibration_report(sample.scores, sample.correct, query.bins, max_points=query.points)
-        document = {"route": route.slug} | dict(report) | {
-            "binning": BINNING,
-            "tie_policy": TIE_POLICY,
-            "weighted": False,
-        } | _common(route, query.window, sample)
+        document = (
+            {"route": route.slug}
+            | dict(report)
+            | {
+                "binning": BINNING,
+                "tie_policy": TIE_POLICY,
+                "weighted": False,
+            }
+            | _common(route, query.window, sample)
+        )
         if not sample.uniform:
-            document["note"] = ("Graded decisions were sampled with unequal inclusion probabilities; calibration "
-                                "is reported over them as sampled, without weights.")
+            document["note"] = (
+                "Graded decisions were sampled with unequal inclusion probabilities; calibration "
+                "is reported over them as sampled, without weights."
+            )
         if query.by:
-            by_value = calibration_by_segment(sample.scores, sample.correct, list(sample.groups), query.bins,
-                                              max_points=query.points)
+            by_value = calibration_by_segment(
+                sample.scores, sample.correct, list(sample.groups), query.bins, max_points=query.points
+            )
             document["by"] = ".".join(query.by)
             document["segments"] = [{"value": value} | dict(part) for value, part in by_value.items()]
         return document

@@ -99,11 +99,21 @@ def population_served_counts(route: Route, window: Window, cutoffs: list[float])
     edges = sorted(set(cutoffs))
     if not edges:
         return _decisions(route, window).count(), []
-    bucket = Func(F("gate_score"), Cast(Value(edges), ArrayField(FloatField())),
-                  function="width_bucket", output_field=IntegerField())
+    bucket = Func(
+        F("gate_score"),
+        Cast(Value(edges), ArrayField(FloatField())),
+        function="width_bucket",
+        output_field=IntegerField(),
+    )
     counts = np.zeros(len(edges) + 1, dtype=np.int64)
-    for index, count in (_decisions(route, window).annotate(bucket=bucket).values("bucket")
-                         .annotate(n=Count("*")).order_by().values_list("bucket", "n")):
+    for index, count in (
+        _decisions(route, window)
+        .annotate(bucket=bucket)
+        .values("bucket")
+        .annotate(n=Count("*"))
+        .order_by()
+        .values_list("bucket", "n")
+    ):
         counts[index] = count
     at_or_above = np.cumsum(counts[::-1])[::-1]  # at_or_above[i]: scores in bucket i or higher
     served = {edge: int(at_or_above[i + 1]) for i, edge in enumerate(edges)}
@@ -153,8 +163,12 @@ class GradedSample:
         """Which labels are imported graded sets and which are blind console grades."""
         imported = int(np.count_nonzero(self.imported))
         names, counts = np.unique(self.methods.astype(str), return_counts=True)
-        return {"imported": imported, "blind": self.size - imported, "imported_sources": list(self.sources),
-                "by_method": dict(zip(names.tolist(), counts.tolist(), strict=True))}
+        return {
+            "imported": imported,
+            "blind": self.size - imported,
+            "imported_sources": list(self.sources),
+            "by_method": dict(zip(names.tolist(), counts.tolist(), strict=True)),
+        }
 
 
 _shared: ContextVar[dict | None] = ContextVar("shared_policy_reads", default=None)
@@ -207,17 +221,27 @@ def _graded_sample(route: Route, window: Window, group_by: tuple[str, str] | Non
     rows = list(queryset.values_list(*columns))
     if not rows:
         empty = np.array([], dtype=object)
-        return GradedSample(np.array([], dtype=float), np.array([], dtype=bool), np.array([], dtype=float),
-                            empty, np.array([], dtype=bool), (), empty, empty if group_by else None)
+        return GradedSample(
+            np.array([], dtype=float),
+            np.array([], dtype=bool),
+            np.array([], dtype=float),
+            empty,
+            np.array([], dtype=bool),
+            (),
+            empty,
+            empty if group_by else None,
+        )
     fields = list(zip(*rows, strict=True))
     methods = np.array(fields[2], dtype=object)
     imported = methods == LabelMethod.IMPORTED
     # An imported set was not drawn by the route's grading plan, even when its decisions also
     # hold a pool item: its labels carry no inclusion probability of their own.
-    probability = np.array([1.0 if i or p is None else p for p, i in zip(fields[4], imported, strict=True)],
-                           dtype=float)
-    strata = np.array([IMPORTED_STRATUM if i or s is None else s for s, i in zip(fields[5], imported, strict=True)],
-                      dtype=object)
+    probability = np.array(
+        [1.0 if i or p is None else p for p, i in zip(fields[4], imported, strict=True)], dtype=float
+    )
+    strata = np.array(
+        [IMPORTED_STRATUM if i or s is None else s for s, i in zip(fields[5], imported, strict=True)], dtype=object
+    )
     sources = tuple(sorted({s for s, i in zip(fields[3], imported.tolist(), strict=True) if i and s}))
     groups = np.array(["" if g is None else g for g in fields[6]], dtype=object) if group_by else None
     return GradedSample(

@@ -20,8 +20,11 @@ def stats_refresh_stale() -> int:
     """Beat: queue a recompute for every route whose default table is missing for its current data,
     i.e. whose decisions or labels changed since the last computation."""
     default_table = reports.operating_points_params(OperatingPointsQuery())
-    stale = [route.pk for route in Route.objects.all()
-             if not cache.is_current(route, reports.OPERATING_POINTS, default_table)]
+    stale = [
+        route.pk
+        for route in Route.objects.all()
+        if not cache.is_current(route, reports.OPERATING_POINTS, default_table)
+    ]
     for route_id in stale:
         enqueue(stats_recompute, route_id)
     return len(stale)

@@ -12,8 +12,13 @@ from django_htmx.http import push_url
 from console.accounts import permissions
 from console.analysis import panels, reports
 
-CSV_INTERVALS = ("abstention_rate", "false_abstention_rate", "correct_withheld_per_1000", "wrong_served_per_1000",
-                 "exchange_rate")
+CSV_INTERVALS = (
+    "abstention_rate",
+    "false_abstention_rate",
+    "correct_withheld_per_1000",
+    "wrong_served_per_1000",
+    "exchange_rate",
+)
 
 
 def _read_page(request) -> panels.Page:
@@ -53,13 +58,25 @@ def operating_points_csv(request):
         header += [name, f"{name}_low", f"{name}_high"]
     writer.writerow([*header, "confidence", "interval", "exchange_rate_interval", "tie_policy"])
     for row in document["rows"]:
-        line = ["" if row["cutoff"] is None else row["cutoff"], row["refused"], row["served"],
-                row["graded_refused"], row["graded_served"]]
+        line = [
+            "" if row["cutoff"] is None else row["cutoff"],
+            row["refused"],
+            row["served"],
+            row["graded_refused"],
+            row["graded_served"],
+        ]
         for name in CSV_INTERVALS:
             cell = row[name] or {}
             # Inside an exchange rate a missing bound is unbounded (the band has no wrong answer).
             missing = "inf" if name == "exchange_rate" and cell else ""
             line += [missing if cell.get(k) is None else cell[k] for k in ("value", "low", "high")]
-        writer.writerow([*line, document["confidence"], document["interval"], document["exchange_rate_interval"],
-                         document["tie_policy"]])
+        writer.writerow(
+            [
+                *line,
+                document["confidence"],
+                document["interval"],
+                document["exchange_rate_interval"],
+                document["tie_policy"],
+            ]
+        )
     return response

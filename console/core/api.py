@@ -15,9 +15,19 @@ from console.core.errors import ServiceError
 logger = logging.getLogger("console.api")
 
 # The error envelope as the OpenAPI schema shows it; every API view lists it for its error statuses.
-ERROR_SCHEMA = inline_serializer("Error", {"error": inline_serializer("ErrorBody", {
-    "code": serializers.CharField(), "message": serializers.CharField(), "details": serializers.JSONField(),
-})})
+ERROR_SCHEMA = inline_serializer(
+    "Error",
+    {
+        "error": inline_serializer(
+            "ErrorBody",
+            {
+                "code": serializers.CharField(),
+                "message": serializers.CharField(),
+                "details": serializers.JSONField(),
+            },
+        )
+    },
+)
 
 _CODES = {
     400: "invalid",
@@ -71,8 +81,9 @@ def exception_handler(exc, context):
     # Anything else is a bug: log it with its traceback, and answer in the envelope rather than
     # Django's HTML page so a client can still read the error (DRF rolls the transaction back).
     request = context.get("request")
-    logger.error("Unhandled error in %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"),
-                 exc_info=exc)
+    logger.error(
+        "Unhandled error in %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"), exc_info=exc
+    )
     return error_response(500, "server_error", SERVER_ERROR_MESSAGE)
 
 

@@ -13,15 +13,17 @@ def batch_records(body: Any, key: str) -> list:
         raise InvalidInput(f'Body must be {{"{key}": [...]}}.', code="invalid_body")
     records = body[key]
     if len(records) > settings.INGEST_MAX_BATCH:
-        raise TooLarge(f"At most {settings.INGEST_MAX_BATCH} {key} per call; got {len(records)}.",
-                       code="batch_too_large")
+        raise TooLarge(
+            f"At most {settings.INGEST_MAX_BATCH} {key} per call; got {len(records)}.", code="batch_too_large"
+        )
     if not records:
         raise InvalidInput("The batch is empty.", code="empty_batch")
     return records
 
 
-def raise_batch_invalid(*, total: int, records_noun: str, errors: list[dict], unknown: list[dict],
-                        unknown_code: str, unknown_noun: str) -> None:
+def raise_batch_invalid(
+    *, total: int, records_noun: str, errors: list[dict], unknown: list[dict], unknown_code: str, unknown_noun: str
+) -> None:
     """400 listing every problem of a batch by index and field; nothing was written.
 
     `unknown` are the items naming something that does not exist (each with its `value`); when

@@ -7,8 +7,9 @@ class ServiceError(Exception):
     status = 400
     code = "invalid"
 
-    def __init__(self, message: str, *, details: Any = None, code: str | None = None,
-                 status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, details: Any = None, code: str | None = None, status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details

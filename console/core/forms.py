@@ -15,9 +15,18 @@ class IsoDateInput(forms.DateInput):
     input_type = "text"
 
     def __init__(self, attrs: dict | None = None):
-        super().__init__(format="%Y-%m-%d", attrs={
-            "placeholder": "YYYY-MM-DD", "pattern": r"\d{4}-\d{2}-\d{2}", "inputmode": "numeric",
-            "size": 10, "maxlength": 10, "autocomplete": "off", **(attrs or {})})
+        super().__init__(
+            format="%Y-%m-%d",
+            attrs={
+                "placeholder": "YYYY-MM-DD",
+                "pattern": r"\d{4}-\d{2}-\d{2}",
+                "inputmode": "numeric",
+                "size": 10,
+                "maxlength": 10,
+                "autocomplete": "off",
+                **(attrs or {}),
+            },
+        )
 
 
 def iso_date_field(**kwargs) -> forms.DateField:

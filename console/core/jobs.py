@@ -32,15 +32,25 @@ logger = logging.getLogger(__name__)
 
 # A database that is briefly away is worth waiting for; any other failure is recorded by the
 # service itself (a failed shadow run, a failed span check) and not retried blindly.
-DATABASE_RETRY = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": True,
-                  "retry_backoff_max": 600, "retry_jitter": True, "max_retries": 8}
+DATABASE_RETRY = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "retry_backoff_max": 600,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
 
 
 def job(name: str, *, soft_time_limit: int = 300, time_limit: int | None = None):
     """Declare a Celery task by the project's conventions. `time_limit` (the hard kill) defaults to
     a minute past the soft limit, which raises SoftTimeLimitExceeded inside the task first."""
-    return shared_task(name=name, acks_late=True, soft_time_limit=soft_time_limit,
-                       time_limit=time_limit or soft_time_limit + 60, **DATABASE_RETRY)
+    return shared_task(
+        name=name,
+        acks_late=True,
+        soft_time_limit=soft_time_limit,
+        time_limit=time_limit or soft_time_limit + 60,
+        **DATABASE_RETRY,
+    )
 
 
 def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:

@@ -88,13 +88,23 @@ class RejectNulInPathMiddleware:
         return self.get_response(request)
 
 
-_TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 409: "Conflict", 413: "Too large",
-           500: "Server error"}
+_TITLES = {
+    400: "Bad request",
+    403: "Not allowed",
+    404: "Not found",
+    409: "Conflict",
+    413: "Too large",
+    500: "Server error",
+}
 
 
 def error_page(request, status: int, message: str):
-    return render(request, "error.html", {"status": status, "title": _TITLES.get(status, "Error"),
-                                          "message": message}, status=status)
+    return render(
+        request,
+        "error.html",
+        {"status": status, "title": _TITLES.get(status, "Error"), "message": message},
+        status=status,
+    )
 
 
 def page_not_found(request, exception=None):

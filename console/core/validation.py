@@ -40,8 +40,16 @@ class FieldErrors:
         self.items.append({"index": index, "field": printable(path), "message": printable(message)})
 
 
-def text_field(errors: FieldErrors, index: int, path: str, value: Any, *, max_len: int,
-          required: bool = True, allow_empty: bool = False) -> str | None:
+def text_field(
+    errors: FieldErrors,
+    index: int,
+    path: str,
+    value: Any,
+    *,
+    max_len: int,
+    required: bool = True,
+    allow_empty: bool = False,
+) -> str | None:
     if value is None:
         if required:
             errors.add(index, path, "is required")

@@ -17,21 +17,42 @@ from console.disputes.models import USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
 from console.ledger.selectors import get_decision_for_user, readable_routes
 
-_DISPUTE = inline_serializer("Dispute", {
-    "id": serializers.IntegerField(), "route": serializers.CharField(), "request_id": serializers.CharField(),
-    "decision": serializers.IntegerField(allow_null=True), "kind": serializers.ChoiceField(Kind.values),
-    "status": serializers.ChoiceField(Status.values), "reason": serializers.CharField(),
-    "evidence": serializers.JSONField(allow_null=True), "quote_ranges": serializers.JSONField(allow_null=True),
-    "opened_at": serializers.DateTimeField(), "due_by": serializers.DateTimeField(),
-    "escalated_at": serializers.DateTimeField(allow_null=True), "overdue": serializers.BooleanField(),
-    "no_signed_escalation_path": serializers.BooleanField(), "assigned_to": serializers.CharField(allow_null=True),
-    "note": serializers.CharField()})
-_OPEN = inline_serializer("DisputeOpen", {
-    "kind": serializers.ChoiceField(USER_KINDS), "reason": serializers.CharField(max_length=5000),
-    "evidence": serializers.JSONField(allow_null=True, help_text='{"passage_id", "quote"} | {"url", "quote"} | null'),
-    "contact": serializers.CharField(required=False)})
-_RESOLVE = inline_serializer("DisputeResolve", {
-    "resolution": serializers.ChoiceField(["upheld", "overturned", "withdrawn"]), "note": serializers.CharField()})
+_DISPUTE = inline_serializer(
+    "Dispute",
+    {
+        "id": serializers.IntegerField(),
+        "route": serializers.CharField(),
+        "request_id": serializers.CharField(),
+        "decision": serializers.IntegerField(allow_null=True),
+        "kind": serializers.ChoiceField(Kind.values),
+        "status": serializers.ChoiceField(Status.values),
+        "reason": serializers.CharField(),
+        "evidence": serializers.JSONField(allow_null=True),
+        "quote_ranges": serializers.JSONField(allow_null=True),
+        "opened_at": serializers.DateTimeField(),
+        "due_by": serializers.DateTimeField(),
+        "escalated_at": serializers.DateTimeField(allow_null=True),
+        "overdue": serializers.BooleanField(),
+        "no_signed_escalation_path": serializers.BooleanField(),
+        "assigned_to": serializers.CharField(allow_null=True),
+        "note": serializers.CharField(),
+    },
+)
+_OPEN = inline_serializer(
+    "DisputeOpen",
+    {
+        "kind": serializers.ChoiceField(USER_KINDS),
+        "reason": serializers.CharField(max_length=5000),
+        "evidence": serializers.JSONField(
+            allow_null=True, help_text='{"passage_id", "quote"} | {"url", "quote"} | null'
+        ),
+        "contact": serializers.CharField(required=False),
+    },
+)
+_RESOLVE = inline_serializer(
+    "DisputeResolve",
+    {"resolution": serializers.ChoiceField(["upheld", "overturned", "withdrawn"]), "note": serializers.CharField()},
+)
 _LIST = inline_serializer("DisputeList", {"disputes": serializers.ListField(child=_DISPUTE)})
 _LINK = inline_serializer("AppealLink", {"url": serializers.CharField()})
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
@@ -41,27 +62,34 @@ class DecisionDisputesApi(APIView):
     @extend_schema(
         summary="Dispute a refusal",
         description="Every role that may read the route's decisions, `reader` included. A quote from a logged "
-                    "passage is checked by the span verifier and its byte and character ranges stored; not found: "
-                    "400 `quote_not_found`. A served decision: 400 `not_refused`. A second open dispute of the same "
-                    "decision by the same person: 409 `already_open` with the first's id in `details`.",
-        request=_OPEN, responses={201: _DISPUTE, 400: ERROR, 409: ERROR, **_ERRORS})
+        "passage is checked by the span verifier and its byte and character ranges stored; not found: "
+        "400 `quote_not_found`. A served decision: 400 `not_refused`. A second open dispute of the same "
+        "decision by the same person: 409 `already_open` with the first's id in `details`.",
+        request=_OPEN,
+        responses={201: _DISPUTE, 400: ERROR, 409: ERROR, **_ERRORS},
+    )
     def post(self, request: Request, decision_id: int) -> Response:
         decision = get_decision_for_user(request.user, pk=decision_id)
         data = parse_dispute(request.data)
-        dispute = services.dispute_open(actor=Actor.from_request(request), user=request.user, decision=decision,
-                                        data=data)
-        return Response(selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute.pk)),
-                        status=201)
+        dispute = services.dispute_open(
+            actor=Actor.from_request(request), user=request.user, decision=decision, data=data
+        )
+        return Response(selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute.pk)), status=201)
 
 
 class DisputeListApi(APIView):
-    @extend_schema(operation_id="v1_disputes_list",
-                   summary="Disputes, soonest due first (open ones unless `status` says otherwise)",
-                   parameters=[OpenApiParameter("route", str), OpenApiParameter("status", str,
-                                                                                enum=[*Status.values, "all"]),
-                               OpenApiParameter("kind", str, enum=Kind.values), OpenApiParameter("overdue", bool),
-                               OpenApiParameter("mine", bool)],
-                   responses={200: _LIST, **_ERRORS})
+    @extend_schema(
+        operation_id="v1_disputes_list",
+        summary="Disputes, soonest due first (open ones unless `status` says otherwise)",
+        parameters=[
+            OpenApiParameter("route", str),
+            OpenApiParameter("status", str, enum=[*Status.values, "all"]),
+            OpenApiParameter("kind", str, enum=Kind.values),
+            OpenApiParameter("overdue", bool),
+            OpenApiParameter("mine", bool),
+        ],
+        responses={200: _LIST, **_ERRORS},
+    )
     def get(self, request: Request) -> Response:
         disputes = selectors.dispute_list(request.user, selectors.DisputeFilters.from_params(request.query_params))
         return Response({"disputes": [selectors.dispute_as_dict(d) for d in disputes[:500]]})
@@ -74,8 +102,12 @@ class DisputeDetailApi(APIView):
 
 
 class DisputeAssignApi(APIView):
-    @extend_schema(summary="Take a dispute (assign it to me)", description="Reviewers and policy owners of the route.",
-                   request=None, responses={200: _DISPUTE, 409: ERROR, **_ERRORS})
+    @extend_schema(
+        summary="Take a dispute (assign it to me)",
+        description="Reviewers and policy owners of the route.",
+        request=None,
+        responses={200: _DISPUTE, 409: ERROR, **_ERRORS},
+    )
     def post(self, request: Request, dispute_id: int) -> Response:
         dispute = selectors.get_dispute_for_user(request.user, dispute_id)
         services.dispute_assign(actor=Actor.from_request(request), user=request.user, dispute=dispute)
@@ -83,27 +115,38 @@ class DisputeAssignApi(APIView):
 
 
 class DisputeResolveApi(APIView):
-    @extend_schema(summary="Resolve a dispute", description="`upheld` or `overturned` by reviewers and policy owners "
-                   "of the route; `withdrawn` by its opener. A note is required. The opener and an appellant who left "
-                   "an email are notified.", request=_RESOLVE, responses={200: _DISPUTE, 400: ERROR, 409: ERROR,
-                                                                          **_ERRORS})
+    @extend_schema(
+        summary="Resolve a dispute",
+        description="`upheld` or `overturned` by reviewers and policy owners "
+        "of the route; `withdrawn` by its opener. A note is required. The opener and an appellant who left "
+        "an email are notified.",
+        request=_RESOLVE,
+        responses={200: _DISPUTE, 400: ERROR, 409: ERROR, **_ERRORS},
+    )
     def post(self, request: Request, dispute_id: int) -> Response:
         dispute = selectors.get_dispute_for_user(request.user, dispute_id)
         resolution, note = parse_resolution(request.data)
-        services.dispute_resolve(actor=Actor.from_request(request), user=request.user, dispute=dispute,
-                                 resolution=resolution, note=note)
+        services.dispute_resolve(
+            actor=Actor.from_request(request), user=request.user, dispute=dispute, resolution=resolution, note=note
+        )
         return Response(selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute_id)))
 
 
 class AppealLinkApi(APIView):
-    @extend_schema(summary="The appeal link of a decision", description="For the answering system to show in its "
-                   "refusal message; works before the decision is ingested. Integrators, reviewers and policy owners "
-                   "of the route.", responses={200: _LINK, **_ERRORS})
+    @extend_schema(
+        summary="The appeal link of a decision",
+        description="For the answering system to show in its "
+        "refusal message; works before the decision is ingested. Integrators, reviewers and policy owners "
+        "of the route.",
+        responses={200: _LINK, **_ERRORS},
+    )
     def get(self, request: Request, slug: str, request_id: str) -> Response:
         route = readable_routes(request.user).filter(slug=slug).first()
         if route is None or not permissions.can_read_appeal_link(request.user, route):
             raise NotFound(f"No route {slug!r}.")
         if not services.storable_request_id(request_id):
-            raise InvalidInput("request_id must be 1 to 200 characters of valid Unicode without NUL.",
-                               details=[{"field": "request_id", "message": "not a storable request id"}])
+            raise InvalidInput(
+                "request_id must be 1 to 200 characters of valid Unicode without NUL.",
+                details=[{"field": "request_id", "message": "not a storable request id"}],
+            )
         return Response({"url": services.appeal_path(route, request_id)})

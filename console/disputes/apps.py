@@ -13,8 +13,12 @@ class DisputesConfig(AppConfig):
         from console.ledger.hooks import register_after_ingest, register_decision_filter, register_route_summary
 
         register_after_ingest(tasks.appeals_attach)
-        register_decision_filter("disputed", label="Disputed", condition=views.disputed_condition,
-                                 badge=True,
-                                 help_text="Someone disputed the refusal, or the person refused appealed it.")
+        register_decision_filter(
+            "disputed",
+            label="Disputed",
+            condition=views.disputed_condition,
+            badge=True,
+            help_text="Someone disputed the refusal, or the person refused appealed it.",
+        )
         register_side_panel(views.analysis_side_panel)
         register_route_summary(views.dashboard_lines)

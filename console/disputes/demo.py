@@ -16,16 +16,28 @@ def demo_disputes(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
     agent, hr = users.get("agent"), routes.get("hr-policy")
     if agent is None or hr is None or Dispute.objects.filter(route=hr).exists():
         return
-    refused = list(Decision.objects.filter(route=hr, outcome=Outcome.REFUSED)
-                   .prefetch_related("ranked_passages__passage").order_by("-gate_score")[:2])
+    refused = list(
+        Decision.objects.filter(route=hr, outcome=Outcome.REFUSED)
+        .prefetch_related("ranked_passages__passage")
+        .order_by("-gate_score")[:2]
+    )
     if len(refused) < 2:
         return
     first = refused[0]
     link = first.ranked_passages.order_by("rank").first()
     if link is not None:
         quote = " ".join(link.passage.text.split()[:6])
-        services.dispute_open(actor=Actor.user(agent), user=agent, decision=first, data=DisputeInput(
-            kind="answerable_from_passages", reason="The top passage answers this; the employee waited for nothing.",
-            passage_id=link.passage_id, quote=quote))
-    services.appeal_open(route=hr, request_id=refused[1].request_id,
-                         message="I still need to know how many days of leave I have left.")
+        services.dispute_open(
+            actor=Actor.user(agent),
+            user=agent,
+            decision=first,
+            data=DisputeInput(
+                kind="answerable_from_passages",
+                reason="The top passage answers this; the employee waited for nothing.",
+                passage_id=link.passage_id,
+                quote=quote,
+            ),
+        )
+    services.appeal_open(
+        route=hr, request_id=refused[1].request_id, message="I still need to know how many days of leave I have left."
+    )

@@ -46,47 +46,78 @@ MAX_NOTE = 5_000
 class Dispute(models.Model):
     route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="disputes")
     request_id = models.CharField(max_length=200, help_text="The decision's request id within the route.")
-    decision = models.ForeignKey("ledger.Decision", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="disputes", help_text="Empty for an appeal made before ingest.")
+    decision = models.ForeignKey(
+        "ledger.Decision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="disputes",
+        help_text="Empty for an appeal made before ingest.",
+    )
     kind = models.CharField(max_length=32, choices=Kind.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     reason = models.TextField(help_text="The opener's argument, or the appellant's message.")
-    passage = models.ForeignKey("ledger.Passage", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", help_text="The logged passage the quote comes from.")
+    passage = models.ForeignKey(
+        "ledger.Passage",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The logged passage the quote comes from.",
+    )
     source_url = models.CharField(max_length=2000, blank=True, help_text="An outside source of the quote.")
     quote = models.TextField(blank=True)
-    quote_ranges = models.JSONField(null=True, blank=True,
-                                    help_text='{"bytes": [[a, b]], "chars": [[c, d]]} of the quote in its passage.')
+    quote_ranges = models.JSONField(
+        null=True, blank=True, help_text='{"bytes": [[a, b]], "chars": [[c, d]]} of the quote in its passage.'
+    )
     contact = models.CharField(max_length=300, blank=True, help_text="How to reach the opener for follow-up.")
-    opened_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="disputes_opened", help_text="Empty for an appeal.")
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="disputes_opened",
+        help_text="Empty for an appeal.",
+    )
     appellant_email = models.CharField(max_length=300, blank=True)
     opened_at = models.DateTimeField()
-    policy = models.ForeignKey("governance.PolicyVersion", null=True, blank=True, on_delete=models.PROTECT,
-                               related_name="+", help_text="The signed policy in force when the dispute was opened.")
+    policy = models.ForeignKey(
+        "governance.PolicyVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The signed policy in force when the dispute was opened.",
+    )
     response_hours = models.PositiveSmallIntegerField(help_text="The promised response time the clock runs on.")
     due_by = models.DateTimeField()
     escalated_at = models.DateTimeField(null=True, blank=True)
-    assigned_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="disputes_assigned")
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="disputes_assigned"
+    )
     assigned_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="disputes_resolved")
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="disputes_resolved"
+    )
     resolution_note = models.TextField(blank=True)
 
     class Meta:
         ordering = ["due_by", "pk"]
         indexes = [
             models.Index(fields=["route", "request_id"], name="dispute_route_request"),
-            models.Index(fields=["due_by"], condition=Q(status="open", escalated_at__isnull=True),
-                         name="dispute_escalation_due"),
+            models.Index(
+                fields=["due_by"], condition=Q(status="open", escalated_at__isnull=True), name="dispute_escalation_due"
+            ),
         ]
         constraints = [
             # One open dispute per person per decision; the service answers 409 before this fires,
             # the index settles two requests that race.
-            models.UniqueConstraint(fields=["opened_by", "route", "request_id"],
-                                    condition=Q(status="open", opened_by__isnull=False), name="one_open_dispute"),
+            models.UniqueConstraint(
+                fields=["opened_by", "route", "request_id"],
+                condition=Q(status="open", opened_by__isnull=False),
+                name="one_open_dispute",
+            ),
         ]
 
     def __str__(self) -> str:

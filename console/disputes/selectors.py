@@ -39,9 +39,13 @@ class DisputeFilters:
             return cls(no_such_route=True)  # no slug is like this: the list is empty, not a database error
         status = params.get("status", "")
         kind = params.get("kind", "")
-        return cls(route=route, status=status if status in Status.values or status == "all"
-                   else "", kind=kind if kind in Kind.values else "",
-                   overdue=params.get("overdue", "").lower() in truthy, mine=params.get("mine", "").lower() in truthy)
+        return cls(
+            route=route,
+            status=status if status in Status.values or status == "all" else "",
+            kind=kind if kind in Kind.values else "",
+            overdue=params.get("overdue", "").lower() in truthy,
+            mine=params.get("mine", "").lower() in truthy,
+        )
 
 
 def dispute_list(user, filters: DisputeFilters) -> QuerySet[Dispute]:
@@ -68,8 +72,12 @@ def get_dispute_for_user(user, pk: int) -> Dispute:
     """The dispute if the user may read its route's decisions; 404 otherwise (no hint it exists)."""
     if not permissions.can_read_disputes(user):
         raise Forbidden("Your role does not allow reading this.")  # no word of disputes to graders
-    dispute = (readable_disputes(user).select_related("route", "decision", "passage", "opened_by", "assigned_to",
-                                                      "resolved_by", "policy").filter(pk=pk).first())
+    dispute = (
+        readable_disputes(user)
+        .select_related("route", "decision", "passage", "opened_by", "assigned_to", "resolved_by", "policy")
+        .filter(pk=pk)
+        .first()
+    )
     if dispute is None:
         raise NotFound("No such dispute.")
     return dispute
@@ -83,9 +91,11 @@ def decision_of(dispute: Dispute) -> Decision | None:
 
 def disputes_of_decision(decision: Decision) -> list[Dispute]:
     """Its disputes, appeals made before ingest included (matched on route and request id)."""
-    return list(Dispute.objects.filter(Q(decision=decision) | Q(route_id=decision.route_id,
-                                                                 request_id=decision.request_id))
-                .select_related("passage", "opened_by", "assigned_to", "resolved_by").order_by("opened_at", "pk"))
+    return list(
+        Dispute.objects.filter(Q(decision=decision) | Q(route_id=decision.route_id, request_id=decision.request_id))
+        .select_related("passage", "opened_by", "assigned_to", "resolved_by")
+        .order_by("opened_at", "pk")
+    )
 
 
 def is_overdue(dispute: Dispute, now=None) -> bool:
@@ -99,16 +109,23 @@ def dispute_as_dict(dispute: Dispute) -> dict[str, Any]:
     elif dispute.source_url:
         evidence = {"url": dispute.source_url, "quote": dispute.quote}
     return {
-        "id": dispute.pk, "route": dispute.route.slug, "request_id": dispute.request_id,
+        "id": dispute.pk,
+        "route": dispute.route.slug,
+        "request_id": dispute.request_id,
         "decision": dispute.decision_id or getattr(decision_of(dispute), "pk", None),
-        "kind": dispute.kind, "status": dispute.status,
+        "kind": dispute.kind,
+        "status": dispute.status,
         "resolution": None if dispute.is_open else dispute.status,
-        "reason": dispute.reason, "evidence": evidence, "quote_ranges": dispute.quote_ranges,
+        "reason": dispute.reason,
+        "evidence": evidence,
+        "quote_ranges": dispute.quote_ranges,
         "contact": dispute.contact,
         "opened_by": dispute.opened_by.get_username() if dispute.opened_by_id else None,
         "appeal": dispute.kind == Kind.APPEAL,
-        "opened_at": dispute.opened_at.isoformat(), "due_by": dispute.due_by.isoformat(),
-        "response_hours": dispute.response_hours, "overdue": is_overdue(dispute),
+        "opened_at": dispute.opened_at.isoformat(),
+        "due_by": dispute.due_by.isoformat(),
+        "response_hours": dispute.response_hours,
+        "overdue": is_overdue(dispute),
         "policy_version": dispute.policy.version if dispute.policy_id else None,
         "no_signed_escalation_path": dispute.no_signed_escalation_path,
         "escalated_at": dispute.escalated_at.isoformat() if dispute.escalated_at else None,
@@ -142,17 +159,24 @@ def highlighted_quote(dispute: Dispute) -> list[tuple[str, bool]]:
 
 # --- beside the measurement -------------------------------------------------------------------
 
+
 def band_summary(route: Route, edges: list[float]) -> list[dict[str, Any]]:
     """Per score band [edges[i], edges[i+1]) of the disputed decisions' gate scores: opened,
     overturned, upheld and the median hours to resolution (upheld or overturned)."""
-    rows = [{"low": low, "high": high, "opened": 0, "overturned": 0, "upheld": 0, "hours": []}
-            for low, high in zip(edges, edges[1:], strict=False)]
-    disputes = (Dispute.objects.filter(route=route)
-                .filter(Q(decision__isnull=False) | Q(request_id__in=Decision.objects.filter(route=route)
-                                                      .values("request_id")))
-                .values_list("decision__gate_score", "request_id", "status", "opened_at", "resolved_at"))
-    scores = dict(Decision.objects.filter(route=route, request_id__in=[d[1] for d in disputes if d[0] is None])
-                  .values_list("request_id", "gate_score"))
+    rows = [
+        {"low": low, "high": high, "opened": 0, "overturned": 0, "upheld": 0, "hours": []}
+        for low, high in zip(edges, edges[1:], strict=False)
+    ]
+    disputes = (
+        Dispute.objects.filter(route=route)
+        .filter(Q(decision__isnull=False) | Q(request_id__in=Decision.objects.filter(route=route).values("request_id")))
+        .values_list("decision__gate_score", "request_id", "status", "opened_at", "resolved_at")
+    )
+    scores = dict(
+        Decision.objects.filter(route=route, request_id__in=[d[1] for d in disputes if d[0] is None]).values_list(
+            "request_id", "gate_score"
+        )
+    )
     for score, request_id, status, opened_at, resolved_at in disputes:
         score = scores.get(request_id) if score is None else score
         if score is None:

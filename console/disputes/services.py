@@ -38,6 +38,7 @@ APPEALS_PER_LINK = 3
 
 # --- the clock ------------------------------------------------------------------------------------
 
+
 def _clock(route: Route, opened_at: datetime) -> tuple[PolicyVersion | None, int, datetime]:
     policy = policy_in_force(route)
     hours = policy.escalation_response_hours if policy else settings.DISPUTES_DEFAULT_RESPONSE_HOURS
@@ -45,21 +46,34 @@ def _clock(route: Route, opened_at: datetime) -> tuple[PolicyVersion | None, int
 
 
 def _summary(dispute: Dispute) -> dict[str, Any]:
-    return {"kind": dispute.kind, "request_id": dispute.request_id, "decision": dispute.decision_id,
-            "due_by": dispute.due_by.isoformat(), "policy": dispute.policy_id, "response_hours": dispute.response_hours}
+    return {
+        "kind": dispute.kind,
+        "request_id": dispute.request_id,
+        "decision": dispute.decision_id,
+        "due_by": dispute.due_by.isoformat(),
+        "policy": dispute.policy_id,
+        "response_hours": dispute.response_hours,
+    }
 
 
 # --- opening --------------------------------------------------------------------------------------
 
+
 def _quote_in_passage(decision: Decision, passage_id: int, quote: str) -> tuple[Any, dict[str, list]]:
     link = decision.ranked_passages.filter(passage_id=passage_id).select_related("passage").first()
     if link is None:
-        raise InvalidInput("The passage is not one of this decision's logged passages.", code="unknown_passage",
-                           details=[{"field": "evidence.passage_id", "message": "not a passage of this decision"}])
+        raise InvalidInput(
+            "The passage is not one of this decision's logged passages.",
+            code="unknown_passage",
+            details=[{"field": "evidence.passage_id", "message": "not a passage of this decision"}],
+        )
     result = verify_span(link.passage.text, quote)
     if not result.supported:
-        raise InvalidInput("The quote was not found in that passage.", code="quote_not_found",
-                           details=[{"field": "evidence.quote", "message": "not found in the passage"}])
+        raise InvalidInput(
+            "The quote was not found in that passage.",
+            code="quote_not_found",
+            details=[{"field": "evidence.quote", "message": "not found in the passage"}],
+        )
     ranges = {"bytes": [list(r) for r in result.match_ranges], "chars": [list(r) for r in result.char_ranges]}
     return link.passage, ranges
 
@@ -82,12 +96,30 @@ def dispute_open(*, actor: Actor, user, decision: Decision, data: DisputeInput) 
             if first is not None:
                 raise _already_open(first)
             dispute = Dispute.objects.create(
-                route=decision.route, request_id=decision.request_id, decision=decision, kind=data.kind,
-                reason=data.reason, passage=passage, source_url=data.source_url, quote=data.quote,
-                quote_ranges=ranges, contact=data.contact, opened_by=user, opened_at=now, policy=policy,
-                response_hours=hours, due_by=due_by)
-            audit_record(actor=actor, action=Action.DISPUTE_OPENED, object_type="dispute", object_id=dispute.pk,
-                         route=decision.route.slug, payload=_summary(dispute))
+                route=decision.route,
+                request_id=decision.request_id,
+                decision=decision,
+                kind=data.kind,
+                reason=data.reason,
+                passage=passage,
+                source_url=data.source_url,
+                quote=data.quote,
+                quote_ranges=ranges,
+                contact=data.contact,
+                opened_by=user,
+                opened_at=now,
+                policy=policy,
+                response_hours=hours,
+                due_by=due_by,
+            )
+            audit_record(
+                actor=actor,
+                action=Action.DISPUTE_OPENED,
+                object_type="dispute",
+                object_id=dispute.pk,
+                route=decision.route.slug,
+                payload=_summary(dispute),
+            )
     except IntegrityError:  # a concurrent request by the same person won the unique index
         first = _open_dispute_of(user, decision)
         if first is None:
@@ -97,16 +129,25 @@ def dispute_open(*, actor: Actor, user, decision: Decision, data: DisputeInput) 
 
 
 def _open_dispute_of(user, decision: Decision) -> Dispute | None:
-    return Dispute.objects.filter(opened_by=user, route_id=decision.route_id, request_id=decision.request_id,
-                                  status=Status.OPEN).order_by("pk").first()
+    return (
+        Dispute.objects.filter(
+            opened_by=user, route_id=decision.route_id, request_id=decision.request_id, status=Status.OPEN
+        )
+        .order_by("pk")
+        .first()
+    )
 
 
 def _already_open(first: Dispute) -> Conflict:
-    return Conflict(f"You already have an open dispute of this decision (#{first.pk}).", code="already_open",
-                    details={"id": first.pk, "url": reverse("api-dispute", args=[first.pk])})
+    return Conflict(
+        f"You already have an open dispute of this decision (#{first.pk}).",
+        code="already_open",
+        details={"id": first.pk, "url": reverse("api-dispute", args=[first.pk])},
+    )
 
 
 # --- appeals --------------------------------------------------------------------------------------
+
 
 def storable_request_id(value: str) -> bool:
     """A request id the ledger could hold: at most 200 characters, no NUL, valid Unicode. Links
@@ -117,7 +158,8 @@ def storable_request_id(value: str) -> bool:
 def appeal_secret(route: Route) -> str:
     """The route's appeal secret, created the first time it is needed (get_or_create settles a race)."""
     row, _ = AppealSecret.objects.get_or_create(
-        route=route, defaults={"secret": secrets.token_urlsafe(32), "rotated_at": timezone.now()})
+        route=route, defaults={"secret": secrets.token_urlsafe(32), "rotated_at": timezone.now()}
+    )
     return row.secret
 
 
@@ -126,8 +168,9 @@ def appeal_secret_rotate(*, actor: Actor, route: Route) -> str:
     secret = secrets.token_urlsafe(32)
     with transaction.atomic():
         AppealSecret.objects.update_or_create(route=route, defaults={"secret": secret, "rotated_at": timezone.now()})
-        audit_record(actor=actor, action=Action.APPEAL_SECRET_ROTATED, object_type="route", object_id=route.pk,
-                     route=route.slug)
+        audit_record(
+            actor=actor, action=Action.APPEAL_SECRET_ROTATED, object_type="route", object_id=route.pk, route=route.slug
+        )
     return secret
 
 
@@ -154,8 +197,12 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
     message = (message or "").strip()
     if not message:
         raise InvalidInput("Say what you needed.", details=[{"field": "message", "message": "is required"}])
-    if (len(message) > MAX_APPEAL_MESSAGE or len(email) > 300 or "\x00" in message + email
-            or has_lone_surrogate(message + email)):
+    if (
+        len(message) > MAX_APPEAL_MESSAGE
+        or len(email) > 300
+        or "\x00" in message + email
+        or has_lone_surrogate(message + email)
+    ):
         raise InvalidInput(f"The message may be at most {MAX_APPEAL_MESSAGE:,} characters.", code="too_long")
     if email and "@" not in email:
         raise InvalidInput("That is not an email address.", details=[{"field": "email", "message": "not an address"}])
@@ -169,10 +216,25 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
             raise Conflict(f"This link has been used for {APPEALS_PER_LINK} appeals already.", code="appeal_limit")
         decision = Decision.objects.filter(route=route, request_id=request_id).first()
         dispute = Dispute.objects.create(
-            route=route, request_id=request_id, decision=decision, kind=Kind.APPEAL, reason=message,
-            appellant_email=email, opened_at=now, policy=policy, response_hours=hours, due_by=due_by)
-        audit_record(actor=Actor("appeal-link"), action=Action.DISPUTE_APPEALED, object_type="dispute",
-                     object_id=dispute.pk, route=route.slug, payload=_summary(dispute))
+            route=route,
+            request_id=request_id,
+            decision=decision,
+            kind=Kind.APPEAL,
+            reason=message,
+            appellant_email=email,
+            opened_at=now,
+            policy=policy,
+            response_hours=hours,
+            due_by=due_by,
+        )
+        audit_record(
+            actor=Actor("appeal-link"),
+            action=Action.DISPUTE_APPEALED,
+            object_type="dispute",
+            object_id=dispute.pk,
+            route=route.slug,
+            payload=_summary(dispute),
+        )
     return dispute
 
 
@@ -180,16 +242,20 @@ def appeals_attach(decision_ids: list[int]) -> int:
     """Give appeals made before ingest their decision (one UPDATE); reads match on route and
     request id meanwhile, so this only saves them the lookup."""
     with connection.cursor() as cursor:
-        cursor.execute("""
+        cursor.execute(
+            """
             UPDATE disputes_dispute s SET decision_id = d.id
               FROM ledger_decision d
              WHERE d.id = ANY(%s) AND s.decision_id IS NULL
                AND s.route_id = d.route_id AND s.request_id = d.request_id
-        """, [list(decision_ids)])
+        """,
+            [list(decision_ids)],
+        )
         return cursor.rowcount
 
 
 # --- working the inbox ----------------------------------------------------------------------------
+
 
 def _locked(dispute: Dispute) -> Dispute:
     return Dispute.objects.select_for_update(of=("self",)).select_related("route", "opened_by").get(pk=dispute.pk)
@@ -205,8 +271,14 @@ def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
         before = locked.assigned_to.get_username() if locked.assigned_to_id else None
         locked.assigned_to, locked.assigned_at = user, timezone.now()
         locked.save(update_fields=["assigned_to", "assigned_at"])
-        audit_record(actor=actor, action=Action.DISPUTE_ASSIGNED, object_type="dispute", object_id=locked.pk,
-                     route=locked.route.slug, payload={"to": user.get_username(), "before": before})
+        audit_record(
+            actor=actor,
+            action=Action.DISPUTE_ASSIGNED,
+            object_type="dispute",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"to": user.get_username(), "before": before},
+        )
     return locked
 
 
@@ -225,22 +297,40 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
         locked.status, locked.resolution_note = resolution, note
         locked.resolved_at, locked.resolved_by = timezone.now(), user
         locked.save(update_fields=["status", "resolution_note", "resolved_at", "resolved_by"])
-        audit_record(actor=actor, action=Action.DISPUTE_RESOLVED, object_type="dispute", object_id=locked.pk,
-                     route=locked.route.slug, payload={"resolution": resolution, "note": note})
+        audit_record(
+            actor=actor,
+            action=Action.DISPUTE_RESOLVED,
+            object_type="dispute",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"resolution": resolution, "note": note},
+        )
         subject = f"Your dispute of {locked.request_id} was {resolution}"
-        body = (f"The dispute of the refusal {locked.request_id} on {locked.route.name} was {resolution} "
-                f"by {user.get_username()}.\n\nNote:\n{note}\n")
+        body = (
+            f"The dispute of the refusal {locked.request_id} on {locked.route.name} was {resolution} "
+            f"by {user.get_username()}.\n\nNote:\n{note}\n"
+        )
         if locked.opened_by_id and locked.opened_by_id != user.pk:
-            notification_send(channel="email", recipient=locked.opened_by.email, subject=subject,
-                              body=body + f"\n{reverse('dispute-detail', args=[locked.pk])}\n", route=locked.route.slug)
+            notification_send(
+                channel="email",
+                recipient=locked.opened_by.email,
+                subject=subject,
+                body=body + f"\n{reverse('dispute-detail', args=[locked.pk])}\n",
+                route=locked.route.slug,
+            )
         if locked.appellant_email:
-            notification_send(channel="email", recipient=locked.appellant_email, route=locked.route.slug,
-                              subject="An answer to your appeal",
-                              body=f"Your appeal about a refused question was {resolution}.\n\n{note}\n")
+            notification_send(
+                channel="email",
+                recipient=locked.appellant_email,
+                route=locked.route.slug,
+                subject="An answer to your appeal",
+                body=f"Your appeal about a refused question was {resolution}.\n\n{note}\n",
+            )
     return locked
 
 
 # --- escalation -----------------------------------------------------------------------------------
+
 
 def _escalation_targets(dispute: Dispute) -> list[tuple[str, str]]:
     """(notify channel, recipient) pairs: the signed escalation channel, or the route's policy owners
@@ -251,7 +341,7 @@ def _escalation_targets(dispute: Dispute) -> list[tuple[str, str]]:
         return [("email", owner.email) for owner in owners] or [("email", "")]
     channel = dispute.policy.escalation_channel.strip()
     if channel.lower().startswith("mailto:"):
-        return [("email", channel[len("mailto:"):].split("?")[0])]
+        return [("email", channel[len("mailto:") :].split("?")[0])]
     return [("webhook", channel)]
 
 
@@ -271,8 +361,11 @@ def disputes_escalate(*, actor: Actor, as_of: datetime | None = None) -> list[in
     for the next run. ``as_of`` (a later time) is the drill: it really notifies."""
     now = timezone.now()
     as_of = as_of or now
-    due = list(Dispute.objects.filter(status=Status.OPEN, escalated_at__isnull=True, due_by__lt=as_of)
-               .order_by("due_by").values_list("pk", flat=True))
+    due = list(
+        Dispute.objects.filter(status=Status.OPEN, escalated_at__isnull=True, due_by__lt=as_of)
+        .order_by("due_by")
+        .values_list("pk", flat=True)
+    )
     escalated = []
     for pk in due:
         with transaction.atomic():
@@ -284,15 +377,28 @@ def disputes_escalate(*, actor: Actor, as_of: datetime | None = None) -> list[in
             targets = _escalation_targets(dispute)
             for channel, recipient in targets:
                 notification_send(
-                    channel=channel, recipient=recipient, route=dispute.route.slug,
+                    channel=channel,
+                    recipient=recipient,
+                    route=dispute.route.slug,
                     subject=f"Dispute #{dispute.pk} of {dispute.request_id} is past its response time",
-                    body=(f"A {dispute.get_kind_display().lower()} on {dispute.route.name} was opened "
-                          f"{dispute.opened_at:%Y-%m-%d %H:%M} UTC and was due by {dispute.due_by:%Y-%m-%d %H:%M} "
-                          f"UTC ({dispute.response_hours} h). It is still open.\n"
-                          f"{reverse('dispute-detail', args=[dispute.pk])}\n"))
-            audit_record(actor=actor, action=Action.DISPUTE_ESCALATED, object_type="dispute", object_id=pk,
-                         route=dispute.route.slug,
-                         payload={"due_by": dispute.due_by.isoformat(), "as_of": as_of.isoformat(),
-                                  "notified": [f"{c}:{r}" for c, r in targets]})
+                    body=(
+                        f"A {dispute.get_kind_display().lower()} on {dispute.route.name} was opened "
+                        f"{dispute.opened_at:%Y-%m-%d %H:%M} UTC and was due by {dispute.due_by:%Y-%m-%d %H:%M} "
+                        f"UTC ({dispute.response_hours} h). It is still open.\n"
+                        f"{reverse('dispute-detail', args=[dispute.pk])}\n"
+                    ),
+                )
+            audit_record(
+                actor=actor,
+                action=Action.DISPUTE_ESCALATED,
+                object_type="dispute",
+                object_id=pk,
+                route=dispute.route.slug,
+                payload={
+                    "due_by": dispute.due_by.isoformat(),
+                    "as_of": as_of.isoformat(),
+                    "notified": [f"{c}:{r}" for c, r in targets],
+                },
+            )
             escalated.append(pk)
     return escalated

@@ -66,8 +66,7 @@ def parse_dispute(data: Any) -> DisputeInput:
         else:
             errors.add(0, "evidence", "needs passage_id or url beside the quote")
     _raise(errors)
-    return DisputeInput(kind=kind, reason=reason, passage_id=passage_id, source_url=url, quote=quote,
-                        contact=contact)
+    return DisputeInput(kind=kind, reason=reason, passage_id=passage_id, source_url=url, quote=quote, contact=contact)
 
 
 def parse_resolution(data: Any) -> tuple[str, str]:

@@ -28,21 +28,32 @@ from console.governance.selectors import policy_in_force
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import get_decision_for_user
 
-DEFAULT_REFUSAL_MESSAGE = ("The assistant could not answer this question reliably, so it did not answer. "
-                           "A person will look at your question.")
+DEFAULT_REFUSAL_MESSAGE = (
+    "The assistant could not answer this question reliably, so it did not answer. A person will look at your question."
+)
 
 
 # --- the inbox and one dispute --------------------------------------------------------------------
+
 
 @require_GET
 def inbox(request):
     filters = selectors.DisputeFilters.from_params(request.GET)
     disputes = list(selectors.dispute_list(request.user, filters)[:500])
     routes = Route.objects.filter(pk__in=selectors.readable_disputes(request.user).values("route_id")).order_by("slug")
-    return render(request, "disputes/inbox.html", {
-        "disputes": disputes, "filters": filters, "routes": routes, "kinds": Kind.choices,
-        "statuses": [*Status.choices, ("all", "All")], "now": _now(),
-        "handles": permissions.can_handle_disputes(request.user)})
+    return render(
+        request,
+        "disputes/inbox.html",
+        {
+            "disputes": disputes,
+            "filters": filters,
+            "routes": routes,
+            "kinds": Kind.choices,
+            "statuses": [*Status.choices, ("all", "All")],
+            "now": _now(),
+            "handles": permissions.can_handle_disputes(request.user),
+        },
+    )
 
 
 def _now():
@@ -54,10 +65,15 @@ def _now():
 def dispute_context(request, dispute: Dispute) -> dict[str, Any]:
     dispute.pieces = selectors.highlighted_quote(dispute)
     dispute.overdue = selectors.is_overdue(dispute)
-    return {"dispute": dispute, "decision": selectors.decision_of(dispute),
-            "pieces": selectors.highlighted_quote(dispute), "overdue": selectors.is_overdue(dispute),
-            "handles": permissions.can_handle_disputes(request.user, dispute.route),
-            "withdraws": permissions.can_withdraw_dispute(request.user, dispute), "max_note": MAX_NOTE}
+    return {
+        "dispute": dispute,
+        "decision": selectors.decision_of(dispute),
+        "pieces": selectors.highlighted_quote(dispute),
+        "overdue": selectors.is_overdue(dispute),
+        "handles": permissions.can_handle_disputes(request.user, dispute.route),
+        "withdraws": permissions.can_withdraw_dispute(request.user, dispute),
+        "max_note": MAX_NOTE,
+    }
 
 
 @require_GET
@@ -70,18 +86,23 @@ def dispute_detail(request, pk: int):
 def dispute_take(request, pk: int):
     dispute = selectors.get_dispute_for_user(request.user, pk)
     services.dispute_assign(actor=Actor.user(request.user), user=request.user, dispute=dispute)
-    return redirect(request.POST.get("next") if request.POST.get("next") == reverse("dispute-inbox")
-                    else reverse("dispute-detail", args=[pk]))
+    return redirect(
+        request.POST.get("next")
+        if request.POST.get("next") == reverse("dispute-inbox")
+        else reverse("dispute-detail", args=[pk])
+    )
 
 
 @require_POST
 def dispute_resolve(request, pk: int):
     dispute = selectors.get_dispute_for_user(request.user, pk)
     try:
-        resolution, note = parse_resolution({"resolution": request.POST.get("resolution"),
-                                             "note": request.POST.get("note") or None})
-        services.dispute_resolve(actor=Actor.user(request.user), user=request.user, dispute=dispute,
-                                 resolution=resolution, note=note)
+        resolution, note = parse_resolution(
+            {"resolution": request.POST.get("resolution"), "note": request.POST.get("note") or None}
+        )
+        services.dispute_resolve(
+            actor=Actor.user(request.user), user=request.user, dispute=dispute, resolution=resolution, note=note
+        )
     except (InvalidInput, Conflict) as error:
         context = dispute_context(request, dispute) | {"error": error.message, "details": error.details}
         return render(request, "disputes/detail.html", context, status=error.status)
@@ -90,12 +111,20 @@ def dispute_resolve(request, pk: int):
 
 # --- opening from the refusal's page --------------------------------------------------------------
 
+
 class DisputeForm(forms.Form):
     kind = forms.ChoiceField(choices=[(k, label) for k, label in Kind.choices if k in USER_KINDS])
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=MAX_REASON)
-    source = forms.ChoiceField(choices=[("passage", "A quote from a logged passage"),
-                                        ("url", "A quote from another source"), ("none", "No evidence")],
-                               initial="passage", widget=forms.RadioSelect, label="Evidence")
+    source = forms.ChoiceField(
+        choices=[
+            ("passage", "A quote from a logged passage"),
+            ("url", "A quote from another source"),
+            ("none", "No evidence"),
+        ],
+        initial="passage",
+        widget=forms.RadioSelect,
+        label="Evidence",
+    )
     passage = forms.ChoiceField(required=False, label="Passage")
     url = forms.URLField(required=False, max_length=2000, label="Source URL", assume_scheme="https")
     quote = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Quote")
@@ -103,8 +132,10 @@ class DisputeForm(forms.Form):
 
     def __init__(self, *args, decision: Decision, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["passage"].choices = [(str(link.passage_id), f"#{link.rank} {link.passage.external_id}")
-                                          for link in decision.ranked_passages.all()]
+        self.fields["passage"].choices = [
+            (str(link.passage_id), f"#{link.rank} {link.passage.external_id}")
+            for link in decision.ranked_passages.all()
+        ]
 
     def as_body(self) -> dict[str, Any]:
         """The API's JSON body from the posted form, so both go through one parser."""
@@ -116,8 +147,12 @@ class DisputeForm(forms.Form):
             evidence = {"passage_id": int(passage) if passage.isdigit() else 0, "quote": quote or None}
         elif source == "url":
             evidence = {"url": data.get("url") or None, "quote": quote or None}
-        return {"kind": data.get("kind"), "reason": data.get("reason") or None, "evidence": evidence,
-                "contact": data.get("contact", "")}
+        return {
+            "kind": data.get("kind"),
+            "reason": data.get("reason") or None,
+            "evidence": evidence,
+            "contact": data.get("contact", ""),
+        }
 
 
 def dispute_section(request, decision: Decision) -> dict[str, Any]:
@@ -138,16 +173,25 @@ def dispute_open(request, pk: int):
     form = DisputeForm(request.POST, decision=decision)
     try:
         data = parse_dispute(form.as_body())
-        dispute = services.dispute_open(actor=Actor.user(request.user), user=request.user, decision=decision,
-                                        data=data)
+        dispute = services.dispute_open(actor=Actor.user(request.user), user=request.user, decision=decision, data=data)
     except (InvalidInput, Conflict) as error:
-        return render(request, "disputes/open.html", {"decision": decision, "dispute_form": form,
-                                                      "error": error.message, "details": error.details,
-                                                      "code": error.code}, status=error.status)
+        return render(
+            request,
+            "disputes/open.html",
+            {
+                "decision": decision,
+                "dispute_form": form,
+                "error": error.message,
+                "details": error.details,
+                "code": error.code,
+            },
+            status=error.status,
+        )
     return redirect(reverse("decision-detail", args=[decision.pk]) + f"#dispute-{dispute.pk}")
 
 
 # --- the public appeal page -----------------------------------------------------------------------
+
 
 def _client_over_limit(request) -> bool:
     """Counts appeals per client address in Django's cache (the database cache, shared by workers);
@@ -171,8 +215,11 @@ def appeal(request, slug: str, request_id: str, token: str):
     message and the promised response time: nothing internal. A token that does not match is the
     same 404 as an unknown route."""
     route = Route.objects.filter(slug=slug).first()
-    if (route is None or not services.storable_request_id(request_id)
-            or not services.appeal_token_valid(route, request_id, token)):
+    if (
+        route is None
+        or not services.storable_request_id(request_id)
+        or not services.appeal_token_valid(route, request_id, token)
+    ):
         raise Http404("No such appeal.")
     policy = policy_in_force(route)
     decision = Decision.objects.filter(route=route, request_id=request_id).only("question").first()
@@ -181,8 +228,11 @@ def appeal(request, slug: str, request_id: str, token: str):
         "question": decision.question if decision else None,
         "refusal_message": policy.refusal_message if policy else DEFAULT_REFUSAL_MESSAGE,
         "response_hours": policy.escalation_response_hours if policy else settings.DISPUTES_DEFAULT_RESPONSE_HOURS,
-        "sent": request.GET.get("sent") == "1", "left": max(0, services.APPEALS_PER_LINK - made),
-        "max_message": MAX_APPEAL_MESSAGE, "message": "", "email": "",
+        "sent": request.GET.get("sent") == "1",
+        "left": max(0, services.APPEALS_PER_LINK - made),
+        "max_message": MAX_APPEAL_MESSAGE,
+        "message": "",
+        "email": "",
     }
     if request.method == "POST":
         message, email = request.POST.get("message", ""), request.POST.get("email", "").strip()
@@ -201,28 +251,42 @@ def appeal(request, slug: str, request_id: str, token: str):
 
 # --- for the refusals list and the analysis page --------------------------------------------------
 
+
 def disputed_condition():
     """Decisions with a dispute, appeals made before ingest included."""
-    return Exists(Dispute.objects.filter(Q(decision=OuterRef("pk")) | Q(route=OuterRef("route_id"),
-                                                                        request_id=OuterRef("request_id"))))
+    return Exists(
+        Dispute.objects.filter(
+            Q(decision=OuterRef("pk")) | Q(route=OuterRef("route_id"), request_id=OuterRef("request_id"))
+        )
+    )
 
 
 def dashboard_lines(user, routes: list[Route]) -> dict[int, list[dict[str, Any]]]:
     """Open and overdue disputes per route for the dashboard's cards (one query)."""
     if not routes or not permissions.can_read_disputes(user):
         return {}
-    counts = (selectors.readable_disputes(user).filter(route__in=routes, status=Status.OPEN).values("route_id")
-              .annotate(open=Count("pk"), overdue=Count("pk", filter=Q(due_by__lt=_now()))))
+    counts = (
+        selectors.readable_disputes(user)
+        .filter(route__in=routes, status=Status.OPEN)
+        .values("route_id")
+        .annotate(open=Count("pk"), overdue=Count("pk", filter=Q(due_by__lt=_now())))
+    )
     slugs = {route.pk: route.slug for route in routes}
     inbox = reverse("dispute-inbox")
     lines: dict[int, list[dict[str, Any]]] = {}
     for row in counts:
         slug = slugs[row["route_id"]]
-        lines[row["route_id"]] = [{"text": f"{row['open']} open dispute{'s' if row['open'] != 1 else ''}",
-                                   "url": f"{inbox}?route={slug}", "warn": False}]
+        lines[row["route_id"]] = [
+            {
+                "text": f"{row['open']} open dispute{'s' if row['open'] != 1 else ''}",
+                "url": f"{inbox}?route={slug}",
+                "warn": False,
+            }
+        ]
         if row["overdue"]:
-            lines[row["route_id"]].append({"text": f"{row['overdue']} overdue", "warn": True,
-                                           "url": f"{inbox}?route={slug}&overdue=1"})
+            lines[row["route_id"]].append(
+                {"text": f"{row['overdue']} overdue", "warn": True, "url": f"{inbox}?route={slug}&overdue=1"}
+            )
     return lines
 
 

@@ -19,37 +19,67 @@ from console.core.errors import Forbidden, InvalidInput, NotFound
 from console.governance import selectors, services
 from console.governance.validation import parse_draft
 
-_ESCALATION = inline_serializer("PolicyEscalation", {
-    "contact": serializers.CharField(), "channel": serializers.CharField(),
-    "response_hours": serializers.IntegerField(min_value=1, max_value=720)})
-_DRAFT = inline_serializer("PolicyDraft", {
-    "cutoff": serializers.FloatField(),
-    "band_lower": serializers.FloatField(required=False, allow_null=True),
-    "exchange_rate": serializers.FloatField(required=False, allow_null=True),
-    "exchange_answers": serializers.ListField(child=serializers.JSONField(), required=False),
-    "costs": serializers.JSONField(required=False, help_text="{c_w, c_a, q?, c_v?}"),
-    "owner": serializers.CharField(help_text="Username of a policy_owner of the route."),
-    "rationale": serializers.CharField(),
-    "escalation": _ESCALATION,
-    "refusal_message": serializers.CharField(help_text="Markdown shown (sanitised) to refused users."),
-    "filters": serializers.JSONField(required=False, help_text="{from, to, model, segment} or {versions, segments}"),
-    "confidence": serializers.FloatField(required=False),
-    "interval": serializers.CharField(required=False),
-    "certification": serializers.JSONField(required=False, help_text="{alpha, delta?}: add the certified cutoff"),
-})
-_POLICY = inline_serializer("PolicyVersion", {
-    "id": serializers.IntegerField(), "route": serializers.CharField(), "version": serializers.IntegerField(),
-    "status": serializers.ChoiceField(["draft", "active", "superseded", "withdrawn", "needs_recheck"]),
-    "cutoff": serializers.FloatField(), "band_lower": serializers.FloatField(allow_null=True),
-    "owner": serializers.CharField(), "escalation": _ESCALATION, "refusal_message": serializers.CharField(),
-    "warnings": serializers.ListField(child=serializers.JSONField()),
-    "evidence": serializers.JSONField(), "evidence_text": serializers.CharField(),
-    "evidence_sha256": serializers.CharField(), "signed_at": serializers.DateTimeField(allow_null=True)})
-_ROUTE_POLICY = inline_serializer("RoutePolicy", {
-    "route": serializers.CharField(), "version": serializers.IntegerField(), "status": serializers.CharField(),
-    "cutoff": serializers.FloatField(), "band_lower": serializers.FloatField(allow_null=True),
-    "refusal_message": serializers.CharField(), "escalation": _ESCALATION, "owner": serializers.CharField(),
-    "signed_at": serializers.DateTimeField()})
+_ESCALATION = inline_serializer(
+    "PolicyEscalation",
+    {
+        "contact": serializers.CharField(),
+        "channel": serializers.CharField(),
+        "response_hours": serializers.IntegerField(min_value=1, max_value=720),
+    },
+)
+_DRAFT = inline_serializer(
+    "PolicyDraft",
+    {
+        "cutoff": serializers.FloatField(),
+        "band_lower": serializers.FloatField(required=False, allow_null=True),
+        "exchange_rate": serializers.FloatField(required=False, allow_null=True),
+        "exchange_answers": serializers.ListField(child=serializers.JSONField(), required=False),
+        "costs": serializers.JSONField(required=False, help_text="{c_w, c_a, q?, c_v?}"),
+        "owner": serializers.CharField(help_text="Username of a policy_owner of the route."),
+        "rationale": serializers.CharField(),
+        "escalation": _ESCALATION,
+        "refusal_message": serializers.CharField(help_text="Markdown shown (sanitised) to refused users."),
+        "filters": serializers.JSONField(
+            required=False, help_text="{from, to, model, segment} or {versions, segments}"
+        ),
+        "confidence": serializers.FloatField(required=False),
+        "interval": serializers.CharField(required=False),
+        "certification": serializers.JSONField(required=False, help_text="{alpha, delta?}: add the certified cutoff"),
+    },
+)
+_POLICY = inline_serializer(
+    "PolicyVersion",
+    {
+        "id": serializers.IntegerField(),
+        "route": serializers.CharField(),
+        "version": serializers.IntegerField(),
+        "status": serializers.ChoiceField(["draft", "active", "superseded", "withdrawn", "needs_recheck"]),
+        "cutoff": serializers.FloatField(),
+        "band_lower": serializers.FloatField(allow_null=True),
+        "owner": serializers.CharField(),
+        "escalation": _ESCALATION,
+        "refusal_message": serializers.CharField(),
+        "warnings": serializers.ListField(child=serializers.JSONField()),
+        "evidence": serializers.JSONField(),
+        "evidence_text": serializers.CharField(),
+        "evidence_sha256": serializers.CharField(),
+        "signed_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+_ROUTE_POLICY = inline_serializer(
+    "RoutePolicy",
+    {
+        "route": serializers.CharField(),
+        "version": serializers.IntegerField(),
+        "status": serializers.CharField(),
+        "cutoff": serializers.FloatField(),
+        "band_lower": serializers.FloatField(allow_null=True),
+        "refusal_message": serializers.CharField(),
+        "escalation": _ESCALATION,
+        "owner": serializers.CharField(),
+        "signed_at": serializers.DateTimeField(),
+    },
+)
 _SIGN = inline_serializer("PolicySign", {"evidence_sha256": serializers.CharField()})
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
 
@@ -58,15 +88,30 @@ class RoutePoliciesApi(APIView):
     @extend_schema(
         summary="Draft a policy version",
         description="Reviewers, policy owners and admins of the route. The evidence (the operating-point "
-                    "document at the chosen cutoff on the given filters, and the certified cutoff when "
-                    "`certification` is given) is computed now and stored as text with its SHA-256. Missing "
-                    "or empty required fields: 400 with one detail per field. The owner is notified.",
-        request=_DRAFT, responses={201: _POLICY, 400: ERROR, **_ERRORS},
-        examples=[OpenApiExample("HR draft", request_only=True, value={
-            "cutoff": 0.85, "band_lower": 0.4, "exchange_rate": 3.0, "owner": "lead", "rationale": "...",
-            "escalation": {"contact": "HR service desk lead", "channel": "mailto:hr-desk@example.org",
-                           "response_hours": 24},
-            "refusal_message": "I can't answer this reliably. A person from HR will reply within a day."})],
+        "document at the chosen cutoff on the given filters, and the certified cutoff when "
+        "`certification` is given) is computed now and stored as text with its SHA-256. Missing "
+        "or empty required fields: 400 with one detail per field. The owner is notified.",
+        request=_DRAFT,
+        responses={201: _POLICY, 400: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "HR draft",
+                request_only=True,
+                value={
+                    "cutoff": 0.85,
+                    "band_lower": 0.4,
+                    "exchange_rate": 3.0,
+                    "owner": "lead",
+                    "rationale": "...",
+                    "escalation": {
+                        "contact": "HR service desk lead",
+                        "channel": "mailto:hr-desk@example.org",
+                        "response_hours": 24,
+                    },
+                    "refusal_message": "I can't answer this reliably. A person from HR will reply within a day.",
+                },
+            )
+        ],
     )
     def post(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_policy_reader(request.user, slug)
@@ -76,23 +121,38 @@ class RoutePoliciesApi(APIView):
         policy = services.policy_draft(actor=Actor.from_request(request), user=request.user, route=route, draft=draft)
         return Response(selectors.policy_as_dict(selectors.get_policy_for_user(request.user, policy.pk)), status=201)
 
-    @extend_schema(summary="The route's policy versions, newest first (without the evidence text)",
-                   description="`decisions_not_following_policy`: decisions of the route whose logged cutoff "
-                               "differs from the signed cutoff in force at their time (gate not following policy).",
-                   responses={200: inline_serializer("PolicyVersionList", {
-                       "policies": serializers.ListField(child=_POLICY),
-                       "decisions_not_following_policy": serializers.IntegerField()}), **_ERRORS})
+    @extend_schema(
+        summary="The route's policy versions, newest first (without the evidence text)",
+        description="`decisions_not_following_policy`: decisions of the route whose logged cutoff "
+        "differs from the signed cutoff in force at their time (gate not following policy).",
+        responses={
+            200: inline_serializer(
+                "PolicyVersionList",
+                {
+                    "policies": serializers.ListField(child=_POLICY),
+                    "decisions_not_following_policy": serializers.IntegerField(),
+                },
+            ),
+            **_ERRORS,
+        },
+    )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_policy_reader(request.user, slug)
-        return Response({"policies": [selectors.policy_as_dict(p, with_evidence=False)
-                                      for p in selectors.policy_versions(route)],
-                         "decisions_not_following_policy":
-                             selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0)})
+        return Response(
+            {
+                "policies": [
+                    selectors.policy_as_dict(p, with_evidence=False) for p in selectors.policy_versions(route)
+                ],
+                "decisions_not_following_policy": selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0),
+            }
+        )
 
 
 class PolicyDetailApi(APIView):
-    @extend_schema(summary="One policy version with its evidence, the stored text and its SHA-256",
-                   responses={200: _POLICY, **_ERRORS})
+    @extend_schema(
+        summary="One policy version with its evidence, the stored text and its SHA-256",
+        responses={200: _POLICY, **_ERRORS},
+    )
     def get(self, request: Request, policy_id: int) -> Response:
         return Response(selectors.policy_as_dict(selectors.get_policy_for_user(request.user, policy_id)))
 
@@ -101,10 +161,11 @@ class PolicySignApi(APIView):
     @extend_schema(
         summary="Sign a draft (its named owner only)",
         description="Send the `evidence_sha256` of the draft you read. If the route's data moved since, the "
-                    "draft's evidence is recomputed and a hash that no longer matches is refused with 409 "
-                    "`evidence_changed`; nothing is signed. Signing makes the version active and supersedes "
-                    "the previous active version in one transaction. Anyone but the owner: 403.",
-        request=_SIGN, responses={200: _POLICY, 400: ERROR, 409: ERROR, **_ERRORS},
+        "draft's evidence is recomputed and a hash that no longer matches is refused with 409 "
+        "`evidence_changed`; nothing is signed. Signing makes the version active and supersedes "
+        "the previous active version in one transaction. Anyone but the owner: 403.",
+        request=_SIGN,
+        responses={200: _POLICY, 400: ERROR, 409: ERROR, **_ERRORS},
     )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy(policy_id)
@@ -112,16 +173,21 @@ class PolicySignApi(APIView):
         if not permissions.can_sign_policy(request.user, policy):
             raise Forbidden("Only the owner named in this policy version may sign it.")
         if not isinstance(sha, str) or not sha:
-            raise InvalidInput("evidence_sha256 is required.",
-                               details=[{"field": "evidence_sha256", "message": "is required"}])
-        signed = services.policy_sign(actor=Actor.from_request(request), user=request.user, policy=policy,
-                                      evidence_sha256=sha)
+            raise InvalidInput(
+                "evidence_sha256 is required.", details=[{"field": "evidence_sha256", "message": "is required"}]
+            )
+        signed = services.policy_sign(
+            actor=Actor.from_request(request), user=request.user, policy=policy, evidence_sha256=sha
+        )
         return Response(selectors.policy_as_dict(selectors.get_policy(signed.pk)))
 
 
 class PolicyWithdrawApi(APIView):
-    @extend_schema(summary="Withdraw a draft (its author or its owner)", request=None,
-                   responses={200: _POLICY, 409: ERROR, **_ERRORS})
+    @extend_schema(
+        summary="Withdraw a draft (its author or its owner)",
+        request=None,
+        responses={200: _POLICY, 409: ERROR, **_ERRORS},
+    )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy(policy_id)
         withdrawn = services.policy_withdraw(actor=Actor.from_request(request), user=request.user, policy=policy)
@@ -132,7 +198,7 @@ class RoutePolicyApi(APIView):
     @extend_schema(
         summary="The policy in force on a route, for the answering system",
         description="Every reader of the route, integrators included. Sends an ETag; a request with a "
-                    "matching If-None-Match gets 304. 404 `no_policy` while no version is signed.",
+        "matching If-None-Match gets 304. 404 `no_policy` while no version is signed.",
         responses={200: _ROUTE_POLICY, 304: OpenApiResponse(description="Unchanged"), **_ERRORS},
     )
     def get(self, request: Request, slug: str) -> HttpResponse:

@@ -12,16 +12,26 @@ from console.governance.validation import parse_draft
 
 _ESCALATION = {
     "hr-policy": {"contact": "HR service desk lead", "channel": "mailto:hr-desk@demo.invalid", "response_hours": 24},
-    "it-support": {"contact": "IT service desk, second line", "channel": "https://tickets.demo.invalid/queue/it",
-                   "response_hours": 8},
+    "it-support": {
+        "contact": "IT service desk, second line",
+        "channel": "https://tickets.demo.invalid/queue/it",
+        "response_hours": 8,
+    },
 }
 
 
 def _body(slug: str, cutoff: float, owner: str, rationale: str, message: str) -> dict[str, Any]:
-    return {"cutoff": cutoff, "band_lower": 0.4, "owner": owner, "rationale": rationale,
-            "escalation": _ESCALATION[slug], "refusal_message": message,
-            "costs": {"c_w": 20, "c_a": 0.5, "q": 0.6, "c_v": 0.2},
-            "exchange_answers": [{"rate": 10, "accept": True}, {"rate": 100, "accept": False}], "exchange_rate": 31.6}
+    return {
+        "cutoff": cutoff,
+        "band_lower": 0.4,
+        "owner": owner,
+        "rationale": rationale,
+        "escalation": _ESCALATION[slug],
+        "refusal_message": message,
+        "costs": {"c_w": 20, "c_a": 0.5, "q": 0.6, "c_v": 0.2},
+        "exchange_answers": [{"rate": 10, "accept": True}, {"rate": 100, "accept": False}],
+        "exchange_rate": 31.6,
+    }
 
 
 def demo_policies(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
@@ -30,17 +40,28 @@ def demo_policies(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
         return
     hr, it = routes.get("hr-policy"), routes.get("it-support")
     if hr is not None and not PolicyVersion.objects.filter(route=hr).exists():
-        draft = parse_draft(_body(
-            "hr-policy", 0.85, lead.username,
-            "The imported graded set shows the false-abstention rate at 0.85 is acceptable for HR questions, "
-            "and the middle band shows evidence for borderline answers.",
-            "I can't answer this reliably from the HR handbook. **A person from HR will reply within a day.**"),
-            route=hr)
+        draft = parse_draft(
+            _body(
+                "hr-policy",
+                0.85,
+                lead.username,
+                "The imported graded set shows the false-abstention rate at 0.85 is acceptable for HR questions, "
+                "and the middle band shows evidence for borderline answers.",
+                "I can't answer this reliably from the HR handbook. **A person from HR will reply within a day.**",
+            ),
+            route=hr,
+        )
         policy = services.policy_draft(actor=actor, user=reviewer, route=hr, draft=draft)
         services.policy_sign(actor=actor, user=lead, policy=policy, evidence_sha256=policy.evidence_sha256)
     if it is not None and not PolicyVersion.objects.filter(route=it).exists():
-        draft = parse_draft(_body(
-            "it-support", 0.7, lead.username,
-            "Start at the cutoff the gate uses today; revisit once the blind grades are in.",
-            "I can't answer this reliably. The IT service desk will pick it up within 8 hours."), route=it)
+        draft = parse_draft(
+            _body(
+                "it-support",
+                0.7,
+                lead.username,
+                "Start at the cutoff the gate uses today; revisit once the blind grades are in.",
+                "I can't answer this reliably. The IT service desk will pick it up within 8 hours.",
+            ),
+            route=it,
+        )
         services.policy_draft(actor=actor, user=reviewer, route=it, draft=draft)

@@ -51,10 +51,13 @@ def _label_ages(route: Route, query: OperatingPointsQuery) -> dict[str, Any]:
     decisions = query.window.decision_filters().apply(Decision.objects.filter(route=route))
     old_before = timezone.now() - timedelta(days=LABEL_AGE_DAYS)
     ages = FinalLabel.objects.filter(decision__in=decisions.values("pk")).aggregate(
-        oldest=Min("decided_at"), newest=Max("decided_at"), older=Count("pk", filter=Q(decided_at__lt=old_before)))
-    return {"oldest": ages["oldest"].isoformat() if ages["oldest"] else None,
-            "newest": ages["newest"].isoformat() if ages["newest"] else None,
-            f"older_than_{LABEL_AGE_DAYS}_days": ages["older"]}
+        oldest=Min("decided_at"), newest=Max("decided_at"), older=Count("pk", filter=Q(decided_at__lt=old_before))
+    )
+    return {
+        "oldest": ages["oldest"].isoformat() if ages["oldest"] else None,
+        "newest": ages["newest"].isoformat() if ages["newest"] else None,
+        f"older_than_{LABEL_AGE_DAYS}_days": ages["older"],
+    }
 
 
 def _traffic_versions(route: Route) -> dict[str, str]:
@@ -75,50 +78,102 @@ def _certified_at(certification: dict[str, Any], cutoff: float) -> bool:
     return cutoff not in skipped
 
 
-def warnings_for(*, row: dict[str, Any] | None, cutoff: float, label_ages: dict[str, Any],
-                 traffic: dict[str, str], graded_versions: dict[str, list[str]],
-                 certification: dict[str, Any] | None) -> list[dict[str, str]]:
+def warnings_for(
+    *,
+    row: dict[str, Any] | None,
+    cutoff: float,
+    label_ages: dict[str, Any],
+    traffic: dict[str, str],
+    graded_versions: dict[str, list[str]],
+    certification: dict[str, Any] | None,
+) -> list[dict[str, str]]:
     """What the owner should know before signing; recorded with the signature, never blocking."""
     warnings = []
     far = (row or {}).get("false_abstention_rate")
     if not far or far.get("low") is None or far.get("high") is None:
-        warnings.append({"code": "far_unknown", "message": (
-            f"No graded refusals at cutoff {cutoff:g}: the false-abstention rate is unknown.")})
+        warnings.append(
+            {
+                "code": "far_unknown",
+                "message": (f"No graded refusals at cutoff {cutoff:g}: the false-abstention rate is unknown."),
+            }
+        )
     elif (far["high"] - far["low"]) / 2 > FAR_HALF_WIDTH_LIMIT:
-        warnings.append({"code": "far_interval_wide", "message": (
-            f"The false-abstention interval at cutoff {cutoff:g} runs from {far['low']:.1%} to {far['high']:.1%}, "
-            f"wider than ±{FAR_HALF_WIDTH_LIMIT * 100:g} points.")})
+        warnings.append(
+            {
+                "code": "far_interval_wide",
+                "message": (
+                    f"The false-abstention interval at cutoff {cutoff:g} runs from {far['low']:.1%} "
+                    f"to {far['high']:.1%}, "
+                    f"wider than ±{FAR_HALF_WIDTH_LIMIT * 100:g} points."
+                ),
+            }
+        )
     graded_refused = (row or {}).get("graded_refused", 0)
     if graded_refused < MIN_GRADED_REFUSALS:
-        warnings.append({"code": "few_graded_refusals", "message": (
-            f"Only {graded_refused} graded refusals at cutoff {cutoff:g} (fewer than {MIN_GRADED_REFUSALS}).")})
+        warnings.append(
+            {
+                "code": "few_graded_refusals",
+                "message": (
+                    f"Only {graded_refused} graded refusals at cutoff {cutoff:g} (fewer than {MIN_GRADED_REFUSALS})."
+                ),
+            }
+        )
     older = label_ages[f"older_than_{LABEL_AGE_DAYS}_days"]
     if older:
-        warnings.append({"code": "labels_old", "message": (
-            f"{older} of the labels were decided more than {LABEL_AGE_DAYS} days ago "
-            f"(oldest {label_ages['oldest']}).")})
+        warnings.append(
+            {
+                "code": "labels_old",
+                "message": (
+                    f"{older} of the labels were decided more than {LABEL_AGE_DAYS} days ago "
+                    f"(oldest {label_ages['oldest']})."
+                ),
+            }
+        )
     other = {key: [v for v in values if v != traffic[key]] for key, values in graded_versions.items() if key in traffic}
     other = {key: values for key, values in other.items() if values}
     if other:
         listed = "; ".join(f"{key} {', '.join(values)} (traffic now {traffic[key]})" for key, values in other.items())
-        warnings.append({"code": "versions_differ", "message": (
-            f"The graded sample includes decisions made on versions other than the current traffic's: {listed}.")})
+        warnings.append(
+            {
+                "code": "versions_differ",
+                "message": (
+                    f"The graded sample includes decisions made on versions other than the current traffic's: {listed}."
+                ),
+            }
+        )
     if certification is not None and not _certified_at(certification, cutoff):
-        warnings.append({"code": "not_certified", "message": (
-            f"Cutoff {cutoff:g} is not certified at alpha {certification['alpha']:g}: "
-            + (f"the lowest certified cutoff is {certification['cutoff']:g}." if certification.get("certified")
-               else str(certification.get("reason") or "no cutoff is certified.")))})
+        warnings.append(
+            {
+                "code": "not_certified",
+                "message": (
+                    f"Cutoff {cutoff:g} is not certified at alpha {certification['alpha']:g}: "
+                    + (
+                        f"the lowest certified cutoff is {certification['cutoff']:g}."
+                        if certification.get("certified")
+                        else str(certification.get("reason") or "no cutoff is certified.")
+                    )
+                ),
+            }
+        )
     return warnings
 
 
-def compute_evidence(*, route: Route, cutoff: float, band_lower: float | None, query: OperatingPointsQuery,
-                     certification: CertifiedCutoffQuery | None, trial=None) -> Evidence:
+def compute_evidence(
+    *,
+    route: Route,
+    cutoff: float,
+    band_lower: float | None,
+    query: OperatingPointsQuery,
+    certification: CertifiedCutoffQuery | None,
+    trial=None,
+) -> Evidence:
     """The operating-point document at the default grid, the chosen cutoff and the band's lower
     edge, on the proposal's filters; with the certified-cutoff result when it was asked for, and
     the id and result SHA-256 of a passed candidate gate trial when one is attached."""
     cutoffs = set(DEFAULT_CUTOFFS) | {cutoff} | ({band_lower} if band_lower is not None else set())
-    table_query = OperatingPointsQuery(window=query.window, cutoffs=tuple(sorted(cutoffs)),
-                                       confidence=query.confidence, interval=query.interval)
+    table_query = OperatingPointsQuery(
+        window=query.window, cutoffs=tuple(sorted(cutoffs)), confidence=query.confidence, interval=query.interval
+    )
     with analysis_selectors.shared_reads():
         data_version = analysis_selectors.data_version(route)
         table = reports.operating_points_report(route, table_query).data
@@ -127,8 +182,14 @@ def compute_evidence(*, route: Route, cutoff: float, band_lower: float | None, q
     row = _chosen_row(table["rows"], cutoff)
     label_ages = _label_ages(route, query)
     traffic = _traffic_versions(route)
-    warnings = warnings_for(row=row, cutoff=cutoff, label_ages=label_ages, traffic=traffic,
-                            graded_versions=scope.versions, certification=certified)
+    warnings = warnings_for(
+        row=row,
+        cutoff=cutoff,
+        label_ages=label_ages,
+        traffic=traffic,
+        graded_versions=scope.versions,
+        certification=certified,
+    )
     document = {
         "kind": "policy_evidence",
         "route": route.slug,

@@ -13,8 +13,19 @@ from console.analysis.params import FILTER_PREFIXES
 from console.stats.policy_math import ExchangeRateBisection
 
 NUMBERS = ("cutoff", "band_lower", "exchange_rate", "c_w", "c_a", "q", "c_v", "confidence", "alpha", "delta")
-TEXTS = ("owner", "rationale", "escalation_contact", "escalation_channel", "escalation_response_hours",
-         "refusal_message", "interval", "from", "to", "answers", "exchange_answers")
+TEXTS = (
+    "owner",
+    "rationale",
+    "escalation_contact",
+    "escalation_channel",
+    "escalation_response_hours",
+    "refusal_message",
+    "interval",
+    "from",
+    "to",
+    "answers",
+    "exchange_answers",
+)
 
 
 def _number(raw: str | None) -> Any:
@@ -69,9 +80,12 @@ def draft_body(post: QueryDict) -> dict[str, Any]:
     costs = {key: value for key, value in costs.items() if value is not None}
     hours_raw = (post.get("escalation_response_hours") or "").strip()
     hours: Any = int(hours_raw) if hours_raw.isdigit() else (hours_raw or None)
-    filters = {"from": post.get("from") or None, "to": post.get("to") or None,
-               "versions": {name.removeprefix("version."): post[name] for name in post if name.startswith("version.")},
-               "segments": {name.removeprefix("segment."): post[name] for name in post if name.startswith("segment.")}}
+    filters = {
+        "from": post.get("from") or None,
+        "to": post.get("to") or None,
+        "versions": {name.removeprefix("version."): post[name] for name in post if name.startswith("version.")},
+        "segments": {name.removeprefix("segment."): post[name] for name in post if name.startswith("segment.")},
+    }
     body: dict[str, Any] = {
         "cutoff": _number(post.get("cutoff")),
         "band_lower": _number(post.get("band_lower")),
@@ -81,8 +95,11 @@ def draft_body(post: QueryDict) -> dict[str, Any]:
         "owner": post.get("owner") or None,
         "rationale": post.get("rationale") or None,
         "refusal_message": post.get("refusal_message") or None,
-        "escalation": {"contact": post.get("escalation_contact") or None,
-                       "channel": post.get("escalation_channel") or None, "response_hours": hours},
+        "escalation": {
+            "contact": post.get("escalation_contact") or None,
+            "channel": post.get("escalation_channel") or None,
+            "response_hours": hours,
+        },
         "filters": filters,
     }
     for name in ("confidence", "interval"):
@@ -90,5 +107,6 @@ def draft_body(post: QueryDict) -> dict[str, Any]:
             body[name] = _number(post[name]) if name == "confidence" else post[name]
     if post.get("alpha"):
         body["certification"] = {"alpha": _number(post["alpha"])} | (
-            {"delta": _number(post["delta"])} if post.get("delta") else {})
+            {"delta": _number(post["delta"])} if post.get("delta") else {}
+        )
     return body

@@ -34,17 +34,26 @@ class PolicyVersion(models.Model):
     status = models.CharField(max_length=16, choices=PolicyStatus.choices, default=PolicyStatus.DRAFT)
     cutoff = models.FloatField(help_text="Answers whose gate score is at least this are served.")
     band_lower = models.FloatField(
-        null=True, blank=True,
-        help_text="Lower edge of the middle band: scores from here up to the cutoff are served with evidence shown.")
+        null=True,
+        blank=True,
+        help_text="Lower edge of the middle band: scores from here up to the cutoff are served with evidence shown.",
+    )
     exchange_rate = models.FloatField(
-        null=True, blank=True, help_text="Correct answers the owner accepts to withhold per wrong answer removed.")
+        null=True, blank=True, help_text="Correct answers the owner accepts to withhold per wrong answer removed."
+    )
     exchange_answers = models.JSONField(
-        default=list, blank=True, help_text='The questions answered: [{"rate": 10, "accept": true}, ...].')
+        default=list, blank=True, help_text='The questions answered: [{"rate": 10, "accept": true}, ...].'
+    )
     costs = models.JSONField(null=True, blank=True, help_text="c_w, c_a and optionally q and c_v, in correct answers.")
     cost_threshold = models.FloatField(
-        null=True, blank=True, help_text="tau = (c_w' - c_a) / (1 + c_w'), c_w' = (1 - q) c_w + q c_v when q is given.")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="policies_owned",
-                              help_text="Holds policy_owner on the route; the only person who may sign.")
+        null=True, blank=True, help_text="tau = (c_w' - c_a) / (1 + c_w'), c_w' = (1 - q) c_w + q c_v when q is given."
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="policies_owned",
+        help_text="Holds policy_owner on the route; the only person who may sign.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="policies_drafted")
     created_at = models.DateTimeField(auto_now_add=True)
     escalation_contact = models.CharField(max_length=200, help_text="Who answers when the gate refuses.")
@@ -60,22 +69,31 @@ class PolicyVersion(models.Model):
     data_version = models.CharField(max_length=200, help_text="The route's data version the evidence was computed on.")
     warnings = models.JSONField(default=list, blank=True, help_text='[{"code", "message"}] shown before signing.')
     signed_at = models.DateTimeField(null=True, blank=True)
-    signed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="policies_signed")
+    signed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="policies_signed"
+    )
 
     class Meta:
         ordering = ["route", "-version"]
         constraints = [
             models.UniqueConstraint(fields=["route", "version"], name="policy_version_per_route"),
-            models.UniqueConstraint(fields=["route"], condition=Q(status__in=["active", "needs_recheck"]),
-                                    name="policy_one_in_force_per_route"),
-            models.CheckConstraint(condition=Q(escalation_response_hours__gte=1)
-                                   & Q(escalation_response_hours__lte=MAX_RESPONSE_HOURS),
-                                   name="policy_response_hours_range"),
-            models.CheckConstraint(condition=Q(band_lower__isnull=True) | Q(band_lower__lte=models.F("cutoff")),
-                                   name="policy_band_below_cutoff"),
-            models.CheckConstraint(condition=Q(status__in=["draft", "withdrawn"]) | Q(signed_at__isnull=False),
-                                   name="policy_signed_when_in_force"),
+            models.UniqueConstraint(
+                fields=["route"],
+                condition=Q(status__in=["active", "needs_recheck"]),
+                name="policy_one_in_force_per_route",
+            ),
+            models.CheckConstraint(
+                condition=Q(escalation_response_hours__gte=1) & Q(escalation_response_hours__lte=MAX_RESPONSE_HOURS),
+                name="policy_response_hours_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(band_lower__isnull=True) | Q(band_lower__lte=models.F("cutoff")),
+                name="policy_band_below_cutoff",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["draft", "withdrawn"]) | Q(signed_at__isnull=False),
+                name="policy_signed_when_in_force",
+            ),
         ]
         indexes = [models.Index(fields=["route", "signed_at"], name="policy_route_signed_idx")]
 

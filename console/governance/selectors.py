@@ -26,14 +26,16 @@ def route_for_policy_reader(user, slug: str) -> Route:
 
 
 def policy_versions(route: Route) -> QuerySet[PolicyVersion]:
-    return (PolicyVersion.objects.filter(route=route).select_related("route", "owner", "created_by", "signed_by")
-            .order_by("-version"))
+    return (
+        PolicyVersion.objects.filter(route=route)
+        .select_related("route", "owner", "created_by", "signed_by")
+        .order_by("-version")
+    )
 
 
 def get_policy_for_user(user, pk: int) -> PolicyVersion:
     """The version if the user may read its route's policy; 404 otherwise (no hint that it exists)."""
-    policy = (PolicyVersion.objects.select_related("route", "owner", "created_by", "signed_by")
-              .filter(pk=pk).first())
+    policy = PolicyVersion.objects.select_related("route", "owner", "created_by", "signed_by").filter(pk=pk).first()
     if policy is None or not permissions.can_read_policy(user, policy.route):
         raise NotFound("No such policy version.")
     return policy
@@ -41,8 +43,7 @@ def get_policy_for_user(user, pk: int) -> PolicyVersion:
 
 def get_policy(pk: int) -> PolicyVersion:
     """Any version by id, for the owner-only actions: everyone but its owner gets 403 there, not 404."""
-    policy = (PolicyVersion.objects.select_related("route", "owner", "created_by", "signed_by")
-              .filter(pk=pk).first())
+    policy = PolicyVersion.objects.select_related("route", "owner", "created_by", "signed_by").filter(pk=pk).first()
     if policy is None:
         raise NotFound("No such policy version.")
     return policy
@@ -65,8 +66,12 @@ def policy_in_force(route: Route) -> PolicyVersion | None:
 def policy_in_force_at(route_id: int, at) -> PolicyVersion | None:
     """The signed version in force at a moment: the last one signed at or before it. Signing
     supersedes the previous version, so signature times alone order the versions in force."""
-    return (PolicyVersion.objects.filter(route_id=route_id, signed_at__isnull=False, signed_at__lte=at)
-            .select_related("owner").order_by("-signed_at").first())
+    return (
+        PolicyVersion.objects.filter(route_id=route_id, signed_at__isnull=False, signed_at__lte=at)
+        .select_related("owner")
+        .order_by("-signed_at")
+        .first()
+    )
 
 
 def decision_policy_context(user, decision: Decision) -> dict[str, Any]:
@@ -83,9 +88,14 @@ def signed_policy_as_dict(decision: Decision) -> dict[str, Any] | None:
     signed = policy_in_force_at(decision.route_id, decision.occurred_at)
     if signed is None:
         return None
-    return {"id": signed.pk, "version": signed.version, "cutoff": signed.cutoff, "owner": signed.owner.get_username(),
-            "signed_at": signed.signed_at.isoformat(),
-            "gate_followed": abs(signed.cutoff - decision.cutoff) <= CUTOFF_TOLERANCE}
+    return {
+        "id": signed.pk,
+        "version": signed.version,
+        "cutoff": signed.cutoff,
+        "owner": signed.owner.get_username(),
+        "signed_at": signed.signed_at.isoformat(),
+        "gate_followed": abs(signed.cutoff - decision.cutoff) <= CUTOFF_TOLERANCE,
+    }
 
 
 _NOT_FOLLOWING_SQL = """
@@ -118,7 +128,8 @@ def decisions_not_following_policy_list(route: Route, *, limit: int = 20) -> lis
     """The newest decisions of the route that logged a cutoff other than the signed one in force then,
     with that version (one query): what "gate not following policy" lists."""
     with connection.cursor() as cursor:
-        cursor.execute("""
+        cursor.execute(
+            """
             SELECT d.id, d.request_id, d.occurred_at, d.cutoff, signed.cutoff, signed.version
               FROM ledger_decision d
               JOIN LATERAL (
@@ -129,7 +140,9 @@ def decisions_not_following_policy_list(route: Route, *, limit: int = 20) -> lis
              WHERE d.route_id = %s AND abs(d.cutoff - signed.cutoff) > %s
              ORDER BY d.occurred_at DESC, d.id DESC
              LIMIT %s
-        """, [route.pk, CUTOFF_TOLERANCE, limit])
+        """,
+            [route.pk, CUTOFF_TOLERANCE, limit],
+        )
         columns = ("id", "request_id", "occurred_at", "logged_cutoff", "signed_cutoff", "version")
         return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
@@ -139,10 +152,17 @@ def evidence_of(policy: PolicyVersion) -> dict[str, Any]:
 
 
 CHANGED_FIELDS = (
-    ("cutoff", "Cutoff"), ("band_lower", "Band lower edge"), ("exchange_rate", "Exchange rate"),
-    ("cost_threshold", "Cost threshold"), ("owner", "Owner"), ("escalation_contact", "Escalation contact"),
-    ("escalation_channel", "Escalation channel"), ("escalation_response_hours", "Response time (hours)"),
-    ("refusal_message", "Refusal message"), ("filters", "Evidence window"), ("data_version", "Data version"),
+    ("cutoff", "Cutoff"),
+    ("band_lower", "Band lower edge"),
+    ("exchange_rate", "Exchange rate"),
+    ("cost_threshold", "Cost threshold"),
+    ("owner", "Owner"),
+    ("escalation_contact", "Escalation contact"),
+    ("escalation_channel", "Escalation channel"),
+    ("escalation_response_hours", "Response time (hours)"),
+    ("refusal_message", "Refusal message"),
+    ("filters", "Evidence window"),
+    ("data_version", "Data version"),
 )
 
 
@@ -151,8 +171,11 @@ def _value(policy: PolicyVersion, field: str) -> Any:
 
 
 def changes_between(older: PolicyVersion, newer: PolicyVersion) -> list[dict[str, Any]]:
-    return [{"field": label, "old": _value(older, field), "new": _value(newer, field)}
-            for field, label in CHANGED_FIELDS if _value(older, field) != _value(newer, field)]
+    return [
+        {"field": label, "old": _value(older, field), "new": _value(newer, field)}
+        for field, label in CHANGED_FIELDS
+        if _value(older, field) != _value(newer, field)
+    ]
 
 
 def history(route: Route) -> list[dict[str, Any]]:
@@ -166,8 +189,11 @@ def history(route: Route) -> list[dict[str, Any]]:
 
 
 def escalation_of(policy: PolicyVersion) -> dict[str, Any]:
-    return {"contact": policy.escalation_contact, "channel": policy.escalation_channel,
-            "response_hours": policy.escalation_response_hours}
+    return {
+        "contact": policy.escalation_contact,
+        "channel": policy.escalation_channel,
+        "response_hours": policy.escalation_response_hours,
+    }
 
 
 def policy_as_dict(policy: PolicyVersion, *, with_evidence: bool = True) -> dict[str, Any]:
@@ -206,7 +232,14 @@ def policy_as_dict(policy: PolicyVersion, *, with_evidence: bool = True) -> dict
 
 def route_policy_as_dict(policy: PolicyVersion) -> dict[str, Any]:
     """What the answering system reads: the policy in force and nothing about its evidence."""
-    return {"route": policy.route.slug, "version": policy.version, "status": policy.status,
-            "cutoff": policy.cutoff, "band_lower": policy.band_lower, "refusal_message": policy.refusal_message,
-            "escalation": escalation_of(policy), "owner": policy.owner.get_username(),
-            "signed_at": policy.signed_at.isoformat() if policy.signed_at else None}
+    return {
+        "route": policy.route.slug,
+        "version": policy.version,
+        "status": policy.status,
+        "cutoff": policy.cutoff,
+        "band_lower": policy.band_lower,
+        "refusal_message": policy.refusal_message,
+        "escalation": escalation_of(policy),
+        "owner": policy.owner.get_username(),
+        "signed_at": policy.signed_at.isoformat() if policy.signed_at else None,
+    }

@@ -31,39 +31,75 @@ from console.trials.models import Trial
 
 
 def _summary(policy: PolicyVersion) -> dict[str, Any]:
-    return {"version": policy.version, "cutoff": policy.cutoff, "band_lower": policy.band_lower,
-            "owner": policy.owner.get_username(), "evidence_sha256": policy.evidence_sha256}
+    return {
+        "version": policy.version,
+        "cutoff": policy.cutoff,
+        "band_lower": policy.band_lower,
+        "owner": policy.owner.get_username(),
+        "evidence_sha256": policy.evidence_sha256,
+    }
 
 
 def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> PolicyVersion:
     """A new draft version with its evidence computed now; the owner is told it waits for them."""
     if not permissions.can_draft_policy(user, route):
         raise Forbidden("Only reviewers, policy owners and admins of this route may draft its policy.")
-    evidence = compute_evidence(route=route, cutoff=draft.cutoff, band_lower=draft.band_lower, query=draft.query,
-                                certification=draft.certification, trial=draft.trial)
+    evidence = compute_evidence(
+        route=route,
+        cutoff=draft.cutoff,
+        band_lower=draft.band_lower,
+        query=draft.query,
+        certification=draft.certification,
+        trial=draft.trial,
+    )
     with transaction.atomic():
         Route.objects.select_for_update().filter(pk=route.pk).first()  # numbers versions one at a time
         number = (PolicyVersion.objects.filter(route=route).aggregate(n=Max("version"))["n"] or 0) + 1
         policy = PolicyVersion(
-            route=route, version=number, status=PolicyStatus.DRAFT, cutoff=draft.cutoff, band_lower=draft.band_lower,
-            exchange_rate=draft.exchange_rate, exchange_answers=draft.exchange_answers, costs=draft.costs,
-            cost_threshold=draft.cost_threshold, owner=draft.owner, created_by=user,
-            escalation_contact=draft.escalation_contact, escalation_channel=draft.escalation_channel,
-            escalation_response_hours=draft.escalation_response_hours, refusal_message=draft.refusal_message,
-            rationale=draft.rationale, filters=draft.query.window.as_dict(), confidence=draft.query.confidence,
-            interval=draft.query.interval, evidence_text=evidence.text, evidence_sha256=evidence.sha256,
-            data_version=evidence.data_version, warnings=evidence.warnings,
+            route=route,
+            version=number,
+            status=PolicyStatus.DRAFT,
+            cutoff=draft.cutoff,
+            band_lower=draft.band_lower,
+            exchange_rate=draft.exchange_rate,
+            exchange_answers=draft.exchange_answers,
+            costs=draft.costs,
+            cost_threshold=draft.cost_threshold,
+            owner=draft.owner,
+            created_by=user,
+            escalation_contact=draft.escalation_contact,
+            escalation_channel=draft.escalation_channel,
+            escalation_response_hours=draft.escalation_response_hours,
+            refusal_message=draft.refusal_message,
+            rationale=draft.rationale,
+            filters=draft.query.window.as_dict(),
+            confidence=draft.query.confidence,
+            interval=draft.query.interval,
+            evidence_text=evidence.text,
+            evidence_sha256=evidence.sha256,
+            data_version=evidence.data_version,
+            warnings=evidence.warnings,
         )
         policy.full_clean(exclude=["route", "owner", "created_by"])
         policy.save()
-        audit_record(actor=actor, action=Action.POLICY_DRAFTED, object_type="policy", object_id=policy.pk,
-                     route=route.slug, payload=_summary(policy) | {"warnings": [w["code"] for w in policy.warnings]})
+        audit_record(
+            actor=actor,
+            action=Action.POLICY_DRAFTED,
+            object_type="policy",
+            object_id=policy.pk,
+            route=route.slug,
+            payload=_summary(policy) | {"warnings": [w["code"] for w in policy.warnings]},
+        )
         notification_send(
-            channel="email", recipient=draft.owner.email, route=route.slug,
+            channel="email",
+            recipient=draft.owner.email,
+            route=route.slug,
             subject=f"Policy v{number} for {route.name} waits for your signature",
-            body=(f"{user.get_username()} drafted version {number} of the abstention policy of {route.name}: "
-                  f"cutoff {draft.cutoff:g}. You are named as its owner. Read the evidence and sign it at "
-                  f"{reverse('policy-sign', args=[policy.pk])}\n\nRationale:\n{draft.rationale}\n"),
+            body=(
+                f"{user.get_username()} drafted version {number} of the abstention policy of {route.name}: "
+                f"cutoff {draft.cutoff:g}. You are named as its owner. Read the evidence and sign it at "
+                f"{reverse('policy-sign', args=[policy.pk])}\n\nRationale:\n{draft.rationale}\n"
+            ),
         )
     return policy
 
@@ -78,8 +114,9 @@ def _stored_query(policy: PolicyVersion) -> tuple[OperatingPointsQuery, Certifie
     certified = json.loads(policy.evidence_text).get("certified_cutoff")
     certification = None
     if certified:
-        certification = certified_cutoff_query(params | {"alpha": str(certified["alpha"]),
-                                                         "delta": str(certified["delta"])})
+        certification = certified_cutoff_query(
+            params | {"alpha": str(certified["alpha"]), "delta": str(certified["delta"])}
+        )
     return query, certification
 
 
@@ -90,8 +127,14 @@ def policy_evidence_refresh(*, actor: Actor, policy: PolicyVersion) -> PolicyVer
     query, certification = _stored_query(policy)
     attached = json.loads(policy.evidence_text).get("trial")  # the trial is part of the signed evidence
     trial = Trial.objects.get(pk=attached["trial_id"]) if attached else None
-    evidence = compute_evidence(route=policy.route, cutoff=policy.cutoff, band_lower=policy.band_lower, query=query,
-                                certification=certification, trial=trial)
+    evidence = compute_evidence(
+        route=policy.route,
+        cutoff=policy.cutoff,
+        band_lower=policy.band_lower,
+        query=query,
+        certification=certification,
+        trial=trial,
+    )
     with transaction.atomic():
         locked = PolicyVersion.objects.select_for_update().get(pk=policy.pk)
         if locked.status != PolicyStatus.DRAFT or locked.evidence_sha256 == evidence.sha256:
@@ -100,9 +143,14 @@ def policy_evidence_refresh(*, actor: Actor, policy: PolicyVersion) -> PolicyVer
         locked.evidence_text, locked.evidence_sha256 = evidence.text, evidence.sha256
         locked.data_version, locked.warnings = evidence.data_version, evidence.warnings
         locked.save(update_fields=["evidence_text", "evidence_sha256", "data_version", "warnings"])
-        audit_record(actor=actor, action=Action.POLICY_EVIDENCE_REFRESHED, object_type="policy", object_id=locked.pk,
-                     route=locked.route.slug, payload={"evidence_sha256": {"old": old, "new": evidence.sha256},
-                                                       "data_version": evidence.data_version})
+        audit_record(
+            actor=actor,
+            action=Action.POLICY_EVIDENCE_REFRESHED,
+            object_type="policy",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"evidence_sha256": {"old": old, "new": evidence.sha256}, "data_version": evidence.data_version},
+        )
     return locked
 
 
@@ -120,27 +168,44 @@ def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: s
         Route.objects.select_for_update().filter(pk=policy.route_id).first()
         locked = PolicyVersion.objects.select_for_update().select_related("route", "owner").get(pk=policy.pk)
         if locked.status != PolicyStatus.DRAFT:
-            raise Conflict(f"Version {locked.version} is {locked.status}; only a draft can be signed.",
-                           code="not_draft")
+            raise Conflict(
+                f"Version {locked.version} is {locked.status}; only a draft can be signed.", code="not_draft"
+            )
         if evidence_sha256 != locked.evidence_sha256:
-            raise Conflict("The evidence changed since you read it (new data arrived); read it again and sign its "
-                           "new SHA-256.", code="evidence_changed",
-                           details={"evidence_sha256": locked.evidence_sha256, "data_version": locked.data_version})
+            raise Conflict(
+                "The evidence changed since you read it (new data arrived); read it again and sign its new SHA-256.",
+                code="evidence_changed",
+                details={"evidence_sha256": locked.evidence_sha256, "data_version": locked.data_version},
+            )
         now = timezone.now()
         for previous in PolicyVersion.objects.select_for_update().filter(route_id=locked.route_id, status__in=IN_FORCE):
             old_status = previous.status
             previous.status = PolicyStatus.SUPERSEDED
             previous.save(update_fields=["status"])
-            audit_record(actor=actor, action=Action.POLICY_SUPERSEDED, object_type="policy", object_id=previous.pk,
-                         route=locked.route.slug, payload={"status": {"old": old_status, "new": previous.status},
-                                                           "by_version": locked.version})
+            audit_record(
+                actor=actor,
+                action=Action.POLICY_SUPERSEDED,
+                object_type="policy",
+                object_id=previous.pk,
+                route=locked.route.slug,
+                payload={"status": {"old": old_status, "new": previous.status}, "by_version": locked.version},
+            )
         locked.status, locked.signed_at, locked.signed_by = PolicyStatus.ACTIVE, now, user
         locked.save(update_fields=["status", "signed_at", "signed_by"])
-        audit_record(actor=actor, action=Action.POLICY_SIGNED, object_type="policy", object_id=locked.pk,
-                     route=locked.route.slug,
-                     payload=_summary(locked) | {"status": {"old": PolicyStatus.DRAFT, "new": PolicyStatus.ACTIVE},
-                                                 "data_version": locked.data_version,
-                                                 "warnings": locked.warnings, "evidence_text": locked.evidence_text})
+        audit_record(
+            actor=actor,
+            action=Action.POLICY_SIGNED,
+            object_type="policy",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload=_summary(locked)
+            | {
+                "status": {"old": PolicyStatus.DRAFT, "new": PolicyStatus.ACTIVE},
+                "data_version": locked.data_version,
+                "warnings": locked.warnings,
+                "evidence_text": locked.evidence_text,
+            },
+        )
     return locked
 
 
@@ -151,21 +216,30 @@ def policy_withdraw(*, actor: Actor, user, policy: PolicyVersion) -> PolicyVersi
     with transaction.atomic():
         locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
         if locked.status != PolicyStatus.DRAFT:
-            raise Conflict(f"Version {locked.version} is {locked.status}; only a draft can be withdrawn.",
-                           code="not_draft")
+            raise Conflict(
+                f"Version {locked.version} is {locked.status}; only a draft can be withdrawn.", code="not_draft"
+            )
         locked.status = PolicyStatus.WITHDRAWN
         locked.save(update_fields=["status"])
-        audit_record(actor=actor, action=Action.POLICY_WITHDRAWN, object_type="policy", object_id=locked.pk,
-                     route=locked.route.slug, payload={"status": {"old": PolicyStatus.DRAFT, "new": locked.status},
-                                                       "version": locked.version})
+        audit_record(
+            actor=actor,
+            action=Action.POLICY_WITHDRAWN,
+            object_type="policy",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"status": {"old": PolicyStatus.DRAFT, "new": locked.status}, "version": locked.version},
+        )
     return locked
 
 
 def policy_mark_needs_recheck(*, actor: Actor, policy: PolicyVersion, needs_recheck: bool = True) -> PolicyVersion:
     """Turn the version in force to `needs_recheck` (still in force) or back to `active`, for the
     release recheck that monitoring opens and closes. Any other status is left alone."""
-    old, new = ((PolicyStatus.ACTIVE, PolicyStatus.NEEDS_RECHECK) if needs_recheck
-                else (PolicyStatus.NEEDS_RECHECK, PolicyStatus.ACTIVE))
+    old, new = (
+        (PolicyStatus.ACTIVE, PolicyStatus.NEEDS_RECHECK)
+        if needs_recheck
+        else (PolicyStatus.NEEDS_RECHECK, PolicyStatus.ACTIVE)
+    )
     with transaction.atomic():
         locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
         if locked.status != old:
@@ -173,6 +247,12 @@ def policy_mark_needs_recheck(*, actor: Actor, policy: PolicyVersion, needs_rech
         locked.status = new
         locked.save(update_fields=["status"])
         action = Action.POLICY_NEEDS_RECHECK if needs_recheck else Action.POLICY_RECHECK_CLEARED
-        audit_record(actor=actor, action=action, object_type="policy", object_id=locked.pk, route=locked.route.slug,
-                     payload={"status": {"old": old, "new": new}, "version": locked.version})
+        audit_record(
+            actor=actor,
+            action=action,
+            object_type="policy",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"status": {"old": old, "new": new}, "version": locked.version},
+        )
     return locked

@@ -72,8 +72,10 @@ def _costs(errors: FieldErrors, raw: Any) -> tuple[dict[str, float] | None, floa
     unknown = set(raw) - {"c_w", "c_a", "q", "c_v"}
     if unknown:
         errors.add(0, "costs", f"has unknown keys: {', '.join(sorted(unknown))}")
-    values = {key: number_field(errors, 0, f"costs.{key}", raw.get(key), required=key in ("c_w", "c_a"))
-              for key in ("c_w", "c_a", "q", "c_v")}
+    values = {
+        key: number_field(errors, 0, f"costs.{key}", raw.get(key), required=key in ("c_w", "c_a"))
+        for key in ("c_w", "c_a", "q", "c_v")
+    }
     costs = {key: value for key, value in values.items() if value is not None}
     if any(costs.get(key, 0) < 0 for key in ("c_w", "c_a", "c_v")):
         errors.add(0, "costs", "c_w, c_a and c_v must not be negative")
@@ -98,10 +100,15 @@ def _answers(errors: FieldErrors, raw: Any) -> list[dict[str, Any]]:
         return []
     answers = []
     for i, answer in enumerate(raw):
-        if (not isinstance(answer, dict) or set(answer) != {"rate", "accept"} or not isinstance(answer["accept"], bool)
-                or isinstance(answer["rate"], bool) or not isinstance(answer["rate"], int | float)
-                or not answer["rate"] > 0):
-            errors.add(0, f"exchange_answers[{i}]", "must be {\"rate\": a positive number, \"accept\": true or false}")
+        if (
+            not isinstance(answer, dict)
+            or set(answer) != {"rate", "accept"}
+            or not isinstance(answer["accept"], bool)
+            or isinstance(answer["rate"], bool)
+            or not isinstance(answer["rate"], int | float)
+            or not answer["rate"] > 0
+        ):
+            errors.add(0, f"exchange_answers[{i}]", 'must be {"rate": a positive number, "accept": true or false}')
         else:
             answers.append({"rate": answer["rate"], "accept": answer["accept"]})
     return answers
@@ -199,7 +206,8 @@ def parse_draft(data: Any, *, route: Route) -> DraftInput:
             window_params = {k: v for k, v in params.items() if k not in ("confidence", "interval")}
             try:
                 certification = certified_cutoff_query(
-                    window_params | {key: str(value) for key, value in raw_certification.items()})
+                    window_params | {key: str(value) for key, value in raw_certification.items()}
+                )
             except InvalidInput as exc:
                 for problem in exc.details:
                     errors.add(0, "certification", problem["message"])
@@ -207,7 +215,20 @@ def parse_draft(data: Any, *, route: Route) -> DraftInput:
         details = [{"field": item["field"], "message": item["message"]} for item in errors.items]
         fields = ", ".join(dict.fromkeys(d["field"] for d in details))
         raise InvalidInput(f"The draft is incomplete or invalid: {fields}.", details=details)
-    return DraftInput(cutoff=cutoff, band_lower=band_lower, exchange_rate=exchange_rate, exchange_answers=answers,
-                      costs=costs, cost_threshold=tau, owner=owner, rationale=rationale,
-                      escalation_contact=contact, escalation_channel=channel, escalation_response_hours=hours,
-                      refusal_message=refusal_message, query=query, certification=certification, trial=trial)
+    return DraftInput(
+        cutoff=cutoff,
+        band_lower=band_lower,
+        exchange_rate=exchange_rate,
+        exchange_answers=answers,
+        costs=costs,
+        cost_threshold=tau,
+        owner=owner,
+        rationale=rationale,
+        escalation_contact=contact,
+        escalation_channel=channel,
+        escalation_response_hours=hours,
+        refusal_message=refusal_message,
+        query=query,
+        certification=certification,
+        trial=trial,
+    )

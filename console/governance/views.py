@@ -18,15 +18,19 @@ from console.stats.intervals import INTERVAL_METHODS
 
 def route_policy(request, slug: str):
     route = selectors.route_for_policy_reader(request.user, slug)
-    return render(request, "governance/route_policy.html", {
-        "route": route,
-        "policy": selectors.policy_in_force(route),
-        "history": selectors.history(route),
-        "not_following": selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0),
-        "not_following_list": selectors.decisions_not_following_policy_list(route),
-        "can_draft": permissions.can_draft_policy(request.user, route),
-        "can_run_trials": permissions.can_run_trials(request.user, route),
-    })
+    return render(
+        request,
+        "governance/route_policy.html",
+        {
+            "route": route,
+            "policy": selectors.policy_in_force(route),
+            "history": selectors.history(route),
+            "not_following": selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0),
+            "not_following_list": selectors.decisions_not_following_policy_list(route),
+            "can_draft": permissions.can_draft_policy(request.user, route),
+            "can_run_trials": permissions.can_run_trials(request.user, route),
+        },
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -45,20 +49,34 @@ def policy_draft(request, slug: str):
             policy = services.policy_draft(actor=Actor.user(request.user), user=request.user, route=route, draft=draft)
             messages.success(request, f"Draft v{policy.version} saved; {policy.owner.get_username()} was notified.")
             return redirect("policy-record", pk=policy.pk)
-    return render(request, "governance/draft.html", {
-        "route": route, "values": forms.initial_values(params), "filters": forms.filter_items(params),
-        "owners": selectors.eligible_owners(route), "errors": errors, "intervals": INTERVAL_METHODS,
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "governance/draft.html",
+        {
+            "route": route,
+            "values": forms.initial_values(params),
+            "filters": forms.filter_items(params),
+            "owners": selectors.eligible_owners(route),
+            "errors": errors,
+            "intervals": INTERVAL_METHODS,
+        },
+        status=400 if errors else 200,
+    )
 
 
 def policy_record(request, pk: int):
     """The decision record of one version: printable, with the evidence exactly as stored."""
     policy = selectors.get_policy_for_user(request.user, pk)
-    return render(request, "governance/record.html", {
-        "policy": policy, "evidence": selectors.evidence_of(policy),
-        "can_sign": policy.status == "draft" and permissions.can_sign_policy(request.user, policy),
-        "can_withdraw": policy.status == "draft" and permissions.can_withdraw_policy(request.user, policy),
-    })
+    return render(
+        request,
+        "governance/record.html",
+        {
+            "policy": policy,
+            "evidence": selectors.evidence_of(policy),
+            "can_sign": policy.status == "draft" and permissions.can_sign_policy(request.user, policy),
+            "can_withdraw": policy.status == "draft" and permissions.can_withdraw_policy(request.user, policy),
+        },
+    )
 
 
 def policy_record_json(request, pk: int):
@@ -85,16 +103,24 @@ def policy_sign(request, pk: int):
             error = "Tick that you have read the evidence before signing."
         else:
             try:
-                services.policy_sign(actor=Actor.user(request.user), user=request.user, policy=policy,
-                                     evidence_sha256=request.POST.get("evidence_sha256", ""))
+                services.policy_sign(
+                    actor=Actor.user(request.user),
+                    user=request.user,
+                    policy=policy,
+                    evidence_sha256=request.POST.get("evidence_sha256", ""),
+                )
             except Conflict as exc:
                 error = exc.message
                 policy = selectors.get_policy(pk)
             else:
                 messages.success(request, f"Version {policy.version} is signed and in force.")
                 return redirect("route-policy", slug=policy.route.slug)
-    return render(request, "governance/sign.html", {"policy": policy, "evidence": selectors.evidence_of(policy),
-                                                    "error": error}, status=400 if error else 200)
+    return render(
+        request,
+        "governance/sign.html",
+        {"policy": policy, "evidence": selectors.evidence_of(policy), "error": error},
+        status=400 if error else 200,
+    )
 
 
 @require_POST

@@ -33,10 +33,15 @@ class DecisionIngestApi(APIView):
         items, errors = validate_batch(records)
         routes, route_errors = services.routes_for_items(items)
         if errors or route_errors:
-            raise_batch_invalid(total=len(records), records_noun="decisions", errors=errors, unknown=route_errors,
-                                unknown_code="unknown_route", unknown_noun="route(s)")
-        denied = sorted(slug for slug, route in routes.items()
-                        if not permissions.can_ingest(request.user, route))
+            raise_batch_invalid(
+                total=len(records),
+                records_noun="decisions",
+                errors=errors,
+                unknown=route_errors,
+                unknown_code="unknown_route",
+                unknown_noun="route(s)",
+            )
+        denied = sorted(slug for slug, route in routes.items() if not permissions.can_ingest(request.user, route))
         if denied:
             raise Forbidden(f"Your token may not ingest into route(s): {', '.join(denied)}.")
         result = services.decision_ingest(actor=Actor.from_request(request), items=items, routes=routes)
@@ -44,11 +49,11 @@ class DecisionIngestApi(APIView):
 
 
 class RouteListApi(APIView):
-    @extend_schema(responses={200: OpenApiResponse(description="Routes the caller may read")},
-                   summary="List routes")
+    @extend_schema(responses={200: OpenApiResponse(description="Routes the caller may read")}, summary="List routes")
     def get(self, request: Request) -> Response:
         if not permissions.can_read_decisions(request.user):
             raise Forbidden("Your role does not allow reading routes.")
         routes = selectors.readable_routes(request.user)
-        return Response({"routes": [{"slug": r.slug, "name": r.name, "graders_per_item": r.graders_per_item}
-                                    for r in routes]})
+        return Response(
+            {"routes": [{"slug": r.slug, "name": r.name, "graders_per_item": r.graders_per_item} for r in routes]}
+        )

@@ -9,29 +9,50 @@ from console.ledger.selectors import DEFAULT_SORT, SORTS, DecisionFilters
 class DecisionFilterForm(forms.Form):
     """The refusals list filters. Versions and segments are free text `key=value` pairs."""
 
-    q = forms.CharField(required=False, max_length=200, label="Search",
-                        help_text='Words in the question or claim; "a phrase", or, -word.')
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Search",
+        help_text='Words in the question or claim; "a phrase", or, -word.',
+    )
     route = forms.ChoiceField(required=False)
-    outcome = forms.ChoiceField(required=False, initial=Outcome.REFUSED,
-                                choices=[("refused", "Refused"), ("served", "Served"),
-                                         ("served_with_evidence", "Served with evidence"), ("any", "Any")])
+    outcome = forms.ChoiceField(
+        required=False,
+        initial=Outcome.REFUSED,
+        choices=[
+            ("refused", "Refused"),
+            ("served", "Served"),
+            ("served_with_evidence", "Served with evidence"),
+            ("any", "Any"),
+        ],
+    )
     score_min = forms.FloatField(required=False, min_value=-1e9, max_value=1e9, label="Score from")
     score_max = forms.FloatField(required=False, min_value=-1e9, max_value=1e9, label="Score to")
-    date_from = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
-                                help_text="UTC, as YYYY-MM-DD.")
-    date_to = forms.DateField(required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(),
-                              help_text="UTC, inclusive, as YYYY-MM-DD.")
+    date_from = forms.DateField(
+        required=False, input_formats=ISO_DATE_FORMATS, widget=IsoDateInput(), help_text="UTC, as YYYY-MM-DD."
+    )
+    date_to = forms.DateField(
+        required=False,
+        input_formats=ISO_DATE_FORMATS,
+        widget=IsoDateInput(),
+        help_text="UTC, inclusive, as YYYY-MM-DD.",
+    )
     model = forms.CharField(required=False, max_length=200, label="Model version")
     retriever = forms.CharField(required=False, max_length=200, label="Retriever version")
     corpus = forms.CharField(required=False, max_length=200, label="Corpus version")
     gate = forms.CharField(required=False, max_length=200, label="Gate version")
     segment = forms.CharField(required=False, max_length=200, help_text="key=value, e.g. language=en")
     no_supporting_passage = forms.BooleanField(
-        required=False, label="No supporting passage",
+        required=False,
+        label="No supporting passage",
         help_text="No claim unit was found in any logged passage: a retrieval problem, not a gate one.",
     )
-    sort = forms.ChoiceField(required=False, label="Order", initial=DEFAULT_SORT,
-                             choices=[(key, sort.label.capitalize()) for key, sort in SORTS.items()])
+    sort = forms.ChoiceField(
+        required=False,
+        label="Order",
+        initial=DEFAULT_SORT,
+        choices=[(key, sort.label.capitalize()) for key, sort in SORTS.items()],
+    )
 
     def __init__(self, *args, routes=(), **kwargs):
         super().__init__(*args, **kwargs)

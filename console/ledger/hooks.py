@@ -46,6 +46,8 @@ def register_in_ingest(writer: Any) -> None:
 def run_in_ingest(*, actor: Any, items: list, decision_ids: list[int], routes: dict) -> None:
     for writer in _in_ingest:
         writer(actor=actor, items=items, decision_ids=decision_ids, routes=routes)
+
+
 # Filters of the refusals list that upper apps supply (the ledger cannot import them): a name, a label,
 # a condition for QuerySet.filter (an Exists over the upper app's table, found through the app
 # registry by the upper app itself) and whether the list shows a badge where it holds (computed as
@@ -62,8 +64,9 @@ class DecisionFilterHook:
 _decision_filters: dict[str, DecisionFilterHook] = {}
 
 
-def register_decision_filter(name: str, *, label: str, condition: Callable[[], Any], help_text: str = "",
-                             badge: bool = False) -> None:
+def register_decision_filter(
+    name: str, *, label: str, condition: Callable[[], Any], help_text: str = "", badge: bool = False
+) -> None:
     _decision_filters[name] = DecisionFilterHook(name, label, help_text, condition, badge)
 
 

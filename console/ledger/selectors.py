@@ -32,14 +32,13 @@ def readable_decisions(user) -> QuerySet[Decision]:
     return permissions.visible(Decision.objects.all(), user, permissions.DECISION_READERS)
 
 
-def get_decision_for_user(user, *, pk: int | None = None, route_slug: str | None = None,
-                          request_id: str | None = None) -> Decision:
+def get_decision_for_user(
+    user, *, pk: int | None = None, route_slug: str | None = None, request_id: str | None = None
+) -> Decision:
     """The decision if the user may read it; Forbidden for graders-only users, else 404."""
     if not permissions.can_read_decisions(user):
         raise Forbidden("Your role does not allow reading decisions.")
-    queryset = readable_decisions(user).select_related("route", "support").prefetch_related(
-        _ranked_passages_prefetch()
-    )
+    queryset = readable_decisions(user).select_related("route", "support").prefetch_related(_ranked_passages_prefetch())
     lookup = {"pk": pk} if pk is not None else {"route__slug": route_slug, "request_id": request_id}
     decision = queryset.filter(**lookup).first()
     if decision is None:
@@ -163,8 +162,12 @@ def decision_list(user, filters: DecisionFilters, sort: str = DEFAULT_SORT) -> Q
     order = SORTS.get(sort, SORTS[DEFAULT_SORT])
     prefix = "-" if order.descending else ""
     badges = {f"badge_{hook.name}": hook.condition() for hook in decision_filters() if hook.badge}
-    return (filters.apply(readable_decisions(user)).select_related("route", "support").annotate(**badges)
-            .order_by(f"{prefix}{order.field}", f"{prefix}pk"))
+    return (
+        filters.apply(readable_decisions(user))
+        .select_related("route", "support")
+        .annotate(**badges)
+        .order_by(f"{prefix}{order.field}", f"{prefix}pk")
+    )
 
 
 # The refusals list counts matches up to this many; past it, it says "more than".
@@ -188,8 +191,9 @@ class DecisionPage:
         return self.sort == "newest"
 
 
-def decision_page(user, filters: DecisionFilters, *, before: str = "", after: str = "",
-                  size: int = 50, sort: str = DEFAULT_SORT) -> DecisionPage:
+def decision_page(
+    user, filters: DecisionFilters, *, before: str = "", after: str = "", size: int = 50, sort: str = DEFAULT_SORT
+) -> DecisionPage:
     """A page of ``decision_list`` by keyset: ``before`` (the rows after a cursor in the list's
     order; older ones when newest first) or ``after`` (the rows before it), else the first page.
     The cursor holds the sort column's value and the id, so every page costs one index range scan
@@ -226,10 +230,13 @@ def _beyond(queryset: QuerySet[Decision], order: Sort, cursor: tuple[Any, int], 
     value, pk = cursor
     later = order.descending == forward  # moving towards smaller values
     if later:
-        return queryset.filter(Q(**{f"{order.field}__lt": value}) | Q(**{order.field: value, "pk__lt": pk}),
-                               **{f"{order.field}__lte": value})
-    return queryset.filter(Q(**{f"{order.field}__gt": value}) | Q(**{order.field: value, "pk__gt": pk}),
-                           **{f"{order.field}__gte": value})
+        return queryset.filter(
+            Q(**{f"{order.field}__lt": value}) | Q(**{order.field: value, "pk__lt": pk}),
+            **{f"{order.field}__lte": value},
+        )
+    return queryset.filter(
+        Q(**{f"{order.field}__gt": value}) | Q(**{order.field: value, "pk__gt": pk}), **{f"{order.field}__gte": value}
+    )
 
 
 def _cursor_of(decision: Decision, order: Sort = SORTS[DEFAULT_SORT]) -> str:
@@ -256,10 +263,12 @@ def route_daily_counts(user, *, days: int = 14) -> list[dict[str, Any]]:
     """Per readable route: decisions and refusals in all and per day over the last `days` days,
     read from the counters the database keeps per route, UTC day and outcome (RouteDayCount)."""
     today = timezone.now().date()
-    routes = list(readable_routes(user).annotate(
-        total=Coalesce(Sum("day_counts__decisions"), 0),
-        refused=Coalesce(Sum("day_counts__decisions", filter=Q(day_counts__outcome=Outcome.REFUSED)), 0),
-    ))
+    routes = list(
+        readable_routes(user).annotate(
+            total=Coalesce(Sum("day_counts__decisions"), 0),
+            refused=Coalesce(Sum("day_counts__decisions", filter=Q(day_counts__outcome=Outcome.REFUSED)), 0),
+        )
+    )
     rows = (
         permissions.visible(RouteDayCount.objects.all(), user, permissions.DECISION_READERS)
         .filter(day__gte=today - timedelta(days=days - 1))
@@ -274,8 +283,7 @@ def route_daily_counts(user, *, days: int = 14) -> list[dict[str, Any]]:
     for route in routes:
         counts = by_route.get(route.pk, {})
         daily = [
-            {"day": day, "total": counts.get(day, {}).get("total", 0),
-             "refused": counts.get(day, {}).get("refused", 0)}
+            {"day": day, "total": counts.get(day, {}).get("total", 0), "refused": counts.get(day, {}).get("refused", 0)}
             for day in days_list
         ]
         peak = max((d["total"] for d in daily), default=0) or 1

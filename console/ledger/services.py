@@ -21,16 +21,40 @@ from console.ledger.validation import DecisionInput
 logger = logging.getLogger(__name__)
 
 
-def route_create(*, actor: Actor, slug: str, name: str, guidelines: str = "",
-                 graders_per_item: int = 2, shadow_config: dict | None = None) -> Route:
-    route = Route(slug=slug, name=name, guidelines=guidelines, graders_per_item=graders_per_item,
-                  shadow_config=shadow_config or {})
+def route_create(
+    *,
+    actor: Actor,
+    slug: str,
+    name: str,
+    guidelines: str = "",
+    graders_per_item: int = 2,
+    shadow_config: dict | None = None,
+) -> Route:
+    route = Route(
+        slug=slug,
+        name=name,
+        guidelines=guidelines,
+        graders_per_item=graders_per_item,
+        shadow_config=shadow_config or {},
+    )
     route.full_clean()
     with transaction.atomic():
         route.save()
-        audit_record(actor=actor, action=Action.ROUTE_CREATED, object_type="route", object_id=route.pk, route=slug,
-                     payload={"new": {"slug": slug, "name": name, "graders_per_item": graders_per_item,
-                                      "shadow_config": route.shadow_config}})
+        audit_record(
+            actor=actor,
+            action=Action.ROUTE_CREATED,
+            object_type="route",
+            object_id=route.pk,
+            route=slug,
+            payload={
+                "new": {
+                    "slug": slug,
+                    "name": name,
+                    "graders_per_item": graders_per_item,
+                    "shadow_config": route.shadow_config,
+                }
+            },
+        )
     return route
 
 
@@ -38,8 +62,11 @@ def routes_for_items(items: list[DecisionInput]) -> tuple[dict[str, Route], list
     """The routes a batch names, and one error per item whose route does not exist."""
     slugs = {item.route for item in items}
     routes = {route.slug: route for route in Route.objects.filter(slug__in=slugs)}
-    errors = [{"index": item.index, "field": "route", "message": f"unknown route {item.route!r}",
-               "value": item.route} for item in items if item.route not in routes]
+    errors = [
+        {"index": item.index, "field": "route", "message": f"unknown route {item.route!r}", "value": item.route}
+        for item in items
+        if item.route not in routes
+    ]
     return routes, errors
 
 
@@ -89,11 +116,18 @@ def _dedupe_batch(items: list[DecisionInput]) -> tuple[list[DecisionInput], int]
         elif first.content_hash == item.content_hash:
             repeats += 1
         else:
-            conflicts.append({"index": item.index, "route": item.route, "request_id": item.request_id,
-                              "message": f"differs from item {first.index} with the same request_id"})
+            conflicts.append(
+                {
+                    "index": item.index,
+                    "route": item.route,
+                    "request_id": item.request_id,
+                    "message": f"differs from item {first.index} with the same request_id",
+                }
+            )
     if conflicts:
-        raise Conflict("The batch holds the same request_id twice with different content; nothing was written.",
-                       details=conflicts)
+        raise Conflict(
+            "The batch holds the same request_id twice with different content; nothing was written.", details=conflicts
+        )
     return unique, repeats
 
 
@@ -148,11 +182,18 @@ def _raise_conflicts(items, routes, existing) -> list[DecisionInput]:
         if stored is None:
             fresh.append(item)
         elif stored != item.content_hash:
-            conflicts.append({"index": item.index, "route": item.route, "request_id": item.request_id,
-                              "message": "a decision with this request_id is stored with different content"})
+            conflicts.append(
+                {
+                    "index": item.index,
+                    "route": item.route,
+                    "request_id": item.request_id,
+                    "message": "a decision with this request_id is stored with different content",
+                }
+            )
     if conflicts:
-        raise Conflict("Some request_ids are already stored with different content; nothing was written.",
-                       details=conflicts)
+        raise Conflict(
+            "Some request_ids are already stored with different content; nothing was written.", details=conflicts
+        )
     return fresh
 
 
@@ -171,30 +212,56 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
             "cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
         ) as copy:
             # Rows in the global lock order (see the note above _ALLOCATE_IDS); ids keep the batch's order.
-            in_key_order = sorted(zip(decision_ids, fresh, strict=True),
-                                  key=lambda pair: (routes[pair[1].route].pk, pair[1].request_id))
+            in_key_order = sorted(
+                zip(decision_ids, fresh, strict=True), key=lambda pair: (routes[pair[1].route].pk, pair[1].request_id)
+            )
             for decision_id, i in in_key_order:
-                copy.write_row((decision_id, routes[i.route].pk, i.request_id, i.occurred_at, i.question, i.claim,
-                                i.gate_name, i.gate_score, i.cutoff, i.outcome, i.served_answer,
-                                _json(i.versions), _json(i.segments), now, i.content_hash))
+                copy.write_row(
+                    (
+                        decision_id,
+                        routes[i.route].pk,
+                        i.request_id,
+                        i.occurred_at,
+                        i.question,
+                        i.claim,
+                        i.gate_name,
+                        i.gate_score,
+                        i.cutoff,
+                        i.outcome,
+                        i.served_answer,
+                        _json(i.versions),
+                        _json(i.segments),
+                        now,
+                        i.content_hash,
+                    )
+                )
         with cursor.cursor.copy(
             "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
         ) as copy:
             for decision_id, item in zip(decision_ids, fresh, strict=True):
                 for passage in item.passages:
-                    copy.write_row((decision_id, passage_ids[passage.content_key], passage.rank,
-                                    passage.retrieval_score))
+                    copy.write_row(
+                        (decision_id, passage_ids[passage.content_key], passage.rank, passage.retrieval_score)
+                    )
     run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
     result.created = len(fresh)
     result.created_ids = decision_ids
     by_route: dict[str, list[int]] = {}
     for decision_id, item in zip(decision_ids, fresh, strict=True):
         by_route.setdefault(item.route, []).append(decision_id)
-    audit_record_many(actor=actor, events=[
-        EventSpec(Action.DECISIONS_INGESTED, "route", slug, route=slug,
-                  payload={"objects": {"decision": ids}, "created": len(ids)})
-        for slug, ids in sorted(by_route.items())
-    ])
+    audit_record_many(
+        actor=actor,
+        events=[
+            EventSpec(
+                Action.DECISIONS_INGESTED,
+                "route",
+                slug,
+                route=slug,
+                payload={"objects": {"decision": ids}, "created": len(ids)},
+            )
+            for slug, ids in sorted(by_route.items())
+        ],
+    )
     queue_after_ingest(decision_ids)
     return result
 
@@ -234,8 +301,18 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
         for key in new_keys:
             passage, corpus = unique[key]
             embedding = None if passage.embedding is None else _json(passage.embedding)
-            copy.write_row((passage.external_id, corpus, passage.text, passage.text_sha256,
-                            passage.source, passage.uri, embedding, key))
+            copy.write_row(
+                (
+                    passage.external_id,
+                    corpus,
+                    passage.text,
+                    passage.text_sha256,
+                    passage.source,
+                    passage.uri,
+                    embedding,
+                    key,
+                )
+            )
     cursor.execute(
         "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
         "content_key) SELECT * FROM ingest_passage ORDER BY content_key "

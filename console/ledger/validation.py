@@ -39,8 +39,18 @@ MAX_EMBEDDING = 4_096
 OUTCOMES = ("refused", "served", "served_with_evidence")
 
 _TOP_FIELDS = {
-    "request_id", "route", "occurred_at", "question", "claim", "gate", "outcome",
-    "served_answer", "passages", "versions", "segments", "question_embedding",
+    "request_id",
+    "route",
+    "occurred_at",
+    "question",
+    "claim",
+    "gate",
+    "outcome",
+    "served_answer",
+    "passages",
+    "versions",
+    "segments",
+    "question_embedding",
 }
 _PASSAGE_FIELDS = {"id", "text", "retrieval_score", "rank", "source", "uri", "embedding"}
 _GATE_FIELDS = {"name", "score", "cutoff"}
@@ -95,8 +105,9 @@ def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scala
             errors.add(index, f"{path}.{key[:64]}", "keys must be 1 to 64 characters of valid Unicode, without NUL")
             continue
         allowed = (str, int, float, bool) if scalars else (str,)
-        if not isinstance(item, allowed) or (isinstance(item, str) and (
-                len(item) > MAX_LABEL or "\x00" in item or has_lone_surrogate(item))):
+        if not isinstance(item, allowed) or (
+            isinstance(item, str) and (len(item) > MAX_LABEL or "\x00" in item or has_lone_surrogate(item))
+        ):
             kind = "a string, number or boolean" if scalars else "a string"
             errors.add(index, f"{path}.{key}", f"must be {kind} of at most {MAX_LABEL} characters")
             continue
@@ -110,8 +121,11 @@ def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scala
 def _embedding(errors: FieldErrors, index: int, path: str, value: Any) -> list[float] | None:
     if value is None:
         return None
-    if (not isinstance(value, list) or not 0 < len(value) <= MAX_EMBEDDING
-            or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in value)):
+    if (
+        not isinstance(value, list)
+        or not 0 < len(value) <= MAX_EMBEDDING
+        or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in value)
+    ):
         errors.add(index, path, f"must be a list of 1 to {MAX_EMBEDDING} finite numbers")
         return None
     return [float(x) for x in value]
@@ -147,16 +161,28 @@ def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput]
             errors.add(index, f"{path}.rank", f"rank {rank} appears twice")
         else:
             ranks.add(rank)
-        source = text_field(errors, index, f"{path}.source", raw.get("source") or "", max_len=MAX_LABEL,
-                       allow_empty=True)
+        source = text_field(
+            errors, index, f"{path}.source", raw.get("source") or "", max_len=MAX_LABEL, allow_empty=True
+        )
         uri = text_field(errors, index, f"{path}.uri", raw.get("uri") or "", max_len=MAX_URI, allow_empty=True)
         embedding = raw.get("embedding")
         if embedding is not None:
-            if (not isinstance(embedding, list) or not 0 < len(embedding) <= MAX_EMBEDDING
-                    or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                               and finite_number(x, limit=FLOAT32_MAX) is not None for x in embedding)):
-                errors.add(index, f"{path}.embedding", f"must be a list of 1 to {MAX_EMBEDDING} numbers "
-                           f"of at most {FLOAT32_MAX:.4g} in size (single precision)")
+            if (
+                not isinstance(embedding, list)
+                or not 0 < len(embedding) <= MAX_EMBEDDING
+                or not all(
+                    isinstance(x, int | float)
+                    and not isinstance(x, bool)
+                    and finite_number(x, limit=FLOAT32_MAX) is not None
+                    for x in embedding
+                )
+            ):
+                errors.add(
+                    index,
+                    f"{path}.embedding",
+                    f"must be a list of 1 to {MAX_EMBEDDING} numbers "
+                    f"of at most {FLOAT32_MAX:.4g} in size (single precision)",
+                )
                 embedding = None
             else:
                 embedding = [float(x) for x in embedding]
@@ -206,9 +232,20 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
     if len(errors.items) != before:
         return None
     item = DecisionInput(
-        index=index, request_id=request_id, route=route, occurred_at=occurred_at, question=question,
-        claim=claim, gate_name=gate_name, gate_score=gate_score, cutoff=cutoff, outcome=outcome,
-        served_answer=served_answer, versions=versions, segments=segments, passages=passages,
+        index=index,
+        request_id=request_id,
+        route=route,
+        occurred_at=occurred_at,
+        question=question,
+        claim=claim,
+        gate_name=gate_name,
+        gate_score=gate_score,
+        cutoff=cutoff,
+        outcome=outcome,
+        served_answer=served_answer,
+        versions=versions,
+        segments=segments,
+        passages=passages,
         question_embedding=question_embedding,
     )
     _fill_hashes(item)
@@ -233,9 +270,19 @@ def _fill_hashes(item: DecisionInput) -> None:
         passages.append([_sha(json.dumps(content)), passage.rank, passage.retrieval_score, passage.embedding])
     item.passages.sort(key=lambda p: p.rank)
     canonical = [
-        item.route, item.request_id, item.occurred_at.isoformat(timespec="microseconds"),
-        item.question, item.claim, item.gate_name, item.gate_score, item.cutoff, item.outcome,
-        item.served_answer, item.versions, item.segments, passages,
+        item.route,
+        item.request_id,
+        item.occurred_at.isoformat(timespec="microseconds"),
+        item.question,
+        item.claim,
+        item.gate_name,
+        item.gate_score,
+        item.cutoff,
+        item.outcome,
+        item.served_answer,
+        item.versions,
+        item.segments,
+        passages,
     ]
     if item.question_embedding is not None:
         # Appended only when sent, so decisions stored before the field existed keep their hashes.

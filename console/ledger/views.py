@@ -58,15 +58,21 @@ def refusal_list(request):
     sort = form.sort_key()
     if exporting and (valid or not form.is_bound):
         return _csv_response(selectors.decision_list(request.user, filters, sort))
-    page = selectors.decision_page(request.user, filters, before=given.get("before", ""),
-                                   after=given.get("after", ""), size=PAGE_SIZE, sort=sort)
+    page = selectors.decision_page(
+        request.user, filters, before=given.get("before", ""), after=given.get("after", ""), size=PAGE_SIZE, sort=sort
+    )
     selectors.decision_badges(page.decisions)
     query = address.copy()
     for key in _PAGING:
         query.pop(key, None)
     here = address.urlencode()
-    context = {"form": form, "page": page, "query": query.urlencode(), "here": here,
-               "sort_links": _sort_links(query, sort)}
+    context = {
+        "form": form,
+        "page": page,
+        "query": query.urlencode(),
+        "here": here,
+        "sort_links": _sort_links(query, sort),
+    }
     if request.htmx:
         response = render(request, "ledger/partials/decision_table.html", {**context, "filters_oob": True})
         response["HX-Push-Url"] = f"{reverse('refusal-list')}{'?' if here else ''}{here}"
@@ -91,9 +97,24 @@ def _sort_links(query: QueryDict, sort: str) -> dict[str, dict[str, str]]:
     return links
 
 
-CSV_COLUMNS = ("request_id", "route", "occurred_at", "outcome", "gate_name", "gate_score", "cutoff", "question",
-               "claim", "model", "retriever", "corpus", "gate", "claim_units", "claim_units_found",
-               "no_supporting_passage")
+CSV_COLUMNS = (
+    "request_id",
+    "route",
+    "occurred_at",
+    "outcome",
+    "gate_name",
+    "gate_score",
+    "cutoff",
+    "question",
+    "claim",
+    "model",
+    "retriever",
+    "corpus",
+    "gate",
+    "claim_units",
+    "claim_units_found",
+    "no_supporting_passage",
+)
 
 
 class _Echo:
@@ -115,17 +136,28 @@ def _csv_rows(decisions) -> Iterator[list]:
     for d in decisions.iterator(chunk_size=2000):
         support = getattr(d, "support", None)
         done = support is not None and support.status == "done"
-        yield [_cell(d.request_id), d.route.slug, d.occurred_at.isoformat(), d.outcome, _cell(d.gate_name),
-               repr(d.gate_score), repr(d.cutoff), _cell(d.question), _cell(d.claim),
-               *(_cell(d.versions.get(k, "")) for k in ("model", "retriever", "corpus", "gate")),
-               support.units if done else "", support.units_supported if done else "",
-               ("yes" if support.no_supporting_passage else "no") if done else ""]
+        yield [
+            _cell(d.request_id),
+            d.route.slug,
+            d.occurred_at.isoformat(),
+            d.outcome,
+            _cell(d.gate_name),
+            repr(d.gate_score),
+            repr(d.cutoff),
+            _cell(d.question),
+            _cell(d.claim),
+            *(_cell(d.versions.get(k, "")) for k in ("model", "retriever", "corpus", "gate")),
+            support.units if done else "",
+            support.units_supported if done else "",
+            ("yes" if support.no_supporting_passage else "no") if done else "",
+        ]
 
 
 def _csv_response(decisions) -> StreamingHttpResponse:
     """Every decision of the filtered list in its order, one row each, streamed as it is read."""
     writer = csv.writer(_Echo())
-    response = StreamingHttpResponse((writer.writerow(row) for row in _csv_rows(decisions)),
-                                     content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(
+        (writer.writerow(row) for row in _csv_rows(decisions)), content_type="text/csv; charset=utf-8"
+    )
     response["Content-Disposition"] = 'attachment; filename="refusals.csv"'
     return response

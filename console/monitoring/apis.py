@@ -17,47 +17,95 @@ from console.monitoring.services import alarms as alarm_services
 from console.monitoring.services import rechecks as recheck_services
 
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
-_RATE = inline_serializer("MonitoringRate", {
-    "refused": serializers.IntegerField(), "n": serializers.IntegerField(),
-    "value": serializers.FloatField(allow_null=True), "low": serializers.FloatField(allow_null=True),
-    "high": serializers.FloatField(allow_null=True)})
-_HEALTH = inline_serializer("RouteHealth", {
-    "route": serializers.CharField(),
-    "policy": serializers.JSONField(help_text="{id, version, cutoff, status, owner, since} or null"),
-    "abstention": serializers.JSONField(required=False, help_text=(
-        "At the signed cutoff: {signed: {value, low, high} from the evidence, today: {refused, n, value, low, "
-        "high}, last_7_days: {...}} (Wilson intervals; days in UTC)")),
-    "false_abstention": serializers.JSONField(
-        required=False, help_text="The signed evidence's estimate {value, low, high}"),
-    "evidence": serializers.JSONField(required=False, help_text="{stale, reasons, segment_tv, newest_label}"),
-    "rechecks_open": serializers.IntegerField(),
-    "alarms_open": serializers.ListField(child=serializers.JSONField()),
-    "grading_backlog": serializers.IntegerField(), "labels_last_7_days": serializers.IntegerField(),
-    "shadow_runs_failed": serializers.IntegerField(), "decisions_not_following_policy": serializers.IntegerField()})
-_DIAGNOSIS = inline_serializer("RecheckDiagnosis", {
-    "pattern": serializers.ChoiceField(["location_shift", "separation_worse", "segment", "retrieval", "none"]),
-    "text": serializers.CharField()})
-_RECHECK = inline_serializer("Recheck", {
-    "id": serializers.IntegerField(), "route": serializers.CharField(), "policy": serializers.JSONField(),
-    "status": serializers.ChoiceField(["open", "closed"]), "versions": serializers.JSONField(),
-    "opened_at": serializers.DateTimeField(), "closed_at": serializers.DateTimeField(allow_null=True),
-    "resolution": serializers.CharField(allow_null=True), "note": serializers.CharField(),
-    "plan": serializers.JSONField(), "diagnosis": _DIAGNOSIS,
-    "comparison": serializers.JSONField(help_text=(
-        "At the signed cutoff: before/after counts; abstention, false_abstention, wrong_served, no_support as "
-        "{before, after, difference} (Wilson; Newcombe for the difference) or null; segments; progress"))})
-_CLOSE = inline_serializer("RecheckClose", {
-    "resolution": serializers.ChoiceField(["signed", "accepted"]),
-    "note": serializers.CharField(required=False, help_text="Required for accepted."),
-    "policy_version": serializers.IntegerField(required=False, help_text="Id of the version signed (for signed).")})
-_ALARM = inline_serializer("Alarm", {
-    "id": serializers.IntegerField(), "route": serializers.CharField(),
-    "kind": serializers.ChoiceField(["abstention", "scores", "segment_mix", "no_support"]),
-    "status": serializers.ChoiceField(["open", "closed"]), "opened_at": serializers.DateTimeField(),
-    "first_day": serializers.DateField(), "last_flagged_day": serializers.DateField(),
-    "through_day": serializers.DateField(), "detail": serializers.JSONField(),
-    "closed_at": serializers.DateTimeField(allow_null=True), "closed_reason": serializers.CharField(allow_null=True),
-    "note": serializers.CharField(), "acknowledged_by": serializers.CharField(allow_null=True)})
+_RATE = inline_serializer(
+    "MonitoringRate",
+    {
+        "refused": serializers.IntegerField(),
+        "n": serializers.IntegerField(),
+        "value": serializers.FloatField(allow_null=True),
+        "low": serializers.FloatField(allow_null=True),
+        "high": serializers.FloatField(allow_null=True),
+    },
+)
+_HEALTH = inline_serializer(
+    "RouteHealth",
+    {
+        "route": serializers.CharField(),
+        "policy": serializers.JSONField(help_text="{id, version, cutoff, status, owner, since} or null"),
+        "abstention": serializers.JSONField(
+            required=False,
+            help_text=(
+                "At the signed cutoff: {signed: {value, low, high} from the evidence, today: {refused, n, value, low, "
+                "high}, last_7_days: {...}} (Wilson intervals; days in UTC)"
+            ),
+        ),
+        "false_abstention": serializers.JSONField(
+            required=False, help_text="The signed evidence's estimate {value, low, high}"
+        ),
+        "evidence": serializers.JSONField(required=False, help_text="{stale, reasons, segment_tv, newest_label}"),
+        "rechecks_open": serializers.IntegerField(),
+        "alarms_open": serializers.ListField(child=serializers.JSONField()),
+        "grading_backlog": serializers.IntegerField(),
+        "labels_last_7_days": serializers.IntegerField(),
+        "shadow_runs_failed": serializers.IntegerField(),
+        "decisions_not_following_policy": serializers.IntegerField(),
+    },
+)
+_DIAGNOSIS = inline_serializer(
+    "RecheckDiagnosis",
+    {
+        "pattern": serializers.ChoiceField(["location_shift", "separation_worse", "segment", "retrieval", "none"]),
+        "text": serializers.CharField(),
+    },
+)
+_RECHECK = inline_serializer(
+    "Recheck",
+    {
+        "id": serializers.IntegerField(),
+        "route": serializers.CharField(),
+        "policy": serializers.JSONField(),
+        "status": serializers.ChoiceField(["open", "closed"]),
+        "versions": serializers.JSONField(),
+        "opened_at": serializers.DateTimeField(),
+        "closed_at": serializers.DateTimeField(allow_null=True),
+        "resolution": serializers.CharField(allow_null=True),
+        "note": serializers.CharField(),
+        "plan": serializers.JSONField(),
+        "diagnosis": _DIAGNOSIS,
+        "comparison": serializers.JSONField(
+            help_text=(
+                "At the signed cutoff: before/after counts; abstention, false_abstention, wrong_served, no_support as "
+                "{before, after, difference} (Wilson; Newcombe for the difference) or null; segments; progress"
+            )
+        ),
+    },
+)
+_CLOSE = inline_serializer(
+    "RecheckClose",
+    {
+        "resolution": serializers.ChoiceField(["signed", "accepted"]),
+        "note": serializers.CharField(required=False, help_text="Required for accepted."),
+        "policy_version": serializers.IntegerField(required=False, help_text="Id of the version signed (for signed)."),
+    },
+)
+_ALARM = inline_serializer(
+    "Alarm",
+    {
+        "id": serializers.IntegerField(),
+        "route": serializers.CharField(),
+        "kind": serializers.ChoiceField(["abstention", "scores", "segment_mix", "no_support"]),
+        "status": serializers.ChoiceField(["open", "closed"]),
+        "opened_at": serializers.DateTimeField(),
+        "first_day": serializers.DateField(),
+        "last_flagged_day": serializers.DateField(),
+        "through_day": serializers.DateField(),
+        "detail": serializers.JSONField(),
+        "closed_at": serializers.DateTimeField(allow_null=True),
+        "closed_reason": serializers.CharField(allow_null=True),
+        "note": serializers.CharField(),
+        "acknowledged_by": serializers.CharField(allow_null=True),
+    },
+)
 _ACK = inline_serializer("AlarmAcknowledge", {"note": serializers.CharField()})
 
 
@@ -69,26 +117,34 @@ def _text(data, name: str) -> str:
 
 
 class RouteHealthApi(APIView):
-    @extend_schema(summary="A route's health: policy in force, abstention at its cutoff, rechecks, alarms, backlog",
-                   description="Readers of the route's policy. Figures come straight from the decisions.",
-                   responses={200: _HEALTH, **_ERRORS})
+    @extend_schema(
+        summary="A route's health: policy in force, abstention at its cutoff, rechecks, alarms, backlog",
+        description="Readers of the route's policy. Figures come straight from the decisions.",
+        responses={200: _HEALTH, **_ERRORS},
+    )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
         return Response(selectors.route_health(route))
 
 
 class RouteRechecksApi(APIView):
-    @extend_schema(summary="A route's release rechecks, newest first, each with its diagnosis",
-                   responses={200: inline_serializer("RecheckList", {
-                       "rechecks": serializers.ListField(child=_RECHECK)}), **_ERRORS})
+    @extend_schema(
+        summary="A route's release rechecks, newest first, each with its diagnosis",
+        responses={
+            200: inline_serializer("RecheckList", {"rechecks": serializers.ListField(child=_RECHECK)}),
+            **_ERRORS,
+        },
+    )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
         return Response({"rechecks": [selectors.recheck_as_dict(r) for r in selectors.route_rechecks(route)[:50]]})
 
 
 class RecheckDetailApi(APIView):
-    @extend_schema(summary="One release recheck: signed evidence against the new versions, and the diagnosis",
-                   responses={200: _RECHECK, **_ERRORS})
+    @extend_schema(
+        summary="One release recheck: signed evidence against the new versions, and the diagnosis",
+        responses={200: _RECHECK, **_ERRORS},
+    )
     def get(self, request: Request, recheck_id: int) -> Response:
         return Response(selectors.recheck_as_dict(selectors.get_recheck_for_user(request.user, recheck_id)))
 
@@ -97,42 +153,61 @@ class RecheckCloseApi(APIView):
     @extend_schema(
         summary="Close a recheck (the route's policy owner or a reviewer)",
         description="`signed` names the version signed after the recheck opened (`policy_version`); `accepted` "
-                    "keeps the policy unchanged and needs a `note`. Audited. The policy returns to `active` "
-                    "when no recheck of it stays open. 409 `recheck_closed` when already closed.",
-        request=_CLOSE, responses={200: _RECHECK, 400: ERROR, 409: ERROR, **_ERRORS},
-        examples=[OpenApiExample("Accept", request_only=True,
-                                 value={"resolution": "accepted", "note": "Only the model's tokenizer changed."})])
+        "keeps the policy unchanged and needs a `note`. Audited. The policy returns to `active` "
+        "when no recheck of it stays open. 409 `recheck_closed` when already closed.",
+        request=_CLOSE,
+        responses={200: _RECHECK, 400: ERROR, 409: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Accept",
+                request_only=True,
+                value={"resolution": "accepted", "note": "Only the model's tokenizer changed."},
+            )
+        ],
+    )
     def post(self, request: Request, recheck_id: int) -> Response:
         recheck = selectors.get_recheck_for_user(request.user, recheck_id)
         new_policy = None
         policy_id = request.data.get("policy_version") if isinstance(request.data, dict) else None
         if policy_id is not None:
             if not isinstance(policy_id, int) or isinstance(policy_id, bool):
-                raise InvalidInput("policy_version must be an integer.",
-                                   details=[{"field": "policy_version", "message": "must be an integer"}])
+                raise InvalidInput(
+                    "policy_version must be an integer.",
+                    details=[{"field": "policy_version", "message": "must be an integer"}],
+                )
             new_policy = PolicyVersion.objects.filter(pk=policy_id, route=recheck.route).first()
         closed = recheck_services.recheck_close(
-            actor=Actor.from_request(request), user=request.user, recheck=recheck,
-            resolution=_text(request.data, "resolution"), note=_text(request.data, "note"), new_policy=new_policy)
+            actor=Actor.from_request(request),
+            user=request.user,
+            recheck=recheck,
+            resolution=_text(request.data, "resolution"),
+            note=_text(request.data, "note"),
+            new_policy=new_policy,
+        )
         return Response(selectors.recheck_as_dict(selectors.get_recheck_for_user(request.user, closed.pk)))
 
 
 class RouteAlarmsApi(APIView):
-    @extend_schema(summary="A route's drift alarms, newest first",
-                   responses={200: inline_serializer("AlarmList", {"alarms": serializers.ListField(child=_ALARM)}),
-                              **_ERRORS})
+    @extend_schema(
+        summary="A route's drift alarms, newest first",
+        responses={200: inline_serializer("AlarmList", {"alarms": serializers.ListField(child=_ALARM)}), **_ERRORS},
+    )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
         return Response({"alarms": [selectors.alarm_as_dict(a) for a in selectors.route_alarms(route)[:100]]})
 
 
 class AlarmAcknowledgeApi(APIView):
-    @extend_schema(summary="Acknowledge an open alarm with a note (the route's policy owner or a reviewer)",
-                   description="Closes the alarm (audited: acknowledged, then closed); only a later day outside "
-                               "the limits opens a new one. 409 `alarm_closed` when already closed.",
-                   request=_ACK, responses={200: _ALARM, 400: ERROR, 409: ERROR, **_ERRORS})
+    @extend_schema(
+        summary="Acknowledge an open alarm with a note (the route's policy owner or a reviewer)",
+        description="Closes the alarm (audited: acknowledged, then closed); only a later day outside "
+        "the limits opens a new one. 409 `alarm_closed` when already closed.",
+        request=_ACK,
+        responses={200: _ALARM, 400: ERROR, 409: ERROR, **_ERRORS},
+    )
     def post(self, request: Request, alarm_id: int) -> Response:
         alarm = selectors.get_alarm_for_user(request.user, alarm_id)
-        done = alarm_services.alarm_acknowledge(actor=Actor.from_request(request), user=request.user, alarm=alarm,
-                                                note=_text(request.data, "note"))
+        done = alarm_services.alarm_acknowledge(
+            actor=Actor.from_request(request), user=request.user, alarm=alarm, note=_text(request.data, "note")
+        )
         return Response(selectors.alarm_as_dict(selectors.get_alarm_for_user(request.user, done.pk)))

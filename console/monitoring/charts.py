@@ -9,8 +9,14 @@ from console.analysis.charts import GRID, WITHHELD_COLOUR, WRONG_COLOUR, Plot
 SIGNED_COLOUR = "#475467"
 
 
-def abstention_chart(days: Sequence[str], rates: Sequence[float], lower: Sequence[float], upper: Sequence[float],
-                     baseline: float, alarm_days: Sequence[str] = ()) -> str:
+def abstention_chart(
+    days: Sequence[str],
+    rates: Sequence[float],
+    lower: Sequence[float],
+    upper: Sequence[float],
+    baseline: float,
+    alarm_days: Sequence[str] = (),
+) -> str:
     """Daily abstention at the signed cutoff with its 3-sigma control band; outside days and alarm days marked."""
     if not days:
         return ""
@@ -28,17 +34,30 @@ def abstention_chart(days: Sequence[str], rates: Sequence[float], lower: Sequenc
     for x, day, rate, low, high in zip(xs, days, rates, lower, upper, strict=True):
         outside = rate < low or rate > high
         colour = WRONG_COLOUR if outside or day in marked else WITHHELD_COLOUR
-        plot.dot(x, rate, colour, radius=5.0 if day in marked else 3.5,
-                 title=f"{day}: {rate:.1%} (limits {low:.1%} to {high:.1%}){' - alarm' if day in marked else ''}")
-    plot.legend([("daily rate", WITHHELD_COLOUR), ("signed rate and 3-sigma band", SIGNED_COLOUR),
-                 ("outside / alarm", WRONG_COLOUR)])
-    return plot.svg("Daily abstention at the signed cutoff",
-                    f"{len(days)} days after signing against the signing window's rate {baseline:.1%}",
-                    "monitor-abstention")
+        plot.dot(
+            x,
+            rate,
+            colour,
+            radius=5.0 if day in marked else 3.5,
+            title=f"{day}: {rate:.1%} (limits {low:.1%} to {high:.1%}){' - alarm' if day in marked else ''}",
+        )
+    plot.legend(
+        [
+            ("daily rate", WITHHELD_COLOUR),
+            ("signed rate and 3-sigma band", SIGNED_COLOUR),
+            ("outside / alarm", WRONG_COLOUR),
+        ]
+    )
+    return plot.svg(
+        "Daily abstention at the signed cutoff",
+        f"{len(days)} days after signing against the signing window's rate {baseline:.1%}",
+        "monitor-abstention",
+    )
 
 
 def histogram_chart(signed: Sequence[float], recent: Sequence[float]) -> str:
     """Score shares per 0.1 bin: the signing window against the last 7 days."""
+
     def shares(counts: Sequence[float]) -> list[float]:
         total = sum(counts)
         return [c / total if total else 0.0 for c in counts]
@@ -51,9 +70,14 @@ def histogram_chart(signed: Sequence[float], recent: Sequence[float]) -> str:
         for offset, share, colour in ((0.01, left, SIGNED_COLOUR), (0.05, right, WITHHELD_COLOUR)):
             x1, x2 = plot.x(x0 + offset), plot.x(x0 + offset + 0.04)
             y1, y0 = plot.y(share), plot.y(0.0)
-            plot.parts.append(f'<rect x="{x1:.1f}" y="{y1:.1f}" width="{x2 - x1:.1f}" height="{y0 - y1:.1f}" '
-                              f'fill="{colour}" stroke="{GRID}"><title>{x0:.1f}-{x0 + 0.1:.1f}: '
-                              f'{share:.1%}</title></rect>')
+            plot.parts.append(
+                f'<rect x="{x1:.1f}" y="{y1:.1f}" width="{x2 - x1:.1f}" height="{y0 - y1:.1f}" '
+                f'fill="{colour}" stroke="{GRID}"><title>{x0:.1f}-{x0 + 0.1:.1f}: '
+                f"{share:.1%}</title></rect>"
+            )
     plot.legend([("signing window", SIGNED_COLOUR), ("last 7 days", WITHHELD_COLOUR)])
-    return plot.svg("Score distribution",
-                    "Share of decisions per 0.1 score bin, signing window against the last 7 days", "monitor-scores")
+    return plot.svg(
+        "Score distribution",
+        "Share of decisions per 0.1 score bin, signing window against the last 7 days",
+        "monitor-scores",
+    )

@@ -36,17 +36,25 @@ class Recheck(models.Model):
     resolution = models.CharField(max_length=10, choices=RecheckResolution.choices, blank=True)
     note = models.TextField(blank=True, max_length=4000, help_text="The owner's note when closing.")
     closed_at = models.DateTimeField(null=True, blank=True)
-    closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="rechecks_closed")
-    new_policy = models.ForeignKey("governance.PolicyVersion", null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="rechecks_resolved", help_text="The version signed to close it.")
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="rechecks_closed"
+    )
+    new_policy = models.ForeignKey(
+        "governance.PolicyVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="rechecks_resolved",
+        help_text="The version signed to close it.",
+    )
 
     class Meta:
         ordering = ["-opened_at", "-pk"]
         constraints = [
             models.UniqueConstraint(fields=["policy", "versions_key"], name="recheck_once_per_combination"),
-            models.CheckConstraint(condition=Q(status="open") | Q(closed_at__isnull=False),
-                                   name="recheck_closed_has_time"),
+            models.CheckConstraint(
+                condition=Q(status="open") | Q(closed_at__isnull=False), name="recheck_closed_has_time"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -80,14 +88,16 @@ class Alarm(models.Model):
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_reason = models.CharField(max_length=16, blank=True, help_text="inside_limits or acknowledged.")
     note = models.TextField(blank=True, max_length=4000)
-    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                        related_name="alarms_acknowledged")
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="alarms_acknowledged"
+    )
 
     class Meta:
         ordering = ["-opened_at", "-pk"]
         constraints = [
-            models.UniqueConstraint(fields=["route", "kind"], condition=Q(status="open"),
-                                    name="alarm_one_open_per_route_kind"),
+            models.UniqueConstraint(
+                fields=["route", "kind"], condition=Q(status="open"), name="alarm_one_open_per_route_kind"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -104,9 +114,11 @@ class DailyAggregate(models.Model):
     cutoff = models.FloatField(help_text="The signed cutoff refused_at_cutoff was counted at.")
     refused_at_cutoff = models.PositiveIntegerField(help_text="Decisions with gate score below the signed cutoff.")
     no_support_refused = models.PositiveIntegerField(
-        default=0, help_text="Of those, decisions whose span check found no supporting passage.")
+        default=0, help_text="Of those, decisions whose span check found no supporting passage."
+    )
     not_following = models.PositiveIntegerField(
-        default=0, help_text="Decisions whose logged cutoff is not the signed one.")
+        default=0, help_text="Decisions whose logged cutoff is not the signed one."
+    )
     histogram = models.JSONField(help_text="Decisions per 0.001 score bin on [0, 1] (1000 counts).")
     segments = models.JSONField(default=dict, help_text="Decisions per segment combination (its JSON text).")
     computed_at = models.DateTimeField(auto_now=True)

@@ -15,7 +15,7 @@ def escalation_target(policy: PolicyVersion) -> tuple[str, str]:
     channel = policy.escalation_channel.strip()
     scheme = urlsplit(channel).scheme.lower()
     if scheme == "mailto":
-        return "email", unquote(channel[len("mailto:"):].split("?", 1)[0])
+        return "email", unquote(channel[len("mailto:") :].split("?", 1)[0])
     if scheme in ("http", "https"):
         return "webhook", channel
     if "@" in channel and " " not in channel:
@@ -24,8 +24,9 @@ def escalation_target(policy: PolicyVersion) -> tuple[str, str]:
 
 
 def notify_owner(*, policy: PolicyVersion, subject: str, body: str) -> None:
-    notification_send(channel="email", recipient=policy.owner.email, subject=subject, body=body,
-                      route=policy.route.slug)
+    notification_send(
+        channel="email", recipient=policy.owner.email, subject=subject, body=body, route=policy.route.slug
+    )
 
 
 def notify_escalation(*, policy: PolicyVersion, subject: str, body: str) -> None:

@@ -27,6 +27,7 @@ CURRENT_TRAFFIC_DAYS = 7
 
 # --------------------------------------------------------------------------- access
 
+
 def route_for_monitoring_reader(user, slug: str) -> Route:
     route = readable_routes(user).filter(slug=slug).first()
     if route is None or not permissions.can_read_monitoring(user, route):
@@ -49,10 +50,11 @@ def get_alarm_for_user(user, pk: int) -> Alarm:
 
 
 def policy_in_force(route: Route) -> PolicyVersion | None:
-    return (PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).select_related("owner", "route").first())
+    return PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).select_related("owner", "route").first()
 
 
 # --------------------------------------------------------------------------- recheck comparison
+
 
 def _window_decisions(policy: PolicyVersion) -> QuerySet[Decision]:
     """The decisions the signed evidence was computed on: its window, up to the signature."""
@@ -73,13 +75,15 @@ def _counts(decisions: QuerySet[Decision], cutoff: float) -> dict[str, int]:
     below, above = Q(gate_score__lt=cutoff), Q(gate_score__gte=cutoff)
     labelled = Q(final_label__isnull=False)
     return decisions.aggregate(
-        n=Count("pk"), refused=Count("pk", filter=below),
+        n=Count("pk"),
+        refused=Count("pk", filter=below),
         no_support=Count("pk", filter=below & Q(support__no_supporting_passage=True)),
         checked_refused=Count("pk", filter=below & Q(support__isnull=False)),
         graded_refused=Count("pk", filter=below & labelled),
         correct_refused=Count("pk", filter=below & Q(final_label__correct=True)),
         graded_served=Count("pk", filter=above & labelled),
-        wrong_served=Count("pk", filter=above & Q(final_label__correct=False)))
+        wrong_served=Count("pk", filter=above & Q(final_label__correct=False)),
+    )
 
 
 def _segment_counts(decisions: QuerySet[Decision], cutoff: float) -> dict[str, tuple[int, int]]:
@@ -106,44 +110,91 @@ def recheck_report(recheck: Recheck) -> dict[str, Any]:
     before_set = _window_decisions(policy)
     after_set = Decision.objects.filter(route_id=recheck.route_id, versions__contains=recheck.versions)
     before, after = _counts(before_set, cutoff), _counts(after_set, cutoff)
-    abstention = compare_rates(before["refused"], before["n"], after["refused"], after["n"]) \
-        if before["n"] and after["n"] else None
-    far = compare_rates(before["correct_refused"], before["graded_refused"], after["correct_refused"],
-                        after["graded_refused"]) if before["graded_refused"] and after["graded_refused"] else None
-    wrong = compare_rates(before["wrong_served"], before["graded_served"], after["wrong_served"],
-                          after["graded_served"]) if before["graded_served"] and after["graded_served"] else None
-    no_support = compare_rates(before["no_support"], before["checked_refused"], after["no_support"],
-                               after["checked_refused"]) \
-        if before["checked_refused"] and after["checked_refused"] else None
+    abstention = (
+        compare_rates(before["refused"], before["n"], after["refused"], after["n"])
+        if before["n"] and after["n"]
+        else None
+    )
+    far = (
+        compare_rates(
+            before["correct_refused"], before["graded_refused"], after["correct_refused"], after["graded_refused"]
+        )
+        if before["graded_refused"] and after["graded_refused"]
+        else None
+    )
+    wrong = (
+        compare_rates(before["wrong_served"], before["graded_served"], after["wrong_served"], after["graded_served"])
+        if before["graded_served"] and after["graded_served"]
+        else None
+    )
+    no_support = (
+        compare_rates(before["no_support"], before["checked_refused"], after["no_support"], after["checked_refused"])
+        if before["checked_refused"] and after["checked_refused"]
+        else None
+    )
     contributions = []
     if abstention is not None:
         contributions = decompose_rate_change(_segment_counts(before_set, cutoff), _segment_counts(after_set, cutoff))
-        diagnosis = diagnose_recheck(abstention=abstention, false_abstention=far, no_support=no_support,
-                                     contributions=contributions).as_dict()
+        diagnosis = diagnose_recheck(
+            abstention=abstention, false_abstention=far, no_support=no_support, contributions=contributions
+        ).as_dict()
     else:
         diagnosis = {"pattern": "none", "text": "No decisions on one side yet: nothing to compare."}
     bands = (recheck.plan or {}).get("bands", [])
     graded_by_measure = {"false_abstention": after["graded_refused"], "wrong_served": after["graded_served"]}
-    progress = [{"low": band["low"], "high": band["high"], "target": band["target"], "measures": band["measures"],
-                 "graded": graded_by_measure.get(band["measures"], 0)} for band in bands]
-    return {"cutoff": cutoff, "before": before, "after": after,
-            "abstention": _comparison(abstention), "false_abstention": _comparison(far),
-            "wrong_served": _comparison(wrong), "no_support": _comparison(no_support),
-            "segments": [{"segment": c.segment, "share_before": c.share_before, "share_after": c.share_after,
-                          "rate_before": c.rate_before, "rate_after": c.rate_after, "mix_effect": c.mix_effect,
-                          "rate_effect": c.rate_effect, "total": c.total} for c in contributions[:10]],
-            "progress": progress, "diagnosis": diagnosis}
+    progress = [
+        {
+            "low": band["low"],
+            "high": band["high"],
+            "target": band["target"],
+            "measures": band["measures"],
+            "graded": graded_by_measure.get(band["measures"], 0),
+        }
+        for band in bands
+    ]
+    return {
+        "cutoff": cutoff,
+        "before": before,
+        "after": after,
+        "abstention": _comparison(abstention),
+        "false_abstention": _comparison(far),
+        "wrong_served": _comparison(wrong),
+        "no_support": _comparison(no_support),
+        "segments": [
+            {
+                "segment": c.segment,
+                "share_before": c.share_before,
+                "share_after": c.share_after,
+                "rate_before": c.rate_before,
+                "rate_after": c.rate_after,
+                "mix_effect": c.mix_effect,
+                "rate_effect": c.rate_effect,
+                "total": c.total,
+            }
+            for c in contributions[:10]
+        ],
+        "progress": progress,
+        "diagnosis": diagnosis,
+    }
 
 
 def recheck_as_dict(recheck: Recheck, *, report: dict[str, Any] | None = None) -> dict[str, Any]:
     report = report if report is not None else recheck_report(recheck)
-    return {"id": recheck.pk, "route": recheck.route.slug, "policy": {"id": recheck.policy_id,
-                                                                       "version": recheck.policy.version},
-            "status": recheck.status, "versions": recheck.versions, "opened_at": recheck.opened_at.isoformat(),
-            "closed_at": recheck.closed_at.isoformat() if recheck.closed_at else None,
-            "resolution": recheck.resolution or None, "note": recheck.note,
-            "new_policy": recheck.new_policy_id, "plan": recheck.plan,
-            "diagnosis": report["diagnosis"], "comparison": report}
+    return {
+        "id": recheck.pk,
+        "route": recheck.route.slug,
+        "policy": {"id": recheck.policy_id, "version": recheck.policy.version},
+        "status": recheck.status,
+        "versions": recheck.versions,
+        "opened_at": recheck.opened_at.isoformat(),
+        "closed_at": recheck.closed_at.isoformat() if recheck.closed_at else None,
+        "resolution": recheck.resolution or None,
+        "note": recheck.note,
+        "new_policy": recheck.new_policy_id,
+        "plan": recheck.plan,
+        "diagnosis": report["diagnosis"],
+        "comparison": report,
+    }
 
 
 def route_rechecks(route: Route) -> QuerySet[Recheck]:
@@ -152,20 +203,31 @@ def route_rechecks(route: Route) -> QuerySet[Recheck]:
 
 # --------------------------------------------------------------------------- alarms
 
+
 def route_alarms(route: Route) -> QuerySet[Alarm]:
     return Alarm.objects.filter(route=route).select_related("route", "acknowledged_by")
 
 
 def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
-    return {"id": alarm.pk, "route": alarm.route.slug, "kind": alarm.kind, "status": alarm.status,
-            "opened_at": alarm.opened_at.isoformat(), "first_day": alarm.first_day.isoformat(),
-            "last_flagged_day": alarm.last_flagged_day.isoformat(), "through_day": alarm.through_day.isoformat(),
-            "detail": alarm.detail, "closed_at": alarm.closed_at.isoformat() if alarm.closed_at else None,
-            "closed_reason": alarm.closed_reason or None, "note": alarm.note,
-            "acknowledged_by": alarm.acknowledged_by.get_username() if alarm.acknowledged_by else None}
+    return {
+        "id": alarm.pk,
+        "route": alarm.route.slug,
+        "kind": alarm.kind,
+        "status": alarm.status,
+        "opened_at": alarm.opened_at.isoformat(),
+        "first_day": alarm.first_day.isoformat(),
+        "last_flagged_day": alarm.last_flagged_day.isoformat(),
+        "through_day": alarm.through_day.isoformat(),
+        "detail": alarm.detail,
+        "closed_at": alarm.closed_at.isoformat() if alarm.closed_at else None,
+        "closed_reason": alarm.closed_reason or None,
+        "note": alarm.note,
+        "acknowledged_by": alarm.acknowledged_by.get_username() if alarm.acknowledged_by else None,
+    }
 
 
 # --------------------------------------------------------------------------- stale evidence
+
 
 def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> dict[str, Any]:
     """Stale when the evidence's labels are older than the limit, or when the graded sample's segment
@@ -176,8 +238,9 @@ def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> d
     graded = _window_decisions(policy).filter(final_label__isnull=False)
     ages = graded.aggregate(oldest=Min("final_label__decided_at"), newest=Max("final_label__decided_at"))
     if ages["newest"] is not None and (today - ages["newest"].date()).days > max_age:
-        reasons.append(f"the newest label of the evidence is {(today - ages['newest'].date()).days} days old "
-                       f"(limit {max_age})")
+        reasons.append(
+            f"the newest label of the evidence is {(today - ages['newest'].date()).days} days old (limit {max_age})"
+        )
     since = today - timedelta(days=CURRENT_TRAFFIC_DAYS)
     recent = DailyAggregate.objects.filter(route_id=policy.route_id, day__gt=since)
     traffic_mix: dict[str, float] = {}
@@ -191,10 +254,16 @@ def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> d
         graded_mix[label] = graded_mix.get(label, 0) + row["n"]
     tv = total_variation_distance(graded_mix, traffic_mix) if graded_mix and traffic_mix else None
     if tv is not None and tv > STALE_SEGMENT_TV:
-        reasons.append(f"the graded sample's segment mix differs from the last {CURRENT_TRAFFIC_DAYS} days of "
-                       f"traffic by {tv:.2f} total variation (limit {STALE_SEGMENT_TV})")
-    return {"stale": bool(reasons), "reasons": reasons, "segment_tv": tv,
-            "newest_label": ages["newest"].isoformat() if ages["newest"] else None}
+        reasons.append(
+            f"the graded sample's segment mix differs from the last {CURRENT_TRAFFIC_DAYS} days of "
+            f"traffic by {tv:.2f} total variation (limit {STALE_SEGMENT_TV})"
+        )
+    return {
+        "stale": bool(reasons),
+        "reasons": reasons,
+        "segment_tv": tv,
+        "newest_label": ages["newest"].isoformat() if ages["newest"] else None,
+    }
 
 
 def segment_label(segments: dict[str, Any] | None) -> str:
@@ -203,10 +272,16 @@ def segment_label(segments: dict[str, Any] | None) -> str:
 
 # --------------------------------------------------------------------------- route health
 
+
 def _rate(refused: int, n: int) -> dict[str, Any]:
     interval = proportion_interval(refused, n) if n else None
-    return {"refused": refused, "n": n, "value": interval.value if interval else None,
-            "low": interval.low if interval else None, "high": interval.high if interval else None}
+    return {
+        "refused": refused,
+        "n": n,
+        "value": interval.value if interval else None,
+        "low": interval.low if interval else None,
+        "high": interval.high if interval else None,
+    }
 
 
 def route_health(route: Route, *, now=None) -> dict[str, Any]:
@@ -221,14 +296,18 @@ def route_health(route: Route, *, now=None) -> dict[str, Any]:
     health: dict[str, Any] = {"route": route.slug, "policy": None}
     week_start = today - timedelta(days=6)
     health["grading_backlog"] = GradingItem.objects.filter(
-        route=route, status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]).count()
+        route=route, status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]
+    ).count()
     health["labels_last_7_days"] = FinalLabel.objects.filter(
-        decision__route=route, decided_at__date__gte=week_start).count()
+        decision__route=route, decided_at__date__gte=week_start
+    ).count()
     health["shadow_runs_failed"] = ShadowRun.objects.filter(decision__route=route, status=ShadowStatus.FAILED).count()
     health["decisions_not_following_policy"] = decisions_not_following_policy([route.pk]).get(route.pk, 0)
     health["rechecks_open"] = Recheck.objects.filter(route=route, status=RecheckStatus.OPEN).count()
-    health["alarms_open"] = [{"id": a.pk, "kind": a.kind, "first_day": a.first_day.isoformat()}
-                             for a in Alarm.objects.filter(route=route, status=AlarmStatus.OPEN)]
+    health["alarms_open"] = [
+        {"id": a.pk, "kind": a.kind, "first_day": a.first_day.isoformat()}
+        for a in Alarm.objects.filter(route=route, status=AlarmStatus.OPEN)
+    ]
     if policy is None:
         return health
     evidence = policy.evidence_document
@@ -238,12 +317,22 @@ def route_health(route: Route, *, now=None) -> dict[str, Any]:
     counts = recent.aggregate(
         n_today=Count("pk", filter=Q(occurred_at__date=today)),
         refused_today=Count("pk", filter=Q(occurred_at__date=today, gate_score__lt=cutoff)),
-        n_week=Count("pk"), refused_week=Count("pk", filter=Q(gate_score__lt=cutoff)))
-    health["policy"] = {"id": policy.pk, "version": policy.version, "cutoff": cutoff, "status": policy.status,
-                        "owner": policy.owner.get_username(), "since": policy.signed_at.isoformat()}
-    health["abstention"] = {"signed": row.get("abstention_rate"),
-                            "today": _rate(counts["refused_today"], counts["n_today"]),
-                            "last_7_days": _rate(counts["refused_week"], counts["n_week"])}
+        n_week=Count("pk"),
+        refused_week=Count("pk", filter=Q(gate_score__lt=cutoff)),
+    )
+    health["policy"] = {
+        "id": policy.pk,
+        "version": policy.version,
+        "cutoff": cutoff,
+        "status": policy.status,
+        "owner": policy.owner.get_username(),
+        "since": policy.signed_at.isoformat(),
+    }
+    health["abstention"] = {
+        "signed": row.get("abstention_rate"),
+        "today": _rate(counts["refused_today"], counts["n_today"]),
+        "last_7_days": _rate(counts["refused_week"], counts["n_week"]),
+    }
     health["false_abstention"] = row.get("false_abstention_rate")
     health["evidence"] = evidence_staleness(policy, today=today)
     return health

@@ -26,10 +26,14 @@ from console.monitoring.services import rechecks as recheck_services
 def route_monitoring(request, slug: str):
     route = selectors.route_for_monitoring_reader(request.user, slug)
     policy = selectors.policy_in_force(route)
-    context = {"route": route, "policy": policy, "health": selectors.route_health(route),
-               "rechecks": list(selectors.route_rechecks(route)[:20]),
-               "alarms": list(selectors.route_alarms(route)[:20]),
-               "can_respond": permissions.can_acknowledge_alarm(request.user, route)}
+    context = {
+        "route": route,
+        "policy": policy,
+        "health": selectors.route_health(route),
+        "rechecks": list(selectors.route_rechecks(route)[:20]),
+        "alarms": list(selectors.route_alarms(route)[:20]),
+        "can_respond": permissions.can_acknowledge_alarm(request.user, route),
+    }
     if policy is not None:
         aggregates = list(DailyAggregate.objects.filter(route=route).order_by("day"))
         reading = alarm_services.monitor_read(policy, aggregates, today=timezone.now().date())
@@ -37,8 +41,9 @@ def route_monitoring(request, slug: str):
             chart = reading.chart
             alarm_days = [a.first_day.isoformat() for a in context["alarms"] if a.kind == AlarmKind.ABSTENTION]
             rates = [r / n for r, n in zip(chart["refused"], chart["n"], strict=True)]
-            context["abstention_svg"] = charts.abstention_chart(chart["days"], rates, chart["lower"], chart["upper"],
-                                                                chart["baseline"], alarm_days)
+            context["abstention_svg"] = charts.abstention_chart(
+                chart["days"], rates, chart["lower"], chart["upper"], chart["baseline"], alarm_days
+            )
             week = [a.histogram for a in aggregates if a.day > timezone.now().date() - timedelta(days=7)]
             if week:
                 recent = np.sum(week, axis=0).reshape(10, -1).sum(axis=1).tolist()
@@ -59,14 +64,32 @@ def recheck_detail(request, slug: str, pk: int):
     report = selectors.recheck_report(recheck)
     policy = recheck.policy
     listed = ", ".join(f"{k} {v}" for k, v in recheck.versions.items())
-    draft_link = reverse("policy-draft", args=[slug]) + "?" + urlencode({
-        "cutoff": policy.cutoff, "owner": policy.owner.get_username(),
-        "rationale": f"Recheck {recheck.pk}: new versions {listed}",
-        **{f"version.{k}": v for k, v in recheck.versions.items()}})
+    draft_link = (
+        reverse("policy-draft", args=[slug])
+        + "?"
+        + urlencode(
+            {
+                "cutoff": policy.cutoff,
+                "owner": policy.owner.get_username(),
+                "rationale": f"Recheck {recheck.pk}: new versions {listed}",
+                **{f"version.{k}": v for k, v in recheck.versions.items()},
+            }
+        )
+    )
     newer = PolicyVersion.objects.filter(route=recheck.route, signed_at__gte=recheck.opened_at).order_by("-signed_at")
-    return render(request, "monitoring/recheck.html", {
-        "route": recheck.route, "recheck": recheck, "report": report, "policy": policy, "draft_link": draft_link,
-        "newer": list(newer), "can_close": permissions.can_close_recheck(request.user, recheck.route)})
+    return render(
+        request,
+        "monitoring/recheck.html",
+        {
+            "route": recheck.route,
+            "recheck": recheck,
+            "report": report,
+            "policy": policy,
+            "draft_link": draft_link,
+            "newer": list(newer),
+            "can_close": permissions.can_close_recheck(request.user, recheck.route),
+        },
+    )
 
 
 @require_POST
@@ -76,9 +99,14 @@ def recheck_close(request, slug: str, pk: int):
     if request.POST.get("policy"):
         new_policy = PolicyVersion.objects.filter(pk=request.POST["policy"], route=recheck.route).first()
     try:
-        recheck_services.recheck_close(actor=Actor.user(request.user), user=request.user, recheck=recheck,
-                                       resolution=request.POST.get("resolution", ""),
-                                       note=request.POST.get("note", ""), new_policy=new_policy)
+        recheck_services.recheck_close(
+            actor=Actor.user(request.user),
+            user=request.user,
+            recheck=recheck,
+            resolution=request.POST.get("resolution", ""),
+            note=request.POST.get("note", ""),
+            new_policy=new_policy,
+        )
     except (InvalidInput, Conflict) as exc:
         messages.error(request, exc.message)
     else:
@@ -92,8 +120,9 @@ def alarm_acknowledge(request, slug: str, pk: int):
     if alarm.route.slug != slug:
         raise NotFound("No such alarm.")
     try:
-        alarm_services.alarm_acknowledge(actor=Actor.user(request.user), user=request.user, alarm=alarm,
-                                         note=request.POST.get("note", ""))
+        alarm_services.alarm_acknowledge(
+            actor=Actor.user(request.user), user=request.user, alarm=alarm, note=request.POST.get("note", "")
+        )
     except (InvalidInput, Conflict) as exc:
         messages.error(request, exc.message)
     else:
@@ -105,11 +134,15 @@ def alarm_acknowledge(request, slug: str, pk: int):
 def evidence_refresh(request, slug: str):
     route = selectors.route_for_monitoring_reader(request.user, slug)
     try:
-        plan = evidence_services.evidence_refresh_request(actor=Actor.user(request.user), user=request.user,
-                                                          route=route)
+        plan = evidence_services.evidence_refresh_request(
+            actor=Actor.user(request.user), user=request.user, route=route
+        )
     except Conflict as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, "Grading plan set for current traffic: "
-                         + ", ".join(f"{b['target']} items in [{b['low']:g}, {b['high']:g})" for b in plan["bands"]))
+        messages.success(
+            request,
+            "Grading plan set for current traffic: "
+            + ", ".join(f"{b['target']} items in [{b['low']:g}, {b['high']:g})" for b in plan["bands"]),
+        )
     return redirect("route-monitoring", slug=slug)

@@ -19,13 +19,18 @@ class Notification(models.Model):
     recipient = models.CharField(max_length=2000, help_text="Email address, or the URL a webhook is POSTed to.")
     subject = models.CharField(max_length=300)
     body = models.TextField()
-    route = models.CharField(max_length=64, blank=True, default="",
-                             help_text="Slug of the route the message is about; empty for global messages.")
+    route = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="Slug of the route the message is about; empty for global messages.",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Delivery attempts made so far.")
     error = models.TextField(blank=True, help_text="Why the last attempt failed.")
-    next_attempt_at = models.DateTimeField(null=True, blank=True,
-                                           help_text="When a queued message is due (after a failed attempt).")
+    next_attempt_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a queued message is due (after a failed attempt)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
 

@@ -19,4 +19,5 @@ def due_notifications(*, requeue_after_seconds: int) -> QuerySet[Notification]:
     now = timezone.now()
     return Notification.objects.filter(status=Status.QUEUED).filter(
         Q(next_attempt_at__lte=now)
-        | Q(next_attempt_at__isnull=True, created_at__lte=now - timedelta(seconds=requeue_after_seconds)))
+        | Q(next_attempt_at__isnull=True, created_at__lte=now - timedelta(seconds=requeue_after_seconds))
+    )

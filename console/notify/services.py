@@ -51,9 +51,15 @@ def notification_send(*, channel: str, recipient: str, subject: str, body: str, 
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the caller's transaction usable
             problem = _recipient_problem(channel, recipient)
-            notification = Notification(channel=channel, recipient=recipient or "", subject=subject[:300], body=body,
-                                        route=route, status=Status.FAILED if problem else Status.QUEUED,
-                                        error=problem)
+            notification = Notification(
+                channel=channel,
+                recipient=recipient or "",
+                subject=subject[:300],
+                body=body,
+                route=route,
+                status=Status.FAILED if problem else Status.QUEUED,
+                error=problem,
+            )
             notification.full_clean(exclude=["recipient"])
             notification.save()
     except Exception:  # noqa: BLE001 -- the action that caused the message must go on
@@ -65,22 +71,39 @@ def notification_send(*, channel: str, recipient: str, subject: str, body: str, 
 
 
 def _deliver_email(notification: Notification) -> None:
-    EmailMessage(subject=notification.subject, body=notification.body, from_email=settings.DEFAULT_FROM_EMAIL,
-                 to=[notification.recipient]).send(fail_silently=False)
+    EmailMessage(
+        subject=notification.subject,
+        body=notification.body,
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[notification.recipient],
+    ).send(fail_silently=False)
 
 
 def webhook_body(notification: Notification) -> bytes:
-    return json.dumps({"id": notification.pk, "route": notification.route, "subject": notification.subject,
-                       "body": notification.body, "created_at": notification.created_at.isoformat()},
-                      separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "id": notification.pk,
+            "route": notification.route,
+            "subject": notification.subject,
+            "body": notification.body,
+            "created_at": notification.created_at.isoformat(),
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def _deliver_webhook(notification: Notification) -> None:
     body = webhook_body(notification)
     request = urllib.request.Request(  # noqa: S310 -- the scheme was checked when the message was recorded
-        notification.recipient, data=body, method="POST",
-        headers={"Content-Type": "application/json", SIGNATURE_HEADER: webhook_signature(body),
-                 "User-Agent": "abstention-review-console"})
+        notification.recipient,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            SIGNATURE_HEADER: webhook_signature(body),
+            "User-Agent": "abstention-review-console",
+        },
+    )
     with urllib.request.urlopen(request, timeout=settings.NOTIFY_WEBHOOK_TIMEOUT_S) as response:  # noqa: S310
         if not 200 <= response.status < 300:
             raise OSError(f"webhook answered HTTP {response.status}")
@@ -93,8 +116,11 @@ def notification_deliver(*, notification_id: int) -> float | None:
     The row stays locked during the attempt, so a duplicate job skips it instead of sending twice.
     """
     with transaction.atomic():
-        notification = (Notification.objects.select_for_update(skip_locked=True)
-                        .filter(pk=notification_id, status=Status.QUEUED).first())
+        notification = (
+            Notification.objects.select_for_update(skip_locked=True)
+            .filter(pk=notification_id, status=Status.QUEUED)
+            .first()
+        )
         if notification is None:
             return None
         retry_in = None

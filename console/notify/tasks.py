@@ -14,8 +14,11 @@ def notification_deliver(notification_id: int) -> None:
 @job("notify.notifications_sweep", soft_time_limit=60)
 def notifications_sweep() -> int:
     """Queue again the messages whose back-off has passed or whose first job never arrived."""
-    ids = list(selectors.due_notifications(requeue_after_seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)
-               .values_list("pk", flat=True)[:500])
+    ids = list(
+        selectors.due_notifications(requeue_after_seconds=settings.JOBS_REQUEUE_AFTER_SECONDS).values_list(
+            "pk", flat=True
+        )[:500]
+    )
     for notification_id in ids:
         notification_deliver.delay(notification_id)
     return len(ids)

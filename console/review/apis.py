@@ -9,9 +9,15 @@ from console.core.api import ERROR_SCHEMA as ERROR
 from console.ledger.selectors import get_decision_for_user
 from console.review.selectors import decision_as_dict
 
-_DECISION = inline_serializer("Decision", {"id": serializers.IntegerField(), "route": serializers.CharField(),
-                                           "request_id": serializers.CharField(),
-                                           "passages": serializers.ListField(child=serializers.JSONField())})
+_DECISION = inline_serializer(
+    "Decision",
+    {
+        "id": serializers.IntegerField(),
+        "route": serializers.CharField(),
+        "request_id": serializers.CharField(),
+        "passages": serializers.ListField(child=serializers.JSONField()),
+    },
+)
 
 
 # What a `reader` is not shown of a decision: its grades, final label and the signed policy's evidence.
@@ -34,8 +40,9 @@ class DecisionDetailApi(APIView):
 
 
 class DecisionByRequestApi(APIView):
-    @extend_schema(responses={200: _DECISION, 403: ERROR, 404: ERROR},
-                   summary="Look up a decision by route and request_id")
+    @extend_schema(
+        responses={200: _DECISION, 403: ERROR, 404: ERROR}, summary="Look up a decision by route and request_id"
+    )
     def get(self, request: Request, slug: str, request_id: str) -> Response:
         decision = get_decision_for_user(request.user, route_slug=slug, request_id=request_id)
         return Response(_for(request.user, decision))

@@ -27,34 +27,52 @@ _WRITER = ReferencePipeline()
 # first sentence (a wrong answer) when it is not.
 _TOPICS = {
     "it-support": [
-        ("reset MFA",
-         "To reset MFA, open Settings > Security and choose Reset multi-factor authentication. You will be "
-         "asked to sign in again."),
-        ("connect to the VPN",
-         "To connect to the VPN, install the client from the self-service portal and sign in with your badge "
-         "number. The one-time code arrives by text message."),
-        ("request a new laptop",
-         "To request a new laptop, open a hardware ticket in the service desk under Devices. Approval by your "
-         "manager is required."),
-        ("recover a deleted file",
-         "To recover a deleted file, restore it from the share's recycle bin within 30 days. Only the owner "
-         "of the share can restore items."),
-        ("change my password",
-         "To change your password, use the password page of the portal before it expires. Passwords expire "
-         "every 90 days."),
+        (
+            "reset MFA",
+            "To reset MFA, open Settings > Security and choose Reset multi-factor authentication. You will be "
+            "asked to sign in again.",
+        ),
+        (
+            "connect to the VPN",
+            "To connect to the VPN, install the client from the self-service portal and sign in with your badge "
+            "number. The one-time code arrives by text message.",
+        ),
+        (
+            "request a new laptop",
+            "To request a new laptop, open a hardware ticket in the service desk under Devices. Approval by your "
+            "manager is required.",
+        ),
+        (
+            "recover a deleted file",
+            "To recover a deleted file, restore it from the share's recycle bin within 30 days. Only the owner "
+            "of the share can restore items.",
+        ),
+        (
+            "change my password",
+            "To change your password, use the password page of the portal before it expires. Passwords expire "
+            "every 90 days.",
+        ),
     ],
     "hr-policy": [
-        ("carry over holiday",
-         "Up to five unused holiday days carry over to the next calendar year. They must be used by March 31."),
-        ("claim travel expenses",
-         "To claim travel expenses, submit the receipts in the expenses tool within 60 days of the trip. "
-         "Reimbursement follows with the next salary."),
-        ("take parental leave",
-         "Employees take parental leave of 16 weeks at full pay within the first year. HR confirms the dates "
-         "in writing."),
-        ("work from abroad",
-         "To work from abroad for more than 20 days a year, ask HR and your manager for approval. Shorter "
-         "stays need no approval."),
+        (
+            "carry over holiday",
+            "Up to five unused holiday days carry over to the next calendar year. They must be used by March 31.",
+        ),
+        (
+            "claim travel expenses",
+            "To claim travel expenses, submit the receipts in the expenses tool within 60 days of the trip. "
+            "Reimbursement follows with the next salary.",
+        ),
+        (
+            "take parental leave",
+            "Employees take parental leave of 16 weeks at full pay within the first year. HR confirms the dates "
+            "in writing.",
+        ),
+        (
+            "work from abroad",
+            "To work from abroad for more than 20 days a year, ask HR and your manager for approval. Shorter "
+            "stays need no approval.",
+        ),
     ],
 }
 _FILLER = (
@@ -82,9 +100,18 @@ def demo_answer_is_correct(record: dict) -> bool:
     return False
 
 
-def demo_records(route: str, count: int, *, seed: int = 7, start: datetime | None = None,
-                 days: int = 14, passages_per_decision: int = 5, cutoff: float = 0.7,
-                 prefix: str = "demo", embed: bool = False) -> Iterator[dict]:
+def demo_records(
+    route: str,
+    count: int,
+    *,
+    seed: int = 7,
+    start: datetime | None = None,
+    days: int = 14,
+    passages_per_decision: int = 5,
+    cutoff: float = 0.7,
+    prefix: str = "demo",
+    embed: bool = False,
+) -> Iterator[dict]:
     """Decision records of one route. Served answers and refused claims are written by the built-in
     extractive pipeline (`ReferencePipeline`, the reference shadow pipeline of the demo's IT support
     route) from the record's question and passages, so a grader cannot tell a refused item's answer
@@ -102,20 +129,30 @@ def demo_records(route: str, count: int, *, seed: int = 7, start: datetime | Non
         score = round(score, 4)
         outcome = "refused" if score < cutoff else "served"
         others = [t for t in topics if t[0] != topic]
-        shown = [(topic, passage_text) if rank == 1 and answerable else rng.choice(others)
-                 for rank in range(1, passages_per_decision + 1)]
+        shown = [
+            (topic, passage_text) if rank == 1 and answerable else rng.choice(others)
+            for rank in range(1, passages_per_decision + 1)
+        ]
         passages = []
         for rank, (shown_topic, text) in enumerate(shown, start=1):
             filler = rng.choice(_FILLER) if rank == 1 and answerable else rng.choice(_FILLER) + rng.choice(_FILLER)
             pid = f"kb/{shown_topic.replace(' ', '-')}#{rng.randint(1, 3 if rank == 1 and answerable else 6)}"
-            passages.append({"id": pid, "text": text + " " + filler, "rank": rank,
-                             "retrieval_score": round(max(0.0, 0.95 - 0.08 * rank - rng.random() * 0.1), 3),
-                             "source": "knowledge-base", "uri": f"https://intranet.example/{pid}"})
+            passages.append(
+                {
+                    "id": pid,
+                    "text": text + " " + filler,
+                    "rank": rank,
+                    "retrieval_score": round(max(0.0, 0.95 - 0.08 * rank - rng.random() * 0.1), 3),
+                    "source": "knowledge-base",
+                    "uri": f"https://intranet.example/{pid}",
+                }
+            )
         occurred_at = (start + timedelta(seconds=rng.uniform(0, days * 86400))).isoformat()
         question = rng.choice(_PHRASINGS).format(t=topic)
         request_id = f"{prefix}-{route}-{seed}-{n:07d}"
-        answer = _WRITER.run(PipelineRequest(request_id, question, tuple(
-            PipelinePassage(p["id"], p["text"]) for p in passages)))
+        answer = _WRITER.run(
+            PipelineRequest(request_id, question, tuple(PipelinePassage(p["id"], p["text"]) for p in passages))
+        )
         record = {
             "request_id": request_id,
             "route": route,
@@ -126,10 +163,16 @@ def demo_records(route: str, count: int, *, seed: int = 7, start: datetime | Non
             "outcome": outcome,
             "served_answer": None if outcome == "refused" else answer,
             "passages": passages,
-            "versions": {"model": rng.choice(["gen-2026-10", "gen-2026-11"]), "retriever": "hybrid-3",
-                         "corpus": "snap-2026-11-01", "gate": "nli-4"},
-            "segments": {"query_type": rng.choice(["how-to", "policy", "troubleshooting"]),
-                         "language": rng.choice(["en", "en", "en", "de"])},
+            "versions": {
+                "model": rng.choice(["gen-2026-10", "gen-2026-11"]),
+                "retriever": "hybrid-3",
+                "corpus": "snap-2026-11-01",
+                "gate": "nli-4",
+            },
+            "segments": {
+                "query_type": rng.choice(["how-to", "policy", "troubleshooting"]),
+                "language": rng.choice(["en", "en", "en", "de"]),
+            },
         }
         if embed:
             record["question_embedding"] = hashed_embedding(record["question"])
@@ -142,13 +185,29 @@ _GAPS = {
     "it-support": ["get into the building after hours with my badge", "install the printer driver on Linux"],
     "hr-policy": ["pension contributions when I work part-time", "bring my dog to the office"],
 }
-_GAP_PHRASINGS = ("How do I {t}?", "how to {t}", "Can I {t}?", "{t} - is that possible?", "Question: {t}",
-                  "Who can tell me how to {t}?", "{t}, please help")
+_GAP_PHRASINGS = (
+    "How do I {t}?",
+    "how to {t}",
+    "Can I {t}?",
+    "{t} - is that possible?",
+    "Question: {t}",
+    "Who can tell me how to {t}?",
+    "{t}, please help",
+)
 _GAP_TAILS = ("", " today", " this week", " as a contractor", " from home", " next month")
 
 
-def gap_records(route: str, count: int, *, seed: int = 7, start: datetime | None = None, days: int = 14,
-                cutoff: float = 0.7, prefix: str = "demo-gap", embed: bool = False) -> Iterator[dict]:
+def gap_records(
+    route: str,
+    count: int,
+    *,
+    seed: int = 7,
+    start: datetime | None = None,
+    days: int = 14,
+    cutoff: float = 0.7,
+    prefix: str = "demo-gap",
+    embed: bool = False,
+) -> Iterator[dict]:
     """`count` refused questions on the route's uncovered topics, half on each."""
     rng = random.Random(f"gaps:{route}:{seed}")
     start = start or datetime.now(UTC).replace(microsecond=0) - timedelta(days=days)
@@ -161,9 +220,16 @@ def gap_records(route: str, count: int, *, seed: int = 7, start: datetime | None
         for rank in range(1, 4):
             other = rng.choice(corpus)
             pid = f"kb/{other[0].replace(' ', '-')}#{rng.randint(1, 6)}"
-            passages.append({"id": pid, "text": other[1] + " " + rng.choice(_FILLER), "rank": rank,
-                             "retrieval_score": round(0.5 - 0.08 * rank, 3), "source": "knowledge-base",
-                             "uri": f"https://intranet.example/{pid}"})
+            passages.append(
+                {
+                    "id": pid,
+                    "text": other[1] + " " + rng.choice(_FILLER),
+                    "rank": rank,
+                    "retrieval_score": round(0.5 - 0.08 * rank, 3),
+                    "source": "knowledge-base",
+                    "uri": f"https://intranet.example/{pid}",
+                }
+            )
         record = {
             "request_id": f"{prefix}-{route}-{seed}-{n:07d}",
             "route": route,

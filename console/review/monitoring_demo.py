@@ -30,11 +30,19 @@ def demo_monitoring(*, actor: Actor, routes: dict, users: dict, decisions: int =
     if PolicyVersion.objects.filter(route=it, status__in=IN_FORCE).exists():
         return
     window_end = (datetime.now(UTC) - timedelta(days=4)).date()
-    body = _body("it-support", 0.7, lead.username,
-                 "Signed on the traffic up to four days ago, at the cutoff the gate uses.",
-                 "I can't answer this reliably. The IT service desk will pick it up within 8 hours.")
-    draft = governance.policy_draft(actor=actor, user=reviewer, route=it,
-                                    draft=parse_draft(body | {"filters": {"to": window_end.isoformat()}}, route=it))
+    body = _body(
+        "it-support",
+        0.7,
+        lead.username,
+        "Signed on the traffic up to four days ago, at the cutoff the gate uses.",
+        "I can't answer this reliably. The IT service desk will pick it up within 8 hours.",
+    )
+    draft = governance.policy_draft(
+        actor=actor,
+        user=reviewer,
+        route=it,
+        draft=parse_draft(body | {"filters": {"to": window_end.isoformat()}}, route=it),
+    )
     governance.policy_sign(actor=actor, user=lead, policy=draft, evidence_sha256=draft.evidence_sha256)
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=3)
     records = []

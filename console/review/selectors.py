@@ -57,11 +57,19 @@ def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
     if not permissions.can_read_similar(user, decision.route):
         return {"similar": None}
     similar = similar_refusals(decision)
-    labels = dict(FinalLabel.objects.filter(decision_id__in=[n.decision.pk for n in similar.neighbours])
-                  .values_list("decision_id", "correct"))
-    rows = [{"neighbour": n, "support": getattr(n.decision, "support", None),
-             "label": None if n.decision.pk not in labels else ("correct" if labels[n.decision.pk] else "incorrect")}
-            for n in similar.neighbours]
+    labels = dict(
+        FinalLabel.objects.filter(decision_id__in=[n.decision.pk for n in similar.neighbours]).values_list(
+            "decision_id", "correct"
+        )
+    )
+    rows = [
+        {
+            "neighbour": n,
+            "support": getattr(n.decision, "support", None),
+            "label": None if n.decision.pk not in labels else ("correct" if labels[n.decision.pk] else "incorrect"),
+        }
+        for n in similar.neighbours
+    ]
     return {"similar": similar, "similar_rows": rows}
 
 
@@ -77,13 +85,17 @@ def gap_cluster_labels(run_id: int) -> dict[int, dict]:
             "JOIN grading_finallabel l ON l.decision_id = m.decision_id WHERE c.run_id = %s GROUP BY c.id",
             [run_id],
         )
-        return {cluster_id: {"graded": graded, "correct_share": correct / graded}
-                for cluster_id, graded, correct in cursor.fetchall()}
+        return {
+            cluster_id: {"graded": graded, "correct_share": correct / graded}
+            for cluster_id, graded, correct in cursor.fetchall()
+        }
+
 
 def adjudication_backlog(user) -> int:
     """Items waiting for adjudication in the routes the user reviews: one count on an index."""
     from console.accounts import permissions
     from grading.models import GradingItem, ItemStatus
 
-    return permissions.visible(GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user,
-                               permissions.LABEL_REVIEWERS).count()
+    return permissions.visible(
+        GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user, permissions.LABEL_REVIEWERS
+    ).count()

@@ -21,24 +21,30 @@ def decision_detail(request, pk: int):
     decision = get_decision_for_user(request.user, pk=pk)
     # A `reader` reads the refusal and its disputes, not its grades or audit history.
     reads_stats = permissions.can_read_stats(request.user, decision.route)
-    events = audit_events_for_object("decision", decision.pk,
-                                     readable_events(request.user, permissions.STATS_READERS)) if reads_stats else None
-    return render(request, "review/decision_detail.html", {
-        "decision": decision,
-        "passages": decision.ranked_passages.all(),
-        "events": events,
-        "reads_stats": reads_stats,
-        "grading": decision_grading(decision.pk) if reads_stats else None,
-        # The refusals list's address it was opened from (filters, order, page), re-encoded so it
-        # can only ever be a query string of that list.
-        "back": QueryDict(request.GET.get("back", "")[:2000]).urlencode(),
-        **disputes_views.dispute_section(request, decision),  # "disputes", "dispute_form"
-        **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
-        **shadow_selectors.shadow_context(request.user, decision),
-        **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...
-
-        **review_selectors.similar_refusals_context(request.user, decision),
-    })
+    events = (
+        audit_events_for_object("decision", decision.pk, readable_events(request.user, permissions.STATS_READERS))
+        if reads_stats
+        else None
+    )
+    return render(
+        request,
+        "review/decision_detail.html",
+        {
+            "decision": decision,
+            "passages": decision.ranked_passages.all(),
+            "events": events,
+            "reads_stats": reads_stats,
+            "grading": decision_grading(decision.pk) if reads_stats else None,
+            # The refusals list's address it was opened from (filters, order, page), re-encoded so it
+            # can only ever be a query string of that list.
+            "back": QueryDict(request.GET.get("back", "")[:2000]).urlencode(),
+            **disputes_views.dispute_section(request, decision),  # "disputes", "dispute_form"
+            **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
+            **shadow_selectors.shadow_context(request.user, decision),
+            **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...
+            **review_selectors.similar_refusals_context(request.user, decision),
+        },
+    )
 
 
 @require_GET
@@ -49,8 +55,9 @@ def adjudication_backlog(request):
     count = review_selectors.adjudication_backlog(request.user)
     if not count:
         return HttpResponse("")
-    return HttpResponse(f'<span class="badge" title="{count} item{"s" if count != 1 else ""} waiting for '
-                        f'adjudication">{count}</span>')
+    return HttpResponse(
+        f'<span class="badge" title="{count} item{"s" if count != 1 else ""} waiting for adjudication">{count}</span>'
+    )
 
 
 @require_GET

@@ -23,13 +23,16 @@ class RouteAdminForm(forms.ModelForm):
     goes through an audited service. Registered here because the shadow app owns that setting."""
 
     shadow_kind = forms.ChoiceField(
-        label="Shadow pipeline", required=False,
+        label="Shadow pipeline",
+        required=False,
         choices=[("", "None"), ("reference", "Built-in reference pipeline (extractive)"), ("http", "HTTP pipeline")],
     )
     shadow_url = forms.CharField(
-        label="Shadow pipeline URL", required=False, max_length=2000,
+        label="Shadow pipeline URL",
+        required=False,
+        max_length=2000,
         help_text='For an HTTP pipeline: receives {"request_id", "question", "passages", "gate": "disabled"} '
-                  'and answers {"answer"}.',
+        'and answers {"answer"}.',
     )
 
     class Meta:

@@ -8,20 +8,30 @@ from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.shadow import selectors, services
 
-_SHADOW_RUN = inline_serializer("ShadowRun", {
-    "id": serializers.IntegerField(), "pipeline": serializers.CharField(),
-    "pipeline_version": serializers.CharField(), "status": serializers.CharField(),
-    "attempts": serializers.IntegerField(), "error": serializers.CharField(),
-    "answer": serializers.CharField(allow_null=True), "passages_sha256": serializers.CharField(allow_null=True),
-    "latency_ms": serializers.FloatField(allow_null=True),
-})
+_SHADOW_RUN = inline_serializer(
+    "ShadowRun",
+    {
+        "id": serializers.IntegerField(),
+        "pipeline": serializers.CharField(),
+        "pipeline_version": serializers.CharField(),
+        "status": serializers.CharField(),
+        "attempts": serializers.IntegerField(),
+        "error": serializers.CharField(),
+        "answer": serializers.CharField(allow_null=True),
+        "passages_sha256": serializers.CharField(allow_null=True),
+        "latency_ms": serializers.FloatField(allow_null=True),
+    },
+)
 
 
 class ShadowRunRetryApi(APIView):
     """Send a failed shadow run back to its route's pipeline (reviewers and admins; audited)."""
 
-    @extend_schema(request=None, responses={202: _SHADOW_RUN, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
-                   summary="Retry a failed shadow run")
+    @extend_schema(
+        request=None,
+        responses={202: _SHADOW_RUN, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        summary="Retry a failed shadow run",
+    )
     def post(self, request: Request, run_id: int) -> Response:
         run = selectors.get_shadow_run_for_retry(request.user, run_id)
         run = services.shadow_run_retry(actor=Actor.from_request(request), run=run)

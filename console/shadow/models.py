@@ -37,8 +37,7 @@ class ShadowRun(models.Model):
             models.UniqueConstraint(fields=["decision"], name="one_shadow_run_per_decision"),
             # Never a fake answer: only a succeeded run carries one, with the checksum of its input.
             models.CheckConstraint(
-                condition=models.Q(status="succeeded", passages_sha256__regex=r"^[0-9a-f]{64}$")
-                & ~models.Q(answer="")
+                condition=models.Q(status="succeeded", passages_sha256__regex=r"^[0-9a-f]{64}$") & ~models.Q(answer="")
                 | ~models.Q(status="succeeded") & models.Q(answer=""),
                 name="answer_only_when_succeeded",
             ),

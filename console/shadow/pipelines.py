@@ -105,17 +105,20 @@ def validate_shadow_config(config: Any) -> dict[str, str]:
     if kind == "reference":
         extra = set(config) - {"kind"}
         if extra:
-            raise InvalidInput(f"The reference pipeline takes no options; got {sorted(extra)}.",
-                               code="invalid_shadow_config")
+            raise InvalidInput(
+                f"The reference pipeline takes no options; got {sorted(extra)}.", code="invalid_shadow_config"
+            )
         return {"kind": "reference"}
     if kind == "http":
         extra = set(config) - {"kind", "url"}
         if extra:
-            raise InvalidInput(f"The HTTP pipeline takes only a url; got {sorted(extra)}.",
-                               code="invalid_shadow_config")
+            raise InvalidInput(
+                f"The HTTP pipeline takes only a url; got {sorted(extra)}.", code="invalid_shadow_config"
+            )
         return {"kind": "http", "url": validate_pipeline_url(config.get("url"))}
-    raise InvalidInput(f'"kind" must be one of {", ".join(PIPELINE_KINDS)}; got {kind!r}.',
-                       code="invalid_shadow_config")
+    raise InvalidInput(
+        f'"kind" must be one of {", ".join(PIPELINE_KINDS)}; got {kind!r}.', code="invalid_shadow_config"
+    )
 
 
 def validate_pipeline_url(url: Any) -> str:
@@ -189,8 +192,9 @@ class ReferencePipeline:
         if not sentences:
             raise PipelineError("No passages (or only empty ones) were logged; there is nothing to answer from.")
         wanted = _content_words(request.question)
-        scored = [(len(wanted & _content_words(sentence)), rank, position, sentence)
-                  for rank, position, sentence in sentences]
+        scored = [
+            (len(wanted & _content_words(sentence)), rank, position, sentence) for rank, position, sentence in sentences
+        ]
         best = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1], s[2]))[:_REFERENCE_SENTENCES]
         if not best:
             return sentences[0][2]
@@ -227,15 +231,26 @@ class HttpPipeline:
     name = "http"
     version = "http-1"
 
-    def __init__(self, url: str, *, timeout: float, retries: int, backoff: float,
-                 auth_header: str | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float,
+        retries: int,
+        backoff: float,
+        auth_header: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.url = url
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.sleep = sleep
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json",
-                        "User-Agent": "abstention-review-console/shadow"}
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "abstention-review-console/shadow",
+        }
         if auth_header:
             name, _, value = auth_header.partition(":")
             self.headers[name.strip()] = value.strip()

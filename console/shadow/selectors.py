@@ -17,8 +17,11 @@ from console.shadow.pipelines import PipelinePassage, PipelineRequest, passages_
 
 def logged_pipeline_request(decision: Decision) -> PipelineRequest:
     """What a pipeline is handed: the question and exactly the logged passages, in rank order."""
-    links = (DecisionPassage.objects.filter(decision=decision).order_by("rank")
-             .values_list("passage__external_id", "passage__text"))
+    links = (
+        DecisionPassage.objects.filter(decision=decision)
+        .order_by("rank")
+        .values_list("passage__external_id", "passage__text")
+    )
     return PipelineRequest(
         request_id=decision.request_id,
         question=decision.question,
@@ -43,8 +46,9 @@ def get_shadow_run_for_retry(user, pk: int) -> ShadowRun:
     """The run if the user may retry it: 404 when they may not read its decision, else 403."""
     if not permissions.can_read_decisions(user):
         raise Forbidden("Your role does not allow reading decisions.")
-    run = (ShadowRun.objects.select_related("decision__route")
-           .filter(pk=pk, decision__in=readable_decisions(user)).first())
+    run = (
+        ShadowRun.objects.select_related("decision__route").filter(pk=pk, decision__in=readable_decisions(user)).first()
+    )
     if run is None:
         raise Http404("No such shadow run.")
     if not can_retry(user, run.decision.route):
@@ -55,8 +59,9 @@ def get_shadow_run_for_retry(user, pk: int) -> ShadowRun:
 def shadow_context(user, decision: Decision) -> dict[str, Any]:
     """What the refusal detail page shows about the decision's shadow run (one query)."""
     run = shadow_run_of(decision) if decision.outcome == Outcome.REFUSED else None
-    logged = [PipelinePassage(id=link.passage.external_id, text=link.passage.text)
-              for link in decision.ranked_passages.all()]  # prefetched in rank order: no query
+    logged = [
+        PipelinePassage(id=link.passage.external_id, text=link.passage.text) for link in decision.ranked_passages.all()
+    ]  # prefetched in rank order: no query
     logged_sha256 = passages_sha256(logged) if run and run.passages_sha256 else ""
     return {
         "shadow_run": run,
@@ -88,9 +93,14 @@ def shadow_run_as_dict(run: ShadowRun | None) -> dict[str, Any] | None:
 def decisions_awaiting_shadow_run(*, ingested_before: datetime, limit: int) -> list[int]:
     """Refused decisions of routes with a pipeline that have no run yet (lost jobs, new pipelines)."""
     return list(
-        Decision.objects.filter(outcome=Outcome.REFUSED, route__shadow_config__has_key="kind",
-                                shadow_runs__isnull=True, ingested_at__lt=ingested_before)
-        .order_by("pk").values_list("pk", flat=True)[:limit]
+        Decision.objects.filter(
+            outcome=Outcome.REFUSED,
+            route__shadow_config__has_key="kind",
+            shadow_runs__isnull=True,
+            ingested_at__lt=ingested_before,
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
     )
 
 

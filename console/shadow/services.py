@@ -60,9 +60,14 @@ def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> Rout
     route.full_clean()
     with transaction.atomic():
         route.save(update_fields=["shadow_config"])
-        audit_record(actor=actor, action=Action.SHADOW_PIPELINE_SET, object_type="route", object_id=route.pk,
-                     route=route.slug,
-                     payload={"slug": route.slug, "old": old, "new": new})
+        audit_record(
+            actor=actor,
+            action=Action.SHADOW_PIPELINE_SET,
+            object_type="route",
+            object_id=route.pk,
+            route=route.slug,
+            payload={"slug": route.slug, "old": old, "new": new},
+        )
     return route
 
 
@@ -73,27 +78,36 @@ def shadow_runs_open(*, actor: Actor, decision_ids: Sequence[int]) -> list[int]:
     so opening twice opens nothing twice. Returns the new run ids; a job is queued for each.
     """
     candidates = sorted(
-        Decision.objects.filter(pk__in=list(decision_ids), outcome=Outcome.REFUSED,
-                                route__shadow_config__has_key="kind")
-        .values_list("pk", "route__shadow_config__kind", "route__slug")
+        Decision.objects.filter(
+            pk__in=list(decision_ids), outcome=Outcome.REFUSED, route__shadow_config__has_key="kind"
+        ).values_list("pk", "route__shadow_config__kind", "route__slug")
     )
     if not candidates:
         return []
     slugs = {pk: slug for pk, _, slug in candidates}
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_OPEN_SQL, [[pk for pk, _, _ in candidates],
-                                       [str(kind)[:100] for _, kind, _ in candidates]])
+            cursor.execute(_OPEN_SQL, [[pk for pk, _, _ in candidates], [str(kind)[:100] for _, kind, _ in candidates]])
             opened = cursor.fetchall()
         by_route: dict[str, list[tuple[int, int]]] = {}
         for run_id, decision_id in opened:
             by_route.setdefault(slugs[decision_id], []).append((run_id, decision_id))
-        audit_record_many(actor=actor, events=[
-            EventSpec(Action.SHADOW_RUNS_QUEUED, "route", slug, route=slug, payload={
-                "objects": {"decision": [d for _, d in pairs], "shadow_run": [r for r, _ in pairs]},
-                "opened": len(pairs)})
-            for slug, pairs in sorted(by_route.items())
-        ])
+        audit_record_many(
+            actor=actor,
+            events=[
+                EventSpec(
+                    Action.SHADOW_RUNS_QUEUED,
+                    "route",
+                    slug,
+                    route=slug,
+                    payload={
+                        "objects": {"decision": [d for _, d in pairs], "shadow_run": [r for r, _ in pairs]},
+                        "opened": len(pairs),
+                    },
+                )
+                for slug, pairs in sorted(by_route.items())
+            ],
+        )
         # One message per run, not one per batch: each run waits on the external pipeline, so separate
         # messages spread the runs over every shadow worker (`--scale worker-shadow=N`), and a killed
         # worker holds back one run. These publishes happen here, in this job, never in the ingest request.
@@ -128,8 +142,15 @@ def shadow_run_execute(*, run_id: int) -> ShadowRun | None:
         logger.exception("shadow run %s: the pipeline raised", run_id)
         error = f"The pipeline raised {exc!r}"
     latency_ms = (time.monotonic() - started) * 1000
-    return _finish(run, name=name, version=version, answer=answer, error=error[:_MAX_ERROR_CHARS],
-                   checksum=checksum, latency_ms=latency_ms)
+    return _finish(
+        run,
+        name=name,
+        version=version,
+        answer=answer,
+        error=error[:_MAX_ERROR_CHARS],
+        checksum=checksum,
+        latency_ms=latency_ms,
+    )
 
 
 def _claim(run_id: int) -> ShadowRun | None:
@@ -140,36 +161,65 @@ def _claim(run_id: int) -> ShadowRun | None:
         if not claimed:
             return None
         run = ShadowRun.objects.select_related("decision__route").get(pk=run_id)
-        audit_record(actor=Actor.system("shadow_run_execute"), action=Action.SHADOW_RUN_STARTED,
-                     object_type="shadow_run", object_id=run.pk, route=run.decision.route.slug,
-                     payload={"objects": {"decision": [run.decision_id]}, "attempt": run.attempts,
-                              "old": {"status": ShadowStatus.QUEUED}, "new": {"status": ShadowStatus.RUNNING}})
+        audit_record(
+            actor=Actor.system("shadow_run_execute"),
+            action=Action.SHADOW_RUN_STARTED,
+            object_type="shadow_run",
+            object_id=run.pk,
+            route=run.decision.route.slug,
+            payload={
+                "objects": {"decision": [run.decision_id]},
+                "attempt": run.attempts,
+                "old": {"status": ShadowStatus.QUEUED},
+                "new": {"status": ShadowStatus.RUNNING},
+            },
+        )
     return run
 
 
-def _finish(run: ShadowRun, *, name: str, version: str, answer: str, error: str, checksum: str,
-            latency_ms: float) -> ShadowRun | None:
+def _finish(
+    run: ShadowRun, *, name: str, version: str, answer: str, error: str, checksum: str, latency_ms: float
+) -> ShadowRun | None:
     status = ShadowStatus.FAILED if error else ShadowStatus.SUCCEEDED
     with transaction.atomic():
         # Only the job holding the claim may write: status still running with our attempt number.
         updated = ShadowRun.objects.filter(pk=run.pk, status=ShadowStatus.RUNNING, attempts=run.attempts).update(
-            status=status, answer="" if error else answer, error=error, passages_sha256=checksum,
-            latency_ms=latency_ms, finished_at=timezone.now(), pipeline=name[:100], pipeline_version=version[:100],
+            status=status,
+            answer="" if error else answer,
+            error=error,
+            passages_sha256=checksum,
+            latency_ms=latency_ms,
+            finished_at=timezone.now(),
+            pipeline=name[:100],
+            pipeline_version=version[:100],
         )
         if not updated:
-            logger.warning("shadow run %s: attempt %s lost its claim while the pipeline ran; result dropped",
-                           run.pk, run.attempts)
+            logger.warning(
+                "shadow run %s: attempt %s lost its claim while the pipeline ran; result dropped", run.pk, run.attempts
+            )
             return None
-        payload = {"objects": {"decision": [run.decision_id]}, "attempt": run.attempts, "pipeline": name,
-                   "pipeline_version": version, "passages_sha256": checksum, "latency_ms": round(latency_ms, 1),
-                   "old": {"status": ShadowStatus.RUNNING}, "new": {"status": status}}
+        payload = {
+            "objects": {"decision": [run.decision_id]},
+            "attempt": run.attempts,
+            "pipeline": name,
+            "pipeline_version": version,
+            "passages_sha256": checksum,
+            "latency_ms": round(latency_ms, 1),
+            "old": {"status": ShadowStatus.RUNNING},
+            "new": {"status": status},
+        }
         if error:
             payload["error"] = error
         else:
             payload["answer_sha256"] = hashlib.sha256(answer.encode("utf-8")).hexdigest()
-        audit_record(actor=Actor.system("shadow_run_execute"),
-                     action=Action.SHADOW_RUN_FAILED if error else Action.SHADOW_RUN_SUCCEEDED,
-                     object_type="shadow_run", object_id=run.pk, route=run.decision.route.slug, payload=payload)
+        audit_record(
+            actor=Actor.system("shadow_run_execute"),
+            action=Action.SHADOW_RUN_FAILED if error else Action.SHADOW_RUN_SUCCEEDED,
+            object_type="shadow_run",
+            object_id=run.pk,
+            route=run.decision.route.slug,
+            payload=payload,
+        )
     return ShadowRun.objects.get(pk=run.pk)
 
 
@@ -178,19 +228,25 @@ def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
     with transaction.atomic():
         locked = ShadowRun.objects.select_for_update().select_related("decision__route").get(pk=run.pk)
         if locked.status != ShadowStatus.FAILED:
-            raise Conflict(f"Only a failed shadow run can be retried; this one is {locked.status}.",
-                           code="not_failed")
+            raise Conflict(f"Only a failed shadow run can be retried; this one is {locked.status}.", code="not_failed")
         if not locked.decision.route.shadow_config:
             raise Conflict("The route names no shadow pipeline any more; set one first.", code="no_pipeline")
         old_error = locked.error
         locked.status, locked.error, locked.queued_at = ShadowStatus.QUEUED, "", timezone.now()
         locked.full_clean()
         locked.save(update_fields=["status", "error", "queued_at"])
-        audit_record(actor=actor, action=Action.SHADOW_RUN_RETRIED, object_type="shadow_run", object_id=locked.pk,
-                     route=locked.decision.route.slug,
-                     payload={"objects": {"decision": [locked.decision_id]},
-                              "old": {"status": ShadowStatus.FAILED, "error": old_error},
-                              "new": {"status": ShadowStatus.QUEUED}})
+        audit_record(
+            actor=actor,
+            action=Action.SHADOW_RUN_RETRIED,
+            object_type="shadow_run",
+            object_id=locked.pk,
+            route=locked.decision.route.slug,
+            payload={
+                "objects": {"decision": [locked.decision_id]},
+                "old": {"status": ShadowStatus.FAILED, "error": old_error},
+                "new": {"status": ShadowStatus.QUEUED},
+            },
+        )
         enqueue(EXECUTE_JOB, locked.pk)
     return locked
 
@@ -198,8 +254,9 @@ def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
 def shadow_runs_sweep(*, actor: Actor, limit: int = _SWEEP_LIMIT) -> dict[str, int]:
     """Beat job: nothing stays lost. Opens missing runs, re-queues lost and presumed-dead ones."""
     lost_before = timezone.now() - timedelta(seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)
-    opened = shadow_runs_open(actor=actor, decision_ids=selectors.decisions_awaiting_shadow_run(
-        ingested_before=lost_before, limit=limit))
+    opened = shadow_runs_open(
+        actor=actor, decision_ids=selectors.decisions_awaiting_shadow_run(ingested_before=lost_before, limit=limit)
+    )
     requeued = shadow_runs_requeue(actor=actor, limit=limit)
     return {"opened": len(opened), "requeued": len(requeued)}
 
@@ -214,8 +271,10 @@ def shadow_runs_requeue(*, actor: Actor, limit: int = _SWEEP_LIMIT) -> list[int]
     stuck = Q(status=ShadowStatus.RUNNING, started_at__lt=dead_before)
     with transaction.atomic():
         rows = list(
-            ShadowRun.objects.select_for_update(skip_locked=True, of=("self",)).filter(waiting | stuck)
-            .order_by("pk").values_list("pk", "status", "attempts", "decision_id", "decision__route__slug")[:limit]
+            ShadowRun.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(waiting | stuck)
+            .order_by("pk")
+            .values_list("pk", "status", "attempts", "decision_id", "decision__route__slug")[:limit]
         )
         if not rows:
             return []
@@ -223,14 +282,23 @@ def shadow_runs_requeue(*, actor: Actor, limit: int = _SWEEP_LIMIT) -> list[int]
         by_route: dict[str, list[tuple]] = {}
         for row in rows:
             by_route.setdefault(row[4], []).append(row)
-        audit_record_many(actor=actor, events=[
-            EventSpec(Action.SHADOW_RUNS_REQUEUED, "route", slug, route=slug, payload={
-                "objects": {"decision": [r[3] for r in group], "shadow_run": [r[0] for r in group]},
-                "lost_in_queue": [r[0] for r in group if r[1] == ShadowStatus.QUEUED],
-                "presumed_dead": [r[0] for r in group if r[1] == ShadowStatus.RUNNING],
-            })
-            for slug, group in sorted(by_route.items())
-        ])
+        audit_record_many(
+            actor=actor,
+            events=[
+                EventSpec(
+                    Action.SHADOW_RUNS_REQUEUED,
+                    "route",
+                    slug,
+                    route=slug,
+                    payload={
+                        "objects": {"decision": [r[3] for r in group], "shadow_run": [r[0] for r in group]},
+                        "lost_in_queue": [r[0] for r in group if r[1] == ShadowStatus.QUEUED],
+                        "presumed_dead": [r[0] for r in group if r[1] == ShadowStatus.RUNNING],
+                    },
+                )
+                for slug, group in sorted(by_route.items())
+            ],
+        )
         for row in rows:
             enqueue(EXECUTE_JOB, row[0])
     return [row[0] for row in rows]

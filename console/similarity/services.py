@@ -163,11 +163,21 @@ def _create_index(*, name: str, dimension: int, route_id: int | None = None, emb
             # CREATE INDEX refuses a table with deferred foreign-key checks pending in the transaction.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         # An HNSW build whose graph outgrows maintenance_work_mem slows down by an order of magnitude.
-        cursor.execute("SELECT set_config('maintenance_work_mem', %s, %s)",
-                       [settings.SIMILARITY_INDEX_BUILD_MEMORY, bool(connection.in_atomic_block)])
-        cursor.execute("SELECT similarity_index_create(%s, %s, %s, %s, %s, %s)",
-                       [name, int(dimension), route_id, embedder_id, settings.SIMILARITY_HNSW_M,
-                        settings.SIMILARITY_HNSW_EF_CONSTRUCTION])
+        cursor.execute(
+            "SELECT set_config('maintenance_work_mem', %s, %s)",
+            [settings.SIMILARITY_INDEX_BUILD_MEMORY, bool(connection.in_atomic_block)],
+        )
+        cursor.execute(
+            "SELECT similarity_index_create(%s, %s, %s, %s, %s, %s)",
+            [
+                name,
+                int(dimension),
+                route_id,
+                embedder_id,
+                settings.SIMILARITY_HNSW_M,
+                settings.SIMILARITY_HNSW_EF_CONSTRUCTION,
+            ],
+        )
         if not connection.in_atomic_block:
             cursor.execute("RESET maintenance_work_mem")
 

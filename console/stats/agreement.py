@@ -63,9 +63,7 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError("confidence must lie strictly between 0 and 1")
 
 
-def _estimate(
-    value: float | None, se: float | None, n: int, confidence: float, interval: str
-) -> AgreementEstimate:
+def _estimate(value: float | None, se: float | None, n: int, confidence: float, interval: str) -> AgreementEstimate:
     """Wrap a point estimate and its SE as value +/- z * SE, clipped to [-1, 1]."""
     from scipy.stats import norm
 
@@ -88,9 +86,7 @@ def _estimate(
 # --------------------------------------------------------------------------- two graders
 
 
-def cohen_kappa(
-    labels_a: Sequence[str], labels_b: Sequence[str], *, confidence: float = 0.95
-) -> AgreementEstimate:
+def cohen_kappa(labels_a: Sequence[str], labels_b: Sequence[str], *, confidence: float = 0.95) -> AgreementEstimate:
     """Cohen's kappa for two graders who labelled the same items, with an interval.
 
     With p_ij the share of items graded i by the first grader and j by the second, row and
@@ -136,11 +132,9 @@ def cohen_kappa(
     diagonal = np.diag(p) * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2
     off_diagonal = p * (cols[:, None] + rows[None, :]) ** 2
     np.fill_diagonal(off_diagonal, 0.0)
-    variance = (
-        diagonal.sum()
-        + (1.0 - kappa) ** 2 * off_diagonal.sum()
-        - (kappa - chance * (1.0 - kappa)) ** 2
-    ) / (n * (1.0 - chance) ** 2)
+    variance = (diagonal.sum() + (1.0 - kappa) ** 2 * off_diagonal.sum() - (kappa - chance * (1.0 - kappa)) ** 2) / (
+        n * (1.0 - chance) ** 2
+    )
     se = float(np.sqrt(max(variance, 0.0)))
     return _estimate(float(kappa), se, n, confidence, COHEN_INTERVAL)
 
@@ -148,9 +142,7 @@ def cohen_kappa(
 # --------------------------------------------------------------------------- many graders
 
 
-def verdict_counts(
-    verdicts_per_item: Sequence[Sequence[str]], categories: Sequence[str] = VERDICTS
-) -> np.ndarray:
+def verdict_counts(verdicts_per_item: Sequence[Sequence[str]], categories: Sequence[str] = VERDICTS) -> np.ndarray:
     """Items x categories matrix: entry (i, k) = how many graders gave item i verdict k.
 
     Columns follow ``categories`` (default :data:`VERDICTS`, so ``"unsure"`` is its own
@@ -205,9 +197,9 @@ def _multi_rater(counts: ArrayLike, confidence: float, method: str) -> Agreement
     if n < 2:
         return _estimate(float(value), None, n, confidence, MULTI_RATER_INTERVAL)
     # First-order (delta-method) influence of each item on the coefficient.
-    influence = (
-        (agreement_by_item - observed) - (1.0 - value) * ((shares - prevalence) @ chance_gradient)
-    ) / (1.0 - chance)
+    influence = ((agreement_by_item - observed) - (1.0 - value) * ((shares - prevalence) @ chance_gradient)) / (
+        1.0 - chance
+    )
     se = float(np.sqrt(np.dot(influence, influence) / (n * (n - 1))))
     return _estimate(float(value), se, n, confidence, MULTI_RATER_INTERVAL)
 
@@ -270,9 +262,7 @@ def gwet_ac1(counts: ArrayLike, *, confidence: float = 0.95) -> AgreementEstimat
 # --------------------------------------------------------------------------- gold items
 
 
-def rater_accuracy_on_gold(
-    verdicts: Sequence[str], gold: Sequence[str], *, confidence: float = 0.95
-) -> GoldAccuracy:
+def rater_accuracy_on_gold(verdicts: Sequence[str], gold: Sequence[str], *, confidence: float = 0.95) -> GoldAccuracy:
     """One grader's accuracy on gold items, with a Wilson interval.
 
     ``verdicts[i]`` is the grader's verdict on gold item i and ``gold[i]`` its known label

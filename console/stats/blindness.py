@@ -150,14 +150,20 @@ def probe_model(seed: int = SEED) -> Pipeline:
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    features = ColumnTransformer([
-        ("answer", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20_000), 0),
-        # The opening as one token: CountVectorizer with a whole-string analyzer.
-        ("opening", CountVectorizer(analyzer=lambda text: [text] if text else [], binary=True, min_df=2), 1),
-        ("shape", StandardScaler(), list(range(2, 2 + len(SHAPE_FEATURES)))),
-    ])
-    return Pipeline([("features", features),
-                     ("model", LogisticRegression(C=1.0, solver="liblinear", max_iter=2000, random_state=seed))])
+    features = ColumnTransformer(
+        [
+            ("answer", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20_000), 0),
+            # The opening as one token: CountVectorizer with a whole-string analyzer.
+            ("opening", CountVectorizer(analyzer=lambda text: [text] if text else [], binary=True, min_df=2), 1),
+            ("shape", StandardScaler(), list(range(2, 2 + len(SHAPE_FEATURES)))),
+        ]
+    )
+    return Pipeline(
+        [
+            ("features", features),
+            ("model", LogisticRegression(C=1.0, solver="liblinear", max_iter=2000, random_state=seed)),
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -189,11 +195,30 @@ class BlindnessProbe:
     out_of_fold: np.ndarray = field(repr=False)  # probability of "refused", one per item, in input order
 
     @classmethod
-    def too_few(cls, n_served: int, n_refused: int, *, folds: int = FOLDS, resamples: int = RESAMPLES,
-                confidence: float = 0.95, seed: int = SEED) -> BlindnessProbe:
+    def too_few(
+        cls,
+        n_served: int,
+        n_refused: int,
+        *,
+        folds: int = FOLDS,
+        resamples: int = RESAMPLES,
+        confidence: float = 0.95,
+        seed: int = SEED,
+    ) -> BlindnessProbe:
         """The answer when either origin has fewer than `MIN_PER_CLASS` items: no reading, no warning."""
-        return cls(n_served, n_refused, False, Interval.undefined(), False, [], folds, resamples, confidence, seed,
-                   np.full(n_served + n_refused, np.nan))
+        return cls(
+            n_served,
+            n_refused,
+            False,
+            Interval.undefined(),
+            False,
+            [],
+            folds,
+            resamples,
+            confidence,
+            seed,
+            np.full(n_served + n_refused, np.nan),
+        )
 
     @property
     def n(self) -> int:
@@ -201,18 +226,34 @@ class BlindnessProbe:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "n": self.n, "served": self.n_served, "refused": self.n_refused, "enough": self.enough,
-            "auroc": self.auroc.as_dict() if self.enough else None, "warning": self.warning,
+            "n": self.n,
+            "served": self.n_served,
+            "refused": self.n_refused,
+            "enough": self.enough,
+            "auroc": self.auroc.as_dict() if self.enough else None,
+            "warning": self.warning,
             "features": [f.as_dict() for f in self.features],
-            "method": {"model": "logistic regression on TF-IDF of the answer, its opening and shape features",
-                       "folds": self.folds, "interval": "percentile bootstrap, stratified by origin",
-                       "resamples": self.resamples, "confidence": self.confidence, "seed": self.seed,
-                       "warning_when_low_above": WARNING_LOW, "min_per_class": MIN_PER_CLASS},
+            "method": {
+                "model": "logistic regression on TF-IDF of the answer, its opening and shape features",
+                "folds": self.folds,
+                "interval": "percentile bootstrap, stratified by origin",
+                "resamples": self.resamples,
+                "confidence": self.confidence,
+                "seed": self.seed,
+                "warning_when_low_above": WARNING_LOW,
+                "min_per_class": MIN_PER_CLASS,
+            },
         }
 
 
-def bootstrap_auroc_interval(probabilities: ArrayLike, refused: ArrayLike, *, resamples: int = RESAMPLES,
-                             confidence: float = 0.95, seed: int = SEED) -> Interval:
+def bootstrap_auroc_interval(
+    probabilities: ArrayLike,
+    refused: ArrayLike,
+    *,
+    resamples: int = RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = SEED,
+) -> Interval:
     """AUROC with a percentile bootstrap interval, resampling each class separately.
 
     Each resample draws n_refused refused and n_served served items with replacement; the interval
@@ -250,18 +291,28 @@ def _feature_name(column: str) -> str:
 def _strongest_features(model: Pipeline, table: np.ndarray, top: int) -> list[Feature]:
     transformed = model.named_steps["features"].transform(table)
     dense_mean = np.asarray(transformed.mean(axis=0)).ravel()
-    squared = transformed.multiply(transformed) if hasattr(transformed, "multiply") else transformed ** 2
-    spread = np.sqrt(np.maximum(np.asarray(squared.mean(axis=0)).ravel() - dense_mean ** 2, 0.0))
+    squared = transformed.multiply(transformed) if hasattr(transformed, "multiply") else transformed**2
+    spread = np.sqrt(np.maximum(np.asarray(squared.mean(axis=0)).ravel() - dense_mean**2, 0.0))
     weights = model.named_steps["model"].coef_.ravel() * spread
     names = model.named_steps["features"].get_feature_names_out()
     order = np.argsort(-np.abs(weights), kind="stable")[:top]
-    return [Feature(_feature_name(str(names[i])), float(weights[i]), "refused" if weights[i] > 0 else "served")
-            for i in order if weights[i] != 0]
+    return [
+        Feature(_feature_name(str(names[i])), float(weights[i]), "refused" if weights[i] > 0 else "served")
+        for i in order
+        if weights[i] != 0
+    ]
 
 
-def blindness_probe(views: Sequence[GraderView], refused: ArrayLike, *, folds: int = FOLDS,
-                    resamples: int = RESAMPLES, confidence: float = 0.95, seed: int = SEED,
-                    top: int = TOP_FEATURES) -> BlindnessProbe:
+def blindness_probe(
+    views: Sequence[GraderView],
+    refused: ArrayLike,
+    *,
+    folds: int = FOLDS,
+    resamples: int = RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = SEED,
+    top: int = TOP_FEATURES,
+) -> BlindnessProbe:
     """How well the origin (`refused` true: the answer was written for a refused question) can be
     predicted from the grader's view; see the module docstring for the method."""
     origin = np.asarray(refused, dtype=bool)
@@ -272,8 +323,9 @@ def blindness_probe(views: Sequence[GraderView], refused: ArrayLike, *, folds: i
     n_refused = int(origin.sum())
     n_served = len(origin) - n_refused
     if min(n_refused, n_served) < max(MIN_PER_CLASS, folds):
-        return BlindnessProbe.too_few(n_served, n_refused, folds=folds, resamples=resamples, confidence=confidence,
-                                      seed=seed)
+        return BlindnessProbe.too_few(
+            n_served, n_refused, folds=folds, resamples=resamples, confidence=confidence, seed=seed
+        )
     table = feature_table(views)
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
@@ -281,5 +333,16 @@ def blindness_probe(views: Sequence[GraderView], refused: ArrayLike, *, folds: i
     probabilities = cross_val_predict(probe_model(seed), table, origin, cv=splitter, method="predict_proba")[:, 1]
     interval = bootstrap_auroc_interval(probabilities, origin, resamples=resamples, confidence=confidence, seed=seed)
     fitted = probe_model(seed).fit(table, origin)
-    return BlindnessProbe(n_served, n_refused, True, interval, bool(interval.low > WARNING_LOW),
-                          _strongest_features(fitted, table, top), folds, resamples, confidence, seed, probabilities)
+    return BlindnessProbe(
+        n_served,
+        n_refused,
+        True,
+        interval,
+        bool(interval.low > WARNING_LOW),
+        _strongest_features(fitted, table, top),
+        folds,
+        resamples,
+        confidence,
+        seed,
+        probabilities,
+    )

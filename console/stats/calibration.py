@@ -83,9 +83,7 @@ def _as_arrays(scores: ArrayLike, correct: ArrayLike) -> tuple[np.ndarray, np.nd
     if score_array.ndim != 1 or correct_array.ndim != 1:
         raise ValueError("scores and correct must be one-dimensional")
     if len(score_array) != len(correct_array):
-        raise ValueError(
-            f"scores and correct differ in length ({len(score_array)} != {len(correct_array)})"
-        )
+        raise ValueError(f"scores and correct differ in length ({len(score_array)} != {len(correct_array)})")
     if not np.all(np.isfinite(score_array)):
         raise ValueError("scores must be finite")
     if correct_array.dtype != bool:
@@ -104,13 +102,7 @@ def _bin_edges(bins: Bins) -> np.ndarray:
         # i / bins, each correctly rounded, so a score written as 0.3 sits on the edge 0.3.
         return np.arange(bins + 1) / bins
     edges = np.asarray(bins, dtype=float)
-    if (
-        edges.ndim != 1
-        or len(edges) < 2
-        or edges[0] != 0.0
-        or edges[-1] != 1.0
-        or np.any(np.diff(edges) <= 0)
-    ):
+    if edges.ndim != 1 or len(edges) < 2 or edges[0] != 0.0 or edges[-1] != 1.0 or np.any(np.diff(edges) <= 0):
         raise ValueError("bin edges must increase strictly from 0 to 1")
     return edges
 
@@ -182,9 +174,7 @@ def _ece(stats: _BinStatistics) -> float | None:
     return float(np.dot(stats.count[filled], gaps) / n)
 
 
-def reliability_bins(
-    scores: ArrayLike, correct: ArrayLike, bins: Bins = 10
-) -> list[ReliabilityBin]:
+def reliability_bins(scores: ArrayLike, correct: ArrayLike, bins: Bins = 10) -> list[ReliabilityBin]:
     """Reliability-diagram bins: for each bin its edges, item count, mean score and accuracy.
 
     With an integer ``bins = M`` the bins are equal-width on [0, 1]: bin b is
@@ -201,9 +191,7 @@ def reliability_bins(
     return _bins_as_rows(_bin_statistics(score_array, correct_array, bins))
 
 
-def expected_calibration_error(
-    scores: ArrayLike, correct: ArrayLike, bins: Bins = 10
-) -> float | None:
+def expected_calibration_error(scores: ArrayLike, correct: ArrayLike, bins: Bins = 10) -> float | None:
     """Expected calibration error over the bins of :func:`reliability_bins`.
 
         ECE = sum_b (n_b / n) * | acc(B_b) - conf(B_b) |
@@ -220,9 +208,7 @@ def expected_calibration_error(
 # --------------------------------------------------------------------------- Brier score
 
 
-def _brier_decomposition(
-    scores: np.ndarray, correct: np.ndarray, stats: _BinStatistics
-) -> BrierDecomposition | None:
+def _brier_decomposition(scores: np.ndarray, correct: np.ndarray, stats: _BinStatistics) -> BrierDecomposition | None:
     n = len(scores)
     if n == 0:
         return None
@@ -242,9 +228,7 @@ def _brier_decomposition(
     }
 
 
-def brier_decomposition(
-    scores: ArrayLike, correct: ArrayLike, bins: Bins = 10
-) -> BrierDecomposition | None:
+def brier_decomposition(scores: ArrayLike, correct: ArrayLike, bins: Bins = 10) -> BrierDecomposition | None:
     """Brier score and its decomposition over the bins of :func:`reliability_bins`.
 
     With forecasts f_j, outcomes o_j in {0, 1}, n items, bins B_k holding n_k items with mean
@@ -346,9 +330,7 @@ def _risk_coverage(levels: _ScoreLevels, max_points: int | None) -> RiskCoverage
     return {"points": points, "aurc": aurc}
 
 
-def risk_coverage(
-    scores: ArrayLike, correct: ArrayLike, *, max_points: int | None = None
-) -> RiskCoverage:
+def risk_coverage(scores: ArrayLike, correct: ArrayLike, *, max_points: int | None = None) -> RiskCoverage:
     """Risk-coverage curve over every distinct score as a cutoff, and the area under it.
 
     For a cutoff t (serve when ``score >= t``):

@@ -105,9 +105,7 @@ def binomial_control_limits(
     return np.clip(baseline - spread, 0.0, 1.0), np.clip(baseline + spread, 0.0, 1.0)
 
 
-def control_chart(
-    refused: ArrayLike, n: ArrayLike, *, baseline: float, sigmas: float = DEFAULT_SIGMAS
-) -> ControlChart:
+def control_chart(refused: ArrayLike, n: ArrayLike, *, baseline: float, sigmas: float = DEFAULT_SIGMAS) -> ControlChart:
     """The day's abstention rate ``x_t / n_t`` against :func:`binomial_control_limits`.
 
     A day is flagged when its rate lies strictly outside ``[lower_t, upper_t]``; a rate on a
@@ -224,9 +222,7 @@ def two_sided_bernoulli_cusum(
 # --------------------------------------------------------------------------- distributions
 
 
-def psi_from_counts(
-    expected_counts: ArrayLike, actual_counts: ArrayLike, *, epsilon: float = PSI_EPSILON
-) -> float:
+def psi_from_counts(expected_counts: ArrayLike, actual_counts: ArrayLike, *, epsilon: float = PSI_EPSILON) -> float:
     """Population Stability Index between two histograms on the same bins.
 
     With bin shares ``e_i = E_i / sum E`` (reference, the signing window) and

@@ -217,11 +217,7 @@ def _weighted_sample(
         raise ValueError("strata must have the same length as indicator")
     if n == 0:
         return _WeightedSample(y, w, d, np.zeros(0, dtype=np.intp), 0)
-    if (
-        np.issubdtype(strata_array.dtype, np.integer)
-        and strata_array.min() >= 0
-        and strata_array.max() < n
-    ):
+    if np.issubdtype(strata_array.dtype, np.integer) and strata_array.min() >= 0 and strata_array.max() < n:
         # Small non-negative integer codes index the strata directly (empty codes are skipped
         # when counting), which avoids a sort per call when a table re-uses the same codes.
         labels = strata_array.astype(np.intp)
@@ -345,9 +341,7 @@ def weighted_proportion_interval(
     domain_weights = sample.weight[sample.in_domain]
     if strata is None and domain_weights.size and np.all(domain_weights == domain_weights[0]):
         outcomes = sample.outcome[sample.in_domain]
-        return proportion_interval(
-            float(outcomes.sum()), float(outcomes.size), confidence=confidence, method=method
-        )
+        return proportion_interval(float(outcomes.sum()), float(outcomes.size), confidence=confidence, method=method)
     estimate = _hajek(sample, _alpha(confidence))
     if estimate.n == 0:
         return Interval.undefined()

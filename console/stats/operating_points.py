@@ -140,9 +140,7 @@ class _GradedSample:
     confidence: float
     method: IntervalMethod
 
-    def share(
-        self, outcome: NDArray[np.bool_], domain: NDArray[np.bool_], method: IntervalMethod
-    ) -> Interval:
+    def share(self, outcome: NDArray[np.bool_], domain: NDArray[np.bool_], method: IntervalMethod) -> Interval:
         """Share of ``outcome`` among graded items in ``domain``; Hájek-weighted when the sample
         carries weights or strata, a plain binomial proportion otherwise."""
         if self.weights is None and self.strata is None:
@@ -294,14 +292,10 @@ def operating_points(
       no wrong item. None when the band has no graded item. ``band`` carries its raw counts.
     """
     sorted_cutoffs, aligned_counts = _sorted_cutoffs(cutoffs, served_counts)
-    served = _population_counts(
-        population_size, population_scores_sorted, aligned_counts, sorted_cutoffs
-    )
+    served = _population_counts(population_size, population_scores_sorted, aligned_counts, sorted_cutoffs)
     if np.any(np.diff(served) > 0):
         raise ValueError("served_counts must not increase as the cutoff rises")
-    sample = _graded_sample(
-        graded_scores, graded_correct, graded_weights, graded_strata, confidence, method
-    )
+    sample = _graded_sample(graded_scores, graded_correct, graded_weights, graded_strata, confidence, method)
     n = float(population_size)
     everything = np.ones(sample.scores.shape, dtype=bool)
     wrong = ~sample.correct
@@ -311,16 +305,12 @@ def operating_points(
             cutoff=None,
             refused=0,
             served=population_size,
-            abstention_rate=proportion_interval(
-                0, population_size, confidence=confidence, method=method
-            ),
+            abstention_rate=proportion_interval(0, population_size, confidence=confidence, method=method),
             false_abstention_rate=None,
             graded_refused=0,
             graded_served=int(sample.scores.shape[0]),
             correct_withheld_per_1000=Interval.exact(0.0),
-            wrong_served_per_1000=_per_1000(
-                1.0, sample.share(wrong, everything, method), population_size
-            ),
+            wrong_served_per_1000=_per_1000(1.0, sample.share(wrong, everything, method), population_size),
             exchange_rate=None,
             band=None,
         )
@@ -483,9 +473,7 @@ def band_table(
     at_or_above_lower, at_or_above_cutoff = (int(c) for c in counts)
     if at_or_above_cutoff > at_or_above_lower:
         raise ValueError("served_counts must not increase as the cutoff rises")
-    sample = _graded_sample(
-        graded_scores, graded_correct, graded_weights, graded_strata, confidence, method
-    )
+    sample = _graded_sample(graded_scores, graded_correct, graded_weights, graded_strata, confidence, method)
     scores = sample.scores
     wrong = ~sample.correct
 
@@ -518,7 +506,5 @@ def band_table(
             at_or_above_lower - at_or_above_cutoff,
             (scores >= band_lower) & (scores < cutoff),
         ),
-        refused=segment(
-            "refused", None, band_lower, population_size - at_or_above_lower, scores < band_lower
-        ),
+        refused=segment("refused", None, band_lower, population_size - at_or_above_lower, scores < band_lower),
     )

@@ -45,9 +45,7 @@ def _check_design_effect(design_effect: float) -> None:
         raise ValueError(f"design_effect must be positive, got {design_effect!r}")
 
 
-def grades_for_half_width(
-    p: float, half_width: float, confidence: float = 0.95, design_effect: float = 1.0
-) -> int:
+def grades_for_half_width(p: float, half_width: float, confidence: float = 0.95, design_effect: float = 1.0) -> int:
     """Graded items needed so a share near ``p`` has a two-sided interval of ``± half_width``.
 
     ``n = ceil(z^2 p (1 - p) / h^2 * deff)`` with ``z = Phi^-1(1 - (1 - confidence)/2)``: the
@@ -64,9 +62,7 @@ def grades_for_half_width(
     return max(_ceil(z * z * p * (1.0 - p) / (half_width * half_width) * design_effect), 1)
 
 
-def half_width_for_grades(
-    p: float, n: float, confidence: float = 0.95, design_effect: float = 1.0
-) -> float:
+def half_width_for_grades(p: float, n: float, confidence: float = 0.95, design_effect: float = 1.0) -> float:
     """The inverse of :func:`grades_for_half_width`: ``h = z sqrt(p (1 - p) deff / n)``.
 
     Check: ``p = 0.34, n = 400`` gives 0.0464, the "about ±4.6 points" above. This is a
@@ -80,9 +76,7 @@ def half_width_for_grades(
     return z * math.sqrt(p * (1.0 - p) * design_effect / n)
 
 
-def half_width_of_interval(
-    k: float, n: float, *, method: IntervalMethod = "wilson", confidence: float = 0.95
-) -> float:
+def half_width_of_interval(k: float, n: float, *, method: IntervalMethod = "wilson", confidence: float = 0.95) -> float:
     """Half the width of the interval the table shows for ``k`` of ``n``: ``(high - low) / 2``
     of :func:`console.stats.intervals.proportion_interval` with the same ``method`` and
     ``confidence``.
@@ -206,12 +200,7 @@ def grades_to_separate_cutoffs(
     else:
         raise ValueError(f"alternative must be 'two-sided' or 'one-sided', got {alternative!r}")
     z_power = float(stats.norm.ppf(power))
-    below_exact = (
-        (z_alpha + z_power) ** 2
-        * (1.0 + 1.0 / band_to_below_ratio)
-        / effect_size**2
-        * design_effect
-    )
+    below_exact = (z_alpha + z_power) ** 2 * (1.0 + 1.0 / band_to_below_ratio) / effect_size**2 * design_effect
     below = _ceil(below_exact)
     band = _ceil(below_exact * band_to_below_ratio)
     return SeparationPlan(

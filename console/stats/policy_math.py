@@ -96,9 +96,7 @@ def break_even_wrong_cost(p: float, c_a: float) -> float:
     return (p + c_a) / (1.0 - p)
 
 
-def policy_value(
-    *, correct_served: float, wrong_served: float, refused: float, c_w: float, c_a: float
-) -> float:
+def policy_value(*, correct_served: float, wrong_served: float, refused: float, c_w: float, c_a: float) -> float:
     """Net value of a policy over some traffic: ``correct - c_w wrong - c_a refused``.
 
     Worked traffic economics: at ``c_w = 20, c_a = 0.5`` answering 2,300 (2,208
@@ -116,8 +114,7 @@ def question_text(rate: float) -> str:
     exchange-rate column is correct answers withheld per wrong answer removed.
     """
     return (
-        f"Would you accept {rate:g} extra refusals of answers that would have been correct "
-        "to remove one wrong answer?"
+        f"Would you accept {rate:g} extra refusals of answers that would have been correct to remove one wrong answer?"
     )
 
 

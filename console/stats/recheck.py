@@ -264,4 +264,3 @@ def diagnose_recheck(
         f"{abstention_text} while {far_text}: the extra refusals are mostly wrong answers, "
         "so the answers got worse rather than the gate.",
     )
-

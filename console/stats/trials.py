@@ -71,18 +71,31 @@ class Share:
         def number(x: float) -> float | None:
             return float(x) if math.isfinite(x) else None
 
-        return {"count": self.count, "n": self.n, "value": number(self.value), "low": number(self.low),
-                "high": number(self.high)}
+        return {
+            "count": self.count,
+            "n": self.n,
+            "value": number(self.value),
+            "low": number(self.low),
+            "high": number(self.high),
+        }
 
 
-def share(indicator: ArrayLike, domain: ArrayLike, weights: ArrayLike | None = None, strata: ArrayLike | None = None,
-          *, confidence: float = 0.95, method: IntervalMethod = "wilson") -> Share:
+def share(
+    indicator: ArrayLike,
+    domain: ArrayLike,
+    weights: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    *,
+    confidence: float = 0.95,
+    method: IntervalMethod = "wilson",
+) -> Share:
     """``indicator`` among ``domain`` items, with the operating points' interval (see the module docstring)."""
     y = np.asarray(indicator, dtype=bool)
     d = np.asarray(domain, dtype=bool)
     w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-    interval = weighted_proportion_interval(y.astype(float), w, strata=strata, domain=d.astype(float),
-                                            confidence=confidence, method=method)
+    interval = weighted_proportion_interval(
+        y.astype(float), w, strata=strata, domain=d.astype(float), confidence=confidence, method=method
+    )
     return Share(int(np.count_nonzero(y & d)), int(np.count_nonzero(d)), interval.value, interval.low, interval.high)
 
 
@@ -135,8 +148,9 @@ def trial_figures(
     current = np.asarray(current_answers, dtype=bool)
     verdicts = [majority_verdict(r) for r in repeats]
     counted = np.array([v is not None for v in verdicts], dtype=bool)
-    stable = np.array([is_stable(r) if v is not None else False for r, v in zip(repeats, verdicts, strict=True)],
-                      dtype=bool)
+    stable = np.array(
+        [is_stable(r) if v is not None else False for r, v in zip(repeats, verdicts, strict=True)], dtype=bool
+    )
     weights = None
     strata_array = None
     if inclusion_probability is not None:
@@ -166,9 +180,13 @@ def trial_figures(
         "coverage": of(current, correct_domain),
         "abstain": of(~current, counted),
     }
-    confusion = {verdict: {"correct": int(np.count_nonzero((verdict_array == verdict) & correct_domain)),
-                           "incorrect": int(np.count_nonzero((verdict_array == verdict) & incorrect_domain))}
-                 for verdict in reversed(VERDICTS_BY_CAUTION)}
+    confusion = {
+        verdict: {
+            "correct": int(np.count_nonzero((verdict_array == verdict) & correct_domain)),
+            "incorrect": int(np.count_nonzero((verdict_array == verdict) & incorrect_domain)),
+        }
+        for verdict in reversed(VERDICTS_BY_CAUTION)
+    }
     return TrialFigures(
         items=int(np.count_nonzero(counted)),
         excluded_items=int(np.count_nonzero(~counted)),
@@ -210,8 +228,9 @@ def promotion_gates(gates: dict[str, float | None], figures: TrialFigures) -> li
         results.append(GateResult(name, threshold, value, bool(ok)))
 
     if "max_unsafe_upper" in gates:
-        check("max_unsafe_upper", gates["max_unsafe_upper"], candidate["unsafe_full_answers"]["high"],
-              lambda v, t: v <= t)
+        check(
+            "max_unsafe_upper", gates["max_unsafe_upper"], candidate["unsafe_full_answers"]["high"], lambda v, t: v <= t
+        )
     if "min_coverage" in gates:
         threshold = gates["min_coverage"]
         if threshold is None:
@@ -220,6 +239,10 @@ def promotion_gates(gates: dict[str, float | None], figures: TrialFigures) -> li
     if "min_stability" in gates:
         check("min_stability", gates["min_stability"], candidate["stability"]["value"], lambda v, t: v >= t)
     if "max_citation_errors" in gates:
-        check("max_citation_errors", gates["max_citation_errors"], float(candidate["citation_errors"]),
-              lambda v, t: v <= t)
+        check(
+            "max_citation_errors",
+            gates["max_citation_errors"],
+            float(candidate["citation_errors"]),
+            lambda v, t: v <= t,
+        )
     return results

@@ -59,8 +59,12 @@ class CallRequest:
     draft_answer: str
 
     def payload(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "question": self.question, "passages": self.passages,
-                "draft_answer": self.draft_answer}
+        return {
+            "request_id": self.request_id,
+            "question": self.question,
+            "passages": self.passages,
+            "draft_answer": self.draft_answer,
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,8 +88,9 @@ def headers_decrypt(token: str) -> dict[str, str]:
     try:
         return json.loads(_fernet().decrypt(token.encode()).decode())
     except InvalidToken:
-        raise CallFailed("The stored headers cannot be decrypted (was SECRET_KEY changed?); "
-                         "register the candidate again.") from None
+        raise CallFailed(
+            "The stored headers cannot be decrypted (was SECRET_KEY changed?); register the candidate again."
+        ) from None
 
 
 def headers_from_env(name: str) -> dict[str, str]:
@@ -127,8 +132,11 @@ def reply_from(raw: bytes, sent_ids: set[str]) -> CandidateReply:
         raise CallFailed(f'"citations" must be a list of passage ids (strings); got {citations!r:.100}.')
     unknown = sorted(set(citations) - sent_ids)
     if unknown:
-        raise CitationError(f"Cited passages that were not sent: {', '.join(repr(u) for u in unknown[:5])}"
-                            + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "") + ".")
+        raise CitationError(
+            f"Cited passages that were not sent: {', '.join(repr(u) for u in unknown[:5])}"
+            + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            + "."
+        )
     return CandidateReply(verdict, score, citations)
 
 

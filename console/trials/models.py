@@ -21,10 +21,13 @@ class Candidate(models.Model):
     kind = models.CharField(max_length=16, choices=CandidateKind.choices, default=CandidateKind.HTTP)
     url = models.CharField(max_length=2000, blank=True, help_text="Where the console POSTs each item (http kind).")
     headers_encrypted = models.TextField(
-        blank=True, help_text="Extra request headers (e.g. Authorization) as a Fernet token keyed from SECRET_KEY.")
+        blank=True, help_text="Extra request headers (e.g. Authorization) as a Fernet token keyed from SECRET_KEY."
+    )
     headers_env = models.CharField(
-        max_length=100, blank=True,
-        help_text='Name of an environment variable holding one more header as "Name: value", read at call time.')
+        max_length=100,
+        blank=True,
+        help_text='Name of an environment variable holding one more header as "Name: value", read at call time.',
+    )
     timeout_s = models.FloatField(default=10.0, help_text="Seconds per connect and per read of one call.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -32,8 +35,9 @@ class Candidate(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["route", "name"], name="candidate_name_per_route"),
-            models.CheckConstraint(condition=Q(timeout_s__gt=0) & Q(timeout_s__lte=120),
-                                   name="candidate_timeout_range"),
+            models.CheckConstraint(
+                condition=Q(timeout_s__gt=0) & Q(timeout_s__lte=120), name="candidate_timeout_range"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -53,8 +57,10 @@ class Trial(models.Model):
     subset = models.JSONField(default=dict, blank=True, help_text='{"from", "to", "segment", "model"} as given.')
     gates = models.JSONField(default=dict, help_text="Promotion gate thresholds.")
     cutoff = models.FloatField(
-        null=True, blank=True,
-        help_text="The signed cutoff the current gate is compared at; empty: each decision's logged cutoff.")
+        null=True,
+        blank=True,
+        help_text="The signed cutoff the current gate is compared at; empty: each decision's logged cutoff.",
+    )
     cutoff_source = models.CharField(max_length=100, help_text='"policy vN" or "logged".')
     status = models.CharField(max_length=16, choices=TrialStatus.choices, default=TrialStatus.RUNNING)
     error = models.TextField(blank=True, help_text="Why the trial failed, when it did.")

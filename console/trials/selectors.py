@@ -41,16 +41,22 @@ def get_trial_for_user(user, pk: int) -> Trial:
 
 
 def trials_of(route: Route) -> QuerySet[Trial]:
-    return Trial.objects.filter(route=route).select_related("candidate").annotate(
-        calls_done=Count("calls", filter=Q(calls__status__in=[CallStatus.DONE, CallStatus.ERROR])),
-        calls_total=Count("calls"))
+    return (
+        Trial.objects.filter(route=route)
+        .select_related("candidate")
+        .annotate(
+            calls_done=Count("calls", filter=Q(calls__status__in=[CallStatus.DONE, CallStatus.ERROR])),
+            calls_total=Count("calls"),
+        )
+    )
 
 
 def graded_decision_ids(route: Route, window: Window) -> list[int]:
     """The route's decisions with a final label in the window, in id order."""
     queryset = window.decision_filters().apply(Decision.objects.filter(route=route))
-    return list(queryset.filter(pk__in=FinalLabel.objects.values("decision_id")).order_by("pk")
-                .values_list("pk", flat=True))
+    return list(
+        queryset.filter(pk__in=FinalLabel.objects.values("decision_id")).order_by("pk").values_list("pk", flat=True)
+    )
 
 
 def draft_answer(decision: Decision) -> str:
@@ -65,19 +71,35 @@ def draft_answer(decision: Decision) -> str:
 def progress(trial: Trial) -> dict[str, int]:
     counts = dict(TrialCall.objects.filter(trial=trial).values_list("status").annotate(n=Count("*")).order_by())
     errors = counts.get(CallStatus.ERROR, 0)
-    return {"total": sum(counts.values()), "made": counts.get(CallStatus.DONE, 0) + errors, "errors": errors,
-            "queued": counts.get(CallStatus.QUEUED, 0), "calling": counts.get(CallStatus.CALLING, 0)}
+    return {
+        "total": sum(counts.values()),
+        "made": counts.get(CallStatus.DONE, 0) + errors,
+        "errors": errors,
+        "queued": counts.get(CallStatus.QUEUED, 0),
+        "calling": counts.get(CallStatus.CALLING, 0),
+    }
 
 
 def _rows(trial: Trial) -> tuple[list[int], dict[int, list[str | None]], dict[int, dict[str, Any]]]:
     verdicts: dict[int, list[str | None]] = defaultdict(lambda: [None] * trial.repeats)
-    for decision_id, repeat, status, verdict in (TrialCall.objects.filter(trial=trial)
-                                                 .values_list("decision_id", "repeat", "status", "verdict")):
+    for decision_id, repeat, status, verdict in TrialCall.objects.filter(trial=trial).values_list(
+        "decision_id", "repeat", "status", "verdict"
+    ):
         verdicts[decision_id][repeat - 1] = verdict if status == CallStatus.DONE else None
     ids = sorted(verdicts)
-    labels = {row["decision_id"]: row for row in FinalLabel.objects.filter(decision_id__in=ids).values(
-        "decision_id", "correct", "method", "item__inclusion_probability", "item__stratum",
-        "decision__gate_score", "decision__cutoff", "decision__request_id")}
+    labels = {
+        row["decision_id"]: row
+        for row in FinalLabel.objects.filter(decision_id__in=ids).values(
+            "decision_id",
+            "correct",
+            "method",
+            "item__inclusion_probability",
+            "item__stratum",
+            "decision__gate_score",
+            "decision__cutoff",
+            "decision__request_id",
+        )
+    }
     return ids, verdicts, labels
 
 
@@ -90,19 +112,35 @@ def trial_result(trial: Trial) -> dict[str, Any]:
     current = [labels[i]["decision__gate_score"] >= c for i, c in zip(ids, cutoffs, strict=True)]
     imported = [labels[i]["method"] == LabelMethod.IMPORTED for i in ids]
     # The same weights as the operating points: imported labels count with probability 1 in their own stratum.
-    probability = [1.0 if imp or labels[i]["item__inclusion_probability"] is None
-                   else labels[i]["item__inclusion_probability"] for i, imp in zip(ids, imported, strict=True)]
-    strata = [IMPORTED_STRATUM if imp or labels[i]["item__stratum"] is None else labels[i]["item__stratum"]
-              for i, imp in zip(ids, imported, strict=True)]
+    probability = [
+        1.0 if imp or labels[i]["item__inclusion_probability"] is None else labels[i]["item__inclusion_probability"]
+        for i, imp in zip(ids, imported, strict=True)
+    ]
+    strata = [
+        IMPORTED_STRATUM if imp or labels[i]["item__stratum"] is None else labels[i]["item__stratum"]
+        for i, imp in zip(ids, imported, strict=True)
+    ]
     citation_errors = TrialCall.objects.filter(trial=trial, error_kind=CallErrorKind.CITATION).count()
-    figures = trial_figures([verdicts[i] for i in ids], correct, current, citation_errors=citation_errors,
-                            inclusion_probability=probability, strata=strata)
+    figures = trial_figures(
+        [verdicts[i] for i in ids],
+        correct,
+        current,
+        citation_errors=citation_errors,
+        inclusion_probability=probability,
+        strata=strata,
+    )
     gates = promotion_gates(trial.gates, figures)
     calls = progress(trial)
     weighted = len(set(probability)) > 1
     disagreements = [
-        {"decision_id": i, "request_id": labels[i]["decision__request_id"], "label": "correct" if ok else "incorrect",
-         "candidate": v, "current": "answer" if cur else "abstain", "score": labels[i]["decision__gate_score"]}
+        {
+            "decision_id": i,
+            "request_id": labels[i]["decision__request_id"],
+            "label": "correct" if ok else "incorrect",
+            "candidate": v,
+            "current": "answer" if cur else "abstain",
+            "score": labels[i]["decision__gate_score"],
+        }
         for i, v, ok, cur in zip(ids, figures.verdicts, correct, current, strict=True)
         if v is not None and (v == "answer") != bool(cur)
     ]
@@ -132,20 +170,39 @@ def trial_result(trial: Trial) -> dict[str, Any]:
 def trial_as_dict(trial: Trial) -> dict[str, Any]:
     """`GET /api/v1/gate-trials/{id}`: the stored result when done, progress while running."""
     if trial.status == TrialStatus.DONE:
-        return {**json.loads(trial.result_text), "sha256": trial.result_sha256,
-                "created_at": trial.created_at.isoformat(), "finished_at": trial.finished_at.isoformat()}
+        return {
+            **json.loads(trial.result_text),
+            "sha256": trial.result_sha256,
+            "created_at": trial.created_at.isoformat(),
+            "finished_at": trial.finished_at.isoformat(),
+        }
     calls = progress(trial)
-    return {"id": trial.pk, "route": trial.route.slug, "candidate_name": trial.candidate.name,
-            "status": trial.status, "error": trial.error or None, "items": trial.items, "repeats": trial.repeats,
-            "calls": {"made": calls["made"], "errors": calls["errors"], "total": calls["total"]},
-            "candidate": None, "current": None, "mcnemar": None, "gates": [], "passed": None,
-            "created_at": trial.created_at.isoformat()}
+    return {
+        "id": trial.pk,
+        "route": trial.route.slug,
+        "candidate_name": trial.candidate.name,
+        "status": trial.status,
+        "error": trial.error or None,
+        "items": trial.items,
+        "repeats": trial.repeats,
+        "calls": {"made": calls["made"], "errors": calls["errors"], "total": calls["total"]},
+        "candidate": None,
+        "current": None,
+        "mcnemar": None,
+        "gates": [],
+        "passed": None,
+        "created_at": trial.created_at.isoformat(),
+    }
 
 
-_FIGURES = (("Unsafe full answers (on items labelled incorrect)", "unsafe_full_answers"),
-            ("Coverage (full answers on items labelled correct)", "coverage"),
-            ("Partial answers", "partial"), ("Surfaced conflicts", "conflict"), ("Abstentions", "abstain"),
-            ("Stability (one verdict in every repeat)", "stability"))
+_FIGURES = (
+    ("Unsafe full answers (on items labelled incorrect)", "unsafe_full_answers"),
+    ("Coverage (full answers on items labelled correct)", "coverage"),
+    ("Partial answers", "partial"),
+    ("Surfaced conflicts", "conflict"),
+    ("Abstentions", "abstain"),
+    ("Stability (one verdict in every repeat)", "stability"),
+)
 
 
 def figure_rows(doc: dict[str, Any]) -> list[tuple[str, dict | None, dict | None]]:
@@ -156,8 +213,11 @@ def figure_rows(doc: dict[str, Any]) -> list[tuple[str, dict | None, dict | None
 
 
 def call_errors(trial: Trial, *, limit: int = 200) -> list[TrialCall]:
-    return list(TrialCall.objects.filter(trial=trial, status=CallStatus.ERROR).select_related("decision")
-                .order_by("decision_id", "repeat")[:limit])
+    return list(
+        TrialCall.objects.filter(trial=trial, status=CallStatus.ERROR)
+        .select_related("decision")
+        .order_by("decision_id", "repeat")[:limit]
+    )
 
 
 def trial_evidence(trial: Trial) -> dict[str, Any]:

@@ -69,18 +69,29 @@ def candidate_register(*, actor: Actor, user, route: Route, spec: TrialSpec) -> 
     candidate.timeout_s = spec.timeout_s
     candidate.full_clean()
     candidate.save()
-    new = {"kind": candidate.kind, "url": candidate.url, "timeout_s": candidate.timeout_s,
-           "headers": sorted(spec.headers), "headers_env": spec.headers_env}  # header names only, never values
+    new = {
+        "kind": candidate.kind,
+        "url": candidate.url,
+        "timeout_s": candidate.timeout_s,
+        "headers": sorted(spec.headers),
+        "headers_env": spec.headers_env,
+    }  # header names only, never values
     if old != {k: new[k] for k in ("kind", "url", "timeout_s")}:
-        audit_record(actor=actor, action=Action.CANDIDATE_REGISTERED, object_type="candidate",
-                     object_id=candidate.pk, payload={"name": candidate.name, "old": old, "new": new},
-                     route=route.slug)
+        audit_record(
+            actor=actor,
+            action=Action.CANDIDATE_REGISTERED,
+            object_type="candidate",
+            object_id=candidate.pk,
+            payload={"name": candidate.name, "old": old, "new": new},
+            route=route.slug,
+        )
     return candidate
 
 
 @transaction.atomic
-def trial_start(*, actor: Actor, user, route: Route, spec: TrialSpec,
-                cutoff: tuple[float | None, str] | None = None) -> Trial:
+def trial_start(
+    *, actor: Actor, user, route: Route, spec: TrialSpec, cutoff: tuple[float | None, str] | None = None
+) -> Trial:
     """Register the candidate, create one queued call per (graded item, repeat) and queue the jobs.
 
     ``cutoff`` is ``(signed cutoff, source)`` to compare the current gate at; by default the
@@ -91,18 +102,40 @@ def trial_start(*, actor: Actor, user, route: Route, spec: TrialSpec,
         raise InvalidInput("The route has no graded items in this subset; grade some first.", code="no_graded_items")
     candidate = candidate_register(actor=actor, user=user, route=route, spec=spec)
     value, source = cutoff if cutoff is not None else hooks.cutoff_in_force(route)
-    trial = Trial(route=route, candidate=candidate, repeats=spec.repeats, subset=spec.subset, gates=spec.gates,
-                  cutoff=value, cutoff_source=source, items=len(decision_ids), created_by=user)
+    trial = Trial(
+        route=route,
+        candidate=candidate,
+        repeats=spec.repeats,
+        subset=spec.subset,
+        gates=spec.gates,
+        cutoff=value,
+        cutoff_source=source,
+        items=len(decision_ids),
+        created_by=user,
+    )
     trial.full_clean()
     trial.save()
     TrialCall.objects.bulk_create(
         [TrialCall(trial=trial, decision_id=d, repeat=r) for d in decision_ids for r in range(1, spec.repeats + 1)],
-        batch_size=1000)
-    audit_record(actor=actor, action=Action.TRIAL_STARTED, object_type="trial", object_id=trial.pk,
-                 payload={"candidate": candidate.name, "kind": candidate.kind, "items": trial.items,
-                          "repeats": trial.repeats, "subset": trial.subset, "gates": trial.gates,
-                          "cutoff": trial.cutoff, "cutoff_source": trial.cutoff_source},
-                 route=route.slug)
+        batch_size=1000,
+    )
+    audit_record(
+        actor=actor,
+        action=Action.TRIAL_STARTED,
+        object_type="trial",
+        object_id=trial.pk,
+        payload={
+            "candidate": candidate.name,
+            "kind": candidate.kind,
+            "items": trial.items,
+            "repeats": trial.repeats,
+            "subset": trial.subset,
+            "gates": trial.gates,
+            "cutoff": trial.cutoff,
+            "cutoff_source": trial.cutoff_source,
+        },
+        route=route.slug,
+    )
     for _ in range(min(PARALLEL_JOBS, trial.items * trial.repeats)):
         enqueue("trials.trial_advance", trial.pk)
     return trial
@@ -148,11 +181,17 @@ def _make_call(trial: Trial, call_id: int) -> None:
         if candidate.kind == CandidateKind.REFERENCE:
             reply = candidates.call_reference(request)
         else:
-            headers = {**candidates.headers_decrypt(candidate.headers_encrypted),
-                       **candidates.headers_from_env(candidate.headers_env)}
+            headers = {
+                **candidates.headers_decrypt(candidate.headers_encrypted),
+                **candidates.headers_from_env(candidate.headers_env),
+            }
             reply = candidates.call_http(request, url=candidate.url, headers=headers, timeout_s=candidate.timeout_s)
-        fields = {"status": CallStatus.DONE, "verdict": reply.verdict, "score": reply.score,
-                  "citations": reply.citations}
+        fields = {
+            "status": CallStatus.DONE,
+            "verdict": reply.verdict,
+            "score": reply.score,
+            "citations": reply.citations,
+        }
     except candidates.CitationError as exc:
         fields = {"status": CallStatus.ERROR, "error_kind": CallErrorKind.CITATION, "error": str(exc)[:4000]}
     except candidates.CallFailed as exc:
@@ -161,8 +200,11 @@ def _make_call(trial: Trial, call_id: int) -> None:
         raise
     except Exception as exc:  # a bug or a bad row must not leave the call claimed forever
         logger.exception("trial call %s failed", call_id)
-        fields = {"status": CallStatus.ERROR, "error_kind": CallErrorKind.CALL,
-                  "error": f"internal error: {exc!r}"[:4000]}
+        fields = {
+            "status": CallStatus.ERROR,
+            "error_kind": CallErrorKind.CALL,
+            "error": f"internal error: {exc!r}"[:4000],
+        }
     fields.update(finished_at=timezone.now(), latency_ms=(time.monotonic() - started) * 1000)
     # Conditional: a call already marked lost keeps that mark.
     TrialCall.objects.filter(pk=call_id, status=CallStatus.CALLING).update(**fields)
@@ -170,27 +212,46 @@ def _make_call(trial: Trial, call_id: int) -> None:
 
 def _call_request(call: TrialCall) -> candidates.CallRequest:
     decision = call.decision
-    passages = [{"id": external_id, "text": text} for external_id, text in
-                DecisionPassage.objects.filter(decision=decision).order_by("rank")
-                .values_list("passage__external_id", "passage__text")]
-    return candidates.CallRequest(request_id=decision.request_id, question=decision.question, passages=passages,
-                                  draft_answer=selectors.draft_answer(decision))
+    passages = [
+        {"id": external_id, "text": text}
+        for external_id, text in DecisionPassage.objects.filter(decision=decision)
+        .order_by("rank")
+        .values_list("passage__external_id", "passage__text")
+    ]
+    return candidates.CallRequest(
+        request_id=decision.request_id,
+        question=decision.question,
+        passages=passages,
+        draft_answer=selectors.draft_answer(decision),
+    )
 
 
 def calls_mark_lost(*, trial: Trial) -> int:
     """Calls claimed longer ago than the timeout plus grace: errors, "worker lost"; never made again."""
     limit = timezone.now() - timedelta(seconds=trial.candidate.timeout_s + settings.TRIALS_LOST_GRACE_SECONDS)
     with transaction.atomic():
-        lost = list(TrialCall.objects.select_for_update(skip_locked=True)
-                    .filter(trial=trial, status=CallStatus.CALLING, claimed_at__lt=limit).values_list("pk", flat=True))
+        lost = list(
+            TrialCall.objects.select_for_update(skip_locked=True)
+            .filter(trial=trial, status=CallStatus.CALLING, claimed_at__lt=limit)
+            .values_list("pk", flat=True)
+        )
         if not lost:
             return 0
         TrialCall.objects.filter(pk__in=lost, status=CallStatus.CALLING).update(
-            status=CallStatus.ERROR, error_kind=CallErrorKind.WORKER_LOST, finished_at=timezone.now(),
+            status=CallStatus.ERROR,
+            error_kind=CallErrorKind.WORKER_LOST,
+            finished_at=timezone.now(),
             error="worker lost: the call was claimed but no result was saved; it is not made again, "
-                  "so that no (item, repeat) is asked twice")
-        audit_record(actor=Actor.system("trials_sweep"), action=Action.TRIAL_CALLS_LOST, object_type="trial",
-                     object_id=trial.pk, payload={"calls": len(lost)}, route=trial.route.slug)
+            "so that no (item, repeat) is asked twice",
+        )
+        audit_record(
+            actor=Actor.system("trials_sweep"),
+            action=Action.TRIAL_CALLS_LOST,
+            object_type="trial",
+            object_id=trial.pk,
+            payload={"calls": len(lost)},
+            route=trial.route.slug,
+        )
     return len(lost)
 
 
@@ -209,10 +270,19 @@ def trial_finish(*, trial_id: int) -> Trial | None:
         trial.status = TrialStatus.DONE
         trial.finished_at = timezone.now()
         trial.save()
-        audit_record(actor=Actor.system("trial_advance"), action=Action.TRIAL_FINISHED, object_type="trial",
-                     object_id=trial.pk, payload={"passed": trial.passed, "sha256": trial.result_sha256,
-                                                  "calls": document["calls"],
-                                                  "gates": document["gates"]}, route=trial.route.slug)
+        audit_record(
+            actor=Actor.system("trial_advance"),
+            action=Action.TRIAL_FINISHED,
+            object_type="trial",
+            object_id=trial.pk,
+            payload={
+                "passed": trial.passed,
+                "sha256": trial.result_sha256,
+                "calls": document["calls"],
+                "gates": document["gates"],
+            },
+            route=trial.route.slug,
+        )
     return trial
 
 
@@ -221,13 +291,15 @@ def trials_sweep() -> dict[str, int]:
     counts = {"lost": 0, "queued": 0, "finished": 0}
     for trial in Trial.objects.select_related("candidate", "route").filter(status=TrialStatus.RUNNING):
         counts["lost"] += calls_mark_lost(trial=trial)
-        pending = set(TrialCall.objects.filter(trial=trial).filter(Q(status=CallStatus.QUEUED)
-                                                                   | Q(status=CallStatus.CALLING))
-                      .values_list("status", flat=True).distinct())
+        pending = set(
+            TrialCall.objects.filter(trial=trial)
+            .filter(Q(status=CallStatus.QUEUED) | Q(status=CallStatus.CALLING))
+            .values_list("status", flat=True)
+            .distinct()
+        )
         if CallStatus.QUEUED in pending:
             enqueue("trials.trial_advance", trial.pk)
             counts["queued"] += 1
         elif not pending and trial_finish(trial_id=trial.pk):
             counts["finished"] += 1
     return counts
-

@@ -14,8 +14,12 @@ from console.core.errors import InvalidInput
 from console.shadow.pipelines import validate_pipeline_url
 from console.trials.models import CandidateKind
 
-DEFAULT_GATES: dict[str, float | None] = {"max_unsafe_upper": 0.05, "min_coverage": None, "min_stability": 0.9,
-                                          "max_citation_errors": 0}
+DEFAULT_GATES: dict[str, float | None] = {
+    "max_unsafe_upper": 0.05,
+    "min_coverage": None,
+    "min_stability": 0.9,
+    "max_citation_errors": 0,
+}
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,100}$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 _MAX_HEADER_VALUE = 4_000
@@ -70,8 +74,14 @@ def trial_spec(data: Any) -> TrialSpec:
         errors["url"] = "The reference candidate takes no url."
     headers = data.get("headers") or {}
     if not isinstance(headers, dict) or not all(
-            isinstance(k, str) and _HEADER_NAME.match(k) and isinstance(v, str) and 0 < len(v) <= _MAX_HEADER_VALUE
-            and "\n" not in v and "\r" not in v for k, v in headers.items()):
+        isinstance(k, str)
+        and _HEADER_NAME.match(k)
+        and isinstance(v, str)
+        and 0 < len(v) <= _MAX_HEADER_VALUE
+        and "\n" not in v
+        and "\r" not in v
+        for k, v in headers.items()
+    ):
         errors["headers"] = "An object of header names to non-empty one-line string values."
         headers = {}
     headers_env = data.get("headers_env") or ""
@@ -87,8 +97,17 @@ def trial_spec(data: Any) -> TrialSpec:
     gates = _gates(data.get("gates"), errors)
     if errors:
         raise InvalidInput("The trial request is not valid.", details=errors)
-    return TrialSpec(name=name.strip(), kind=kind, url=url, headers=headers, headers_env=headers_env,
-                     timeout_s=float(timeout_s), repeats=repeats, subset=subset, gates=gates)
+    return TrialSpec(
+        name=name.strip(),
+        kind=kind,
+        url=url,
+        headers=headers,
+        headers_env=headers_env,
+        timeout_s=float(timeout_s),
+        repeats=repeats,
+        subset=subset,
+        gates=gates,
+    )
 
 
 def _subset(subset: Any, errors: dict[str, str]) -> dict[str, Any]:
@@ -112,8 +131,9 @@ def _subset(subset: Any, errors: dict[str, str]) -> dict[str, Any]:
         key, _, value = segment.partition("=")
         segment = {key.strip(): value.strip()}
     if segment not in (None, "", {}):
-        if not isinstance(segment, dict) or not all(isinstance(k, str) and k and isinstance(v, str)
-                                                    for k, v in segment.items()):
+        if not isinstance(segment, dict) or not all(
+            isinstance(k, str) and k and isinstance(v, str) for k, v in segment.items()
+        ):
             errors["subset.segment"] = 'An object of segment names to values, e.g. {"language": "de"}.'
         else:
             clean["segment"] = segment

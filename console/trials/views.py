@@ -43,8 +43,11 @@ def trial_list(request, slug: str):
             errors = exc.details or {"": exc.message}
         else:
             return redirect("trial-detail", pk=trial.pk)
-    return render(request, "trials/trial_list.html", {
-        "route": route, "trials": selectors.trials_of(route), "errors": errors, "form": request.POST})
+    return render(
+        request,
+        "trials/trial_list.html",
+        {"route": route, "trials": selectors.trials_of(route), "errors": errors, "form": request.POST},
+    )
 
 
 @login_required
@@ -52,8 +55,13 @@ def trial_list(request, slug: str):
 def trial_detail(request, pk: int):
     trial = selectors.get_trial_for_user(request.user, pk)
     doc = selectors.trial_as_dict(trial)
-    context = {"trial": trial, "doc": doc, "errors": selectors.call_errors(trial),
-               "progress": selectors.progress(trial), "figure_rows": selectors.figure_rows(doc)}
+    context = {
+        "trial": trial,
+        "doc": doc,
+        "errors": selectors.call_errors(trial),
+        "progress": selectors.progress(trial),
+        "figure_rows": selectors.figure_rows(doc),
+    }
     if request.htmx and trial.status == "running":
         return render(request, "trials/partials/progress.html", context)
     if request.htmx:  # finished while the page polled: the whole page, once

@@ -51,15 +51,27 @@ class VerifyApi(APIView):
 
     @extend_schema_serializer(component_name="VerifyInput")
     class InputSerializer(serializers.Serializer):
-        passage_id = serializers.IntegerField(required=False, min_value=1, max_value=_BIGINT_MAX,
-                                              help_text="The console's passage id (see decision lookups).")
-        chunk_id = serializers.IntegerField(required=False, min_value=1, max_value=_BIGINT_MAX,
-                                            help_text="Alias of passage_id.")
-        text = _StrictText(required=False, allow_blank=True, trim_whitespace=False,
-                           help_text="Text to search instead of a logged passage; at most 1,000,000 characters "
-                                     "(more -> 413 text_too_large).")
-        claim = _StrictText(allow_blank=True, trim_whitespace=False,
-                            help_text="Trimmed; empty -> claim_empty; over 2,000 characters -> claim_too_long.")
+        passage_id = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=_BIGINT_MAX,
+            help_text="The console's passage id (see decision lookups).",
+        )
+        chunk_id = serializers.IntegerField(
+            required=False, min_value=1, max_value=_BIGINT_MAX, help_text="Alias of passage_id."
+        )
+        text = _StrictText(
+            required=False,
+            allow_blank=True,
+            trim_whitespace=False,
+            help_text="Text to search instead of a logged passage; at most 1,000,000 characters "
+            "(more -> 413 text_too_large).",
+        )
+        claim = _StrictText(
+            allow_blank=True,
+            trim_whitespace=False,
+            help_text="Trimmed; empty -> claim_empty; over 2,000 characters -> claim_too_long.",
+        )
 
         def validate(self, data):
             unknown = sorted(set(self.initial_data) - set(self.fields))
@@ -88,13 +100,12 @@ class VerifyApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={200: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR,
-                   503: ERROR},
+        responses={200: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 503: ERROR},
         summary="Verify a claim against a passage",
-        examples=[OpenApiExample("Logged passage", value={"passage_id": 12, "claim": "choose Reset"},
-                                 request_only=True),
-                  OpenApiExample("Own text", value={"text": "Die Straße ist lang.", "claim": "STRASSE"},
-                                 request_only=True)],
+        examples=[
+            OpenApiExample("Logged passage", value={"passage_id": 12, "claim": "choose Reset"}, request_only=True),
+            OpenApiExample("Own text", value={"text": "Die Straße ist lang.", "claim": "STRASSE"}, request_only=True),
+        ],
     )
     def post(self, request: Request) -> Response:
         deadline = time.monotonic() + settings.VERIFY_TIME_BUDGET_MS / 1000
@@ -102,8 +113,11 @@ class VerifyApi(APIView):
             raise InvalidInput('Body must be {"passage_id" | "chunk_id" | "text", "claim"}.', code="invalid_body")
         text = request.data.get("text")
         if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
-            raise TooLarge(f"The text has {len(text)} characters; at most {MAX_TEXT_CHARS} are allowed.",
-                           code="text_too_large", details={"max_chars": MAX_TEXT_CHARS, "chars": len(text)})
+            raise TooLarge(
+                f"The text has {len(text)} characters; at most {MAX_TEXT_CHARS} are allowed.",
+                code="text_too_large",
+                details={"max_chars": MAX_TEXT_CHARS, "chars": len(text)},
+            )
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

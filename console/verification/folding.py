@@ -64,8 +64,11 @@ def fold_tables() -> FoldTables:
         preimages[folded] = tuple(sorted(chars))
     expanding = sorted(char for folded, chars in groups.items() if len(folded) > 1 for char in chars)
     return FoldTables(
-        ascii_folds=tuple(sorted(f for f, chars in groups.items() if any(c.isascii() for c in f)
-                                 and any(not c.isascii() for c in chars))),
+        ascii_folds=tuple(
+            sorted(
+                f for f, chars in groups.items() if any(c.isascii() for c in f) and any(not c.isascii() for c in chars)
+            )
+        ),
         expanding=re.compile("[" + "".join(map(re.escape, expanding)) + "]"),
         preimages=preimages,
         longest_folding=max(map(len, groups)),

@@ -25,9 +25,10 @@ def passage_text_for_user(user, passage_id: int) -> str:
     """The text of a logged passage the user may read: Forbidden for users who read no decisions
     (graders), NotFound when no decision the user may read logged it (or it does not exist)."""
     if not permissions.can_read_decisions(user):
-        raise Forbidden("Your role does not allow verifying logged passages; send {\"text\", \"claim\"} instead.")
-    passages = permissions.visible(Passage.objects.filter(pk=passage_id), user, permissions.DECISION_READERS,
-                                   field="rankings__decision__route")
+        raise Forbidden('Your role does not allow verifying logged passages; send {"text", "claim"} instead.')
+    passages = permissions.visible(
+        Passage.objects.filter(pk=passage_id), user, permissions.DECISION_READERS, field="rankings__decision__route"
+    )
     text = passages.values_list("text", flat=True).first()
     if text is None:
         raise NotFound(f"No passage {passage_id} that you may read.")
@@ -38,7 +39,8 @@ def decisions_awaiting_verification(*, ingested_before: datetime, limit: int) ->
     """Decisions with no DecisionSupport (their job was lost or is still queued), oldest first."""
     return list(
         Decision.objects.filter(support__isnull=True, ingested_at__lt=ingested_before)
-        .order_by("pk").values_list("pk", flat=True)[:limit]
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
     )
 
 
@@ -77,8 +79,11 @@ def support_context(decision: Decision) -> dict[str, Any]:
     Each ranked passage (prefetched on the decision) gets `segments` for highlighting and
     `units_found`, the claim units found in it.
     """
-    rows = list(SpanCheck.objects.filter(decision=decision)
-                .values_list("passage_id", "unit_index", "unit_text", "supported", "char_ranges"))
+    rows = list(
+        SpanCheck.objects.filter(decision=decision).values_list(
+            "passage_id", "unit_index", "unit_text", "supported", "char_ranges"
+        )
+    )
     ranges_by_passage: dict[int, list] = {}
     units_by_passage: dict[int, set[int]] = {}
     units: dict[int, dict[str, Any]] = {}
@@ -92,8 +97,11 @@ def support_context(decision: Decision) -> dict[str, Any]:
     for link in links:
         link.segments = marked_segments(link.passage.text, ranges_by_passage.get(link.passage_id, []))
         link.units_found = len(units_by_passage.get(link.passage_id, ()))
-    return {"support": support_of(decision), "passages": links,
-            "claim_units": [units[index] for index in sorted(units)]}
+    return {
+        "support": support_of(decision),
+        "passages": links,
+        "claim_units": [units[index] for index in sorted(units)],
+    }
 
 
 def support_as_dict(decision: Decision) -> dict[str, Any] | None:
@@ -114,12 +122,25 @@ def support_as_dict(decision: Decision) -> dict[str, Any] | None:
 
 
 def span_checks_as_list(decision: Decision) -> list[dict[str, Any]]:
-    return [
-        {"passage_id": passage_id, "unit_index": unit_index, "unit": unit_text, "supported": supported,
-         "match_ranges": match_ranges, "char_ranges": char_ranges, "truncated": truncated,
-         "verifier_version": version}
-        for passage_id, unit_index, unit_text, supported, match_ranges, char_ranges, truncated, version
-        in SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(
-            "passage_id", "unit_index", "unit_text", "supported", "match_ranges", "char_ranges", "truncated",
-            "verifier_version")
-    ]
+    fields = (
+        "passage_id",
+        "unit_index",
+        "unit_text",
+        "supported",
+        "match_ranges",
+        "char_ranges",
+        "truncated",
+        "verifier_version",
+    )
+    rows = SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(*fields)
+    names = (
+        "passage_id",
+        "unit_index",
+        "unit",
+        "supported",
+        "match_ranges",
+        "char_ranges",
+        "truncated",
+        "verifier_version",
+    )
+    return [dict(zip(names, row, strict=True)) for row in rows]

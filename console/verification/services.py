@@ -109,8 +109,10 @@ def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResu
     budget = settings.VERIFY_BATCH_BYTES
     for start in range(0, len(ids), _READ_CHUNK):
         chunk = ids[start : start + _READ_CHUNK]
-        decisions = {pk: (claim, slug) for pk, claim, slug in Decision.objects.filter(pk__in=chunk)
-                     .values_list("pk", "claim", "route__slug")}
+        decisions = {
+            pk: (claim, slug)
+            for pk, claim, slug in Decision.objects.filter(pk__in=chunk).values_list("pk", "claim", "route__slug")
+        }
         with connection.cursor() as cursor:
             cursor.execute(_SIZES_SQL, [chunk])
             sizes = dict(cursor.fetchall())
@@ -155,18 +157,51 @@ def _verify_group(actor: Actor, group: list[tuple[int, str, str]], result: Verif
             SpanCheck.objects.filter(decision_id__in=retried).delete()
         _copy_checks(checks)
         with connection.cursor() as cursor:
-            cursor.execute(_RESULT_SQL, [now, *(list(column) for column in zip(*(
-                (x.decision_id, x.status, x.units, x.units_supported, x.expected_support, x.fully_supported,
-                 x.no_supporting_passage, x.verifier_version, x.error) for x in supports), strict=True))])
-        audit_record_many(actor=actor, events=[_event(slug, route_supports)
-                                               for slug, route_supports in sorted(by_route.items())])
+            cursor.execute(
+                _RESULT_SQL,
+                [
+                    now,
+                    *(
+                        list(column)
+                        for column in zip(
+                            *(
+                                (
+                                    x.decision_id,
+                                    x.status,
+                                    x.units,
+                                    x.units_supported,
+                                    x.expected_support,
+                                    x.fully_supported,
+                                    x.no_supporting_passage,
+                                    x.verifier_version,
+                                    x.error,
+                                )
+                                for x in supports
+                            ),
+                            strict=True,
+                        )
+                    ),
+                ],
+            )
+        audit_record_many(
+            actor=actor, events=[_event(slug, route_supports) for slug, route_supports in sorted(by_route.items())]
+        )
     result.verified += verified
     result.failed += failed
 
 
 _CHECK_TABLE = SpanCheck._meta.db_table
-_CHECK_COLUMNS = ("decision_id", "passage_id", "unit_index", "unit_text", "supported", "match_ranges", "char_ranges",
-                  "truncated", "verifier_version")
+_CHECK_COLUMNS = (
+    "decision_id",
+    "passage_id",
+    "unit_index",
+    "unit_text",
+    "supported",
+    "match_ranges",
+    "char_ranges",
+    "truncated",
+    "verifier_version",
+)
 
 
 def _copy_checks(checks: list[SpanCheck]) -> None:
@@ -174,18 +209,33 @@ def _copy_checks(checks: list[SpanCheck]) -> None:
     parameter handling cost more than the rows themselves."""
     if not checks:
         return
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {_CHECK_TABLE} ({', '.join(_CHECK_COLUMNS)}) FROM STDIN") as copy:
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY {_CHECK_TABLE} ({', '.join(_CHECK_COLUMNS)}) FROM STDIN") as copy,
+    ):
         for check in checks:
-            copy.write_row((check.decision_id, check.passage_id, check.unit_index, check.unit_text, check.supported,
-                            json.dumps(check.match_ranges), json.dumps(check.char_ranges), check.truncated,
-                            check.verifier_version))
+            copy.write_row(
+                (
+                    check.decision_id,
+                    check.passage_id,
+                    check.unit_index,
+                    check.unit_text,
+                    check.supported,
+                    json.dumps(check.match_ranges),
+                    json.dumps(check.char_ranges),
+                    check.truncated,
+                    check.verifier_version,
+                )
+            )
 
 
 def _logged_passages(decision_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
     """{decision id: [(passage id, text)] in rank order, each passage once}, in one query."""
-    rows = (DecisionPassage.objects.filter(decision_id__in=decision_ids).order_by("decision_id", "rank")
-            .values_list("decision_id", "passage_id", "passage__text"))
+    rows = (
+        DecisionPassage.objects.filter(decision_id__in=decision_ids)
+        .order_by("decision_id", "rank")
+        .values_list("decision_id", "passage_id", "passage__text")
+    )
     grouped: dict[int, list[tuple[int, int, str]]] = {}
     for row in rows:
         grouped.setdefault(row[0], []).append(row)
@@ -214,13 +264,19 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
                 except ClaimTooLong:  # cannot be searched: not found
                     span = None
                 found = found or bool(span and span.supported)
-                outcome.checks.append(SpanCheck(
-                    decision_id=decision_id, passage_id=passage_id, unit_index=index, unit_text=unit,
-                    supported=bool(span and span.supported),
-                    match_ranges=[list(r) for r in span.match_ranges] if span else [],
-                    char_ranges=[list(r) for r in span.char_ranges] if span else [],
-                    truncated=bool(span and span.truncated), verifier_version=VERIFIER_VERSION,
-                ))
+                outcome.checks.append(
+                    SpanCheck(
+                        decision_id=decision_id,
+                        passage_id=passage_id,
+                        unit_index=index,
+                        unit_text=unit,
+                        supported=bool(span and span.supported),
+                        match_ranges=[list(r) for r in span.match_ranges] if span else [],
+                        char_ranges=[list(r) for r in span.char_ranges] if span else [],
+                        truncated=bool(span and span.truncated),
+                        verifier_version=VERIFIER_VERSION,
+                    )
+                )
             outcome.units_supported += found
             if time.monotonic() > deadline:  # the search looks at the clock only on its slow path
                 raise TimeBudgetExceeded("The verification ran out of its time budget.")
@@ -263,10 +319,16 @@ def _apply(support: DecisionSupport, outcome: _Outcome, now) -> None:
 
 def _event(slug: str, supports: list[DecisionSupport]) -> EventSpec:
     """One event for the decisions of one route verified in one transaction."""
-    return EventSpec(Action.DECISIONS_VERIFIED, "route", slug, route=slug, payload={
-        "objects": {"decision": [support.decision_id for support in supports]},
-        "verifier_version": VERIFIER_VERSION,
-        "fully_supported": sum(support.fully_supported for support in supports),
-        "no_supporting_passage": sum(support.no_supporting_passage for support in supports),
-        "failed": [support.decision_id for support in supports if support.status == SupportStatus.FAILED],
-    })
+    return EventSpec(
+        Action.DECISIONS_VERIFIED,
+        "route",
+        slug,
+        route=slug,
+        payload={
+            "objects": {"decision": [support.decision_id for support in supports]},
+            "verifier_version": VERIFIER_VERSION,
+            "fully_supported": sum(support.fully_supported for support in supports),
+            "no_supporting_passage": sum(support.no_supporting_passage for support in supports),
+            "failed": [support.decision_id for support in supports if support.status == SupportStatus.FAILED],
+        },
+    )

@@ -199,8 +199,9 @@ class SupportSummary(NamedTuple):
     fully_supported: bool
 
 
-def verify_span(text: str | EncodedText, claim: str, *, max_ranges: int = MAX_MATCH_RANGES,
-                deadline: float | None = None) -> SpanResult:
+def verify_span(
+    text: str | EncodedText, claim: str, *, max_ranges: int = MAX_MATCH_RANGES, deadline: float | None = None
+) -> SpanResult:
     """Find the claim in the text; see the module docstring for the rules.
 
     ``deadline`` (a ``time.monotonic()`` value) makes the linear search raise
@@ -292,14 +293,14 @@ def _ascii_ranges(text: str | bytes, needle: str | bytes, limit: int) -> list[Ra
     return ranges
 
 
-def _non_ascii_ranges(encoded: EncodedText, plan: ClaimPlan, limit: int,
-                      deadline: float | None = None) -> tuple[list[Range], list[Range]]:
+def _non_ascii_ranges(
+    encoded: EncodedText, plan: ClaimPlan, limit: int, deadline: float | None = None
+) -> tuple[list[Range], list[Range]]:
     """(char ranges, byte ranges) of the matches in a text that is not pure ASCII."""
     data = encoded.data
     if plan.anchor:
         byte_ranges = _anchored_byte_ranges(data, plan, limit)
-    elif (len(data) <= _SCAN_UP_TO_BYTES and len(data) * len(plan.needle) <= _SCAN_MAX_WORK
-          and plan.pattern is not None):
+    elif len(data) <= _SCAN_UP_TO_BYTES and len(data) * len(plan.needle) <= _SCAN_MAX_WORK and plan.pattern is not None:
         byte_ranges = _scanned_byte_ranges(data, plan.pattern, limit)
     else:
         byte_ranges = None
@@ -324,7 +325,7 @@ def _char_ranges(data: bytes, byte_ranges: list[Range]) -> list[Range]:
     source = memoryview(data) if len(data) > 65_536 else data
     count = stringzilla.utf8_count
     if len(byte_ranges) == 1:  # the usual case, spelled out: this runs for every supported check
-        (start, end), = byte_ranges
+        ((start, end),) = byte_ranges
         chars = count(source[:start])
         return [(chars, chars + count(source[start:end]))]
     char_ranges: list[Range] = []
@@ -473,8 +474,9 @@ def _uncased_byte_ranges(data: bytes, plan: ClaimPlan, limit: int) -> list[Range
                 return ranges
             if position >= _UNCASED_CHUNK and position < scanning * _UNCASED_MIN_BYTES_PER_SECOND:
                 return None
-            chunk_end = max(_character_start(data, position + _UNCASED_CHUNK),
-                            position + _char_width(data[position]))  # never empty
+            chunk_end = max(
+                _character_start(data, position + _UNCASED_CHUNK), position + _char_width(data[position])
+            )  # never empty
         # A candidate is at most 16 code points of 4 bytes: one starting before the chunk's end
         # lies whole in this slice; one starting after it waits for the next chunk.
         rejected = None
@@ -602,8 +604,9 @@ def _folding_lengths(text: str) -> np.ndarray:
     return fold_lengths()[np.frombuffer(text.encode("utf-32-le"), dtype="<u4")]
 
 
-def _folded_char_ranges(text: str, folded_claim: str, limit: int, deadline: float | None = None, *,
-                        period: int | None = None) -> list[Range]:
+def _folded_char_ranges(
+    text: str, folded_claim: str, limit: int, deadline: float | None = None, *, period: int | None = None
+) -> list[Range]:
     """Char ranges of the matches, found by searching the whole folded text (any claim).
 
     Linear in the text whatever the claim: the text is folded once (in chunks, looking at the
@@ -651,8 +654,7 @@ def _folded_char_ranges(text: str, folded_claim: str, limit: int, deadline: floa
         rejects += 1
         if rejects > _BULK_AFTER_REJECTS:
             layout = _FoldLayout(text, len(folded))
-            ranges.extend(_bulk_matches(folded, folded_claim, period, layout, hit + 1, limit - len(ranges),
-                                        deadline))
+            ranges.extend(_bulk_matches(folded, folded_claim, period, layout, hit + 1, limit - len(ranges), deadline))
             break
         if rejects % 1024 == 0:
             _check_deadline(deadline)
@@ -731,8 +733,9 @@ class _FoldLayout:
         self.boundaries = memoryview(marks)  # indexed from Python: a view indexes fast, no copy
 
 
-def _bulk_matches(folded: str, claim: str, period: int, layout: _FoldLayout, start: int, limit: int,
-                  deadline: float | None) -> list[Range]:
+def _bulk_matches(
+    folded: str, claim: str, period: int, layout: _FoldLayout, start: int, limit: int, deadline: float | None
+) -> list[Range]:
     """The leftmost non-overlapping matches at or after folded offset ``start``, in folded offsets,
     from every valid occurrence of the claim, computed a block at a time: exactly for a claim of
     a short period (``_bulk_valid_starts``), else from rolling hashes, each candidate then
@@ -752,8 +755,7 @@ def _bulk_matches(folded: str, claim: str, period: int, layout: _FoldLayout, sta
         if exact:
             valid = _bulk_valid_starts(code_points, claim_points, period, layout.marks, block_start, block_end)
         else:
-            valid = _hashed_candidate_starts(code_points, claim_points, layout.marks, block_start, block_end,
-                                             powers)
+            valid = _hashed_candidate_starts(code_points, claim_points, layout.marks, block_start, block_end, powers)
         index = 0
         while len(ranges) < limit:
             index = int(np.searchsorted(valid, position, side="left"))
@@ -769,8 +771,9 @@ def _bulk_matches(folded: str, claim: str, period: int, layout: _FoldLayout, sta
     return ranges
 
 
-def _bulk_valid_starts(code_points: np.ndarray, claim_points: np.ndarray, period: int, marks: np.ndarray,
-                       first: int, stop: int) -> np.ndarray:
+def _bulk_valid_starts(
+    code_points: np.ndarray, claim_points: np.ndarray, period: int, marks: np.ndarray, first: int, stop: int
+) -> np.ndarray:
     """Sorted folded offsets f in [first, stop) where the claim occurs and starts and ends on a
     character's boundary. The claim is its first ``period`` code points repeated, so it occurs
     at f when those match at f and the text repeats with that period over the rest of the claim:
@@ -798,8 +801,9 @@ _HASH_MODULUS = 2**21 - 9
 _HASH_BASE = random.SystemRandom().randrange(2**10, _HASH_MODULUS - 1)
 
 
-def _hashed_candidate_starts(code_points: np.ndarray, claim_points: np.ndarray, marks: np.ndarray,
-                             first: int, stop: int, powers: np.ndarray) -> np.ndarray:
+def _hashed_candidate_starts(
+    code_points: np.ndarray, claim_points: np.ndarray, marks: np.ndarray, first: int, stop: int, powers: np.ndarray
+) -> np.ndarray:
     """Sorted folded offsets f in [first, stop) that start and end on a character's boundary and
     whose window hashes as the claim does: every occurrence among them, maybe a collision.
 

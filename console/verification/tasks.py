@@ -36,5 +36,5 @@ def decisions_verify_sweep() -> int:
     ingested_before = timezone.now() - timedelta(seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)
     ids = selectors.decisions_awaiting_verification(ingested_before=ingested_before, limit=_SWEEP_LIMIT)
     for start in range(0, len(ids), _IDS_PER_JOB):
-        enqueue(decisions_verify, ids[start:start + _IDS_PER_JOB])
+        enqueue(decisions_verify, ids[start : start + _IDS_PER_JOB])
     return len(ids)

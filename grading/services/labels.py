@@ -1,6 +1,5 @@
 """Grades, final labels (unanimous, majority, adjudicated) and the import of an existing graded set."""
 
-
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +27,9 @@ MAX_NOTE = 2000
 MAX_SECONDS = 86_400
 
 
-def grade_submit(*, actor: Actor, grader, public_id, verdict: str, note: str = "",
-                 seconds_spent: float | None = None) -> Grade:
+def grade_submit(
+    *, actor: Actor, grader, public_id, verdict: str, note: str = "", seconds_spent: float | None = None
+) -> Grade:
     """Record the grader's verdict on an item they hold a running lease on (else 409).
 
     With the item's k-th grade in, a non-gold item gets its final label when the graders' votes
@@ -52,12 +52,19 @@ def grade_submit(*, actor: Actor, grader, public_id, verdict: str, note: str = "
         grade.save()
         assignment.graded_at = now
         assignment.save(update_fields=["graded_at"])
-        payload: dict[str, Any] = {"new": {"grader": grader.get_username(), "verdict": verdict,
-                                           "seconds_spent": round(seconds_spent, 3)}}
+        payload: dict[str, Any] = {
+            "new": {"grader": grader.get_username(), "verdict": verdict, "seconds_spent": round(seconds_spent, 3)}
+        }
         if item.decision_id and not item.is_gold:
             payload["objects"] = {"decision": [item.decision_id]}
-        audit_record(actor=actor, action=Action.GRADE_SUBMITTED, object_type="grading_item", object_id=item.pk,
-                     route=item.route.slug, payload=payload)
+        audit_record(
+            actor=actor,
+            action=Action.GRADE_SUBMITTED,
+            object_type="grading_item",
+            object_id=item.pk,
+            route=item.route.slug,
+            payload=payload,
+        )
         if not item.is_gold and item.status == ItemStatus.OPEN:
             _item_resolve(actor=actor, item=item)
     return grade
@@ -71,21 +78,36 @@ def _item_resolve(*, actor: Actor, item: GradingItem) -> None:
     objects = {"decision": [item.decision_id]}
     if len(votes) == 1 and not FinalLabel.objects.filter(decision_id=item.decision_id).exists():
         [verdict] = votes
-        label = FinalLabel(decision_id=item.decision_id, item=item, correct=verdict == Verdict.CORRECT,
-                           method=LabelMethod.UNANIMOUS)
+        label = FinalLabel(
+            decision_id=item.decision_id, item=item, correct=verdict == Verdict.CORRECT, method=LabelMethod.UNANIMOUS
+        )
         label.full_clean(exclude=["decision", "item"], validate_unique=False, validate_constraints=False)
         label.save()
         item.status = ItemStatus.LABELLED
         item.save(update_fields=["status"])
-        audit_record(actor=actor, action=Action.LABEL_DECIDED, object_type="grading_item", object_id=item.pk, route=item.route.slug,
-                     payload={"objects": objects, "new": {"verdict": verdict, "method": LabelMethod.UNANIMOUS},
-                              "grades": sorted(verdicts)})
+        audit_record(
+            actor=actor,
+            action=Action.LABEL_DECIDED,
+            object_type="grading_item",
+            object_id=item.pk,
+            route=item.route.slug,
+            payload={
+                "objects": objects,
+                "new": {"verdict": verdict, "method": LabelMethod.UNANIMOUS},
+                "grades": sorted(verdicts),
+            },
+        )
         return
     item.status = ItemStatus.ADJUDICATION
     item.save(update_fields=["status"])
-    audit_record(actor=actor, action=Action.ADJUDICATION_REQUESTED, object_type="grading_item", object_id=item.pk, route=item.route.slug,
-                 payload={"objects": objects, "reason": "disagreement" if votes else "all_unsure",
-                          "grades": sorted(verdicts)})
+    audit_record(
+        actor=actor,
+        action=Action.ADJUDICATION_REQUESTED,
+        object_type="grading_item",
+        object_id=item.pk,
+        route=item.route.slug,
+        payload={"objects": objects, "reason": "disagreement" if votes else "all_unsure", "grades": sorted(verdicts)},
+    )
 
 
 def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str, note: str = "") -> FinalLabel:
@@ -105,22 +127,33 @@ def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str,
             raise Forbidden("You graded this item; another reviewer must adjudicate it.", code="own_grade")
         if FinalLabel.objects.filter(decision_id=item.decision_id).exists():
             raise Conflict("This decision already has a final label.", code="already_labelled")
-        label = FinalLabel(decision_id=item.decision_id, item=item, correct=verdict == Verdict.CORRECT,
-                           method=LabelMethod.ADJUDICATED, decided_by=reviewer, note=note or "")
-        label.full_clean(exclude=["decision", "item", "decided_by"], validate_unique=False,
-                         validate_constraints=False)
+        label = FinalLabel(
+            decision_id=item.decision_id,
+            item=item,
+            correct=verdict == Verdict.CORRECT,
+            method=LabelMethod.ADJUDICATED,
+            decided_by=reviewer,
+            note=note or "",
+        )
+        label.full_clean(exclude=["decision", "item", "decided_by"], validate_unique=False, validate_constraints=False)
         label.save()
         item.status = ItemStatus.LABELLED
         item.save(update_fields=["status"])
-        audit_record(actor=actor, action=Action.LABEL_ADJUDICATED, object_type="grading_item", object_id=item.pk, route=item.route.slug,
-                     payload={"objects": {"decision": [item.decision_id]},
-                              "old": None, "new": {"verdict": verdict, "method": LabelMethod.ADJUDICATED},
-                              "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict} for g in grades],
-                              "note": note or ""})
+        audit_record(
+            actor=actor,
+            action=Action.LABEL_ADJUDICATED,
+            object_type="grading_item",
+            object_id=item.pk,
+            route=item.route.slug,
+            payload={
+                "objects": {"decision": [item.decision_id]},
+                "old": None,
+                "new": {"verdict": verdict, "method": LabelMethod.ADJUDICATED},
+                "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict} for g in grades],
+                "note": note or "",
+            },
+        )
     return label
-
-
-
 
 
 @dataclass
@@ -129,8 +162,9 @@ class LabelImportResult:
     unchanged: int = 0
 
 
-def labels_import(*, actor: Actor, items: list[LabelInput], routes: dict[str, Route],
-                  decision_ids: dict[int, int]) -> LabelImportResult:
+def labels_import(
+    *, actor: Actor, items: list[LabelInput], routes: dict[str, Route], decision_ids: dict[int, int]
+) -> LabelImportResult:
     """Store an existing graded set as final labels (method `imported`), all or nothing.
 
     Replaying a label already stored with the same verdict and source is `unchanged`; a decision
@@ -147,8 +181,14 @@ def labels_import(*, actor: Actor, items: list[LabelInput], routes: dict[str, Ro
         elif (first.verdict, first.source) == (item.verdict, item.source):
             repeats += 1
         else:
-            conflicts.append({"index": item.index, "route": item.route, "request_id": item.request_id,
-                              "message": f"differs from item {first.index} for the same decision"})
+            conflicts.append(
+                {
+                    "index": item.index,
+                    "route": item.route,
+                    "request_id": item.request_id,
+                    "message": f"differs from item {first.index} for the same decision",
+                }
+            )
     for attempt in range(3):
         try:
             with transaction.atomic():
@@ -167,36 +207,60 @@ def _labels_import_once(actor, wanted: dict[int, LabelInput], routes, repeats, c
         label = existing.get(decision_id)
         if label is None:
             fresh[decision_id] = item
-        elif not (label.method == LabelMethod.IMPORTED and label.correct == item.correct
-                  and label.source == item.source):
-            conflicts.append({"index": item.index, "route": item.route, "request_id": item.request_id,
-                              "message": f"already labelled {label.verdict} ({label.method}"
-                                         f"{', ' + label.source if label.source else ''})"})
+        elif not (
+            label.method == LabelMethod.IMPORTED and label.correct == item.correct and label.source == item.source
+        ):
+            conflicts.append(
+                {
+                    "index": item.index,
+                    "route": item.route,
+                    "request_id": item.request_id,
+                    "message": f"already labelled {label.verdict} ({label.method}"
+                    f"{', ' + label.source if label.source else ''})",
+                }
+            )
     if conflicts:
-        raise Conflict("Some decisions already hold another label; nothing was written.",
-                       details=sorted(conflicts, key=lambda c: c["index"]))
+        raise Conflict(
+            "Some decisions already hold another label; nothing was written.",
+            details=sorted(conflicts, key=lambda c: c["index"]),
+        )
     result = LabelImportResult(unchanged=len(wanted) - len(fresh) + repeats, created=len(fresh))
     if not fresh:
         return result
-    pool_items = {i.decision_id: i for i in GradingItem.objects.select_for_update().filter(
-        decision_id__in=fresh, is_gold=False)}
+    pool_items = {
+        i.decision_id: i for i in GradingItem.objects.select_for_update().filter(decision_id__in=fresh, is_gold=False)
+    }
     labels = []
     for decision_id, item in fresh.items():
-        label = FinalLabel(decision_id=decision_id, item=pool_items.get(decision_id), correct=item.correct,
-                           method=LabelMethod.IMPORTED, source=item.source)
+        label = FinalLabel(
+            decision_id=decision_id,
+            item=pool_items.get(decision_id),
+            correct=item.correct,
+            method=LabelMethod.IMPORTED,
+            source=item.source,
+        )
         label.clean_fields(exclude=["decision", "item", "decided_by"])
         labels.append(label)
     FinalLabel.objects.bulk_create(labels)
-    GradingItem.objects.filter(pk__in=[i.pk for i in pool_items.values()],
-                               status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]).update(status=ItemStatus.LABELLED)
+    GradingItem.objects.filter(
+        pk__in=[i.pk for i in pool_items.values()], status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]
+    ).update(status=ItemStatus.LABELLED)
     by_route: dict[str, list[int]] = {}
     sources: dict[str, set[str]] = {}
     for decision_id, item in fresh.items():
         by_route.setdefault(item.route, []).append(decision_id)
         sources.setdefault(item.route, set()).add(item.source)
-    audit_record_many(actor=actor, events=[
-        EventSpec(Action.LABELS_IMPORTED, "route", slug, route=slug,
-                  payload={"objects": {"decision": sorted(ids)}, "created": len(ids), "sources": sorted(sources[slug])})
-        for slug, ids in sorted(by_route.items())
-    ])
+    audit_record_many(
+        actor=actor,
+        events=[
+            EventSpec(
+                Action.LABELS_IMPORTED,
+                "route",
+                slug,
+                route=slug,
+                payload={"objects": {"decision": sorted(ids)}, "created": len(ids), "sources": sorted(sources[slug])},
+            )
+            for slug, ids in sorted(by_route.items())
+        ],
+    )
     return result

@@ -5,7 +5,6 @@ the pool and never changes, so the items graded at any moment are a simple rando
 stratum (the statistics rely on it), and served and refused items come interleaved.
 """
 
-
 import math
 import random
 import secrets
@@ -53,15 +52,17 @@ def _ready_for_pool(decision_ids: list[int] | None):
     Served: the served answer. Refused: the shadow run's answer once it succeeded; the logged claim
     when the route has no shadow pipeline. A refused decision on a route with a pipeline waits.
     """
-    shadow_answer = (ShadowRun.objects.filter(decision=OuterRef("pk"), status=ShadowStatus.SUCCEEDED)
-                     .order_by("-finished_at", "-pk").values("answer")[:1])
+    shadow_answer = (
+        ShadowRun.objects.filter(decision=OuterRef("pk"), status=ShadowStatus.SUCCEEDED)
+        .order_by("-finished_at", "-pk")
+        .values("answer")[:1]
+    )
     queryset = (
-        Decision.objects
-        .filter(~Exists(GradingItem.objects.filter(decision=OuterRef("pk"), is_gold=False)))
-        .annotate(shadow_answer=Subquery(shadow_answer),
-                  labelled=Exists(FinalLabel.objects.filter(decision=OuterRef("pk"))))
-        .filter(~Q(outcome=Outcome.REFUSED) | Q(shadow_answer__isnull=False)
-                | ~Q(route__shadow_config__has_key="kind"))
+        Decision.objects.filter(~Exists(GradingItem.objects.filter(decision=OuterRef("pk"), is_gold=False)))
+        .annotate(
+            shadow_answer=Subquery(shadow_answer), labelled=Exists(FinalLabel.objects.filter(decision=OuterRef("pk")))
+        )
+        .filter(~Q(outcome=Outcome.REFUSED) | Q(shadow_answer__isnull=False) | ~Q(route__shadow_config__has_key="kind"))
         .only("pk", "route_id", "gate_score", "outcome", "question", "claim", "served_answer")
         .order_by("pk")
     )
@@ -96,9 +97,23 @@ _INSERT_ITEMS_SQL = (
 def _insert_items(items: list[GradingItem]) -> None:
     """Insert the batch's items in one statement and set their ids."""
     now = timezone.now()
-    columns = zip(*((item.route_id, item.decision_id, item.answer, item.answer_source, item.stratum,
-                     item.inclusion_probability, item.queue_key, item.grades_required, item.status)
-                    for item in items), strict=True)
+    columns = zip(
+        *(
+            (
+                item.route_id,
+                item.decision_id,
+                item.answer,
+                item.answer_source,
+                item.stratum,
+                item.inclusion_probability,
+                item.queue_key,
+                item.grades_required,
+                item.status,
+            )
+            for item in items
+        ),
+        strict=True,
+    )
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_ITEMS_SQL, [now, *(list(column) for column in columns)])
         ids = dict((decision_id, pk) for pk, decision_id in cursor.fetchall())
@@ -106,8 +121,9 @@ def _insert_items(items: list[GradingItem]) -> None:
         item.pk, item.created_at = ids[item.decision_id], now
 
 
-def grading_pool_enter(*, actor: Actor, decision_ids: list[int] | None = None,
-                       limit: int = POOL_BATCH) -> PoolEntryResult:
+def grading_pool_enter(
+    *, actor: Actor, decision_ids: list[int] | None = None, limit: int = POOL_BATCH
+) -> PoolEntryResult:
     """Put decisions whose answer under review is ready into their route's pool (idempotent).
 
     `decision_ids` None sweeps: up to `limit` ready decisions not in the pool yet. Each decision
@@ -135,10 +151,18 @@ def grading_pool_enter(*, actor: Actor, decision_ids: list[int] | None = None,
                 status = ItemStatus.LABELLED
             else:
                 status = ItemStatus.OPEN if _rng.random() < probability else ItemStatus.EXCLUDED
-            item = GradingItem(route_id=route.pk, decision_id=decision.pk, question=decision.question,
-                               answer=answer or "", answer_source=source, stratum=stratum,
-                               inclusion_probability=probability, queue_key=_queue_key(),
-                               grades_required=route.graders_per_item, status=status)
+            item = GradingItem(
+                route_id=route.pk,
+                decision_id=decision.pk,
+                question=decision.question,
+                answer=answer or "",
+                answer_source=source,
+                stratum=stratum,
+                inclusion_probability=probability,
+                queue_key=_queue_key(),
+                grades_required=route.graders_per_item,
+                status=status,
+            )
             # Field checks only: the unique and check constraints hold in the database for the batch.
             item.clean_fields(exclude=["public_id", "route", "decision"])
             items.append(item)
@@ -147,23 +171,32 @@ def grading_pool_enter(*, actor: Actor, decision_ids: list[int] | None = None,
         for item in items:
             group = by_route.setdefault(item.route_id, {"entered": [], "not_sampled": []})
             group["not_sampled" if item.status == ItemStatus.EXCLUDED else "entered"].append(item.decision_id)
-        audit_record_many(actor=actor, events=[
-            EventSpec(Action.POOL_ENTERED, "route", routes[route_id].slug, route=routes[route_id].slug,
-                      payload={"objects": {"decision": group["entered"]}, "entered": len(group["entered"]),
-                       "not_sampled": group["not_sampled"]})
-            for route_id, group in sorted(by_route.items())
-        ])
+        audit_record_many(
+            actor=actor,
+            events=[
+                EventSpec(
+                    Action.POOL_ENTERED,
+                    "route",
+                    routes[route_id].slug,
+                    route=routes[route_id].slug,
+                    payload={
+                        "objects": {"decision": group["entered"]},
+                        "entered": len(group["entered"]),
+                        "not_sampled": group["not_sampled"],
+                    },
+                )
+                for route_id, group in sorted(by_route.items())
+            ],
+        )
     result.item_ids = [item.pk for item in items]
     result.not_sampled = sum(item.status == ItemStatus.EXCLUDED for item in items)
     result.entered = len(items) - result.not_sampled
     return result
 
 
-
-
-
-def grading_plan_set(*, actor: Actor, route: Route, bands: list[tuple[float, float, int]],
-                     gold_rate: float = 0.0, window_days: int = 30) -> GradingPlan:
+def grading_plan_set(
+    *, actor: Actor, route: Route, bands: list[tuple[float, float, int]], gold_rate: float = 0.0, window_days: int = 30
+) -> GradingPlan:
     """Set the route's stratified plan: per score band [low, high) a target count, turned into a rate.
 
     The rate of a band is target / (decisions of the route in that band over the last
@@ -182,25 +215,43 @@ def grading_plan_set(*, actor: Actor, route: Route, bands: list[tuple[float, flo
     if not 0 <= gold_rate <= 0.5:
         raise InvalidInput("The gold rate must lie between 0 and 0.5.")
     since = timezone.now() - timedelta(days=window_days)
-    counts = Decision.objects.filter(route=route, occurred_at__gte=since).aggregate(**{
-        f"band{i}": Count("pk", filter=Q(gate_score__gte=low, gate_score__lt=high))
-        for i, (low, high, _target) in enumerate(bands)
-    }) if bands else {}
+    counts = (
+        Decision.objects.filter(route=route, occurred_at__gte=since).aggregate(
+            **{
+                f"band{i}": Count("pk", filter=Q(gate_score__gte=low, gate_score__lt=high))
+                for i, (low, high, _target) in enumerate(bands)
+            }
+        )
+        if bands
+        else {}
+    )
     strata = []
     for i, (low, high, target) in enumerate(bands):
         population = counts[f"band{i}"]
-        strata.append({"name": f"{low:g}-{high:g}", "low": low, "high": high, "target": target,
-                       "population": population, "rate": min(1.0, target / population) if population else 1.0})
+        strata.append(
+            {
+                "name": f"{low:g}-{high:g}",
+                "low": low,
+                "high": high,
+                "target": target,
+                "population": population,
+                "rate": min(1.0, target / population) if population else 1.0,
+            }
+        )
     with transaction.atomic():
         plan = GradingPlan.objects.select_for_update().filter(route=route).first() or GradingPlan(route=route)
         old = {"strata": plan.strata, "gold_rate": plan.gold_rate} if plan.pk else None
         plan.strata, plan.gold_rate, plan.window_days = strata, gold_rate, window_days
         plan.full_clean()
         plan.save()
-        audit_record(actor=actor, action=Action.GRADING_PLAN_SET, object_type="route", object_id=route.slug,
-                     route=route.slug,
-                     payload={"old": old, "new": {"strata": strata, "gold_rate": gold_rate,
-                                                  "window_days": window_days}})
+        audit_record(
+            actor=actor,
+            action=Action.GRADING_PLAN_SET,
+            object_type="route",
+            object_id=route.slug,
+            route=route.slug,
+            payload={"old": old, "new": {"strata": strata, "gold_rate": gold_rate, "window_days": window_days}},
+        )
     return plan
 
 
@@ -215,14 +266,29 @@ def gold_item_create(*, actor: Actor, decision: Decision, verdict: str, answer: 
     if answer is None:
         pool_item = GradingItem.objects.filter(decision=decision, is_gold=False).first()
         answer = pool_item.answer if pool_item else (decision.served_answer or decision.claim)
-    item = GradingItem(route_id=decision.route_id, decision=decision, question=decision.question, answer=answer,
-                       answer_source=AnswerSource.GOLD, stratum="gold", queue_key=_queue_key(),
-                       grades_required=decision.route.graders_per_item, is_gold=True, gold_verdict=verdict)
+    item = GradingItem(
+        route_id=decision.route_id,
+        decision=decision,
+        question=decision.question,
+        answer=answer,
+        answer_source=AnswerSource.GOLD,
+        stratum="gold",
+        queue_key=_queue_key(),
+        grades_required=decision.route.graders_per_item,
+        is_gold=True,
+        gold_verdict=verdict,
+    )
     item.full_clean(exclude=["public_id"])
     with transaction.atomic():
         item.save()
-        audit_record(actor=actor, action=Action.GOLD_ITEM_CREATED, object_type="grading_item", object_id=item.pk,
-                     route=decision.route.slug, payload={"new": {"decision": decision.pk, "verdict": verdict}})
+        audit_record(
+            actor=actor,
+            action=Action.GOLD_ITEM_CREATED,
+            object_type="grading_item",
+            object_id=item.pk,
+            route=decision.route.slug,
+            payload={"new": {"decision": decision.pk, "verdict": verdict}},
+        )
     return item
 
 
@@ -236,7 +302,12 @@ def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str) -> R
         route.guidelines = guidelines
         route.full_clean()
         route.save(update_fields=["guidelines"])
-        audit_record(actor=actor, action=Action.ROUTE_UPDATED, object_type="route", object_id=route.slug,
-                     route=route.slug,
-                     payload={"old": {"guidelines": old}, "new": {"guidelines": guidelines}})
+        audit_record(
+            actor=actor,
+            action=Action.ROUTE_UPDATED,
+            object_type="route",
+            object_id=route.slug,
+            route=route.slug,
+            payload={"old": {"guidelines": old}, "new": {"guidelines": guidelines}},
+        )
     return route

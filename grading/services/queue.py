@@ -1,6 +1,5 @@
 """Leases of the blind queue: handing a grader the next item, skipping, and the live-lease check."""
 
-
 import random
 from datetime import timedelta
 from typing import Any
@@ -91,8 +90,13 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
         route_clause = "AND i.route_id = %(route)s"
     else:
         route_clause = "AND i.route_id = ANY(%(routes)s::bigint[])"
-    params: dict[str, Any] = {"grader": grader.pk, "now": now, "routes": route_ids, "passed": [],
-                              "route": route_ids[0] if route_ids else None}
+    params: dict[str, Any] = {
+        "grader": grader.pk,
+        "now": now,
+        "routes": route_ids,
+        "passed": [],
+        "route": route_ids[0] if route_ids else None,
+    }
     claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES)
     with transaction.atomic():
         for _attempt in range(5):
@@ -104,8 +108,10 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
                 if gold is not None:
                     return gold
             with connection.cursor() as cursor:
-                cursor.execute(_INSERT_LEASE_SQL, {"item": item.pk, "grader": grader.pk, "now": now,
-                                                   "expires": expires, "k": item.grades_required})
+                cursor.execute(
+                    _INSERT_LEASE_SQL,
+                    {"item": item.pk, "grader": grader.pk, "now": now, "expires": expires, "k": item.grades_required},
+                )
                 row = cursor.fetchone()
             if row is None:  # lost a race for the item's last place: try the next item
                 params["passed"].append(item.pk)
@@ -115,8 +121,9 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
 
 
 def _gold_claim(*, grader, route_id: int, now, expires) -> Assignment | None:
-    items = list(GradingItem.objects.raw(_GOLD_SQL.format(passages=_PASSAGES), {"route": route_id,
-                                                                                 "grader": grader.pk}))
+    items = list(
+        GradingItem.objects.raw(_GOLD_SQL.format(passages=_PASSAGES), {"route": route_id, "grader": grader.pk})
+    )
     if not items:
         return None
     assignment = Assignment(item=items[0], grader=grader, leased_at=now, lease_expires_at=expires)
@@ -134,8 +141,7 @@ def live_assignment(*, grader, public_id, now, for_update: bool = True) -> Assig
 
     An unknown id is the same 409: a grader learns nothing about items they never held.
     """
-    queryset = Assignment.objects.select_related("item", "item__route").filter(
-        item__public_id=public_id, grader=grader)
+    queryset = Assignment.objects.select_related("item", "item__route").filter(item__public_id=public_id, grader=grader)
     if for_update:
         queryset = queryset.select_for_update(of=("self", "item"))
     assignment = queryset.first()
@@ -155,7 +161,12 @@ def assignment_skip(*, actor: Actor, grader, public_id) -> Assignment:
         assignment = live_assignment(grader=grader, public_id=public_id, now=now)
         assignment.skipped = True
         assignment.save(update_fields=["skipped"])
-        audit_record(actor=actor, action=Action.ITEM_SKIPPED, object_type="grading_item",
-                     object_id=assignment.item_id, route=assignment.item.route.slug,
-                     payload={"new": {"grader": grader.get_username()}})
+        audit_record(
+            actor=actor,
+            action=Action.ITEM_SKIPPED,
+            object_type="grading_item",
+            object_id=assignment.item_id,
+            route=assignment.item.route.slug,
+            payload={"new": {"grader": grader.get_username()}},
+        )
     return assignment

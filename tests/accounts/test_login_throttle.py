@@ -75,13 +75,25 @@ def test_behind_a_proxy_the_address_it_appended_is_the_client(ada, settings):
     settings.LOGIN_FAILURES_PER_CLIENT = 3
     for n in range(3):
         # The client controls the left part of the header; the proxy appends the real address last.
-        Client().post(LOGIN, {"username": f"x{n}", "password": "p"}, REMOTE_ADDR="10.9.9.9",
-                      HTTP_X_FORWARDED_FOR=f"1.2.3.{n}, 203.0.113.7")
-    blocked = Client().post(LOGIN, {"username": "ada", "password": "the-right-password"}, REMOTE_ADDR="10.9.9.9",
-                            HTTP_X_FORWARDED_FOR="203.0.113.7")
+        Client().post(
+            LOGIN,
+            {"username": f"x{n}", "password": "p"},
+            REMOTE_ADDR="10.9.9.9",
+            HTTP_X_FORWARDED_FOR=f"1.2.3.{n}, 203.0.113.7",
+        )
+    blocked = Client().post(
+        LOGIN,
+        {"username": "ada", "password": "the-right-password"},
+        REMOTE_ADDR="10.9.9.9",
+        HTTP_X_FORWARDED_FOR="203.0.113.7",
+    )
     assert blocked.status_code == 429
-    other = Client().post(LOGIN, {"username": "ada", "password": "the-right-password"}, REMOTE_ADDR="10.9.9.9",
-                          HTTP_X_FORWARDED_FOR="198.51.100.1")
+    other = Client().post(
+        LOGIN,
+        {"username": "ada", "password": "the-right-password"},
+        REMOTE_ADDR="10.9.9.9",
+        HTTP_X_FORWARDED_FOR="198.51.100.1",
+    )
     assert other.status_code == 302
 
 

@@ -42,8 +42,9 @@ def test_a_role_with_a_route_covers_only_that_route(route, capsys):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.post("/api/v1/decisions", {"decisions": [record()]}, format="json").status_code == 201
-    assert client.post("/api/v1/decisions", {"decisions": [record(route="hr-policy")]},
-                       format="json").status_code == 403
+    assert (
+        client.post("/api/v1/decisions", {"decisions": [record(route="hr-policy")]}, format="json").status_code == 403
+    )
 
 
 def test_issue_token_refuses_an_unknown_route_or_role(db):

@@ -37,15 +37,23 @@ def decision_records(scores, *, route="it-support", **overrides) -> list[dict]:
 def post_decisions(integrator, records: list[dict]) -> list[int]:
     """POST /api/v1/decisions in batches; the new decisions' ids in the order given."""
     for start in range(0, len(records), 1000):
-        response = integrator.post("/api/v1/decisions", {"decisions": records[start:start + 1000]}, format="json")
+        response = integrator.post("/api/v1/decisions", {"decisions": records[start : start + 1000]}, format="json")
         assert response.status_code == 201, response.json()
-    ids = dict(Decision.objects.filter(request_id__in=[r["request_id"] for r in records])
-               .values_list("request_id", "id"))
+    ids = dict(
+        Decision.objects.filter(request_id__in=[r["request_id"] for r in records]).values_list("request_id", "id")
+    )
     return [ids[r["request_id"]] for r in records]
 
 
-def label(decision_id: int, correct: bool, *, method: str = "imported", source: str = "offline-eval",
-          inclusion_probability: float | None = None, stratum: str = "all") -> FinalLabel:
+def label(
+    decision_id: int,
+    correct: bool,
+    *,
+    method: str = "imported",
+    source: str = "offline-eval",
+    inclusion_probability: float | None = None,
+    stratum: str = "all",
+) -> FinalLabel:
     """A final label; with an inclusion probability it hangs on the decision's pool item."""
     item = None
     if inclusion_probability is not None:
@@ -53,14 +61,26 @@ def label(decision_id: int, correct: bool, *, method: str = "imported", source: 
         item = GradingItem.objects.filter(decision=decision, is_gold=False).first()
         if item is None:
             item = GradingItem.objects.create(
-                route_id=decision.route_id, decision=decision, question=decision.question, answer=decision.claim,
-                answer_source="claim", stratum=stratum, inclusion_probability=inclusion_probability,
-                queue_key=next(_keys), status=ItemStatus.LABELLED)
+                route_id=decision.route_id,
+                decision=decision,
+                question=decision.question,
+                answer=decision.claim,
+                answer_source="claim",
+                stratum=stratum,
+                inclusion_probability=inclusion_probability,
+                queue_key=next(_keys),
+                status=ItemStatus.LABELLED,
+            )
         else:
             item.stratum, item.inclusion_probability, item.status = stratum, inclusion_probability, ItemStatus.LABELLED
             item.save(update_fields=["stratum", "inclusion_probability", "status"])
-    return FinalLabel.objects.create(decision_id=decision_id, item=item, correct=bool(correct), method=method,
-                                     source=source if method == "imported" else "")
+    return FinalLabel.objects.create(
+        decision_id=decision_id,
+        item=item,
+        correct=bool(correct),
+        method=method,
+        source=source if method == "imported" else "",
+    )
 
 
 def census(integrator, *, n=300, seed=0, route="it-support", **overrides) -> Population:

@@ -23,8 +23,9 @@ def buckets(groups):
 
 def test_the_agreement_signal_reproduces_the_seed_worked_example(owner, integrator):
     # Seed 004, section 11.4: eight-probe agreement, 1,000 answers, 738 correct.
-    scores, correct = buckets([(1.0, 350, 329), (7 / 8, 200, 168), (6 / 8, 180, 126), (5 / 8, 150, 75),
-                               (3 / 8, 120, 40)])
+    scores, correct = buckets(
+        [(1.0, 350, 329), (7 / 8, 200, 168), (6 / 8, 180, 126), (5 / 8, 150, 75), (3 / 8, 120, 40)]
+    )
     labelled_route(integrator, scores, correct)
     body = owner.get("/api/v1/routes/it-support/calibration?bins=10").json()
     assert body["n"] == 1000
@@ -82,9 +83,12 @@ def test_by_segment_reports_each_language_like_console_stats(owner, integrator):
     body = owner.get("/api/v1/routes/it-support/calibration?by=segment.language&bins=5").json()
     assert body["by"] == "segment.language" and body["n"] == 140
     by_value = {s["value"]: s for s in body["segments"]}
-    reference = calibration_by_segment(np.concatenate([english, german]),
-                                       np.concatenate([english_correct, german_correct]),
-                                       ["en"] * 80 + ["de"] * 60, 5)
+    reference = calibration_by_segment(
+        np.concatenate([english, german]),
+        np.concatenate([english_correct, german_correct]),
+        ["en"] * 80 + ["de"] * 60,
+        5,
+    )
     assert set(by_value) == set(reference) == {"de", "en"}
     for value, report in reference.items():
         for key in ("n", "ece", "auroc", "brier", "aurc"):
@@ -100,10 +104,18 @@ def test_scores_outside_the_unit_interval_cannot_be_binned(owner, integrator):
     assert response.json()["error"]["code"] == "scores_not_probabilities"
 
 
-@pytest.mark.parametrize("query, parameter", [
-    ("?bins=0", "bins"), ("?bins=101", "bins"), ("?bins=2.5", "bins"), ("?by=language", "by"),
-    ("?by=segment.", "by"), ("?points=1", "points"), ("?cutoffs=0.5", "cutoffs"),
-])
+@pytest.mark.parametrize(
+    "query, parameter",
+    [
+        ("?bins=0", "bins"),
+        ("?bins=101", "bins"),
+        ("?bins=2.5", "bins"),
+        ("?by=language", "by"),
+        ("?by=segment.", "by"),
+        ("?points=1", "points"),
+        ("?cutoffs=0.5", "cutoffs"),
+    ],
+)
 def test_bad_calibration_parameters_are_refused(owner, route, query, parameter):
     response = owner.get(f"/api/v1/routes/it-support/calibration{query}")
     assert response.status_code == 400

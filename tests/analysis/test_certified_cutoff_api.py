@@ -1,4 +1,5 @@
-"""GET /api/v1/routes/{slug}/certified-cutoff against an independent implementation of the rule in docs/statistics.md."""
+"""GET /api/v1/routes/{slug}/certified-cutoff against an independent implementation of the rule
+in docs/statistics.md."""
 
 import math
 from fractions import Fraction
@@ -31,8 +32,12 @@ def certify_independently(scores, correct, alpha, delta, grid):
             continue
         if stats.binomtest(k, n, alpha, alternative="less").pvalue > delta:
             break
-        answer = {"cutoff": cutoff, "upper_bound": stats.beta.ppf(1 - delta, k + 1, n - k),
-                  "graded_served": n, "wrong_served": k}
+        answer = {
+            "cutoff": cutoff,
+            "upper_bound": stats.beta.ppf(1 - delta, k + 1, n - k),
+            "graded_served": n,
+            "wrong_served": k,
+        }
     return answer
 
 
@@ -47,8 +52,7 @@ def graded_route(integrator, *, n=700, seed=0, error_at_zero=0.6):
 
 @pytest.mark.parametrize("alpha, delta", [(0.1, 0.05), (0.15, 0.05), (0.2, 0.1), (0.08, 0.2)])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_the_certified_cutoff_and_its_bound_equal_an_independent_implementation(owner, integrator, alpha, delta,
-                                                                                seed):
+def test_the_certified_cutoff_and_its_bound_equal_an_independent_implementation(owner, integrator, alpha, delta, seed):
     scores, correct = graded_route(integrator, seed=seed)
     body = owner.get(f"/api/v1/routes/it-support/certified-cutoff?alpha={alpha}&delta={delta}").json()
     expected = certify_independently(scores, correct, alpha, delta, [i / 100 for i in range(100)])
@@ -75,11 +79,14 @@ def test_a_chosen_grid_is_scanned_instead_of_the_default(owner, integrator):
     assert [step["cutoff"] for step in body["steps"]][:2] == [0.8, 0.65]
 
 
-@pytest.mark.parametrize("compact, long_list", [
-    ("0.5:0.99:0.01", ",".join(f"0.{i}" for i in range(50, 100))),
-    ("0:0.99:0.01", ",".join(f"{i / 100:.2f}" for i in range(100))),
-    ("0.2:0.6:0.2,0.85,0.9:0.99:0.03", "0.2,0.4,0.6,0.85,0.9,0.93,0.96,0.99"),
-])
+@pytest.mark.parametrize(
+    "compact, long_list",
+    [
+        ("0.5:0.99:0.01", ",".join(f"0.{i}" for i in range(50, 100))),
+        ("0:0.99:0.01", ",".join(f"{i / 100:.2f}" for i in range(100))),
+        ("0.2:0.6:0.2,0.85,0.9:0.99:0.03", "0.2,0.4,0.6,0.85,0.9,0.93,0.96,0.99"),
+    ],
+)
 def test_a_compact_grid_gives_the_same_answer_as_the_long_list(owner, integrator, compact, long_list):
     graded_route(integrator, seed=2)
     url = "/api/v1/routes/it-support/certified-cutoff?alpha=0.15&grid="
@@ -119,8 +126,9 @@ def test_the_statement_names_route_window_and_versions(owner, integrator):
     body = owner.get("/api/v1/routes/it-support/certified-cutoff?alpha=0.15&from=2026-10-01&to=2026-11-30").json()
     assert body["certified"]
     statement = body["statement"]
-    assert statement.startswith(f"At cutoff {body['cutoff']:g} the wrong-answer rate among served answers is at most "
-                                "0.15 with 95% confidence")
+    assert statement.startswith(
+        f"At cutoff {body['cutoff']:g} the wrong-answer rate among served answers is at most 0.15 with 95% confidence"
+    )
     assert "IT support (it-support)" in statement
     assert "decisions from 2026-10-01 to 2026-11-30" in statement
     assert "model gen-2026-10" in statement and "gate nli-4" in statement
@@ -128,12 +136,26 @@ def test_the_statement_names_route_window_and_versions(owner, integrator):
     assert body["confidence"] == 0.95 and body["interval"] == "clopper_pearson_one_sided"
 
 
-@pytest.mark.parametrize("query, parameter", [
-    ("?alpha=0", "alpha"), ("?alpha=1.5", "alpha"), ("?alpha=0.0001", "alpha"), ("?delta=0.7", "delta"),
-    ("?delta=x", "delta"), ("?grid=", "grid"), ("?grid=0.1,z", "grid"), ("?cutoffs=0.5", "cutoffs"),
-    ("?grid=0:1:0.0001", "grid"), ("?grid=0.9:0.1:0.1", "grid"), ("?grid=0:1:0", "grid"), ("?grid=0:1", "grid"),
-    ("?grid=0:1:1e-400", "grid"), ("?grid=0:0.5:0.1,0.3", "grid"), ("?grid=0:1e12:1e-300", "grid"),
-])
+@pytest.mark.parametrize(
+    "query, parameter",
+    [
+        ("?alpha=0", "alpha"),
+        ("?alpha=1.5", "alpha"),
+        ("?alpha=0.0001", "alpha"),
+        ("?delta=0.7", "delta"),
+        ("?delta=x", "delta"),
+        ("?grid=", "grid"),
+        ("?grid=0.1,z", "grid"),
+        ("?cutoffs=0.5", "cutoffs"),
+        ("?grid=0:1:0.0001", "grid"),
+        ("?grid=0.9:0.1:0.1", "grid"),
+        ("?grid=0:1:0", "grid"),
+        ("?grid=0:1", "grid"),
+        ("?grid=0:1:1e-400", "grid"),
+        ("?grid=0:0.5:0.1,0.3", "grid"),
+        ("?grid=0:1e12:1e-300", "grid"),
+    ],
+)
 def test_bad_certification_parameters_are_refused(owner, route, query, parameter):
     response = owner.get(f"/api/v1/routes/it-support/certified-cutoff{query}")
     assert response.status_code == 400

@@ -91,16 +91,21 @@ def test_an_empty_table_still_draws_axes():
 
 
 def test_the_reliability_diagram_has_one_bar_per_filled_bin_and_the_diagonal():
-    bins = [{"low": 0.0, "high": 0.5, "count": 0, "mean_score": None, "accuracy": None},
-            {"low": 0.5, "high": 1.0, "count": 40, "mean_score": 0.8, "accuracy": 0.75}]
+    bins = [
+        {"low": 0.0, "high": 0.5, "count": 0, "mean_score": None, "accuracy": None},
+        {"low": 0.5, "high": 1.0, "count": 40, "mean_score": 0.8, "accuracy": 0.75},
+    ]
     root = parse(reliability_diagram(bins))
     assert len(root.findall(f"{SVG}rect")) == 1 and len(root.findall(f"{SVG}circle")) == 1
     assert "0.5–1: 75% correct of 40" in root.find(f"{SVG}desc").text
 
 
 def test_the_risk_coverage_curve_is_a_step_function_ending_at_full_coverage():
-    curve = [{"cutoff": 0.9, "coverage": 0.25, "risk": 0.0}, {"cutoff": 0.5, "coverage": 0.5, "risk": 0.1},
-             {"cutoff": 0.1, "coverage": 1.0, "risk": 0.3}]
+    curve = [
+        {"cutoff": 0.9, "coverage": 0.25, "risk": 0.0},
+        {"cutoff": 0.5, "coverage": 0.5, "risk": 0.1},
+        {"cutoff": 0.1, "coverage": 1.0, "risk": 0.3},
+    ]
     root = parse(risk_coverage_chart(curve, aurc=0.175))
     line = points(root.find(f"{SVG}polyline"))
     assert len(line) == 6 and line[-1][0] == max(x for x, _ in line)
@@ -108,8 +113,13 @@ def test_the_risk_coverage_curve_is_a_step_function_ending_at_full_coverage():
     assert "AURC 0.1750" in ET.tostring(root, encoding="unicode")
 
 
-@pytest.mark.parametrize("low, high, expected", [
-    (0, 1, [0, 0.2, 0.4, 0.6, 0.8, 1.0]), (0, 310, [0, 100, 200, 300]), (0, 0.07, [0, 0.02, 0.04, 0.06]),
-])
+@pytest.mark.parametrize(
+    "low, high, expected",
+    [
+        (0, 1, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
+        (0, 310, [0, 100, 200, 300]),
+        (0, 0.07, [0, 0.02, 0.04, 0.06]),
+    ],
+)
 def test_ticks_are_round_numbers(low, high, expected):
     assert nice_ticks(low, high) == pytest.approx(expected)

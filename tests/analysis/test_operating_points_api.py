@@ -18,12 +18,14 @@ def seed_table(scores, correct, cutoffs):
     table = []
     for t in cutoffs:
         refused = scores < t
-        table.append({
-            "abstention_rate": refused.mean(),
-            "false_abstention_rate": correct[refused].mean() if refused.any() else None,
-            "correct_withheld": 1000 * (refused & correct).mean(),
-            "wrong_served": 1000 * (~refused & ~correct).mean(),
-        })
+        table.append(
+            {
+                "abstention_rate": refused.mean(),
+                "false_abstention_rate": correct[refused].mean() if refused.any() else None,
+                "correct_withheld": 1000 * (refused & correct).mean(),
+                "wrong_served": 1000 * (~refused & ~correct).mean(),
+            }
+        )
     return table
 
 
@@ -50,8 +52,12 @@ def test_rows_equal_the_seed_definition_on_a_census(owner, make_census, seed):
         assert row["wrong_served_per_1000"]["value"] == pytest.approx(expected["wrong_served"], abs=1e-6)
 
 
-STATSMODELS_NAME = {"wilson": "wilson", "clopper_pearson": "beta", "jeffreys": "jeffreys",
-                    "agresti_coull": "agresti_coull"}
+STATSMODELS_NAME = {
+    "wilson": "wilson",
+    "clopper_pearson": "beta",
+    "jeffreys": "jeffreys",
+    "agresti_coull": "agresti_coull",
+}
 
 
 @pytest.mark.parametrize("method", list(STATSMODELS_NAME))
@@ -66,11 +72,13 @@ def test_intervals_equal_statsmodels_for_the_named_method(owner, make_census, me
         served_wrong = ~refused & ~population.correct
         expected = {
             "abstention_rate": proportion_confint(refused.sum(), n, alpha=alpha, method=STATSMODELS_NAME[method]),
-            "false_abstention_rate": proportion_confint((refused & population.correct).sum(), refused.sum(),
-                                                        alpha=alpha, method=STATSMODELS_NAME[method]),
+            "false_abstention_rate": proportion_confint(
+                (refused & population.correct).sum(), refused.sum(), alpha=alpha, method=STATSMODELS_NAME[method]
+            ),
         }
-        wrong_share = proportion_confint(served_wrong.sum(), (~refused).sum(), alpha=alpha,
-                                         method=STATSMODELS_NAME[method])
+        wrong_share = proportion_confint(
+            served_wrong.sum(), (~refused).sum(), alpha=alpha, method=STATSMODELS_NAME[method]
+        )
         expected["wrong_served_per_1000"] = [1000 * (~refused).mean() * bound for bound in wrong_share]
         for key, (low, high) in expected.items():
             assert row[key]["low"] == pytest.approx(low, abs=1e-9), key
@@ -91,8 +99,13 @@ def test_the_exchange_rate_is_the_bands_odds_with_its_exact_interval(owner, make
         assert row["exchange_rate"]["value"] == pytest.approx(p / (1 - p), abs=1e-9)
         assert row["exchange_rate"]["low"] == pytest.approx(low / (1 - low), abs=1e-9)
         assert row["exchange_rate"]["high"] == pytest.approx(high / (1 - high), abs=1e-9)
-        assert row["band"] == {"lower": lower, "upper": row["cutoff"], "graded": graded, "correct": correct,
-                               "wrong": graded - correct}
+        assert row["band"] == {
+            "lower": lower,
+            "upper": row["cutoff"],
+            "graded": graded,
+            "correct": correct,
+            "wrong": graded - correct,
+        }
 
 
 def test_every_response_names_its_method_confidence_and_tie_policy(owner, make_census):
@@ -119,8 +132,12 @@ def test_the_table_says_which_labels_are_imported_and_which_are_blind_grades(own
     label(ids[2], True, method="majority", inclusion_probability=1.0)
     label(ids[3], False, method="adjudicated", inclusion_probability=1.0)
     body = get_table(owner)
-    assert body["labels"] == {"imported": 2, "blind": 2, "imported_sources": ["legacy-2025", "vendor-set"],
-                              "by_method": {"adjudicated": 1, "imported": 2, "majority": 1}}
+    assert body["labels"] == {
+        "imported": 2,
+        "blind": 2,
+        "imported_sources": ["legacy-2025", "vendor-set"],
+        "by_method": {"adjudicated": 1, "imported": 2, "majority": 1},
+    }
     assert body["graded"] == 4 and body["population"] == 5
 
 
@@ -133,8 +150,13 @@ def test_a_stratified_sample_is_hajek_weighted_by_inverse_inclusion_probability(
     sampled = rng.random(200) < probability
     for decision_id, right, p, keep in zip(ids, correct, probability, sampled, strict=True):
         if keep:
-            label(decision_id, right, method="majority", inclusion_probability=float(p),
-                  stratum="low" if p < 1 else "high")
+            label(
+                decision_id,
+                right,
+                method="majority",
+                inclusion_probability=float(p),
+                stratum="low" if p < 1 else "high",
+            )
     body = get_table(owner, "?cutoffs=0.7")
     assert body["estimator"] == "hajek"
     refused = sampled & (scores < 0.7)
@@ -152,23 +174,25 @@ def test_imported_labels_count_as_drawn_with_certainty_even_on_a_sampled_pool_it
     assert get_table(owner)["estimator"] == "proportion"
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("", 6),
-    ("?from=2026-11-01", 4),
-    ("?from=2026-10-01&to=2026-10-31", 2),
-    ("?to=2026-10-15", 1),
-    ("?version.model=gen-2026-11", 3),
-    ("?segment.language=de", 2),
-    ("?version.model=gen-2026-11&segment.language=de", 1),
-    ("?segment.language=fr", 0),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("", 6),
+        ("?from=2026-11-01", 4),
+        ("?from=2026-10-01&to=2026-10-31", 2),
+        ("?to=2026-10-15", 1),
+        ("?version.model=gen-2026-11", 3),
+        ("?segment.language=de", 2),
+        ("?version.model=gen-2026-11&segment.language=de", 1),
+        ("?segment.language=fr", 0),
+    ],
+)
 def test_filters_choose_the_population(owner, integrator, query, expected):
     versions = {"model": "gen-2026-10", "retriever": "hybrid-3", "corpus": "snap", "gate": "nli-4"}
     newer = versions | {"model": "gen-2026-11"}
     records = (
         decision_records([0.3], occurred_at="2026-10-10T09:00:00Z", versions=versions)
-        + decision_records([0.8], occurred_at="2026-10-20T09:00:00Z", versions=versions,
-                           segments={"language": "de"})
+        + decision_records([0.8], occurred_at="2026-10-20T09:00:00Z", versions=versions, segments={"language": "de"})
         + decision_records([0.4, 0.9], occurred_at="2026-11-02T09:00:00Z", versions=newer)
         + decision_records([0.5], occurred_at="2026-11-03T23:59:59Z", versions=newer, segments={"language": "de"})
         + decision_records([0.95], occurred_at="2026-11-04T00:00:00Z", versions=versions)
@@ -184,30 +208,37 @@ def test_filters_choose_the_population(owner, integrator, query, expected):
 def test_the_filters_are_echoed_in_the_response(owner, make_census):
     make_census(n=20)
     body = get_table(owner, "?from=2026-10-01&version.model=gen-2026-10&segment.language=en")
-    assert body["filters"] == {"from": "2026-10-01", "to": None, "versions": {"model": "gen-2026-10"},
-                               "segments": {"language": "en"}}
+    assert body["filters"] == {
+        "from": "2026-10-01",
+        "to": None,
+        "versions": {"model": "gen-2026-10"},
+        "segments": {"language": "en"},
+    }
 
 
-@pytest.mark.parametrize("query, parameter", [
-    ("?cutoffs=", "cutoffs"),
-    ("?cutoffs=0.5,abc", "cutoffs"),
-    ("?cutoffs=0.5,nan", "cutoffs"),
-    ("?cutoffs=0.5,inf", "cutoffs"),
-    ("?cutoffs=0.5,0.5", "cutoffs"),
-    ("?cutoffs=" + ",".join(str(i / 100) for i in range(51)), "cutoffs"),
-    ("?confidence=0", "confidence"),
-    ("?confidence=1", "confidence"),
-    ("?confidence=high", "confidence"),
-    ("?interval=wald", "interval"),
-    ("?from=2026-02-30", "from"),
-    ("?from=yesterday", "from"),
-    ("?from=2026-11-02&to=2026-11-01", "from"),
-    ("?version.=x", "version."),
-    ("?segment.language=", "segment.language"),
-    ("?segment.lang%20uage=de", "segment.lang uage"),
-    ("?segments.language=de", "segments.language"),
-    ("?confidence=0.9&confidence=0.95", "confidence"),
-])
+@pytest.mark.parametrize(
+    "query, parameter",
+    [
+        ("?cutoffs=", "cutoffs"),
+        ("?cutoffs=0.5,abc", "cutoffs"),
+        ("?cutoffs=0.5,nan", "cutoffs"),
+        ("?cutoffs=0.5,inf", "cutoffs"),
+        ("?cutoffs=0.5,0.5", "cutoffs"),
+        ("?cutoffs=" + ",".join(str(i / 100) for i in range(51)), "cutoffs"),
+        ("?confidence=0", "confidence"),
+        ("?confidence=1", "confidence"),
+        ("?confidence=high", "confidence"),
+        ("?interval=wald", "interval"),
+        ("?from=2026-02-30", "from"),
+        ("?from=yesterday", "from"),
+        ("?from=2026-11-02&to=2026-11-01", "from"),
+        ("?version.=x", "version."),
+        ("?segment.language=", "segment.language"),
+        ("?segment.lang%20uage=de", "segment.lang uage"),
+        ("?segments.language=de", "segments.language"),
+        ("?confidence=0.9&confidence=0.95", "confidence"),
+    ],
+)
 def test_bad_parameters_are_refused_with_every_problem_named(owner, make_census, query, parameter):
     make_census(n=10)
     response = owner.get(f"/api/v1/routes/it-support/operating-points{query}")
@@ -294,8 +325,9 @@ def test_blind_grades_on_another_route_leave_this_routes_results_alone(owner, in
     assert get_table(owner)["computed_at"] == first["computed_at"]
 
 
-def test_the_recompute_job_stores_the_defaults_of_every_changed_route(make_census, other_route, owner,
-                                                                     django_capture_on_commit_callbacks):
+def test_the_recompute_job_stores_the_defaults_of_every_changed_route(
+    make_census, other_route, owner, django_capture_on_commit_callbacks
+):
     make_census(n=30)
     with django_capture_on_commit_callbacks(execute=True):
         assert stats_refresh_stale.delay().get() == 2  # both routes have never been computed

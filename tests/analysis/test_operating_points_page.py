@@ -30,8 +30,12 @@ def graded(integrator):
 
 def htmx(client, target, query="", current=""):
     """A region request as htmx sends it: the target's id and the page's address."""
-    return client.get(f"{PAGE}?{query}", HTTP_HX_REQUEST="true", HTTP_HX_TARGET=target,
-                      HTTP_HX_CURRENT_URL=f"http://testserver{PAGE}?{current}")
+    return client.get(
+        f"{PAGE}?{query}",
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET=target,
+        HTTP_HX_CURRENT_URL=f"http://testserver{PAGE}?{current}",
+    )
 
 
 def test_a_policy_owner_sees_the_table_the_chart_and_every_panel(lead, graded):
@@ -39,10 +43,15 @@ def test_a_policy_owner_sees_the_table_the_chart_and_every_panel(lead, graded):
     assert response.status_code == 200
     page = response.content.decode()
     assert '<a href="/operating-points/" aria-current="page">Operating points</a>' in page
-    assert page.count('<tr') >= 7 and "no gate" in page
+    assert page.count("<tr") >= 7 and "no gate" in page
     assert '<svg class="tradeoff-chart"' in page and "<polyline" in page and "<polygon" in page
-    for heading in ("Exchange-rate questions", "Certified cutoff", "Cost threshold", "Middle band",
-                    "Sample-size planner"):
+    for heading in (
+        "Exchange-rate questions",
+        "Certified cutoff",
+        "Cost threshold",
+        "Middle band",
+        "Sample-size planner",
+    ):
         assert heading in page
     assert "240 imported from offline-eval" in page and "0 blind console grades" in page
 
@@ -61,8 +70,12 @@ def test_the_table_region_alone_answers_an_htmx_request_and_pushes_the_full_addr
 
 
 def test_the_settings_form_replaces_the_window_but_keeps_the_cutoffs(lead, graded):
-    response = htmx(lead, "page", "settings=1&route=it-support&segment=language%3Dde&confidence=0.9",
-                    current="cutoffs=0.4&segment.language=en&from=2026-10-01")
+    response = htmx(
+        lead,
+        "page",
+        "settings=1&route=it-support&segment=language%3Dde&confidence=0.9",
+        current="cutoffs=0.4&segment.language=en&from=2026-10-01",
+    )
     assert response["HX-Push-Url"] == f"{PAGE}?cutoffs=0.4&route=it-support&segment.language=de&confidence=0.9"
     assert "No decisions in this window yet" in response.content.decode()
 
@@ -130,8 +143,11 @@ def test_the_band_simulator_shows_the_three_treatments(lead, graded):
 def test_the_certified_cutoff_panel_speaks_plainly(lead, integrator):
     census(integrator, n=500, seed=1)
     page = htmx(lead, "certified", "alpha=0.25&delta=0.05").content.decode()
-    assert re.search(r"At cutoff [0-9.]+ the wrong-answer rate among served answers is at most 0.25 with 95% "
-                     r"confidence on route IT support \(it-support\), all decisions to date", page)
+    assert re.search(
+        r"At cutoff [0-9.]+ the wrong-answer rate among served answers is at most 0.25 with 95% "
+        r"confidence on route IT support \(it-support\), all decisions to date",
+        page,
+    )
     assert "versions corpus snap-2026-11-01; gate nli-4; model gen-2026-10" in page
 
 
@@ -167,7 +183,10 @@ def test_the_csv_export_has_one_line_per_row_and_names_the_method(lead, graded):
         assert float(line["abstention_rate"]) == row["abstention_rate"]["value"]
         assert float(line["wrong_served_per_1000_high"]) == row["wrong_served_per_1000"]["high"]
         assert (line["interval"], line["confidence"], line["tie_policy"]) == (
-            "jeffreys", "0.95", "serve_if_score_gte_cutoff")
+            "jeffreys",
+            "0.95",
+            "serve_if_score_gte_cutoff",
+        )
 
 
 def test_graders_cannot_open_the_page_or_the_csv(route, graded):

@@ -28,8 +28,9 @@ def superuser_conninfo() -> str:
         return psycopg.conninfo.make_conninfo(url, dbname=name)
     if not os.environ.get("DATABASE_URL"):
         settings = connection.settings_dict
-        return psycopg.conninfo.make_conninfo(host=settings["HOST"], port=settings["PORT"] or None,
-                                              user=embedded.SUPERUSER, dbname=name)
+        return psycopg.conninfo.make_conninfo(
+            host=settings["HOST"], port=settings["PORT"] or None, user=embedded.SUPERUSER, dbname=name
+        )
     pytest.skip("an external database needs TEST_DATABASE_SUPERUSER_URL to play the attacker")
 
 
@@ -39,9 +40,13 @@ def owner_conninfo() -> str:
 
     params = connection.settings_dict
     owner = settings.DATABASE_OWNER or {"USER": params["USER"], "PASSWORD": params["PASSWORD"]}
-    return psycopg.conninfo.make_conninfo(host=params["HOST"] or None, port=params["PORT"] or None,
-                                          user=owner["USER"], password=owner["PASSWORD"] or None,
-                                          dbname=params["NAME"])
+    return psycopg.conninfo.make_conninfo(
+        host=params["HOST"] or None,
+        port=params["PORT"] or None,
+        user=owner["USER"],
+        password=owner["PASSWORD"] or None,
+        dbname=params["NAME"],
+    )
 
 
 @contextmanager
@@ -65,13 +70,26 @@ def rechain_after_edit(seq: int, payload: str) -> None:
             cursor.execute("SELECT hash FROM audit_auditevent WHERE seq = %s", [seq - 1])
             row = cursor.fetchone()
             prev_hash = row[0] if row else "0" * 64
-            cursor.execute("SELECT seq, at, actor, action, object_type, object_id, payload, route "
-                           "FROM audit_auditevent WHERE seq >= %s ORDER BY seq", [seq])
+            cursor.execute(
+                "SELECT seq, at, actor, action, object_type, object_id, payload, route "
+                "FROM audit_auditevent WHERE seq >= %s ORDER BY seq",
+                [seq],
+            )
             for s, at, actor, action, object_type, object_id, doc, route in cursor.fetchall():
-                new_hash = event_hash(seq=s, at=at, actor=actor, action=action, object_type=object_type,
-                                      object_id=object_id, payload=doc, prev_hash=prev_hash, route=route)
-                cursor.execute("UPDATE audit_auditevent SET prev_hash = %s, hash = %s WHERE seq = %s",
-                               [prev_hash, new_hash, s])
+                new_hash = event_hash(
+                    seq=s,
+                    at=at,
+                    actor=actor,
+                    action=action,
+                    object_type=object_type,
+                    object_id=object_id,
+                    payload=doc,
+                    prev_hash=prev_hash,
+                    route=route,
+                )
+                cursor.execute(
+                    "UPDATE audit_auditevent SET prev_hash = %s, hash = %s WHERE seq = %s", [prev_hash, new_hash, s]
+                )
                 prev_hash = new_hash
         finally:
             cursor.execute(f"ALTER TABLE audit_auditevent ENABLE TRIGGER {TRIGGER}")
@@ -81,7 +99,8 @@ def delete_newest(count: int) -> None:
     with superuser_cursor() as cursor:
         cursor.execute(f"ALTER TABLE audit_auditevent DISABLE TRIGGER {TRIGGER}")
         try:
-            cursor.execute("DELETE FROM audit_auditevent WHERE seq > (SELECT max(seq) FROM audit_auditevent) - %s",
-                           [count])
+            cursor.execute(
+                "DELETE FROM audit_auditevent WHERE seq > (SELECT max(seq) FROM audit_auditevent) - %s", [count]
+            )
         finally:
             cursor.execute(f"ALTER TABLE audit_auditevent ENABLE TRIGGER {TRIGGER}")

@@ -91,8 +91,9 @@ def test_a_superuser_cannot_edit_a_final_label_or_grant_a_role_in_the_admin(supe
     page = superuser_browser.get(_url(FinalLabel, "change", label.pk))
     assert page.status_code == 200 and b'name="correct"' not in page.content
     # ... and a crafted POST is refused.
-    response = superuser_browser.post(_url(FinalLabel, "change", label.pk),
-                                      {"decision": label.decision_id, "correct": "", "method": "adjudicated"})
+    response = superuser_browser.post(
+        _url(FinalLabel, "change", label.pk), {"decision": label.decision_id, "correct": "", "method": "adjudicated"}
+    )
     assert response.status_code == 403
     label.refresh_from_db()
     assert label.correct is True
@@ -100,16 +101,22 @@ def test_a_superuser_cannot_edit_a_final_label_or_grant_a_role_in_the_admin(supe
     response = superuser_browser.post(_url(RoleGrant, "add"), {"user": grantee.pk, "role": "admin", "route": ""})
     assert response.status_code == 403
     assert not RoleGrant.objects.filter(user=grantee, role="admin").exists()
-    response = superuser_browser.post(_url(User, "add"), {"username": "sneaky", "password1": "pw-12345678x",
-                                                          "password2": "pw-12345678x"})
+    response = superuser_browser.post(
+        _url(User, "add"), {"username": "sneaky", "password1": "pw-12345678x", "password2": "pw-12345678x"}
+    )
     assert response.status_code == 403 and not User.objects.filter(username="sneaky").exists()
-    response = superuser_browser.post(_url(User, "change", grantee.pk),
-                                      {"username": grantee.username, "is_superuser": "on", "is_staff": "on"})
+    response = superuser_browser.post(
+        _url(User, "change", grantee.pk), {"username": grantee.username, "is_superuser": "on", "is_staff": "on"}
+    )
     assert response.status_code == 403
     grantee.refresh_from_db()
     assert not grantee.is_superuser
-    assert superuser_browser.post(f"/admin/auth/user/{grantee.pk}/password/",
-                                  {"password1": "x-12345678", "password2": "x-12345678"}).status_code == 403
+    assert (
+        superuser_browser.post(
+            f"/admin/auth/user/{grantee.pk}/password/", {"password1": "x-12345678", "password2": "x-12345678"}
+        ).status_code
+        == 403
+    )
     assert AuditEvent.objects.count() == before
 
 
@@ -119,11 +126,11 @@ def test_every_audited_row_refuses_change_and_delete_posts(superuser_browser, au
     for model, row in audited_rows.items():
         assert superuser_browser.get(_url(model, "change", row.pk)).status_code == 200, _label(model)  # viewable
         assert superuser_browser.post(_url(model, "change", row.pk), {}).status_code == 403, _label(model)
-        assert superuser_browser.post(_url(model, "delete", row.pk), {"post": "yes"}).status_code == 403, \
-            _label(model)
+        assert superuser_browser.post(_url(model, "delete", row.pk), {"post": "yes"}).status_code == 403, _label(model)
         changelist = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
-        bulk = superuser_browser.post(changelist, {"action": "delete_selected", "_selected_action": [row.pk],
-                                                   "post": "yes"})
+        bulk = superuser_browser.post(
+            changelist, {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"}
+        )
         assert bulk.status_code in (200, 302, 403), _label(model)
         assert model.objects.count() == counts[model], f"{_label(model)} row deleted through the admin"
     for model in (GradingPlan, ShadowRun):
@@ -133,8 +140,9 @@ def test_every_audited_row_refuses_change_and_delete_posts(superuser_browser, au
 
 def test_a_route_edit_in_the_admin_writes_its_event(superuser_browser, route):
     before = AuditEvent.objects.count()
-    response = superuser_browser.post(_url(type(route), "change", route.pk),
-                                      {"shadow_kind": "reference", "shadow_url": "", "name": "Renamed"})
+    response = superuser_browser.post(
+        _url(type(route), "change", route.pk), {"shadow_kind": "reference", "shadow_url": "", "name": "Renamed"}
+    )
     assert response.status_code == 302
     route.refresh_from_db()
     assert route.shadow_config == {"kind": "reference"} and route.name == "IT support"

@@ -33,10 +33,12 @@ def rows(page: str) -> list[str]:
 def grade_everything(verdicts: dict) -> None:
     """Each grader grades every item they can claim, as themselves."""
     for user, verdict in verdicts.items():
-        while (assignment := queue_services.assignment_claim(actor=Actor.user(user), grader=user,
-                                                             route_ids=None)) is not None:
-            labels_services.grade_submit(actor=Actor.user(user), grader=user,
-                                         public_id=assignment.item.public_id, verdict=verdict)
+        while (
+            assignment := queue_services.assignment_claim(actor=Actor.user(user), grader=user, route_ids=None)
+        ) is not None:
+            labels_services.grade_submit(
+                actor=Actor.user(user), grader=user, public_id=assignment.item.public_id, verdict=verdict
+            )
 
 
 def test_the_audit_page_filters_by_action_actor_object_and_time(route, auditor_pages):
@@ -59,7 +61,7 @@ def test_the_audit_page_filters_by_action_actor_object_and_time(route, auditor_p
 def test_the_payload_is_viewable_and_objects_link_to_their_pages(route, auditor_pages):
     [decision_id] = ingest([record()])
     page = auditor_pages.get(f"/audit/?object=decision:{decision_id}").content.decode()
-    assert "<details><summary>view</summary><pre class=\"payload\">" in page
+    assert '<details><summary>view</summary><pre class="payload">' in page
     assert "&quot;created&quot;: 1" in page  # the payload itself, escaped
     assert f'<a href="/decisions/{decision_id}/">decision:{decision_id}</a>' in page  # listed in the payload
     routes = auditor_pages.get("/audit/?action=route_created").content.decode()

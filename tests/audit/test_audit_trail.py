@@ -15,8 +15,13 @@ from tests.factories import ingest, record
 def _append(n: int = 3) -> None:
     with transaction.atomic():
         for i in range(n):
-            audit_record(actor=Actor.system("test"), action=Action.ROUTE_UPDATED, object_type="route",
-                         object_id=i, payload={"i": i, "text": "naïve ünïcode"})
+            audit_record(
+                actor=Actor.system("test"),
+                action=Action.ROUTE_UPDATED,
+                object_type="route",
+                object_id=i,
+                payload={"i": i, "text": "naïve ünïcode"},
+            )
 
 
 def test_a_fresh_chain_verifies(db):
@@ -35,10 +40,13 @@ def test_each_event_links_to_the_previous_hash(db):
         assert after.seq == before.seq + 1
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE audit_auditevent SET actor = 'user:mallory'",
-    "DELETE FROM audit_auditevent",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE audit_auditevent SET actor = 'user:mallory'",
+        "DELETE FROM audit_auditevent",
+    ],
+)
 @pytest.mark.django_db(transaction=True)
 def test_the_trigger_refuses_even_the_table_owner_to_update_or_delete_audit_rows(statement):
     # The app role may not even try (tests/audit/test_least_privilege.py); the owner hits the trigger.
@@ -90,8 +98,9 @@ def test_writing_an_event_outside_a_transaction_is_refused(db):
     try:
         connection.in_atomic_block = False
         with pytest.raises(RuntimeError, match="transaction"):
-            services.audit_record_many(actor=Actor.system("t"), events=[
-                services.EventSpec(Action.ROUTE_UPDATED, "route", "1", {})])
+            services.audit_record_many(
+                actor=Actor.system("t"), events=[services.EventSpec(Action.ROUTE_UPDATED, "route", "1", {})]
+            )
     finally:
         connection.in_atomic_block = original
 

@@ -27,8 +27,14 @@ from tests.audit.attack import delete_newest, rechain_after_edit
 def _append(n: int) -> None:
     with transaction.atomic():
         for i in range(n):
-            audit_record(actor=Actor.system("test"), action=Action.ROUTE_UPDATED, object_type="route",
-                         object_id=i, payload={"i": i}, route="it-support")
+            audit_record(
+                actor=Actor.system("test"),
+                action=Action.ROUTE_UPDATED,
+                object_type="route",
+                object_id=i,
+                payload={"i": i},
+                route="it-support",
+            )
 
 
 def _log_lines(settings) -> list[dict]:
@@ -62,8 +68,9 @@ def test_a_checkpoint_signs_the_head_into_the_log_with_a_private_key_file(db, se
 
 def test_the_key_can_come_from_the_environment(db, settings):
     key = Ed25519PrivateKey.generate()
-    settings.AUDIT_SIGNING_KEY = base64.b64encode(key.private_bytes(
-        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())).decode()
+    settings.AUDIT_SIGNING_KEY = base64.b64encode(
+        key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
+    ).decode()
     _append(1)
     result = audit_checkpoint_create()
     assert result["signed"] and result["key_id"] == checkpoints.key_id(key.public_key())

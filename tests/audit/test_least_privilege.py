@@ -16,8 +16,9 @@ from audit.services import Actor, audit_record
 from console import embedded
 from tests.audit.attack import superuser_cursor
 
-pytestmark = pytest.mark.skipif(settings.DATABASE_OWNER is None,
-                                reason="one database role (DATABASE_OWNER_URL unset): no least privilege to test")
+pytestmark = pytest.mark.skipif(
+    settings.DATABASE_OWNER is None, reason="one database role (DATABASE_OWNER_URL unset): no least privilege to test"
+)
 
 ATTACKS = [
     "UPDATE audit_auditevent SET actor = 'user:mallory'",
@@ -41,23 +42,29 @@ ATTACKS = [
 
 def _event() -> AuditEvent:
     with transaction.atomic():
-        return audit_record(actor=Actor.system("test"), action=Action.ROUTE_UPDATED, object_type="route",
-                            object_id=1, payload={"x": 1})
+        return audit_record(
+            actor=Actor.system("test"), action=Action.ROUTE_UPDATED, object_type="route", object_id=1, payload={"x": 1}
+        )
 
 
 def test_the_app_connects_as_a_role_that_owns_nothing(db):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_user, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles "
-                       "WHERE rolname = current_user")
+        cursor.execute(
+            "SELECT current_user, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user"
+        )
         assert cursor.fetchone() == (settings.DATABASES["default"]["USER"], False, False, False)
         cursor.execute("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'audit_auditevent'")
         assert cursor.fetchone()[0] == settings.DATABASE_OWNER["USER"] != connection.settings_dict["USER"]
-        cursor.execute("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                       "WHERE n.nspname = 'public' AND c.relowner = "
-                       "(SELECT oid FROM pg_roles WHERE rolname = current_user)")
+        cursor.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relowner = "
+            "(SELECT oid FROM pg_roles WHERE rolname = current_user)"
+        )
         assert cursor.fetchone()[0] == 0
-        cursor.execute("SELECT privilege_type FROM information_schema.role_table_grants "
-                       "WHERE table_name = 'audit_auditevent' AND grantee = current_user ORDER BY 1")
+        cursor.execute(
+            "SELECT privilege_type FROM information_schema.role_table_grants "
+            "WHERE table_name = 'audit_auditevent' AND grantee = current_user ORDER BY 1"
+        )
         assert [row[0] for row in cursor.fetchall()] == ["INSERT", "SELECT"]
 
 
@@ -70,8 +77,11 @@ def test_in_embedded_mode_the_roles_are_the_console_s():
 @pytest.mark.parametrize("statement", ATTACKS)
 def test_the_app_role_cannot_change_or_unprotect_the_audit_trail(db, statement):
     event = _event()
-    with pytest.raises(DatabaseError, match="permission denied|must be owner|must be superuser|insufficient"), \
-            transaction.atomic(), connection.cursor() as cursor:
+    with (
+        pytest.raises(DatabaseError, match="permission denied|must be owner|must be superuser|insufficient"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(statement)
     event.refresh_from_db()
     assert event.actor == "system:test"
@@ -84,9 +94,11 @@ def test_the_app_role_cannot_grant_itself_more(db):
     # A GRANT without the grant option is only a warning in PostgreSQL; what counts is that nothing changed.
     with connection.cursor() as cursor:
         cursor.execute("GRANT UPDATE, DELETE, TRUNCATE ON audit_auditevent TO CURRENT_USER")
-        cursor.execute("SELECT has_table_privilege('audit_auditevent', 'UPDATE'), "
-                       "has_table_privilege('audit_auditevent', 'DELETE'), "
-                       "has_table_privilege('audit_auditevent', 'TRUNCATE')")
+        cursor.execute(
+            "SELECT has_table_privilege('audit_auditevent', 'UPDATE'), "
+            "has_table_privilege('audit_auditevent', 'DELETE'), "
+            "has_table_privilege('audit_auditevent', 'TRUNCATE')"
+        )
         assert cursor.fetchone() == (False, False, False)
 
 
@@ -107,7 +119,9 @@ def test_migrate_runs_as_the_owner_and_grants_the_app_its_privileges_again():
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_user")
         assert cursor.fetchone()[0] == connection.settings_dict["USER"]
-        cursor.execute("SELECT has_table_privilege('audit_auditevent', 'UPDATE'), "
-                       "has_table_privilege('audit_auditevent', 'INSERT'), "
-                       "has_table_privilege('ledger_decision', 'UPDATE')")
+        cursor.execute(
+            "SELECT has_table_privilege('audit_auditevent', 'UPDATE'), "
+            "has_table_privilege('audit_auditevent', 'INSERT'), "
+            "has_table_privilege('ledger_decision', 'UPDATE')"
+        )
         assert cursor.fetchone() == (False, True, True)

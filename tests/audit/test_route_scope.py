@@ -56,8 +56,12 @@ def test_the_object_filter_does_not_open_another_routes_history(two_routes_of_ev
     own = client.get(f"/api/v1/audit/events?object=decision:{two_routes_of_events['it']}").json()["events"]
     assert own and _own(own)
     hr_grader = User.objects.get(username="hr-grader-hana")  # created (global) and granted on hr-policy
-    for obj in (f"decision:{two_routes_of_events['hr']}", "route:hr-policy", f"route:{other_route.pk}",
-                f"user:{hr_grader.pk}"):
+    for obj in (
+        f"decision:{two_routes_of_events['hr']}",
+        "route:hr-policy",
+        f"route:{other_route.pk}",
+        f"user:{hr_grader.pk}",
+    ):
         response = client.get(f"/api/v1/audit/events?object={obj}")
         assert response.status_code in (200, 404) and response.json().get("events", []) == [], obj
 
@@ -73,7 +77,7 @@ def test_the_audit_page_shows_only_the_auditors_route(two_routes_of_events, it_a
     browser.force_login(it_auditor)
     page = browser.get("/audit/").content.decode()
     assert "route:it-support" in page
-    events = page[page.index("<table"):]  # the filter form above lists every action's name, not events
+    events = page[page.index("<table") :]  # the filter form above lists every action's name, not events
     assert "route:hr-policy" not in page and "hr-grader-hana" not in page and "Token issued" not in events
     rows = page.count('<tr><td class="num mono">')
     assert rows == AuditEvent.objects.filter(route="it-support").count()

@@ -33,8 +33,14 @@ def column_lists() -> list[tuple[str, str, list[str]]]:
 
 def test_the_benchmarks_write_the_tables_they_load():
     tables = {table for _script, table, _columns in column_lists()}
-    assert {"ledger_decision", "ledger_passage", "ledger_decisionpassage", "grading_gradingitem",
-            "grading_finallabel", "verification_decisionsupport"} <= tables
+    assert {
+        "ledger_decision",
+        "ledger_passage",
+        "ledger_decisionpassage",
+        "grading_gradingitem",
+        "grading_finallabel",
+        "verification_decisionsupport",
+    } <= tables
 
 
 @pytest.mark.django_db
@@ -43,11 +49,14 @@ def test_every_required_column_is_named(script, table, columns):
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT column_name, is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO' "
-            "FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s", [table])
+            "FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s",
+            [table],
+        )
         known = dict(cursor.fetchall())
     assert known, f"{script}: table {table} does not exist"
     assert not set(columns) - set(known), f"{script}: {table} has no column {sorted(set(columns) - set(known))}"
     required = {name for name, needed in known.items() if needed}
     assert not required - set(columns), (
         f"{script}: the write to {table} leaves out {sorted(required - set(columns))}, "
-        "NOT NULL without a database default")
+        "NOT NULL without a database default"
+    )

@@ -38,8 +38,12 @@ EXPECTED = {
         r"ratio gradable/HTTP +: [\d.]+ .*(PASS|FAIL)",
     ],
     "verify.py": [
-        *(rf"verify {size} {variant} {which} *: +\d+ MB/s  bytes.find +\d+ MB/s"
-          for size in ("1KB", "10KB") for variant in ("ascii", "mixed") for which in ("present", "absent")),
+        *(
+            rf"verify {size} {variant} {which} *: +\d+ MB/s  bytes.find +\d+ MB/s"
+            for size in ("1KB", "10KB")
+            for variant in ("ascii", "mixed")
+            for which in ("present", "absent")
+        ),
         r"verify 10KB mixed greek-claim: +\d+ MB/s",
         r"(PASS|FAIL): \d+/8 lines meet both targets",
     ],
@@ -66,10 +70,19 @@ EXPECTED = {
         r"== pages",
         r"decisions: 20,000 \(decisions or verification results written",
         r"signed-in floor \(302\) +: p50 +[\d.]+ ms",
-        *(rf"{re.escape(page)} +: p50 +[\d.]+ ms, p95 +[\d.]+ ms" for page in (
-            "dashboard", "refusals, first page", "refusals of the route", "refusals, score band",
-            "refusals, model + segment", "refusals, no supporting passage", "refusals, 2,000 rows deep",
-            "refusal detail (random)")),
+        *(
+            rf"{re.escape(page)} +: p50 +[\d.]+ ms, p95 +[\d.]+ ms"
+            for page in (
+                "dashboard",
+                "refusals, first page",
+                "refusals of the route",
+                "refusals, score band",
+                "refusals, model + segment",
+                "refusals, no supporting passage",
+                "refusals, 2,000 rows deep",
+                "refusal detail (random)",
+            )
+        ),
         r"(PASS|FAIL): \d/8 pages with p95 under 200 ms",
     ],
     "similarity.py": [
@@ -100,7 +113,11 @@ def quick_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     env = {key: value for key, value in os.environ.items() if key not in _POINTERS}
     result = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run_all.py"), "--quick", "--data-dir", str(data)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     return result, data
 
@@ -126,7 +143,8 @@ def test_every_benchmark_exits_0(quick_run):
     summary = sections(result.stdout).get("summary", "")
     for script in EXPECTED:
         assert re.search(rf"^{re.escape(script)}: exit 0 in [\d.]+ s$", summary, re.MULTILINE), (
-            f"{script} did not exit 0" + _tail(result))
+            f"{script} did not exit 0" + _tail(result)
+        )
     assert result.returncode == 0, _tail(result)
 
 

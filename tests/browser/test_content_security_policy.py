@@ -13,18 +13,23 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _watch_violations(page) -> list[str]:
     """CSP violations reported by the page (events) and by the browser (console)."""
     seen: list[str] = []
-    page.on("console", lambda message: seen.append(message.text) if "Content Security Policy" in message.text
-            else None)
-    page.add_init_script("document.addEventListener('securitypolicyviolation', e => "
-                         "console.log('Content Security Policy event: ' + e.violatedDirective + ' ' + e.blockedURI))")
+    page.on("console", lambda message: seen.append(message.text) if "Content Security Policy" in message.text else None)
+    page.add_init_script(
+        "document.addEventListener('securitypolicyviolation', e => "
+        "console.log('Content Security Policy event: ' + e.violatedDirective + ' ' + e.blockedURI))"
+    )
     return seen
 
 
 def test_the_pages_and_their_htmx_swaps_work_under_the_policy(sign_in, live_server, page):
     make_route("it-support", "IT support", guidelines="Grade **as written**.")
     make_user("rita", "reviewer")
-    ingest([record(question="Low score question", gate={"name": "nli", "score": 0.21, "cutoff": 0.85}),
-            served_record(question="Served question")])
+    ingest(
+        [
+            record(question="Low score question", gate={"name": "nli", "score": 0.21, "cutoff": 0.85}),
+            served_record(question="Served question"),
+        ]
+    )
     violations = _watch_violations(page)
     sign_in("rita")
     assert "default-src 'self'" in page.goto(f"{live_server.url}/").headers["content-security-policy"]
@@ -47,8 +52,9 @@ def test_an_image_from_another_site_is_refused(sign_in, live_server, page):
     make_user("rita", "reviewer")
     violations = _watch_violations(page)
     sign_in("rita")
-    page.evaluate("() => { const img = new Image(); img.src = 'https://tracker.invalid/p.png'; "
-                  "document.body.append(img); }")
+    page.evaluate(
+        "() => { const img = new Image(); img.src = 'https://tracker.invalid/p.png'; document.body.append(img); }"
+    )
     page.wait_for_timeout(300)
     assert any("img-src" in text and "tracker.invalid" in text for text in violations)
 

@@ -16,8 +16,16 @@ def _sign_out(page):
 
 def test_a_reader_disputes_a_reviewer_overturns_the_reader_sees_it(sign_in, live_server):
     route = make_route("it-support", "IT support")
-    [decision_id] = ingest([record(question="How do I reset MFA?", passages=[
-        {"id": "kb/mfa#2", "text": "To reset MFA, open Settings > Security and choose Reset.", "rank": 1}])])
+    [decision_id] = ingest(
+        [
+            record(
+                question="How do I reset MFA?",
+                passages=[
+                    {"id": "kb/mfa#2", "text": "To reset MFA, open Settings > Security and choose Reset.", "rank": 1}
+                ],
+            )
+        ]
+    )
     make_user("rosa", "reader", route)
     make_user("rita", "reviewer", route)
 

@@ -8,8 +8,13 @@ from tests.grading.helpers import pooled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-QUESTIONS = ["How do I reset MFA?", "Where is the VPN client?", "Who approves laptops?",
-             "How long do deleted files stay?", "When do passwords expire?"]
+QUESTIONS = [
+    "How do I reset MFA?",
+    "Where is the VPN client?",
+    "Who approves laptops?",
+    "How long do deleted files stay?",
+    "When do passwords expire?",
+]
 DISPUTED = "Who approves laptops?"
 
 
@@ -27,8 +32,8 @@ def _grade_everything_with_the_keyboard(page, key_for_question) -> list[str]:
         seen.append(question)
         page.keyboard.press(key_for_question(question))
         page.wait_for_function(
-            "n => document.querySelector('[data-progress=graded-today]').textContent.trim() === String(n)",
-            arg=expected)
+            "n => document.querySelector('[data-progress=graded-today]').textContent.trim() === String(n)", arg=expected
+        )
     page.wait_for_selector("text=Nothing is waiting for you")
     return seen
 
@@ -43,8 +48,14 @@ def test_graders_grade_with_the_keyboard_and_a_reviewer_adjudicates_their_disagr
     make_user("gina", "grader")
     make_user("gus", "grader")
     make_user("rita", "reviewer")
-    pooled([record(question=q, claim=f"Answer to: {q}") if n % 2
-            else served_record(question=q, served_answer=f"Answer: {q}") for n, q in enumerate(QUESTIONS)])
+    pooled(
+        [
+            record(question=q, claim=f"Answer to: {q}")
+            if n % 2
+            else served_record(question=q, served_answer=f"Answer: {q}")
+            for n, q in enumerate(QUESTIONS)
+        ]
+    )
 
     page = sign_in("gina")
     assert page.url.endswith("/grading/")

@@ -46,7 +46,7 @@ def test_dates_and_versions_keep_to_one_line_and_versions_show_in_full_on_hover(
 
 
 def _luminance(rgb: str) -> float:
-    r, g, b = (int(x) for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+    r, g, b = (int(x) for x in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3])
     return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
 
 

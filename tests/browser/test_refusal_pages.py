@@ -8,9 +8,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_reviewer_signs_in_filters_refusals_and_opens_one(sign_in, live_server):
     make_route("it-support", "IT support")
     make_user("rita", "reviewer")
-    ingest([record(question="Low score question", gate={"name": "nli", "score": 0.21, "cutoff": 0.85}),
+    ingest(
+        [
+            record(question="Low score question", gate={"name": "nli", "score": 0.21, "cutoff": 0.85}),
             record(question="Middle score question", gate={"name": "nli", "score": 0.64, "cutoff": 0.85}),
-            served_record(question="Served question")])
+            served_record(question="Served question"),
+        ]
+    )
     page = sign_in("rita")
     assert "IT support" in page.content()
     page.click("text=Refusals")
@@ -40,8 +44,12 @@ def test_a_grader_sees_no_refusal_pages(sign_in, live_server):
 def test_a_reviewer_pages_older_and_back_to_newest_in_place(sign_in, live_server):
     make_route("it-support", "IT support")
     make_user("rob", "reviewer")
-    ingest([record(question=f"Question {i:03d}", occurred_at=f"2026-10-{1 + i // 10:02d}T{i % 10:02d}:00:00Z")
-            for i in range(60)])
+    ingest(
+        [
+            record(question=f"Question {i:03d}", occurred_at=f"2026-10-{1 + i // 10:02d}T{i % 10:02d}:00:00Z")
+            for i in range(60)
+        ]
+    )
     page = sign_in("rob")
     page.click("text=Refusals")
     assert page.locator("table.list tbody tr").count() == 50

@@ -8,10 +8,18 @@ from rest_framework.test import APIClient
 from tests import factories
 
 PASSAGES = [
-    {"id": "kb/mfa#2", "text": "To reset MFA, open Settings > Security and choose Reset.", "rank": 1,
-     "retrieval_score": 0.81},
-    {"id": "de/adresse#1", "text": "Die Lieferadresse ist Hauptstraße 5, Zimmer 12.", "rank": 2,
-     "retrieval_score": 0.4},
+    {
+        "id": "kb/mfa#2",
+        "text": "To reset MFA, open Settings > Security and choose Reset.",
+        "rank": 1,
+        "retrieval_score": 0.81,
+    },
+    {
+        "id": "de/adresse#1",
+        "text": "Die Lieferadresse ist Hauptstraße 5, Zimmer 12.",
+        "rank": 2,
+        "retrieval_score": 0.4,
+    },
 ]
 REFUSED_SCORE = 0.6137
 
@@ -26,14 +34,19 @@ def client_for(user) -> APIClient:
 @pytest.fixture
 def decisions(route, other_route):
     """(refused, served, refused on hr-policy) decision ids."""
-    return factories.ingest([
-        factories.record(request_id="req-refused", passages=PASSAGES, question="Where do parcels go?",
-                         gate={"name": "nli", "score": REFUSED_SCORE, "cutoff": 0.85},
-                         versions={"model": "gen-SECRET-MODEL-7", "retriever": "hyb-3", "corpus": "snap-Q",
-                                   "gate": "nli-4"}),
-        factories.served_record(request_id="req-served", passages=PASSAGES),
-        factories.record(route="hr-policy", request_id="req-hr"),
-    ])
+    return factories.ingest(
+        [
+            factories.record(
+                request_id="req-refused",
+                passages=PASSAGES,
+                question="Where do parcels go?",
+                gate={"name": "nli", "score": REFUSED_SCORE, "cutoff": 0.85},
+                versions={"model": "gen-SECRET-MODEL-7", "retriever": "hyb-3", "corpus": "snap-Q", "gate": "nli-4"},
+            ),
+            factories.served_record(request_id="req-served", passages=PASSAGES),
+            factories.record(route="hr-policy", request_id="req-hr"),
+        ]
+    )
 
 
 @pytest.fixture
@@ -53,8 +66,11 @@ def owner_client(route):
 
 
 def open_body(**overrides) -> dict:
-    body = {"kind": "answerable_from_passages", "reason": "The first passage says exactly how.",
-            "evidence": {"passage_id": None, "quote": "open Settings > Security and choose Reset"}}
+    body = {
+        "kind": "answerable_from_passages",
+        "reason": "The first passage says exactly how.",
+        "evidence": {"passage_id": None, "quote": "open Settings > Security and choose Reset"},
+    }
     body.update(overrides)
     return body
 
@@ -78,14 +94,20 @@ def sign_policy(route, owner, *, channel: str = "mailto:desk@example.org", hours
     from console.governance import services
     from console.governance.validation import parse_draft
 
-    draft = parse_draft({
-        "cutoff": 0.85, "owner": owner.get_username(), "rationale": "Refuse below 0.85.",
-        "escalation": {"contact": "IT desk lead", "channel": channel, "response_hours": hours},
-        "refusal_message": "I could not answer this reliably. The IT desk will reply.",
-    }, route=route)
+    draft = parse_draft(
+        {
+            "cutoff": 0.85,
+            "owner": owner.get_username(),
+            "rationale": "Refuse below 0.85.",
+            "escalation": {"contact": "IT desk lead", "channel": channel, "response_hours": hours},
+            "refusal_message": "I could not answer this reliably. The IT desk will reply.",
+        },
+        route=route,
+    )
     policy = services.policy_draft(actor=Actor.user(owner), user=owner, route=route, draft=draft)
-    return services.policy_sign(actor=Actor.user(owner), user=owner, policy=policy,
-                                evidence_sha256=policy.evidence_sha256)
+    return services.policy_sign(
+        actor=Actor.user(owner), user=owner, policy=policy, evidence_sha256=policy.evidence_sha256
+    )
 
 
 @pytest.fixture

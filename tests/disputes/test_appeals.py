@@ -119,9 +119,27 @@ def test_the_public_page_leaks_nothing_internal(route, integrator, decisions, si
     html = client.get(url + "?sent=1").content.decode()
     assert "Where do parcels go?" in html  # the question the person asked
     assert "The IT desk will reply." in html and "24 hours" in html  # the policy's message and promise
-    forbidden = [f"{REFUSED_SCORE}", f"{REFUSED_SCORE:.3f}", f"{REFUSED_SCORE:.2f}", "0.85", "gen-SECRET-MODEL-7",
-                 "hyb-3", "snap-Q", "nli-4", "nli", "kb/mfa", "de/adresse", "IT desk lead", "desk@example.org",
-                 "owner", "version", "score", "cutoff", "passage", "Open Settings and choose Reset"]
+    forbidden = [
+        f"{REFUSED_SCORE}",
+        f"{REFUSED_SCORE:.3f}",
+        f"{REFUSED_SCORE:.2f}",
+        "0.85",
+        "gen-SECRET-MODEL-7",
+        "hyb-3",
+        "snap-Q",
+        "nli-4",
+        "nli",
+        "kb/mfa",
+        "de/adresse",
+        "IT desk lead",
+        "desk@example.org",
+        "owner",
+        "version",
+        "score",
+        "cutoff",
+        "passage",
+        "Open Settings and choose Reset",
+    ]
     forbidden += [p["text"] for p in PASSAGES] + [p["text"][:20] for p in PASSAGES]
     lowered = html.lower()
     for text in forbidden:
@@ -134,9 +152,11 @@ def test_appeals_show_in_the_inbox_and_the_appellant_hears_the_outcome(route, in
     Client().post(url, {"message": "I needed this.", "email": "asker@example.org"})
     listed = reviewer.get("/api/v1/disputes?route=it-support").json()["disputes"]
     assert [d["kind"] for d in listed] == ["appeal"] and listed[0]["opened_by"] is None
-    resolved = reviewer.post(f"/api/v1/disputes/{listed[0]['id']}/resolve",
-                             {"resolution": "overturned", "note": "You are right; the desk will answer."},
-                             format="json")
+    resolved = reviewer.post(
+        f"/api/v1/disputes/{listed[0]['id']}/resolve",
+        {"resolution": "overturned", "note": "You are right; the desk will answer."},
+        format="json",
+    )
     assert resolved.status_code == 200
     from console.notify.models import Notification
 

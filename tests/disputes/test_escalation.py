@@ -62,8 +62,9 @@ def test_a_bad_as_of_is_an_error(db):
 
 def test_a_resolved_dispute_is_not_escalated(decisions, reader, reviewer, signed_policy):
     dispute = open_dispute(reader, decisions[0]).json()
-    reviewer.post(f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "upheld", "note": "Right call."},
-                  format="json")
+    reviewer.post(
+        f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "upheld", "note": "Right call."}, format="json"
+    )
     assert services.disputes_escalate(actor=ACTOR, as_of=_later(100)) == []
 
 
@@ -74,8 +75,10 @@ def test_without_a_signed_path_the_route_owners_are_emailed(decisions, reader, o
     assert notification.recipient == "owner@example.org"
 
 
-@pytest.mark.parametrize(("channel", "kind", "status"), [
-    ("https://hooks.example.org/desk", "webhook", None), ("pager:it-desk", "webhook", "failed")])
+@pytest.mark.parametrize(
+    ("channel", "kind", "status"),
+    [("https://hooks.example.org/desk", "webhook", None), ("pager:it-desk", "webhook", "failed")],
+)
 def test_webhook_and_unknown_channels(route, decisions, reader, owner_client, channel, kind, status):
     sign_policy(route, owner_client.user, channel=channel)
     open_dispute(reader, decisions[0])
@@ -86,8 +89,9 @@ def test_webhook_and_unknown_channels(route, decisions, reader, owner_client, ch
         assert notification.status == status and notification.error
 
 
-def test_a_worker_that_dies_before_commit_leaves_the_dispute_for_the_next_run(decisions, reader, signed_policy,
-                                                                              monkeypatch):
+def test_a_worker_that_dies_before_commit_leaves_the_dispute_for_the_next_run(
+    decisions, reader, signed_policy, monkeypatch
+):
     dispute = open_dispute(reader, decisions[0]).json()
 
     def die(**kwargs):

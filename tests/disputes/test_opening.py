@@ -24,18 +24,21 @@ def test_a_quote_found_in_the_passage_stores_its_ranges(decisions, reader):
 
 
 def test_a_quote_not_in_the_passage_is_400_quote_not_found(decisions, reader):
-    response = open_dispute(reader, decisions[0], evidence={"passage_id": passage_id(decisions[0], 1),
-                                                            "quote": "choose Delete"})
+    response = open_dispute(
+        reader, decisions[0], evidence={"passage_id": passage_id(decisions[0], 1), "quote": "choose Delete"}
+    )
     assert response.status_code == 400 and response.json()["error"]["code"] == "quote_not_found"
     # The quote is in the other passage, not the one named.
-    response = open_dispute(reader, decisions[0], evidence={"passage_id": passage_id(decisions[0], 2),
-                                                            "quote": "choose Reset"})
+    response = open_dispute(
+        reader, decisions[0], evidence={"passage_id": passage_id(decisions[0], 2), "quote": "choose Reset"}
+    )
     assert response.status_code == 400 and response.json()["error"]["code"] == "quote_not_found"
 
 
 def test_a_unicode_quote_matches_with_case_folding_and_byte_ranges_differ(decisions, reader):
-    response = open_dispute(reader, decisions[0], evidence={"passage_id": passage_id(decisions[0], 2),
-                                                            "quote": "HAUPTSTRASSE 5"})
+    response = open_dispute(
+        reader, decisions[0], evidence={"passage_id": passage_id(decisions[0], 2), "quote": "HAUPTSTRASSE 5"}
+    )
     assert response.status_code == 201, response.json()
     text = "Die Lieferadresse ist Hauptstraße 5, Zimmer 12."
     start = text.index("Hauptstraße")
@@ -43,7 +46,7 @@ def test_a_unicode_quote_matches_with_case_folding_and_byte_ranges_differ(decisi
     ranges = response.json()["quote_ranges"]
     assert ranges["chars"] == [[start, end]]
     assert ranges["bytes"] == [[len(text[:start].encode()), len(text[:end].encode())]]
-    assert text.encode()[ranges["bytes"][0][0]:ranges["bytes"][0][1]].decode() == "Hauptstraße 5"
+    assert text.encode()[ranges["bytes"][0][0] : ranges["bytes"][0][1]].decode() == "Hauptstraße 5"
 
 
 def test_a_passage_of_another_decision_is_refused(decisions, reader):
@@ -52,8 +55,12 @@ def test_a_passage_of_another_decision_is_refused(decisions, reader):
 
 
 def test_outside_source_and_no_evidence(decisions, reader, reviewer):
-    response = open_dispute(reader, decisions[0], kind="answerable_elsewhere",
-                            evidence={"url": "https://wiki.example.org/mfa", "quote": "Reset it in Settings."})
+    response = open_dispute(
+        reader,
+        decisions[0],
+        kind="answerable_elsewhere",
+        evidence={"url": "https://wiki.example.org/mfa", "quote": "Reset it in Settings."},
+    )
     assert response.status_code == 201 and response.json()["evidence"]["url"] == "https://wiki.example.org/mfa"
     assert open_dispute(reviewer, decisions[0], kind="retrieval_missed", evidence=None).status_code == 201
     missing = open_dispute(make_client("expert"), decisions[0], kind="answerable_elsewhere", evidence=None)
@@ -81,8 +88,9 @@ def test_one_open_dispute_per_person_per_decision(decisions, reader, reviewer):
     error = second.json()["error"]
     assert error["code"] == "already_open" and error["details"]["id"] == first["id"]
     assert open_dispute(reviewer, decisions[0]).status_code == 201  # another person may
-    withdrawn = reader.post(f"/api/v1/disputes/{first['id']}/resolve", {"resolution": "withdrawn", "note": "wrong one"},
-                            format="json")
+    withdrawn = reader.post(
+        f"/api/v1/disputes/{first['id']}/resolve", {"resolution": "withdrawn", "note": "wrong one"}, format="json"
+    )
     assert withdrawn.status_code == 200 and withdrawn.json()["status"] == "withdrawn"
     assert open_dispute(reader, decisions[0]).status_code == 201  # once closed, a new one may be opened
 
@@ -122,9 +130,13 @@ def test_who_may_open_and_read(decisions, reader, grader, auditor, outsider, oth
 
 def test_a_reader_reads_refusals_but_not_statistics_grades_or_audit(decisions, reader):
     assert reader.get(f"/api/v1/decisions/{decisions[0]}").status_code == 200
-    for path in ("/api/v1/routes/it-support/operating-points", "/api/v1/routes/it-support/calibration",
-                 "/api/v1/routes/it-support/policy", "/api/v1/routes/it-support/policies",
-                 "/api/v1/audit/events"):
+    for path in (
+        "/api/v1/routes/it-support/operating-points",
+        "/api/v1/routes/it-support/calibration",
+        "/api/v1/routes/it-support/policy",
+        "/api/v1/routes/it-support/policies",
+        "/api/v1/audit/events",
+    ):
         assert reader.get(path).status_code in (403, 404), path
     assert reader.post("/api/v1/grading/next", {}, format="json").status_code == 403
     from django.test import Client

@@ -34,9 +34,16 @@ def reviewer_pages(reviewer):
 def test_a_reader_disputes_from_the_refusal_page_and_the_quote_is_highlighted(decisions, reader_pages):
     page = reader_pages.get(f"/decisions/{decisions[0]}/").content.decode()
     assert "Dispute this refusal" in page and "Grades and final label" not in page
-    response = reader_pages.post(f"/decisions/{decisions[0]}/dispute/", {
-        "kind": "answerable_from_passages", "reason": "It is in the second passage.", "source": "passage",
-        "passage": str(passage_id(decisions[0], 2)), "quote": "HAUPTSTRASSE 5"})
+    response = reader_pages.post(
+        f"/decisions/{decisions[0]}/dispute/",
+        {
+            "kind": "answerable_from_passages",
+            "reason": "It is in the second passage.",
+            "source": "passage",
+            "passage": str(passage_id(decisions[0], 2)),
+            "quote": "HAUPTSTRASSE 5",
+        },
+    )
     dispute = Dispute.objects.get()
     assert response.status_code == 302 and response["Location"].endswith(f"#dispute-{dispute.pk}")
     page = reader_pages.get(f"/decisions/{decisions[0]}/").content.decode()
@@ -44,17 +51,28 @@ def test_a_reader_disputes_from_the_refusal_page_and_the_quote_is_highlighted(de
 
 
 def test_a_quote_not_found_is_said_on_the_form(decisions, reader_pages):
-    response = reader_pages.post(f"/decisions/{decisions[0]}/dispute/", {
-        "kind": "answerable_from_passages", "reason": "x", "source": "passage",
-        "passage": str(passage_id(decisions[0], 1)), "quote": "not in there"})
+    response = reader_pages.post(
+        f"/decisions/{decisions[0]}/dispute/",
+        {
+            "kind": "answerable_from_passages",
+            "reason": "x",
+            "source": "passage",
+            "passage": str(passage_id(decisions[0], 1)),
+            "quote": "not in there",
+        },
+    )
     assert response.status_code == 400 and "not found in that passage" in response.content.decode()
     assert not Dispute.objects.exists()
 
 
 def test_no_dispute_form_on_a_served_decision(decisions, reader_pages):
     assert "Dispute this refusal" not in reader_pages.get(f"/decisions/{decisions[1]}/").content.decode()
-    assert reader_pages.post(f"/decisions/{decisions[1]}/dispute/", {"kind": "other", "reason": "x",
-                                                                     "source": "none"}).status_code == 400
+    assert (
+        reader_pages.post(
+            f"/decisions/{decisions[1]}/dispute/", {"kind": "other", "reason": "x", "source": "none"}
+        ).status_code
+        == 400
+    )
 
 
 def test_the_inbox_orders_by_due_time_marks_overdue_and_filters(decisions, reader, reviewer, reviewer_pages):
@@ -81,12 +99,19 @@ def test_resolution_is_recorded_notified_and_shown(decisions, reader, reviewer_p
     from console.notify.models import Notification
 
     dispute = open_dispute(reader, decisions[0]).json()
-    assert reviewer_pages.post(f"/disputes/{dispute['id']}/resolve/", {"resolution": "overturned",
-                                                                        "note": ""}).status_code == 400
-    assert reader_pages.post(f"/disputes/{dispute['id']}/resolve/", {"resolution": "overturned",
-                                                                      "note": "mine"}).status_code == 403
-    response = reviewer_pages.post(f"/disputes/{dispute['id']}/resolve/", {"resolution": "overturned",
-                                                                            "note": "Passage 1 answers it."})
+    assert (
+        reviewer_pages.post(f"/disputes/{dispute['id']}/resolve/", {"resolution": "overturned", "note": ""}).status_code
+        == 400
+    )
+    assert (
+        reader_pages.post(
+            f"/disputes/{dispute['id']}/resolve/", {"resolution": "overturned", "note": "mine"}
+        ).status_code
+        == 403
+    )
+    response = reviewer_pages.post(
+        f"/disputes/{dispute['id']}/resolve/", {"resolution": "overturned", "note": "Passage 1 answers it."}
+    )
     assert response.status_code == 302
     html = reader_pages.get(f"/disputes/{dispute['id']}/").content.decode()
     assert "Overturned" in html and "Passage 1 answers it." in html
@@ -98,15 +123,18 @@ def test_resolution_is_recorded_notified_and_shown(decisions, reader, reviewer_p
 
 def test_only_the_opener_withdraws(decisions, reader, reviewer):
     dispute = open_dispute(reader, decisions[0]).json()
-    response = reviewer.post(f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "withdrawn", "note": "x"},
-                             format="json")
+    response = reviewer.post(
+        f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "withdrawn", "note": "x"}, format="json"
+    )
     assert response.status_code == 403
     assert reader.post(f"/api/v1/disputes/{dispute['id']}/assign").status_code == 403
-    again = reader.post(f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "withdrawn", "note": "x"},
-                        format="json")
+    again = reader.post(
+        f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "withdrawn", "note": "x"}, format="json"
+    )
     assert again.status_code == 200
-    late = reviewer.post(f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "upheld", "note": "x"},
-                         format="json")
+    late = reviewer.post(
+        f"/api/v1/disputes/{dispute['id']}/resolve", {"resolution": "upheld", "note": "x"}, format="json"
+    )
     assert late.status_code == 409
 
 
@@ -129,26 +157,30 @@ def test_the_refusals_list_filters_and_badges_disputed_decisions(decisions, read
 
 
 def test_the_analysis_page_shows_disputes_per_band_beside_the_rates(decisions, reader, reviewer, reviewer_pages):
-    low = factories.ingest([factories.record(request_id="req-low", gate={"name": "nli", "score": 0.2,
-                                                                          "cutoff": 0.85})])[0]
+    low = factories.ingest(
+        [factories.record(request_id="req-low", gate={"name": "nli", "score": 0.2, "cutoff": 0.85})]
+    )[0]
     a = open_dispute(reader, decisions[0], kind="other", evidence=None).json()  # score 0.6137
     b = open_dispute(reviewer, decisions[0], kind="other", evidence=None).json()
     open_dispute(reader, low, kind="other", evidence=None)
     reviewer.post(f"/api/v1/disputes/{a['id']}/resolve", {"resolution": "overturned", "note": "x"}, format="json")
     reviewer.post(f"/api/v1/disputes/{b['id']}/resolve", {"resolution": "upheld", "note": "y"}, format="json")
     html = reviewer_pages.get("/operating-points/?route=it-support&cutoffs=0.5,0.7").content.decode()
-    panel = html[html.index('id="disputes-panel"'):]
-    panel = panel[:panel.index("</section>")]
+    panel = html[html.index('id="disputes-panel"') :]
+    panel = panel[: panel.index("</section>")]
     assert "never mixed into its rates" in panel
-    rows = re.findall(r"<tr><th scope=\"row\">([^<]+)</th>\s*<td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>"
-                      r"<td class=\"num\">(\d+)</td>", panel)
+    rows = re.findall(
+        r"<tr><th scope=\"row\">([^<]+)</th>\s*<td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>"
+        r"<td class=\"num\">(\d+)</td>",
+        panel,
+    )
     assert rows == [("below 0.5", "1", "0", "0"), ("0.5 to 0.7", "2", "1", "1"), ("0.7 and above", "0", "0", "0")]
     # Median time to resolution of the middle band: the two resolutions took 2 h and 6 h.
     now = timezone.now()
     Dispute.objects.filter(pk=a["id"]).update(opened_at=now - timedelta(hours=2), resolved_at=now)
     Dispute.objects.filter(pk=b["id"]).update(opened_at=now - timedelta(hours=6), resolved_at=now)
     html = reviewer_pages.get("/operating-points/?route=it-support&cutoffs=0.5,0.7").content.decode()
-    assert "<td class=\"num\">4.0 h</td>" in html
+    assert '<td class="num">4.0 h</td>' in html
 
 
 def test_the_demo_has_a_dispute_and_an_appeal(db, settings, tmp_path):
@@ -163,8 +195,9 @@ def test_the_demo_has_a_dispute_and_an_appeal(db, settings, tmp_path):
     assert "agent" in (tmp_path / "demo-logins.txt").read_text()
 
 
-def test_the_dashboard_shows_open_and_overdue_disputes_per_route(decisions, reader, reviewer, reviewer_pages,
-                                                                 reader_pages):
+def test_the_dashboard_shows_open_and_overdue_disputes_per_route(
+    decisions, reader, reviewer, reviewer_pages, reader_pages
+):
     first = open_dispute(reader, decisions[0]).json()
     open_dispute(reviewer, decisions[0], kind="other", evidence=None)
     Dispute.objects.filter(pk=first["id"]).update(due_by=timezone.now() - timedelta(minutes=5))

@@ -24,10 +24,13 @@ def graded(integrator):
 
 def draft_body(**overrides) -> dict:
     body = {
-        "cutoff": 0.85, "band_lower": 0.4, "exchange_rate": 3.0,
+        "cutoff": 0.85,
+        "band_lower": 0.4,
+        "exchange_rate": 3.0,
         "exchange_answers": [{"rate": 10, "accept": True}, {"rate": 100, "accept": False}],
         "costs": {"c_w": 20, "c_a": 0.5, "q": 0.6, "c_v": 0.2},
-        "owner": "owner", "rationale": "Three correct answers withheld per wrong one removed is acceptable.",
+        "owner": "owner",
+        "rationale": "Three correct answers withheld per wrong one removed is acceptable.",
         "escalation": {"contact": "IT service desk lead", "channel": "mailto:desk@example.org", "response_hours": 24},
         "refusal_message": "I can't answer this **reliably**. The service desk replies within a day.",
     }

@@ -18,19 +18,31 @@ from tests.governance.conftest import draft_body
 
 
 def _sign(owner, draft) -> int:
-    return owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]},
-                      format="json").status_code
+    return owner.post(
+        f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json"
+    ).status_code
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("assignment", [
-    "cutoff = 0.1", "refusal_message = 'changed'", "evidence_text = '{}'", "evidence_sha256 = repeat('0', 64)",
-    "owner_id = created_by_id", "signed_at = now() - interval '1 day'", "escalation_response_hours = 1",
-])
+@pytest.mark.parametrize(
+    "assignment",
+    [
+        "cutoff = 0.1",
+        "refusal_message = 'changed'",
+        "evidence_text = '{}'",
+        "evidence_sha256 = repeat('0', 64)",
+        "owner_id = created_by_id",
+        "signed_at = now() - interval '1 day'",
+        "escalation_response_hours = 1",
+    ],
+)
 def test_the_trigger_refuses_sql_updates_of_a_signed_versions_content(draft, owner, assignment):
     assert _sign(owner, draft) == 200
-    with pytest.raises(DatabaseError, match="only its status may change"), transaction.atomic(), \
-            connection.cursor() as cursor:
+    with (
+        pytest.raises(DatabaseError, match="only its status may change"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(f"UPDATE governance_policyversion SET {assignment} WHERE id = %s", [draft["id"]])
     stored = PolicyVersion.objects.get(pk=draft["id"])
     assert stored.cutoff == 0.85 and stored.evidence_sha256 == draft["evidence_sha256"]
@@ -120,19 +132,26 @@ def test_the_compliance_count_equals_a_sql_reference(route, reviewer, owner, int
     from console.governance.validation import parse_draft
 
     for cutoff, signed_at in [(0.85, _at(2, 18)), (0.7, _at(4, 18))]:
-        policy = services.policy_draft(actor=actor, user=reviewer.user, route=route,
-                                       draft=parse_draft(draft_body(cutoff=cutoff, band_lower=None), route=route))
+        policy = services.policy_draft(
+            actor=actor,
+            user=reviewer.user,
+            route=route,
+            draft=parse_draft(draft_body(cutoff=cutoff, band_lower=None), route=route),
+        )
         with monkeypatch.context() as clock:  # sign in the data's past
             clock.setattr(timezone, "now", lambda at=signed_at: at)
             services.policy_sign(actor=actor, user=owner.user, policy=policy, evidence_sha256=policy.evidence_sha256)
     with connection.cursor() as cursor:
-        cursor.execute("""
+        cursor.execute(
+            """
             SELECT count(*) FROM ledger_decision d
              WHERE d.route_id = %s
                AND d.cutoff <> (SELECT p.cutoff FROM governance_policyversion p
                                  WHERE p.route_id = d.route_id AND p.signed_at <= d.occurred_at
                                  ORDER BY p.signed_at DESC LIMIT 1)
-        """, [route.pk])
+        """,
+            [route.pk],
+        )
         (reference,) = cursor.fetchone()
     # Day 2 noon precedes the first signature; day 3 0.7 (2) differs from 0.85; day 5 0.85 (4) differs from 0.7.
     assert reference == 6

@@ -55,8 +55,9 @@ def _send_webhook(url: str) -> Notification:
 
     # Delivery is queued when the caller's transaction commits; run those callbacks here.
     with TestCase.captureOnCommitCallbacks(execute=True), transaction.atomic():
-        notification = notification_send(channel="webhook", recipient=url, subject="Recheck opened",
-                                         body="The HR gate moved.", route="hr-policy")
+        notification = notification_send(
+            channel="webhook", recipient=url, subject="Recheck opened", body="The HR gate moved.", route="hr-policy"
+        )
     notification.refresh_from_db()
     return notification
 
@@ -91,8 +92,9 @@ def test_an_unreachable_webhook_fails_without_failing_the_caller(settings):
     assert notification.status == "failed" and notification.error
 
 
-def test_the_owner_is_emailed_into_the_outbox_folder_when_a_draft_waits(settings, tmp_path, reviewer, owner,
-                                                                         graded, django_capture_on_commit_callbacks):
+def test_the_owner_is_emailed_into_the_outbox_folder_when_a_draft_waits(
+    settings, tmp_path, reviewer, owner, graded, django_capture_on_commit_callbacks
+):
     settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
     settings.EMAIL_FILE_PATH = tmp_path / "outbox"
     owner.user.email = "owner@example.org"

@@ -61,14 +61,32 @@ def test_the_draft_form_saves_a_draft_and_names_each_missing_field(reviewer, own
     assert "&quot;rate&quot;: 10" in html  # the answers the questions gave
     missing = page.post("/routes/it-support/policy/draft/", {"cutoff": "0.85"})
     assert missing.status_code == 400
-    for field in ("owner", "rationale", "refusal_message", "escalation.contact", "escalation.channel",
-                  "escalation.response_hours"):
+    for field in (
+        "owner",
+        "rationale",
+        "refusal_message",
+        "escalation.contact",
+        "escalation.channel",
+        "escalation.response_hours",
+    ):
         assert f"<strong>{field}</strong>" in missing.content.decode()
-    saved = page.post("/routes/it-support/policy/draft/", {
-        "cutoff": "0.85", "band_lower": "0.4", "owner": "owner", "rationale": "Because.",
-        "escalation_contact": "Desk", "escalation_channel": "desk@example.org", "escalation_response_hours": "24",
-        "refusal_message": "Sorry.", "exchange_answers": '[{"rate": 10, "accept": true}]', "c_w": "20", "c_a": "0.5",
-        "from": "2026-10-01"})
+    saved = page.post(
+        "/routes/it-support/policy/draft/",
+        {
+            "cutoff": "0.85",
+            "band_lower": "0.4",
+            "owner": "owner",
+            "rationale": "Because.",
+            "escalation_contact": "Desk",
+            "escalation_channel": "desk@example.org",
+            "escalation_response_hours": "24",
+            "refusal_message": "Sorry.",
+            "exchange_answers": '[{"rate": 10, "accept": true}]',
+            "c_w": "20",
+            "c_a": "0.5",
+            "from": "2026-10-01",
+        },
+    )
     assert saved.status_code == 302
     policy = PolicyVersion.objects.get()
     assert policy.filters["from"] == "2026-10-01" and policy.exchange_answers == [{"rate": 10, "accept": True}]

@@ -26,8 +26,9 @@ def test_a_reviewer_drafts_a_version_with_its_evidence_and_warnings(draft):
 
 @pytest.mark.parametrize("cutoff", [0.3, 0.85])
 def test_warnings_follow_the_chosen_row(reviewer, owner, graded, cutoff):
-    body = reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=cutoff, band_lower=None),
-                         format="json").json()
+    body = reviewer.post(
+        "/api/v1/routes/it-support/policies", draft_body(cutoff=cutoff, band_lower=None), format="json"
+    ).json()
     row = body["evidence"]["chosen_row"]
     codes = {w["code"] for w in body["warnings"]}
     assert ("few_graded_refusals" in codes) == (row["graded_refused"] < 100)
@@ -39,8 +40,9 @@ def test_warnings_follow_the_chosen_row(reviewer, owner, graded, cutoff):
 
 
 def test_a_certification_that_does_not_reach_the_cutoff_is_a_warning(reviewer, owner, graded):
-    body = reviewer.post("/api/v1/routes/it-support/policies",
-                         draft_body(cutoff=0.5, certification={"alpha": 0.05}), format="json").json()
+    body = reviewer.post(
+        "/api/v1/routes/it-support/policies", draft_body(cutoff=0.5, certification={"alpha": 0.05}), format="json"
+    ).json()
     certified = body["evidence"]["certified_cutoff"]
     assert certified["alpha"] == 0.05
     expected = not certified["certified"] or certified["cutoff"] > 0.5
@@ -62,8 +64,14 @@ def test_missing_required_fields_are_named_one_by_one(reviewer, owner, graded):
     response = reviewer.post("/api/v1/routes/it-support/policies", body, format="json")
     assert response.status_code == 400
     fields = {d["field"] for d in response.json()["error"]["details"]}
-    assert fields == {"owner", "rationale", "refusal_message", "escalation.contact", "escalation.channel",
-                      "escalation.response_hours"}
+    assert fields == {
+        "owner",
+        "rationale",
+        "refusal_message",
+        "escalation.contact",
+        "escalation.channel",
+        "escalation.response_hours",
+    }
 
 
 def test_response_hours_outside_1_to_720_are_refused(reviewer, owner, graded):
@@ -88,12 +96,14 @@ def test_graders_integrators_and_auditors_cannot_draft(grader, integrator, audit
 
 def test_only_the_named_owner_signs(draft, reviewer, integrator, auditor, grader, outsider, other_owner, admin, owner):
     for client in (reviewer, integrator, auditor, grader, outsider, other_owner, admin):
-        response = client.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]},
-                               format="json")
+        response = client.post(
+            f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json"
+        )
         assert response.status_code == 403, (client.user, response.json())
     assert PolicyVersion.objects.get(pk=draft["id"]).status == "draft"
-    response = owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]},
-                          format="json")
+    response = owner.post(
+        f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json"
+    )
     assert response.status_code == 200, response.json()
     assert response.json()["status"] == "active" and response.json()["signed_by"] == "owner"
     signed = AuditEvent.objects.get(action="policy_signed")
@@ -114,14 +124,16 @@ def test_new_data_after_the_draft_changes_the_evidence_and_refuses_the_old_hash(
     from tests.analysis.populations import decision_records, post_decisions
 
     post_decisions(integrator, decision_records([0.3, 0.9]))
-    response = owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]},
-                          format="json")
+    response = owner.post(
+        f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json"
+    )
     assert response.status_code == 409 and response.json()["error"]["code"] == "evidence_changed"
     fresh = owner.get(f"/api/v1/policies/{draft['id']}").json()
     assert fresh["evidence_sha256"] != draft["evidence_sha256"] and fresh["status"] == "draft"
     assert fresh["evidence"]["operating_points"]["population"] == 302
-    response = owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": fresh["evidence_sha256"]},
-                          format="json")
+    response = owner.post(
+        f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": fresh["evidence_sha256"]}, format="json"
+    )
     assert response.status_code == 200
 
 
@@ -129,8 +141,9 @@ def test_signing_supersedes_the_version_in_force(draft, reviewer, owner):
     owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json")
     second = reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=0.9), format="json").json()
     assert second["version"] == 2
-    response = owner.post(f"/api/v1/policies/{second['id']}/sign", {"evidence_sha256": second["evidence_sha256"]},
-                          format="json")
+    response = owner.post(
+        f"/api/v1/policies/{second['id']}/sign", {"evidence_sha256": second["evidence_sha256"]}, format="json"
+    )
     assert response.status_code == 200
     statuses = dict(PolicyVersion.objects.values_list("version", "status"))
     assert statuses == {1: "superseded", 2: "active"}
@@ -141,8 +154,9 @@ def test_signing_supersedes_the_version_in_force(draft, reviewer, owner):
 
 def test_a_signed_version_cannot_be_signed_again_or_withdrawn(draft, owner):
     owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json")
-    again = owner.post(f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]},
-                       format="json")
+    again = owner.post(
+        f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json"
+    )
     assert again.status_code == 409 and again.json()["error"]["code"] == "not_draft"
     assert owner.post(f"/api/v1/policies/{draft['id']}/withdraw").status_code == 409
 
@@ -175,14 +189,16 @@ def test_a_grader_and_a_stranger_cannot_read_the_route_policy(draft, grader, oth
 
 
 def test_filters_narrow_the_evidence_and_unknown_filters_are_refused(reviewer, owner, graded):
-    narrowed = reviewer.post("/api/v1/routes/it-support/policies",
-                             draft_body(filters={"from": "2026-11-02", "to": None, "model": None, "segment": None}),
-                             format="json").json()
+    narrowed = reviewer.post(
+        "/api/v1/routes/it-support/policies",
+        draft_body(filters={"from": "2026-11-02", "to": None, "model": None, "segment": None}),
+        format="json",
+    ).json()
     assert narrowed["evidence"]["operating_points"]["population"] == 0  # every decision is from 2026-11-01
     assert narrowed["filters"]["from"] == "2026-11-02"
-    by_segment = reviewer.post("/api/v1/routes/it-support/policies",
-                               draft_body(filters={"segment": "language=en"}), format="json").json()
+    by_segment = reviewer.post(
+        "/api/v1/routes/it-support/policies", draft_body(filters={"segment": "language=en"}), format="json"
+    ).json()
     assert by_segment["evidence"]["operating_points"]["population"] == 300
-    response = reviewer.post("/api/v1/routes/it-support/policies", draft_body(filters={"segmnt": "x"}),
-                             format="json")
+    response = reviewer.post("/api/v1/routes/it-support/policies", draft_body(filters={"segmnt": "x"}), format="json")
     assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == "filters"

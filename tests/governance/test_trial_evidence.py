@@ -13,8 +13,11 @@ STRICT = {"max_unsafe_upper": 0.0, "min_coverage": 1.0, "min_stability": 1.0, "m
 
 def _trial(client, gates) -> Trial:
     with run_jobs():  # the trial's calls run in this process
-        response = client.post("/api/v1/routes/it-support/gate-trials",
-                               {"name": "reference", "kind": "reference", "repeats": 1, "gates": gates}, format="json")
+        response = client.post(
+            "/api/v1/routes/it-support/gate-trials",
+            {"name": "reference", "kind": "reference", "repeats": 1, "gates": gates},
+            format="json",
+        )
     assert response.status_code == 202, response.json()
     return Trial.objects.get(pk=response.json()["id"])
 
@@ -26,8 +29,11 @@ def test_a_passed_trial_is_stored_in_the_evidence_with_the_hash_of_its_result(re
     assert response.status_code == 201, response.json()
     policy = response.json()
     stored = json.loads(policy["evidence_text"])["trial"]
-    assert stored == {"trial_id": trial.pk, "passed": True,
-                      "sha256": hashlib.sha256(trial.result_text.encode("utf-8")).hexdigest()}
+    assert stored == {
+        "trial_id": trial.pk,
+        "passed": True,
+        "sha256": hashlib.sha256(trial.result_text.encode("utf-8")).hexdigest(),
+    }
     assert hashlib.sha256(policy["evidence_text"].encode("utf-8")).hexdigest() == policy["evidence_sha256"]
 
 

@@ -46,7 +46,7 @@ def assert_blind(text: str, where: str) -> None:
     assert word is None, f"{where} says {word.group()!r}"
     for pattern in FORBIDDEN_NUMBERS:
         match = pattern.search(text)
-        context = text[max(0, match.start() - 40):match.end() + 40] if match else ""
+        context = text[max(0, match.start() - 40) : match.end() + 40] if match else ""
         assert match is None, f"{where} shows {match.group()!r} in {context!r}"
     assert OTHER_NOTE not in text, f"{where} shows another grader's note"
     assert "DISPUTE-REASON-TEXT" not in text and "APPEAL-MESSAGE-TEXT" not in text, f"{where} shows a dispute"
@@ -64,21 +64,41 @@ def known_items(route):
     route.guidelines = "Mark an answer *correct* only when the passages support every step."
     route.save()
     make_route("assisted", "Assisted answers", shadow_config={"kind": "reference"})
-    passages = [{"id": "kb/one", "text": "Open Settings and choose Reset.", "rank": 1, "retrieval_score": 0.7319},
-                {"id": "kb/two", "text": "Sign in again afterwards.", "rank": 2}]
+    passages = [
+        {"id": "kb/one", "text": "Open Settings and choose Reset.", "rank": 1, "retrieval_score": 0.7319},
+        {"id": "kb/two", "text": "Sign in again afterwards.", "rank": 2},
+    ]
     refused_score, refused_cutoff = SCORES["refused"]
     served_score, served_cutoff = SCORES["served"]
     shadow_score, shadow_cutoff = SCORES["shadowed"]
-    ids = pooled([
-        record(question="How do I reset it?", claim="Choose Reset in Settings.", passages=passages,
-               gate={"name": "nli", "score": refused_score, "cutoff": refused_cutoff}),
-        served_record(question="How do I sign in?", served_answer="Use your badge number.",
-                      gate={"name": "nli", "score": served_score, "cutoff": served_cutoff}),
-        record(route="assisted", question="Where is the portal?", claim="Unused claim text.",
-               gate={"name": "nli", "score": shadow_score, "cutoff": shadow_cutoff}),
-    ])
-    ShadowRun.objects.create(decision_id=ids[2], pipeline="reference", status="succeeded",
-                             answer="The portal is on the intranet.", passages_sha256="0" * 64)
+    ids = pooled(
+        [
+            record(
+                question="How do I reset it?",
+                claim="Choose Reset in Settings.",
+                passages=passages,
+                gate={"name": "nli", "score": refused_score, "cutoff": refused_cutoff},
+            ),
+            served_record(
+                question="How do I sign in?",
+                served_answer="Use your badge number.",
+                gate={"name": "nli", "score": served_score, "cutoff": served_cutoff},
+            ),
+            record(
+                route="assisted",
+                question="Where is the portal?",
+                claim="Unused claim text.",
+                gate={"name": "nli", "score": shadow_score, "cutoff": shadow_cutoff},
+            ),
+        ]
+    )
+    ShadowRun.objects.create(
+        decision_id=ids[2],
+        pipeline="reference",
+        status="succeeded",
+        answer="The portal is on the intranet.",
+        passages_sha256="0" * 64,
+    )
     from grading import tasks
 
     tasks.grading_pool_sweep()
@@ -95,9 +115,15 @@ def _dispute(decision_id: int) -> None:
 
     agent = api_client(make_user("blind-check-agent", "reader"))
     passage = DecisionPassage.objects.get(decision_id=decision_id, rank=1).passage_id
-    response = agent.post(f"/api/v1/decisions/{decision_id}/disputes", {
-        "kind": "answerable_from_passages", "reason": "DISPUTE-REASON-TEXT",
-        "evidence": {"passage_id": passage, "quote": "choose Reset"}}, format="json")
+    response = agent.post(
+        f"/api/v1/decisions/{decision_id}/disputes",
+        {
+            "kind": "answerable_from_passages",
+            "reason": "DISPUTE-REASON-TEXT",
+            "evidence": {"passage_id": passage, "quote": "choose Reset"},
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     decision = Decision.objects.get(pk=decision_id)
     appeal_open(route=decision.route, request_id=decision.request_id, message="APPEAL-MESSAGE-TEXT")
@@ -135,8 +161,9 @@ def test_nothing_a_grader_receives_on_the_pages_reveals_score_outcome_or_origin(
         if seen_items == 2:
             response = grader_pages.post(f"/grading/items/{item_id}/skip", HTTP_HX_REQUEST="true")
         else:
-            response = grader_pages.post(f"/grading/items/{item_id}/grade", {"verdict": "correct"},
-                                         HTTP_HX_REQUEST="true")
+            response = grader_pages.post(
+                f"/grading/items/{item_id}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true"
+            )
         assert_response_blind(grader_pages.get("/grading/"), "the queue page between items")
     assert seen_items == 3
     assert_response_blind(grader_pages.post("/grading/next"), "the queue without htmx")
@@ -165,32 +192,64 @@ def test_every_other_page_and_endpoint_is_closed_to_a_grader(known_items, grader
     grader = api_client(make_user("closed-door-grader", "grader"))
     item = GradingItem.objects.first()
     decision_id = known_items[0]
-    pages = ["/refusals/", f"/decisions/{decision_id}/", "/audit/", "/grading/adjudication/",
-             f"/grading/adjudication/{item.public_id}/", "/grading/agreement/",
-             "/grading/routes/it-support/guidelines/", "/operating-points/?route=it-support",
-             "/operating-points/table.csv?route=it-support", "/disputes/", "/disputes/1/", "/disputes/2/"]
+    pages = [
+        "/refusals/",
+        f"/decisions/{decision_id}/",
+        "/audit/",
+        "/grading/adjudication/",
+        f"/grading/adjudication/{item.public_id}/",
+        "/grading/agreement/",
+        "/grading/routes/it-support/guidelines/",
+        "/operating-points/?route=it-support",
+        "/operating-points/table.csv?route=it-support",
+        "/disputes/",
+        "/disputes/1/",
+        "/disputes/2/",
+    ]
     for path in pages:
         response = grader_pages.get(path)
         assert response.status_code in (403, 404), path
         assert_response_blind(response, path)
-    endpoints = [f"/api/v1/decisions/{decision_id}", "/api/v1/routes/it-support/decisions/anything", "/api/v1/routes",
-                 f"/api/v1/audit/events?object=decision:{decision_id}", "/api/v1/audit/export",
-                 "/api/v1/grading/adjudications", f"/api/v1/grading/items/{item.public_id}/adjudication",
-                 "/api/v1/routes/it-support/agreement", "/api/v1/routes/it-support/operating-points",
-                 "/api/v1/routes/it-support/certified-cutoff", "/api/v1/routes/it-support/calibration",
-                 "/api/v1/disputes", "/api/v1/disputes/1", "/api/v1/disputes/2",
-                 "/api/v1/routes/it-support/decisions/anything/appeal-link"]
+    endpoints = [
+        f"/api/v1/decisions/{decision_id}",
+        "/api/v1/routes/it-support/decisions/anything",
+        "/api/v1/routes",
+        f"/api/v1/audit/events?object=decision:{decision_id}",
+        "/api/v1/audit/export",
+        "/api/v1/grading/adjudications",
+        f"/api/v1/grading/items/{item.public_id}/adjudication",
+        "/api/v1/routes/it-support/agreement",
+        "/api/v1/routes/it-support/operating-points",
+        "/api/v1/routes/it-support/certified-cutoff",
+        "/api/v1/routes/it-support/calibration",
+        "/api/v1/disputes",
+        "/api/v1/disputes/1",
+        "/api/v1/disputes/2",
+        "/api/v1/routes/it-support/decisions/anything/appeal-link",
+    ]
     for path in endpoints:
         response = grader.get(path)
         assert response.status_code in (403, 404), path
         assert_response_blind(response, path)
-    assert grader.post(f"/api/v1/grading/items/{item.public_id}/adjudication", {"verdict": "correct"},
-                       format="json").status_code == 403
+    assert (
+        grader.post(
+            f"/api/v1/grading/items/{item.public_id}/adjudication", {"verdict": "correct"}, format="json"
+        ).status_code
+        == 403
+    )
     assert grader_pages.post("/grading/routes/it-support/guidelines/", {"guidelines": "x"}).status_code == 403
-    assert grader.post(f"/api/v1/decisions/{decision_id}/disputes", {"kind": "other", "reason": "x", "evidence": None},
-                       format="json").status_code == 403
-    assert grader.post("/api/v1/disputes/1/resolve", {"resolution": "upheld", "note": "x"},
-                       format="json").status_code == 403
+    assert (
+        grader.post(
+            f"/api/v1/decisions/{decision_id}/disputes",
+            {"kind": "other", "reason": "x", "evidence": None},
+            format="json",
+        ).status_code
+        == 403
+    )
+    assert (
+        grader.post("/api/v1/disputes/1/resolve", {"resolution": "upheld", "note": "x"}, format="json").status_code
+        == 403
+    )
 
 
 def test_the_grader_nav_offers_only_the_queue(known_items, grader_pages):

@@ -15,8 +15,10 @@ from tests.factories import TEST_ACTOR, make_user, record, served_record
 from tests.grading.helpers import api_client, pooled
 from tests.jobs_inline import run_jobs
 
-WORDS = ("open settings security choose reset portal badge number client install share recycle bin days "
-         "password expire page laptop request device manager approve").split()
+WORDS = (
+    "open settings security choose reset portal badge number client install share recycle bin days "
+    "password expire page laptop request device manager approve"
+).split()
 
 
 @pytest.fixture(autouse=True)
@@ -48,8 +50,11 @@ def test_a_reviewer_reads_a_warning_when_refused_answers_carry_a_telltale_openin
     assert set(body["auroc"]) == {"value", "low", "high"}
     assert body["auroc"]["low"] > 0.9
     assert body["warning"] is True
-    assert body["features"][0] == {"feature": 'the answer opens with "i believe"', "leans": "refused",
-                                   "weight": body["features"][0]["weight"]}
+    assert body["features"][0] == {
+        "feature": 'the answer opens with "i believe"',
+        "leans": "refused",
+        "weight": body["features"][0]["weight"],
+    }
     assert "Graders can likely tell" in body["message"]
 
 

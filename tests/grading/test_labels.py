@@ -56,14 +56,20 @@ def test_disagreeing_graders_send_the_item_to_adjudication_and_a_reviewer_decide
     assert sorted(g["verdict"] for g in shown["grades"]) == ["correct", "incorrect"]
     assert "gate" not in shown and "score" not in str(shown)
 
-    response = reviewer.post(f"/api/v1/grading/items/{item.public_id}/adjudication",
-                             {"verdict": "incorrect", "note": "passage 2 contradicts it"}, format="json")
+    response = reviewer.post(
+        f"/api/v1/grading/items/{item.public_id}/adjudication",
+        {"verdict": "incorrect", "note": "passage 2 contradicts it"},
+        format="json",
+    )
     assert response.status_code == 201
     label = FinalLabel.objects.get(decision_id=decision_id)
     assert (label.correct, label.method, label.decided_by, label.note) == (
-        False, "adjudicated", reviewer.user, "passage 2 contradicts it")
-    again = reviewer.post(f"/api/v1/grading/items/{item.public_id}/adjudication", {"verdict": "correct"},
-                          format="json")
+        False,
+        "adjudicated",
+        reviewer.user,
+        "passage 2 contradicts it",
+    )
+    again = reviewer.post(f"/api/v1/grading/items/{item.public_id}/adjudication", {"verdict": "correct"}, format="json")
     assert again.status_code == 409
 
 
@@ -82,8 +88,10 @@ def test_the_lookup_shows_grades_and_final_label_to_readers(route, graders, revi
     [decision_id] = pooled([record()])
     _grade_one_item(graders[:2], ["correct", "unsure"])
     body = reviewer.get(f"/api/v1/decisions/{decision_id}").json()
-    assert sorted((g["grader"], g["verdict"]) for g in body["grades"]) == [("grader-1", "correct"),
-                                                                           ("grader-2", "unsure")]
+    assert sorted((g["grader"], g["verdict"]) for g in body["grades"]) == [
+        ("grader-1", "correct"),
+        ("grader-2", "unsure"),
+    ]
     assert body["final_label"]["verdict"] == "correct" and body["final_label"]["method"] == "unanimous"
 
 
@@ -109,13 +117,20 @@ def _labels(*rows):
 def test_labels_import_as_imported_with_their_source(route, importer):
     first, second = record(), served_record()
     decision_ids = pooled([first, second])
-    response = importer.post("/api/v1/labels", _labels(("it-support", first["request_id"], "correct", "audit-2025"),
-                                                       ("it-support", second["request_id"], "incorrect",
-                                                        "audit-2025")), format="json")
+    response = importer.post(
+        "/api/v1/labels",
+        _labels(
+            ("it-support", first["request_id"], "correct", "audit-2025"),
+            ("it-support", second["request_id"], "incorrect", "audit-2025"),
+        ),
+        format="json",
+    )
     assert response.status_code == 201 and response.json() == {"created": 2, "unchanged": 0}
     labels = FinalLabel.objects.order_by("decision_id")
     assert [(lbl.decision_id, lbl.correct, lbl.method, lbl.source) for lbl in labels] == [
-        (decision_ids[0], True, "imported", "audit-2025"), (decision_ids[1], False, "imported", "audit-2025")]
+        (decision_ids[0], True, "imported", "audit-2025"),
+        (decision_ids[1], False, "imported", "audit-2025"),
+    ]
     assert set(GradingItem.objects.values_list("status", flat=True)) == {ItemStatus.LABELLED}  # out of the queue
     event = AuditEvent.objects.get(action="labels_imported")
     assert event.payload["objects"] == {"decision": decision_ids} and event.payload["sources"] == ["audit-2025"]
@@ -134,13 +149,15 @@ def test_replaying_an_import_changes_nothing(route, importer):
 def test_a_bad_batch_lists_every_problem_and_writes_nothing(route, importer):
     sent = record()
     pooled([sent])
-    body = {"labels": [
-        {"route": "it-support", "request_id": sent["request_id"], "verdict": "correct", "source": "s"},
-        {"route": "it-support", "request_id": sent["request_id"], "verdict": "unsure", "source": "s"},
-        {"route": "it-support", "request_id": "x", "verdict": "correct"},
-        {"route": "it-support", "request_id": "x", "verdict": "correct", "source": "s", "extra": 1},
-        "not an object",
-    ]}
+    body = {
+        "labels": [
+            {"route": "it-support", "request_id": sent["request_id"], "verdict": "correct", "source": "s"},
+            {"route": "it-support", "request_id": sent["request_id"], "verdict": "unsure", "source": "s"},
+            {"route": "it-support", "request_id": "x", "verdict": "correct"},
+            {"route": "it-support", "request_id": "x", "verdict": "correct", "source": "s", "extra": 1},
+            "not an object",
+        ]
+    }
     response = importer.post("/api/v1/labels", body, format="json")
     assert response.status_code == 400
     problems = {(d["index"], d["field"]) for d in response.json()["error"]["details"]}
@@ -151,8 +168,11 @@ def test_a_bad_batch_lists_every_problem_and_writes_nothing(route, importer):
 def test_an_unknown_decision_is_400_naming_it(route, importer):
     sent = record()
     pooled([sent])
-    response = importer.post("/api/v1/labels", _labels(("it-support", sent["request_id"], "correct", "s"),
-                                                       ("it-support", "q-missing", "correct", "s")), format="json")
+    response = importer.post(
+        "/api/v1/labels",
+        _labels(("it-support", sent["request_id"], "correct", "s"), ("it-support", "q-missing", "correct", "s")),
+        format="json",
+    )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "unknown_decision" and "it-support/q-missing" in error["message"]
@@ -171,8 +191,11 @@ def test_a_label_that_contradicts_a_stored_one_is_409_and_nothing_is_written(rou
     pooled([graded, fresh])
     _grade_one_item(graders[:2], ["correct", "correct"])
     graded_id = FinalLabel.objects.get().decision.request_id
-    response = importer.post("/api/v1/labels", _labels(("it-support", fresh["request_id"], "correct", "s"),
-                                                       ("it-support", graded_id, "correct", "s")), format="json")
+    response = importer.post(
+        "/api/v1/labels",
+        _labels(("it-support", fresh["request_id"], "correct", "s"), ("it-support", graded_id, "correct", "s")),
+        format="json",
+    )
     assert response.status_code == 409
     assert response.json()["error"]["details"][0]["request_id"] == graded_id
     assert FinalLabel.objects.count() == 1
@@ -181,13 +204,15 @@ def test_a_label_that_contradicts_a_stored_one_is_409_and_nothing_is_written(rou
 def test_the_same_decision_twice_in_one_batch_must_agree(route, importer):
     sent = record()
     pooled([sent])
-    same = _labels(("it-support", sent["request_id"], "correct", "s"),
-                   ("it-support", sent["request_id"], "correct", "s"))
+    same = _labels(
+        ("it-support", sent["request_id"], "correct", "s"), ("it-support", sent["request_id"], "correct", "s")
+    )
     assert importer.post("/api/v1/labels", same, format="json").json() == {"created": 1, "unchanged": 1}
     other = record()
     pooled([other])
-    differ = _labels(("it-support", other["request_id"], "correct", "s"),
-                     ("it-support", other["request_id"], "incorrect", "s"))
+    differ = _labels(
+        ("it-support", other["request_id"], "correct", "s"), ("it-support", other["request_id"], "incorrect", "s")
+    )
     assert importer.post("/api/v1/labels", differ, format="json").status_code == 409
 
 

@@ -42,9 +42,18 @@ def test_signing_in_as_a_grader_ends_on_the_queue(client, route):
 def test_the_queue_page_offers_to_start_and_the_button_shows_the_item(route, grader_user, page_of):
     route.guidelines = "# Rules\n\nBe **strict**. <script>alert(1)</script>"
     route.save()
-    pooled([record(question="Where is the printer?", claim="On floor two.",
-                   passages=[{"id": "b", "text": "Second passage", "rank": 2},
-                             {"id": "a", "text": "First passage", "rank": 1}])])
+    pooled(
+        [
+            record(
+                question="Where is the printer?",
+                claim="On floor two.",
+                passages=[
+                    {"id": "b", "text": "Second passage", "rank": 2},
+                    {"id": "a", "text": "First passage", "rank": 1},
+                ],
+            )
+        ]
+    )
     pages = page_of(grader_user)
     page = pages.get("/grading/")
     assert page["Vary"] and "HX-Request" in page["Vary"]
@@ -67,9 +76,11 @@ def test_grading_on_the_page_moves_progress_and_brings_the_next_item(route, grad
     fragment = pages.post("/grading/next", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-progress="graded-today">0<' in fragment and 'data-progress="left">2<' in fragment
     [first] = _item_ids(fragment)
-    fragment = pages.post(f"/grading/items/{first}/grade", {"verdict": "incorrect", "note": "wrong step",
-                                                            "seconds_spent": "12.5"},
-                          HTTP_HX_REQUEST="true").content.decode()
+    fragment = pages.post(
+        f"/grading/items/{first}/grade",
+        {"verdict": "incorrect", "note": "wrong step", "seconds_spent": "12.5"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
     assert 'data-progress="graded-today">1<' in fragment and 'data-progress="left">1<' in fragment
     [second] = _item_ids(fragment)
     assert second != first
@@ -78,7 +89,10 @@ def test_grading_on_the_page_moves_progress_and_brings_the_next_item(route, grad
     fragment = pages.post(f"/grading/items/{third}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true")
     assert "Nothing is waiting for you" in fragment.content.decode()
     assert list(Grade.objects.order_by("pk").values_list("verdict", "note", "seconds_spent"))[0] == (
-        "incorrect", "wrong step", 12.5)
+        "incorrect",
+        "wrong step",
+        12.5,
+    )
 
 
 def test_the_page_works_without_javascript(route, grader_user, page_of):
@@ -140,7 +154,7 @@ def test_opening_the_queue_page_takes_no_place(route, page_of):
         pages = page_of(make_user(name, role))
         for _ in range(2):
             html = pages.get("/grading/").content.decode()
-            main = html[html.index("<main"):]  # the navigation loads a backlog count, nothing of the queue
+            main = html[html.index("<main") :]  # the navigation loads a backlog count, nothing of the queue
             assert 'hx-trigger="load' not in main and "Start grading" in main
     assert not Assignment.objects.filter(item__decision_id=decision_id).exists()
 
@@ -150,8 +164,13 @@ def test_the_graders_pages_are_never_stored_by_a_browser_or_proxy(route, grader_
     pages = page_of(grader_user)
     claimed = pages.post("/grading/next", HTTP_HX_REQUEST="true")
     [item_id] = _item_ids(claimed.content.decode())
-    responses = [pages.get("/grading/"), pages.get("/grading/", HTTP_HX_REQUEST="true"), claimed,
-                 pages.post(f"/grading/items/{item_id}/skip", HTTP_HX_REQUEST="true"), pages.post("/grading/next")]
+    responses = [
+        pages.get("/grading/"),
+        pages.get("/grading/", HTTP_HX_REQUEST="true"),
+        claimed,
+        pages.post(f"/grading/items/{item_id}/skip", HTTP_HX_REQUEST="true"),
+        pages.post("/grading/next"),
+    ]
     [next_id] = _item_ids(pages.get("/grading/").content.decode())
     responses.append(pages.post(f"/grading/items/{next_id}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true"))
     for response in responses:
@@ -159,9 +178,11 @@ def test_the_graders_pages_are_never_stored_by_a_browser_or_proxy(route, grader_
 
 
 def test_guidelines_show_no_image_from_another_site(route, page_of):
-    route.guidelines = ("![pixel](https://tracker.example/p.png) <img src=\"//tracker.example/q.png\"> "
-                        "<img src=\"/\\tracker.example/r.png\"> ![logo](/static/logo.png) "
-                        "![dot](data:image/png;base64,iVBORw0KGgo=) [a link](data:text/html,hi)")
+    route.guidelines = (
+        '![pixel](https://tracker.example/p.png) <img src="//tracker.example/q.png"> '
+        '<img src="/\\tracker.example/r.png"> ![logo](/static/logo.png) '
+        "![dot](data:image/png;base64,iVBORw0KGgo=) [a link](data:text/html,hi)"
+    )
     route.save()
     html = page_of(make_user("pixel-reviewer", "reviewer")).get("/grading/routes/it-support/guidelines/")
     preview = html.content.decode().split("</textarea>")[-1]
@@ -172,8 +193,11 @@ def test_guidelines_show_no_image_from_another_site(route, page_of):
 
 def test_reviewers_edit_guidelines_as_markdown(route, page_of):
     pages = page_of(make_user("guide-reviewer", "reviewer"))
-    response = pages.post("/grading/routes/it-support/guidelines/",
-                          {"guidelines": "Use **the passages**.\n\n<img src=x onerror=alert(1)>"}, follow=True)
+    response = pages.post(
+        "/grading/routes/it-support/guidelines/",
+        {"guidelines": "Use **the passages**.\n\n<img src=x onerror=alert(1)>"},
+        follow=True,
+    )
     html = response.content.decode()
     assert "<strong>the passages</strong>" in html and "onerror" not in html.split("</textarea>")[-1]
     route.refresh_from_db()
@@ -190,9 +214,13 @@ def test_a_reviewer_of_another_route_cannot_edit_its_guidelines(route, other_rou
 def _grade_all(graders_verdicts: dict, questions: list[str]) -> None:
     """Each grader claims every item in turn and grades it by its question."""
     for user, verdicts in graders_verdicts.items():
-        while (assignment := queue_services.assignment_claim(actor=TEST_ACTOR, grader=user, route_ids=None)) is not None:
+        while (
+            assignment := queue_services.assignment_claim(actor=TEST_ACTOR, grader=user, route_ids=None)
+        ) is not None:
             verdict = verdicts[questions.index(assignment.item.question)]
-            labels_services.grade_submit(actor=TEST_ACTOR, grader=user, public_id=assignment.item.public_id, verdict=verdict)
+            labels_services.grade_submit(
+                actor=TEST_ACTOR, grader=user, public_id=assignment.item.public_id, verdict=verdict
+            )
 
 
 def test_adjudication_pages_show_every_grade_and_record_the_decision(route, page_of):
@@ -216,23 +244,46 @@ def test_agreement_matches_scikit_learn_and_statsmodels(route, page_of):
     ana, ben = make_user("ana", "grader"), make_user("ben", "grader")
     questions = [f"Question {n}" for n in range(10)]
     decision_ids = pooled([record(question=q) for q in questions])
-    gold = pool_services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_ids[0]),
-                                     verdict="correct", answer="A gold answer.")
-    ana_votes = ["correct", "correct", "incorrect", "incorrect", "correct", "unsure", "correct", "incorrect",
-                 "correct", "correct"]
-    ben_votes = ["correct", "incorrect", "incorrect", "incorrect", "correct", "correct", "correct", "unsure",
-                 "correct", "incorrect"]
+    gold = pool_services.gold_item_create(
+        actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_ids[0]), verdict="correct", answer="A gold answer."
+    )
+    ana_votes = [
+        "correct",
+        "correct",
+        "incorrect",
+        "incorrect",
+        "correct",
+        "unsure",
+        "correct",
+        "incorrect",
+        "correct",
+        "correct",
+    ]
+    ben_votes = [
+        "correct",
+        "incorrect",
+        "incorrect",
+        "incorrect",
+        "correct",
+        "correct",
+        "correct",
+        "unsure",
+        "correct",
+        "incorrect",
+    ]
     _grade_all({ana: ana_votes, ben: ben_votes}, questions)
     # the gold rate decides at random when a gold item comes; hand this one to ana directly
-    Assignment.objects.create(item=gold, grader=ana, leased_at=timezone.now(),
-                              lease_expires_at=timezone.now() + timedelta(minutes=5))
+    Assignment.objects.create(
+        item=gold, grader=ana, leased_at=timezone.now(), lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
     labels_services.grade_submit(actor=TEST_ACTOR, grader=ana, public_id=gold.public_id, verdict="correct")
 
     result = selectors.route_agreement(route)
     [pair] = result["pairs"]
     assert pair["cohen_kappa"]["value"] == pytest.approx(cohen_kappa_score(ana_votes, ben_votes))
-    counts = np.array([[v.count(c) for c in ("correct", "incorrect", "unsure")]
-                       for v in zip(ana_votes, ben_votes, strict=True)])
+    counts = np.array(
+        [[v.count(c) for c in ("correct", "incorrect", "unsure")] for v in zip(ana_votes, ben_votes, strict=True)]
+    )
     assert result["fleiss_kappa"]["value"] == pytest.approx(statsmodels_fleiss(counts))
     assert result["fleiss_kappa"]["low"] < result["fleiss_kappa"]["value"] < result["fleiss_kappa"]["high"]
     assert result["gwet_ac1"]["value"] is not None

@@ -72,8 +72,14 @@ def test_pool_entry_is_audited_with_the_decisions_it_took(route):
 
 def test_queue_keys_are_drawn_at_random_not_from_score_or_arrival(route):
     scores = [round(0.01 * n, 2) for n in range(100)]
-    pooled([record(gate={"name": "nli", "score": s, "cutoff": 0.5}) if s < 0.5
-            else served_record(gate={"name": "nli", "score": s, "cutoff": 0.5}) for s in scores])
+    pooled(
+        [
+            record(gate={"name": "nli", "score": s, "cutoff": 0.5})
+            if s < 0.5
+            else served_record(gate={"name": "nli", "score": s, "cutoff": 0.5})
+            for s in scores
+        ]
+    )
     order = list(GradingItem.objects.order_by("queue_key").values_list("decision__gate_score", flat=True))
     assert order != sorted(order) and order != sorted(order, reverse=True)
     first_half = Counter(score >= 0.5 for score in order[:50])
@@ -82,16 +88,20 @@ def test_queue_keys_are_drawn_at_random_not_from_score_or_arrival(route):
 
 
 def test_a_stratified_plan_samples_each_band_at_target_over_population(route):
-    ingest([record(gate={"name": "nli", "score": 0.1 + 0.001 * n, "cutoff": 0.85}) for n in range(200)]
-           + [record(gate={"name": "nli", "score": 0.7 + 0.001 * n, "cutoff": 0.85}) for n in range(20)])
+    ingest(
+        [record(gate={"name": "nli", "score": 0.1 + 0.001 * n, "cutoff": 0.85}) for n in range(200)]
+        + [record(gate={"name": "nli", "score": 0.7 + 0.001 * n, "cutoff": 0.85}) for n in range(20)]
+    )
     plan = pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 50), (0.5, 1.0, 40)])
     assert [(s["name"], s["population"], s["rate"]) for s in plan.strata] == [("0-0.5", 200, 0.25), ("0.5-1", 20, 1.0)]
     tasks.grading_pool_sweep()
     low = GradingItem.objects.filter(stratum="0-0.5")
     assert low.count() == 200 and set(low.values_list("inclusion_probability", flat=True)) == {0.25}
     assert 20 <= low.filter(status=ItemStatus.OPEN).count() <= 90  # Bernoulli(0.25) of 200; ~1e-6 outside
-    assert low.exclude(status=ItemStatus.OPEN).filter(status=ItemStatus.EXCLUDED).count() == \
-        200 - low.filter(status=ItemStatus.OPEN).count()
+    assert (
+        low.exclude(status=ItemStatus.OPEN).filter(status=ItemStatus.EXCLUDED).count()
+        == 200 - low.filter(status=ItemStatus.OPEN).count()
+    )
     high = GradingItem.objects.filter(stratum="0.5-1")
     assert high.count() == 20 and set(high.values_list("status", flat=True)) == {ItemStatus.OPEN}
 
@@ -121,8 +131,13 @@ def test_a_gold_item_copies_question_and_answer_and_knows_its_verdict(route):
     [decision_id] = pooled([record(claim="Wrong on purpose.")])
     from console.ledger.models import Decision
 
-    gold = pool_services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id),
-                                     verdict="incorrect")
+    gold = pool_services.gold_item_create(
+        actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id), verdict="incorrect"
+    )
     assert (gold.is_gold, gold.gold_verdict, gold.answer, gold.answer_source) == (
-        True, "incorrect", "Wrong on purpose.", AnswerSource.GOLD)
+        True,
+        "incorrect",
+        "Wrong on purpose.",
+        AnswerSource.GOLD,
+    )
     assert GradingItem.objects.filter(decision_id=decision_id).count() == 2

@@ -20,8 +20,15 @@ def _expire_leases():
 def test_next_hands_out_exactly_the_documented_shape(route, grader):
     route.guidelines = "Judge **facts** only."
     route.save()
-    pooled([record(question="How do I reset MFA?", claim="Choose Reset.",
-                   passages=[{"id": "kb/2", "text": "second", "rank": 2}, {"id": "kb/1", "text": "first", "rank": 1}])])
+    pooled(
+        [
+            record(
+                question="How do I reset MFA?",
+                claim="Choose Reset.",
+                passages=[{"id": "kb/2", "text": "second", "rank": 2}, {"id": "kb/1", "text": "first", "rank": 1}],
+            )
+        ]
+    )
     response = grader.post("/api/v1/grading/next", {}, format="json")
     assert response.status_code == 200
     body = response.json()
@@ -119,8 +126,9 @@ def test_time_spent_is_recorded_from_the_page_or_the_lease(route, graders):
     pooled([record(), record()])
     first, second, _ = graders
     item = next_item(first)
-    first.post(f"/api/v1/grading/items/{item['id']}/grades", {"verdict": "correct", "seconds_spent": 42.5},
-               format="json")
+    first.post(
+        f"/api/v1/grading/items/{item['id']}/grades", {"verdict": "correct", "seconds_spent": 42.5}, format="json"
+    )
     item = next_item(second)
     grade(second, item["id"], "correct")
     spent = sorted(Grade.objects.values_list("seconds_spent", flat=True))
@@ -170,7 +178,9 @@ def test_gold_items_are_mixed_in_at_the_route_rate_and_each_grader_sees_each_onc
 
     decision_ids = pooled([record() for _ in range(6)])
     for decision_id in decision_ids[:2]:
-        pool_services.gold_item_create(actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id), verdict="correct")
+        pool_services.gold_item_create(
+            actor=TEST_ACTOR, decision=Decision.objects.get(pk=decision_id), verdict="correct"
+        )
     pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[], gold_rate=0.5)
     first = graders[0]
     seen = []

@@ -97,22 +97,52 @@ def start_worker(transactional_db, live_broker, tmp_path):
     """start_worker(beat=False, pool="solo", queues=QUEUES, **env) -> Worker, ready to take jobs from `queues`."""
     workers: list[Worker] = []
 
-    def start(*, beat: bool = False, pool: str = "solo", concurrency: int = 1, queues: tuple[str, ...] = QUEUES,
-              **extra_env: str) -> Worker:
+    def start(
+        *,
+        beat: bool = False,
+        pool: str = "solo",
+        concurrency: int = 1,
+        queues: tuple[str, ...] = QUEUES,
+        **extra_env: str,
+    ) -> Worker:
         name = f"w{len(workers)}-{uuid.uuid4().hex[:6]}"
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="console.settings", DATABASE_URL=_test_database_url(),
-                   CELERY_BROKER_URL=live_broker.url, CELERY_TASK_ALWAYS_EAGER="0", SECRET_KEY="jobs-tests",
-                   CONSOLE_DATA_DIR=str(tmp_path / "data"), CONN_MAX_AGE="0")
+        env = dict(
+            os.environ,
+            DJANGO_SETTINGS_MODULE="console.settings",
+            DATABASE_URL=_test_database_url(),
+            CELERY_BROKER_URL=live_broker.url,
+            CELERY_TASK_ALWAYS_EAGER="0",
+            SECRET_KEY="jobs-tests",
+            CONSOLE_DATA_DIR=str(tmp_path / "data"),
+            CONN_MAX_AGE="0",
+        )
         env.update({key: str(value) for key, value in extra_env.items()})
-        command = [str(CELERY), "-A", "console", "worker", "--loglevel", "INFO", "--pool", pool,
-                   "--concurrency", str(concurrency), "-Q", ",".join(queues), "--hostname", f"{name}@localhost",
-                   "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        command = [
+            str(CELERY),
+            "-A",
+            "console",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--pool",
+            pool,
+            "--concurrency",
+            str(concurrency),
+            "-Q",
+            ",".join(queues),
+            "--hostname",
+            f"{name}@localhost",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ]
         if beat:
             command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]
         log = tmp_path / f"{name}.log"
         with log.open("wb") as out:
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         worker = Worker(process, log)
         workers.append(worker)
 

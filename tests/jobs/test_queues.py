@@ -18,8 +18,14 @@ def _registered_tasks() -> list[str]:
 
 def test_every_registered_task_is_routed_to_a_named_queue():
     names = _registered_tasks()
-    assert {"grading.grading_pool_enter", "shadow.shadow_run_execute", "verification.decisions_verify",
-            "analysis.stats_recompute", "notify.notification_deliver", "audit.audit_checkpoint"} <= set(names)
+    assert {
+        "grading.grading_pool_enter",
+        "shadow.shadow_run_execute",
+        "verification.decisions_verify",
+        "analysis.stats_recompute",
+        "notify.notification_deliver",
+        "audit.audit_checkpoint",
+    } <= set(names)
     for name in names:
         # What Celery itself would publish to, not our own reading of the routes.
         queue = app.amqp.router.route({}, name)["queue"].name
@@ -29,9 +35,20 @@ def test_every_registered_task_is_routed_to_a_named_queue():
 
 def test_the_kinds_of_work_have_their_own_queues():
     assert {"verification", "shadow", "pool", "statistics", "notifications", "monitoring"} <= set(QUEUES)
-    assert len({app.amqp.router.route({}, name)["queue"].name
-                for name in ("grading.grading_pool_enter", "shadow.shadow_run_execute",
-                             "verification.decisions_verify", "analysis.stats_recompute")}) == 4
+    assert (
+        len(
+            {
+                app.amqp.router.route({}, name)["queue"].name
+                for name in (
+                    "grading.grading_pool_enter",
+                    "shadow.shadow_run_execute",
+                    "verification.decisions_verify",
+                    "analysis.stats_recompute",
+                )
+            }
+        )
+        == 4
+    )
 
 
 def test_make_run_worker_consumes_every_queue(tmp_path):

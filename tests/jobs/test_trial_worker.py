@@ -35,8 +35,9 @@ def test_a_worker_killed_mid_trial_never_calls_twice_for_one_item_and_repeat(sta
 
         # A new worker with beat: the sweeper marks the held call lost and queues the rest.
         start_worker(beat=True, JOBS_SWEEP_SECONDS=1, TRIALS_LOST_GRACE_SECONDS=1)
-        wait_for(lambda: Trial.objects.filter(pk=trial.pk, status="done").exists(), timeout=60,
-                 what="the trial to finish")
+        wait_for(
+            lambda: Trial.objects.filter(pk=trial.pk, status="done").exists(), timeout=60, what="the trial to finish"
+        )
         time.sleep(2.5)  # a few more sweeps: nothing is called again
         calls = Counter(body["request_id"] for body in standin.bodies)
 

@@ -34,8 +34,9 @@ def _events(action: str, run: ShadowRun) -> int:
 
 def _route_with(standin: StandInPipeline):
     route = make_route("it-support", "IT support")
-    shadow_services.route_shadow_set(actor=Actor.system("tests"), route=route,
-                                     config={"kind": "http", "url": standin.url})
+    shadow_services.route_shadow_set(
+        actor=Actor.system("tests"), route=route, config={"kind": "http", "url": standin.url}
+    )
     return route
 
 
@@ -56,8 +57,14 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_job_completes_once(start_
         assert (run.status, run.answer) == ("running", "")  # the killed job wrote nothing
 
         # A new worker with beat: the sweeper finds the run presumed dead and queues it again.
-        start_worker(beat=True, JOBS_SWEEP_SECONDS=1, JOBS_REQUEUE_AFTER_SECONDS=1, SHADOW_RUN_TIMEOUT_SECONDS=2,
-                     SHADOW_HTTP_TIMEOUT_MS=1_000, SHADOW_HTTP_RETRIES=0)
+        start_worker(
+            beat=True,
+            JOBS_SWEEP_SECONDS=1,
+            JOBS_REQUEUE_AFTER_SECONDS=1,
+            SHADOW_RUN_TIMEOUT_SECONDS=2,
+            SHADOW_HTTP_TIMEOUT_MS=1_000,
+            SHADOW_HTTP_RETRIES=0,
+        )
         wait_for(lambda: ShadowRun.objects.filter(pk=run.pk, status="succeeded").exists(), what="the run to succeed")
         time.sleep(2.5)  # a few more sweeps: nothing runs twice once it succeeded
 
@@ -71,8 +78,12 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_job_completes_once(start_
     # Both calls (the killed one and the one that finished) got exactly the logged passages.
     decision = Decision.objects.get(pk=decision_id)
     logged = [{"id": p["id"], "text": p["text"]} for p in sorted(PASSAGES, key=lambda p: p["rank"])]
-    expected = {"request_id": decision.request_id, "question": decision.question, "gate": "disabled",
-                "passages": logged}
+    expected = {
+        "request_id": decision.request_id,
+        "question": decision.question,
+        "gate": "disabled",
+        "passages": logged,
+    }
     assert standin.bodies == [expected, expected]
     received = passages_sha256([PipelinePassage(p["id"], p["text"]) for p in standin.bodies[-1]["passages"]])
     assert run.passages_sha256 == received == logged_passages_sha256(decision)
@@ -93,8 +104,9 @@ def test_duplicate_jobs_on_concurrent_workers_yield_one_result(start_worker, liv
             shadow_tasks.shadow_runs_open.delay([decision_id])
             verification_tasks.decisions_verify.delay([decision_id])
         wait_for(lambda: ShadowRun.objects.filter(pk=run.pk, status="succeeded").exists(), what="the run to succeed")
-        wait_for(lambda: DecisionSupport.objects.filter(decision_id=decision_id, status="done").exists(),
-                 what="verification")
+        wait_for(
+            lambda: DecisionSupport.objects.filter(decision_id=decision_id, status="done").exists(), what="verification"
+        )
         wait_for(lambda: live_broker.queued() == 0, what="the queue to drain")
         time.sleep(1.5)  # let the last duplicates finish
 
@@ -106,8 +118,9 @@ def test_duplicate_jobs_on_concurrent_workers_yield_one_result(start_worker, liv
     assert AuditEvent.objects.filter(action="shadow_runs_queued").count() == 1
     support = DecisionSupport.objects.get(decision_id=decision_id)
     assert support.attempts == 1 and SpanCheck.objects.filter(decision_id=decision_id).count() == 2 * 2
-    verified = AuditEvent.objects.filter(action="decisions_verified",
-                                         payload__contains={"objects": {"decision": [decision_id]}})
+    verified = AuditEvent.objects.filter(
+        action="decisions_verified", payload__contains={"objects": {"decision": [decision_id]}}
+    )
     assert verified.count() == 1
     assert audit_chain_verify()["ok"]
 
@@ -117,8 +130,9 @@ def test_a_failing_pipeline_on_a_real_worker_ends_failed_with_its_error(start_wo
         _route_with(standin)
         start_worker(SHADOW_HTTP_RETRIES=1, SHADOW_HTTP_BACKOFF_MS=50)
         [decision_id] = ingest([record(passages=PASSAGES)])
-        wait_for(lambda: ShadowRun.objects.filter(decision_id=decision_id, status="failed").exists(),
-                 what="the run to fail")
+        wait_for(
+            lambda: ShadowRun.objects.filter(decision_id=decision_id, status="failed").exists(), what="the run to fail"
+        )
         run = ShadowRun.objects.get(decision_id=decision_id)
         assert run.answer == "" and "HTTP 500 from the pipeline" in run.error and "2 tries" in run.error
         assert len(standin.requests) == 2

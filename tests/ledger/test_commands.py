@@ -16,8 +16,9 @@ def _write_jsonl(path, lines):
 def test_import_decisions_writes_good_lines_and_reports_bad_ones(route, tmp_path, capsys):
     good = [record() for _ in range(3)]
     bad = record(gate={"name": "nli", "score": None, "cutoff": 0.5})
-    source = _write_jsonl(tmp_path / "decisions.jsonl", [good[0], "{not json", good[1], bad,
-                                                         record(route="nowhere"), good[2]])
+    source = _write_jsonl(
+        tmp_path / "decisions.jsonl", [good[0], "{not json", good[1], bad, record(route="nowhere"), good[2]]
+    )
     report = tmp_path / "rejected.jsonl"
     call_command("import_decisions", str(source), "--report", str(report), "--no-progress", "--batch-size", "2")
     out, err = capsys.readouterr()

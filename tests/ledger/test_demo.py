@@ -36,8 +36,9 @@ def test_the_reference_pipeline_writes_the_demos_answers_word_for_word():
         records = list(demo_records(route, 400))
         assert {r["outcome"] for r in records} == {"served", "refused"}
         for r in records:
-            request = PipelineRequest(r["request_id"], r["question"],
-                                      tuple(PipelinePassage(p["id"], p["text"]) for p in r["passages"]))
+            request = PipelineRequest(
+                r["request_id"], r["question"], tuple(PipelinePassage(p["id"], p["text"]) for p in r["passages"])
+            )
             assert ReferencePipeline().run(request) == r["claim"]
             assert r["served_answer"] in (None, r["claim"])
             assert not r["claim"].startswith("I believe")

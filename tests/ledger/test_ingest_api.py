@@ -103,8 +103,7 @@ def test_an_unknown_route_is_400_naming_it_and_nothing_is_written(integrator):
         ({"occurred_at": "yesterday"}, "occurred_at"),
         ({"outcome": "served", "served_answer": None}, "served_answer"),
         ({"served_answer": "an answer"}, "served_answer"),
-        ({"passages": [{"id": "a", "text": "t", "rank": 1}, {"id": "b", "text": "u", "rank": 1}]},
-         "passages[1].rank"),
+        ({"passages": [{"id": "a", "text": "t", "rank": 1}, {"id": "b", "text": "u", "rank": 1}]}, "passages[1].rank"),
         ({"surprise": 1}, "surprise"),
         ({"segments": {"language": ["en"]}}, "segments.language"),
         ({"question": "nul\x00byte"}, "question"),
@@ -207,8 +206,13 @@ def test_make_route_helper_is_idempotent(db):
 
 
 def test_routes_logging_the_same_passage_get_their_own_passage_and_embedding(route, other_route, integrator):
-    shared = {"id": "kb/shared#1", "text": "Badges are collected at reception.", "rank": 1, "source": "kb",
-              "uri": "https://intranet/kb/badges"}
+    shared = {
+        "id": "kb/shared#1",
+        "text": "Badges are collected at reception.",
+        "rank": 1,
+        "source": "kb",
+        "uri": "https://intranet/kb/badges",
+    }
     it_record = record(route="it-support", passages=[{**shared, "embedding": [1.0, 0.0]}])
     hr_record = record(route="hr-policy", passages=[{**shared, "embedding": [0.0, 1.0]}])
     assert post(integrator, [it_record]).status_code == 201

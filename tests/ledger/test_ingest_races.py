@@ -88,13 +88,27 @@ def _overlapping_batches(clients: int, batches: int, size: int, shared: int, see
     filler = "Long enough that a batch streams to the database in many pieces. " * 30
     plan: list[list[list[dict]]] = [[] for _ in range(clients)]
     for batch in range(batches):
-        pool = [{"id": f"kb/popular/{batch}#{n}", "text": f"Popular chunk {batch}/{n} about resetting things.",
-                 "source": "kb", "uri": f"https://intranet/kb/popular/{batch}/{n}"} for n in range(shared)]
+        pool = [
+            {
+                "id": f"kb/popular/{batch}#{n}",
+                "text": f"Popular chunk {batch}/{n} about resetting things.",
+                "source": "kb",
+                "uri": f"https://intranet/kb/popular/{batch}/{n}",
+            }
+            for n in range(shared)
+        ]
         for client in range(clients):
             records = []
             for n in range(size):
-                own = [{"id": f"kb/c{client}b{batch}d{n}p{k}", "source": "kb", "uri": "",
-                        "text": f"Unique passage {client}/{batch}/{n}/{k}. {filler}"} for k in range(3)]
+                own = [
+                    {
+                        "id": f"kb/c{client}b{batch}d{n}p{k}",
+                        "source": "kb",
+                        "uri": "",
+                        "text": f"Unique passage {client}/{batch}/{n}/{k}. {filler}",
+                    }
+                    for k in range(3)
+                ]
                 passages = own + [dict(p) for p in rng.sample(pool, 2)]
                 rng.shuffle(passages)
                 for rank, passage in enumerate(passages, start=1):
@@ -161,8 +175,14 @@ def test_two_batches_naming_the_same_new_passages_in_opposite_orders_do_not_dead
     def hold_z():
         try:
             with transaction.atomic():
-                Passage.objects.create(external_id=z.external_id, corpus_snapshot="snap-2026-11-01", text=z.text,
-                                       text_sha256=z.text_sha256, source=z.source, content_key=z.content_key)
+                Passage.objects.create(
+                    external_id=z.external_id,
+                    corpus_snapshot="snap-2026-11-01",
+                    text=z.text,
+                    text_sha256=z.text_sha256,
+                    source=z.source,
+                    content_key=z.content_key,
+                )
                 holding.set()
                 deadline = time.monotonic() + 20
                 while _waiting_backends() < 2 and time.monotonic() < deadline:

@@ -62,4 +62,3 @@ def test_an_unknown_api_path_is_a_json_404(reviewer):
 def test_routes_lists_only_what_the_caller_may_read(route, other_route, owner, reviewer):
     assert [r["slug"] for r in owner.get("/api/v1/routes").json()["routes"]] == ["it-support"]
     assert {r["slug"] for r in reviewer.get("/api/v1/routes").json()["routes"]} == {"it-support", "hr-policy"}
-

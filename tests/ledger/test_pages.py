@@ -54,24 +54,29 @@ def test_the_refusals_list_shows_only_refusals_by_default(route, reviewer_pages)
     assert "refused one" in page and "served one" not in page
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("score_min=0.5&score_max=0.6", {"mid"}),
-    ("score_min=0.7", {"high"}),
-    ("model=gen-2026-11", {"new-model"}),
-    ("segment=language%3Dde", {"german"}),
-    ("date_from=2026-10-01&date_to=2026-10-31", {"october"}),
-    ("route=hr-policy", {"hr"}),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("score_min=0.5&score_max=0.6", {"mid"}),
+        ("score_min=0.7", {"high"}),
+        ("model=gen-2026-11", {"new-model"}),
+        ("segment=language%3Dde", {"german"}),
+        ("date_from=2026-10-01&date_to=2026-10-31", {"october"}),
+        ("route=hr-policy", {"hr"}),
+    ],
+)
 def test_the_refusals_list_filters(route, other_route, reviewer_pages, query, expected):
     base = {"gate": {"name": "nli", "score": 0.3, "cutoff": 0.85}}
-    ingest([
-        record(question="mid", gate={"name": "nli", "score": 0.55, "cutoff": 0.85}),
-        record(question="high", gate={"name": "nli", "score": 0.8, "cutoff": 0.85}),
-        record(question="new-model", versions={"model": "gen-2026-11"}, **base),
-        record(question="german", segments={"language": "de"}, **base),
-        record(question="october", occurred_at="2026-10-15T08:00:00Z", **base),
-        record(question="hr", route="hr-policy", **base),
-    ])
+    ingest(
+        [
+            record(question="mid", gate={"name": "nli", "score": 0.55, "cutoff": 0.85}),
+            record(question="high", gate={"name": "nli", "score": 0.8, "cutoff": 0.85}),
+            record(question="new-model", versions={"model": "gen-2026-11"}, **base),
+            record(question="german", segments={"language": "de"}, **base),
+            record(question="october", occurred_at="2026-10-15T08:00:00Z", **base),
+            record(question="hr", route="hr-policy", **base),
+        ]
+    )
     page = reviewer_pages.get(f"/refusals/?{query}").content.decode()
     shown = {q for q in ["mid", "high", "new-model", "german", "october", "hr"] if q in shown_questions(page)}
     assert shown == expected
@@ -152,9 +157,13 @@ def test_the_refusals_list_renders_only_the_table_for_htmx(route, reviewer_pages
 
 
 def test_the_detail_page_explains_the_refusal(route, reviewer_pages):
-    sent = record(gate={"name": "entailment", "score": 0.6123, "cutoff": 0.85},
-                  passages=[{"id": "second", "text": "Second <b>passage</b>", "rank": 2},
-                            {"id": "first", "text": "First passage", "rank": 1}])
+    sent = record(
+        gate={"name": "entailment", "score": 0.6123, "cutoff": 0.85},
+        passages=[
+            {"id": "second", "text": "Second <b>passage</b>", "rank": 2},
+            {"id": "first", "text": "First passage", "rank": 1},
+        ],
+    )
     [decision_id] = ingest([sent])
     page = reviewer_pages.get(f"/decisions/{decision_id}/").content.decode()
     assert escape(sent["question"]) in page and escape(sent["claim"]) in page

@@ -31,11 +31,17 @@ def link(page: str, text: str) -> str | None:
 
 
 def test_search_matches_words_of_the_question_or_the_claim(pages):
-    ingest([record(question="VPN drops every hour", claim="Reconnect the client."),
+    ingest(
+        [
+            record(question="VPN drops every hour", claim="Reconnect the client."),
             record(question="Printer is offline", claim="Restart the VPN gateway first."),
-            record(question="Password expired", claim="Use the self-service portal.")])
+            record(question="Password expired", claim="Use the self-service portal."),
+        ]
+    )
     assert set(questions(pages.get("/refusals/?q=vpn").content.decode())) == {
-        "VPN drops every hour", "Printer is offline"}
+        "VPN drops every hour",
+        "Printer is offline",
+    }
     assert questions(pages.get("/refusals/?q=vpn+-printer").content.decode()) == ["VPN drops every hour"]
     assert questions(pages.get('/refusals/?q="self-service+portal"').content.decode()) == ["Password expired"]
     assert questions(pages.get("/refusals/?q=nothing-like-this").content.decode()) == []
@@ -66,8 +72,12 @@ def test_the_search_filter_holds_inside_a_subquery(pages):
 
 def _scored(n: int) -> None:
     # Scores with ties (each value twice) so ties straddle page boundaries.
-    ingest([record(question=f"s{i:03d}", gate={"name": "nli", "score": round((i // 2) / 100, 2), "cutoff": 0.9})
-            for i in range(n)])
+    ingest(
+        [
+            record(question=f"s{i:03d}", gate={"name": "nli", "score": round((i // 2) / 100, 2), "cutoff": 0.9})
+            for i in range(n)
+        ]
+    )
 
 
 def _walk(pages, start: str, forward: str) -> list[str]:
@@ -79,10 +89,13 @@ def _walk(pages, start: str, forward: str) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("sort, expect", [
-    ("score", lambda qs: sorted(qs, key=lambda q: (int(q[1:]) // 2, int(q[1:])))),
-    ("-score", lambda qs: sorted(qs, key=lambda q: (int(q[1:]) // 2, int(q[1:])), reverse=True)),
-])
+@pytest.mark.parametrize(
+    "sort, expect",
+    [
+        ("score", lambda qs: sorted(qs, key=lambda q: (int(q[1:]) // 2, int(q[1:])))),
+        ("-score", lambda qs: sorted(qs, key=lambda q: (int(q[1:]) // 2, int(q[1:])), reverse=True)),
+    ],
+)
 def test_sorting_by_score_pages_through_every_row_once_in_order(pages, sort, expect):
     _scored(121)
     seen = _walk(pages, f"?sort={sort}", "Next →")
@@ -112,7 +125,7 @@ def test_oldest_first_is_the_newest_order_reversed(pages):
 
 def test_csv_exports_every_filtered_decision_streamed_with_its_request_id(pages):
     ingest([record(request_id=f"vpn-{i}", question=f"VPN question {i}") for i in range(60)])
-    ingest([record(request_id="other", question="=HYPERLINK(\"x\") printer")])
+    ingest([record(request_id="other", question='=HYPERLINK("x") printer')])
     response = pages.get("/refusals/?q=vpn&format=csv")
     assert response.status_code == 200 and response.streaming
     assert response["Content-Type"].startswith("text/csv")
@@ -120,8 +133,11 @@ def test_csv_exports_every_filtered_decision_streamed_with_its_request_id(pages)
     assert len(rows) == 60 and {r["request_id"] for r in rows} == {f"vpn-{i}" for i in range(60)}
     assert rows[0]["route"] == "it-support" and rows[0]["outcome"] == "refused"
     everything = pages.get("/refusals/?format=csv")
-    [formula] = [r for r in csv.DictReader(io.StringIO(b"".join(everything.streaming_content).decode()))
-                 if r["request_id"] == "other"]
+    [formula] = [
+        r
+        for r in csv.DictReader(io.StringIO(b"".join(everything.streaming_content).decode()))
+        if r["request_id"] == "other"
+    ]
     assert formula["question"].startswith("'=")  # not run as a formula by a spreadsheet
 
 

@@ -28,13 +28,18 @@ def day_start(days_ago: int) -> datetime:
     return today - timedelta(days=days_ago)
 
 
-def post_day(integrator, *, days_ago: int, scores, versions=None, segments=None, correct=None,
-             jobs: bool = False) -> list[int]:
+def post_day(
+    integrator, *, days_ago: int, scores, versions=None, segments=None, correct=None, jobs: bool = False
+) -> list[int]:
     """Decisions with these scores at noon UTC `days_ago` days ago; labelled when `correct` is given;
     with `jobs`, the after-ingest jobs (span checks, pool entry, rechecks) run when the batch is in."""
     at = iso(day_start(days_ago) + timedelta(hours=12))
-    records = decision_records(scores, occurred_at=at, versions=dict(versions or VERSIONS),
-                               segments=dict(segments or {"query_type": "how-to", "language": "en"}))
+    records = decision_records(
+        scores,
+        occurred_at=at,
+        versions=dict(versions or VERSIONS),
+        segments=dict(segments or {"query_type": "how-to", "language": "en"}),
+    )
     if jobs:
         with run_jobs():
             ids = post_decisions(integrator, records)
@@ -48,9 +53,12 @@ def post_day(integrator, *, days_ago: int, scores, versions=None, segments=None,
 
 def sign_policy(route, owner_user, reviewer_user, *, cutoff: float = CUTOFF, **overrides) -> PolicyVersion:
     actor = Actor.system("tests")
-    draft = governance.policy_draft(actor=actor, user=reviewer_user, route=route,
-                                    draft=parse_draft(draft_body(cutoff=cutoff, band_lower=None, **overrides),
-                                                      route=route))
+    draft = governance.policy_draft(
+        actor=actor,
+        user=reviewer_user,
+        route=route,
+        draft=parse_draft(draft_body(cutoff=cutoff, band_lower=None, **overrides), route=route),
+    )
     return governance.policy_sign(actor=actor, user=owner_user, policy=draft, evidence_sha256=draft.evidence_sha256)
 
 

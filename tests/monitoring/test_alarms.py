@@ -61,8 +61,13 @@ def test_a_shift_opens_one_alarm_per_kind_through_the_escalation_channel(watched
 
 
 def test_a_webhook_escalation_channel_gets_a_webhook(route, owner, reviewer, signing_window, integrator):
-    sign_policy(route, owner.user, reviewer.user, filters={"to": day_start(11).date().isoformat()},
-                escalation={"contact": "On call", "channel": "https://hooks.example.org/desk", "response_hours": 4})
+    sign_policy(
+        route,
+        owner.user,
+        reviewer.user,
+        filters={"to": day_start(11).date().isoformat()},
+        escalation={"contact": "On call", "channel": "https://hooks.example.org/desk", "response_hours": 4},
+    )
     _shifted_days(integrator, [2, 1])
     monitor_run(actor=ACTOR)
     sent = Notification.objects.get(subject__icontains="abstention")
@@ -91,8 +96,9 @@ def test_an_acknowledged_alarm_closes_and_only_a_later_outside_day_opens_another
     alarm = Alarm.objects.get(kind="abstention")
     assert integrator.post(f"/api/v1/alarms/{alarm.pk}/acknowledge", {"note": "x"}, format="json").status_code == 403
     assert owner.post(f"/api/v1/alarms/{alarm.pk}/acknowledge", {"note": ""}, format="json").status_code == 400
-    response = owner.post(f"/api/v1/alarms/{alarm.pk}/acknowledge",
-                          {"note": "Known: the new model, recheck open."}, format="json")
+    response = owner.post(
+        f"/api/v1/alarms/{alarm.pk}/acknowledge", {"note": "Known: the new model, recheck open."}, format="json"
+    )
     assert response.status_code == 200 and response.json()["status"] == "closed"
     assert response.json()["closed_reason"] == "acknowledged" and response.json()["acknowledged_by"] == "owner"
     assert AuditEvent.objects.filter(action="alarm_acknowledged", object_id=str(alarm.pk)).count() == 1

@@ -17,8 +17,10 @@ def test_the_demo_has_an_open_recheck_after_a_model_upgrade_and_a_drift_alarm(tm
     recheck = Recheck.objects.get(route__slug="it-support")
     assert recheck.status == "open" and recheck.versions["model"] == "gen-2026-12"
     assert recheck.plan["bands"][0]["target"] > 0
-    assert PolicyVersion.objects.get(route__slug="it-support", status__in=["active", "needs_recheck"]).status \
+    assert (
+        PolicyVersion.objects.get(route__slug="it-support", status__in=["active", "needs_recheck"]).status
         == "needs_recheck"
+    )
     report = recheck_report(recheck)
     assert report["abstention"]["difference"]["low"] > 0  # visibly higher abstention on the new model
     assert Alarm.objects.filter(route__slug="it-support", kind="abstention", status="open").count() == 1

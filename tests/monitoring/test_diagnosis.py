@@ -18,8 +18,14 @@ BILLING = {"query_type": "billing", "language": "en"}
 def _planted(integrator, *, days_ago, refused, refused_correct, served, versions, segments=HOWTO, jobs=False):
     """`refused` decisions at score 0.3 of which `refused_correct` graded correct, `served` at 0.9
     (all graded, 90% correct)."""
-    ids = post_day(integrator, days_ago=days_ago, scores=[0.3] * refused + [0.9] * served, versions=versions,
-                   segments=segments, jobs=jobs)
+    ids = post_day(
+        integrator,
+        days_ago=days_ago,
+        scores=[0.3] * refused + [0.9] * served,
+        versions=versions,
+        segments=segments,
+        jobs=jobs,
+    )
     for i, decision_id in enumerate(ids):
         label(decision_id, i < refused_correct if i < refused else (i - refused) % 10 != 0)
     return ids
@@ -27,16 +33,18 @@ def _planted(integrator, *, days_ago, refused, refused_correct, served, versions
 
 def _no_support(ids, share):
     cut = round(len(ids) * share)
-    DecisionSupport.objects.bulk_create([DecisionSupport(decision_id=d, status="done", no_supporting_passage=i < cut)
-                                         for i, d in enumerate(ids)])
+    DecisionSupport.objects.bulk_create(
+        [DecisionSupport(decision_id=d, status="done", no_supporting_passage=i < cut) for i, d in enumerate(ids)]
+    )
 
 
 @pytest.fixture
 def baseline(integrator, route, owner, reviewer):
     """Signed on 400 decisions: 100 refused (30 correct), 300 served; half how-to, half billing."""
     refused = _planted(integrator, days_ago=20, refused=50, refused_correct=15, served=0, versions=VERSIONS)
-    refused += _planted(integrator, days_ago=20, refused=50, refused_correct=15, served=0, versions=VERSIONS,
-                        segments=BILLING)
+    refused += _planted(
+        integrator, days_ago=20, refused=50, refused_correct=15, served=0, versions=VERSIONS, segments=BILLING
+    )
     _planted(integrator, days_ago=20, refused=0, refused_correct=0, served=150, versions=VERSIONS)
     _planted(integrator, days_ago=20, refused=0, refused_correct=0, served=150, versions=VERSIONS, segments=BILLING)
     _no_support(refused, 0.1)
@@ -54,11 +62,27 @@ def _diagnosis(owner):
 def _after(integrator, *, how_to, billing, no_support=0.1):
     refused = []
     for segments, (n_refused, n_correct, n_served) in ((HOWTO, how_to), (BILLING, billing)):
-        ids = _planted(integrator, days_ago=1, refused=n_refused, refused_correct=n_correct, served=0,
-                       versions=NEW, segments=segments, jobs=True)
+        ids = _planted(
+            integrator,
+            days_ago=1,
+            refused=n_refused,
+            refused_correct=n_correct,
+            served=0,
+            versions=NEW,
+            segments=segments,
+            jobs=True,
+        )
         refused += ids
-        _planted(integrator, days_ago=1, refused=0, refused_correct=0, served=n_served, versions=NEW,
-                 segments=segments, jobs=True)
+        _planted(
+            integrator,
+            days_ago=1,
+            refused=0,
+            refused_correct=0,
+            served=n_served,
+            versions=NEW,
+            segments=segments,
+            jobs=True,
+        )
     DecisionSupport.objects.filter(decision_id__in=refused).delete()  # span checks ran; plant the share
     _no_support(refused, no_support)
 

@@ -22,9 +22,11 @@ def watched(route, owner, reviewer, signing_window):
 
 def _sql_rate(where: str, cutoff: float) -> tuple[int, int]:
     with connection.cursor() as cursor:
-        cursor.execute(f"""SELECT count(*) FILTER (WHERE d.gate_score < %s), count(*) FROM ledger_decision d
+        cursor.execute(
+            f"""SELECT count(*) FILTER (WHERE d.gate_score < %s), count(*) FROM ledger_decision d
                             JOIN ledger_route r ON r.id = d.route_id WHERE r.slug = 'it-support' AND {where}""",
-                       [cutoff])
+            [cutoff],
+        )
         return cursor.fetchone()
 
 
@@ -41,12 +43,20 @@ def test_the_health_figures_match_sql_references(watched, integrator, reviewer):
         expected = proportion_interval(refused, n)
         assert figure["value"] == pytest.approx(refused / n)
         assert (figure["low"], figure["high"]) == pytest.approx((expected.low, expected.high))
-    assert health["policy"] == {"id": watched.pk, "version": 1, "cutoff": 0.6, "status": "active", "owner": "owner",
-                                "since": watched.signed_at.isoformat()}
+    assert health["policy"] == {
+        "id": watched.pk,
+        "version": 1,
+        "cutoff": 0.6,
+        "status": "active",
+        "owner": "owner",
+        "since": watched.signed_at.isoformat(),
+    }
     assert health["abstention"]["signed"] == watched.evidence_document["chosen_row"]["abstention_rate"]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM grading_finallabel l JOIN ledger_decision d ON d.id = l.decision_id "
-                       "WHERE l.decided_at >= (now() AT TIME ZONE 'UTC')::date - 6")
+        cursor.execute(
+            "SELECT count(*) FROM grading_finallabel l JOIN ledger_decision d ON d.id = l.decision_id "
+            "WHERE l.decided_at >= (now() AT TIME ZONE 'UTC')::date - 6"
+        )
         assert health["labels_last_7_days"] == cursor.fetchone()[0]
     assert health["rechecks_open"] == 0 and health["alarms_open"] == []
 
@@ -59,8 +69,11 @@ def test_the_stored_aggregates_match_a_sql_reference(watched, integrator):
     refused, n = _sql_rate(f"(d.occurred_at AT TIME ZONE 'UTC')::date = '{day_start(2).date()}'", 0.6)
     assert (row.refused_at_cutoff, row.n) == (refused, n)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT width_bucket(gate_score, 0, 1, 1000) - 1, count(*) FROM ledger_decision "
-                       "WHERE (occurred_at AT TIME ZONE 'UTC')::date = %s GROUP BY 1", [day_start(2).date()])
+        cursor.execute(
+            "SELECT width_bucket(gate_score, 0, 1, 1000) - 1, count(*) FROM ledger_decision "
+            "WHERE (occurred_at AT TIME ZONE 'UTC')::date = %s GROUP BY 1",
+            [day_start(2).date()],
+        )
         reference = [0] * 1000
         for score_bin, count in cursor.fetchall():
             reference[min(score_bin, 999)] += count
@@ -88,8 +101,9 @@ def test_strangers_get_404_and_graders_cannot_read_health(watched, grader):
 def test_the_dashboard_and_the_monitoring_page_show_the_figures_and_charts(watched, integrator, owner, client):
     rng = np.random.default_rng(8)
     for d in range(10, 0, -1):
-        post_day(integrator, days_ago=d, scores=np.clip(np.round(rng.beta(4, 2, 200) - (0.25 if d < 3 else 0), 3),
-                                                        0, 1))
+        post_day(
+            integrator, days_ago=d, scores=np.clip(np.round(rng.beta(4, 2, 200) - (0.25 if d < 3 else 0), 3), 0, 1)
+        )
     monitor_run(actor=ACTOR)
     client.force_login(owner.user)
     dashboard = client.get("/").content.decode()

@@ -40,8 +40,9 @@ def test_a_new_model_opens_one_recheck_marks_the_policy_tells_the_owner_and_plan
     assert [b["measures"] for b in bands] == ["false_abstention", "wrong_served"]
     assert bands[0]["high"] == signed.cutoff and bands[1]["target"] == 385  # 1.96^2 * 0.25 / 0.05^2
     plan = GradingPlan.objects.get(route=signed.route)
-    assert [(s["low"], s["high"], s["target"]) for s in plan.strata] == [(b["low"], b["high"], b["target"])
-                                                                        for b in bands]
+    assert [(s["low"], s["high"], s["target"]) for s in plan.strata] == [
+        (b["low"], b["high"], b["target"]) for b in bands
+    ]
     opened = AuditEvent.objects.get(action="recheck_opened")
     assert opened.payload["policy_status"] == {"old": "active", "new": "needs_recheck"}
     assert AuditEvent.objects.filter(action="policy_needs_recheck").count() == 1
@@ -75,8 +76,7 @@ def test_concurrent_ingest_opens_the_recheck_exactly_once(route, owner, reviewer
             client = APIClient()
             client.force_authenticate(integrator.user)
             barrier.wait()
-            statuses[index] = client.post("/api/v1/decisions", {"decisions": batches[index]},
-                                          format="json").status_code
+            statuses[index] = client.post("/api/v1/decisions", {"decisions": batches[index]}, format="json").status_code
         finally:
             connections.close_all()
 
@@ -103,15 +103,19 @@ def test_the_owner_accepts_unchanged_with_a_note_and_the_policy_is_active_again(
     assert integrator.post(f"/api/v1/rechecks/{recheck.pk}/close", body, format="json").status_code == 403
     no_note = owner.post(f"/api/v1/rechecks/{recheck.pk}/close", {"resolution": "accepted"}, format="json")
     assert no_note.status_code == 400
-    response = owner.post(f"/api/v1/rechecks/{recheck.pk}/close",
-                          {"resolution": "accepted", "note": "Tokenizer-only upgrade."}, format="json")
+    response = owner.post(
+        f"/api/v1/rechecks/{recheck.pk}/close",
+        {"resolution": "accepted", "note": "Tokenizer-only upgrade."},
+        format="json",
+    )
     assert response.status_code == 200, response.json()
     assert response.json()["status"] == "closed" and response.json()["resolution"] == "accepted"
     assert PolicyVersion.objects.get(pk=signed.pk).status == "active"
     closed = AuditEvent.objects.get(action="recheck_closed")
     assert closed.payload["note"] == "Tokenizer-only upgrade." and closed.actor.endswith("/owner")
-    again = owner.post(f"/api/v1/rechecks/{recheck.pk}/close",
-                       {"resolution": "accepted", "note": "again"}, format="json")
+    again = owner.post(
+        f"/api/v1/rechecks/{recheck.pk}/close", {"resolution": "accepted", "note": "again"}, format="json"
+    )
     assert again.status_code == 409
 
 
@@ -120,10 +124,15 @@ def test_closing_by_a_new_signature_names_the_version(signed, integrator, owner,
 
     post_day(integrator, days_ago=1, scores=[0.3, 0.7], versions=NEW_MODEL, jobs=True)
     recheck = Recheck.objects.get()
-    assert owner.post(f"/api/v1/rechecks/{recheck.pk}/close", {"resolution": "signed",
-                      "policy_version": signed.pk}, format="json").status_code == 400  # signed before it opened
+    assert (
+        owner.post(
+            f"/api/v1/rechecks/{recheck.pk}/close", {"resolution": "signed", "policy_version": signed.pk}, format="json"
+        ).status_code
+        == 400
+    )  # signed before it opened
     newer = sign_policy(route, owner.user, reviewer.user, cutoff=0.55)
-    response = owner.post(f"/api/v1/rechecks/{recheck.pk}/close",
-                          {"resolution": "signed", "policy_version": newer.pk}, format="json")
+    response = owner.post(
+        f"/api/v1/rechecks/{recheck.pk}/close", {"resolution": "signed", "policy_version": newer.pk}, format="json"
+    )
     assert response.status_code == 200 and response.json()["resolution"] == "signed"
     assert PolicyVersion.objects.get(pk=signed.pk).status == "superseded"

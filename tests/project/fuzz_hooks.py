@@ -25,25 +25,56 @@ for _ in range(400):
     NESTED = [NESTED]
 
 RECORD = {
-    "request_id": "fuzz-1", "route": "it-support", "occurred_at": "2026-11-01T12:00:00Z",
-    "question": "How do I reset MFA?", "claim": "Open Settings > Security and choose Reset.",
-    "gate": {"name": "entailment", "score": 0.62, "cutoff": 0.85}, "outcome": "refused", "served_answer": None,
-    "passages": [{"id": "kb/mfa#2", "text": "To reset MFA, open Settings > Security and choose Reset.",
-                  "retrieval_score": 0.81, "rank": 1, "source": "runbook", "uri": "https://intranet/kb/mfa",
-                  "embedding": [0.1, 0.2]}],
+    "request_id": "fuzz-1",
+    "route": "it-support",
+    "occurred_at": "2026-11-01T12:00:00Z",
+    "question": "How do I reset MFA?",
+    "claim": "Open Settings > Security and choose Reset.",
+    "gate": {"name": "entailment", "score": 0.62, "cutoff": 0.85},
+    "outcome": "refused",
+    "served_answer": None,
+    "passages": [
+        {
+            "id": "kb/mfa#2",
+            "text": "To reset MFA, open Settings > Security and choose Reset.",
+            "retrieval_score": 0.81,
+            "rank": 1,
+            "source": "runbook",
+            "uri": "https://intranet/kb/mfa",
+            "embedding": [0.1, 0.2],
+        }
+    ],
     "versions": {"model": "gen-2026-10", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"},
     "segments": {"query_type": "how-to", "language": "en"},
 }
 RECORD_POISON = [
-    (("gate", "score"), HUGE), (("gate", "cutoff"), HUGE), (("passages", 0, "retrieval_score"), HUGE),
-    (("passages", 0, "embedding"), [HUGE]), (("passages", 0, "embedding"), [1e300]),
-    (("passages", 0, "rank"), 2**31), (("passages", 0, "rank"), 2**63),
-    (("occurred_at",), "0001-01-01T00:00:00+01:00"), (("occurred_at",), "9999-12-31T23:59:59-01:00"),
-    (("segments", "language"), NESTED), (("versions", "model"), NESTED),
-    *[((*path,), f"x{LONE}") for path in (
-        ("request_id",), ("route",), ("question",), ("claim",), ("gate", "name"), ("passages", 0, "id"),
-        ("passages", 0, "text"), ("passages", 0, "source"), ("passages", 0, "uri"), ("versions", "model"),
-        ("segments", "language"))],
+    (("gate", "score"), HUGE),
+    (("gate", "cutoff"), HUGE),
+    (("passages", 0, "retrieval_score"), HUGE),
+    (("passages", 0, "embedding"), [HUGE]),
+    (("passages", 0, "embedding"), [1e300]),
+    (("passages", 0, "rank"), 2**31),
+    (("passages", 0, "rank"), 2**63),
+    (("occurred_at",), "0001-01-01T00:00:00+01:00"),
+    (("occurred_at",), "9999-12-31T23:59:59-01:00"),
+    (("segments", "language"), NESTED),
+    (("versions", "model"), NESTED),
+    *[
+        ((*path,), f"x{LONE}")
+        for path in (
+            ("request_id",),
+            ("route",),
+            ("question",),
+            ("claim",),
+            ("gate", "name"),
+            ("passages", 0, "id"),
+            ("passages", 0, "text"),
+            ("passages", 0, "source"),
+            ("passages", 0, "uri"),
+            ("versions", "model"),
+            ("segments", "language"),
+        )
+    ],
 ]
 LABEL = {"route": "it-support", "request_id": "fuzz-1", "verdict": "correct", "source": "fuzz"}
 QUERY_POISON = [{"to": "9999-12-31"}, {"from": "0001-01-01", "to": "9999-12-31"}]
@@ -72,11 +103,15 @@ def flatmap_body(ctx, body):
         return st.one_of(st.just(body), bad)
     if _is(ctx, "POST", "/api/v1/labels"):
         bad = st.sampled_from(["route", "request_id", "source"]).map(
-            lambda field: {"labels": [dict(LABEL, **{field: f"x{LONE}"})]})
+            lambda field: {"labels": [dict(LABEL, **{field: f"x{LONE}"})]}
+        )
         return st.one_of(st.just(body), bad)
     if _is(ctx, "POST", "/api/v1/verify"):
-        return st.one_of(st.just(body), st.just({"text": "Open Settings", "claim": f"Open{LONE}"}),
-                         st.just({"text": f"a{LONE}", "claim": "a"}))
+        return st.one_of(
+            st.just(body),
+            st.just({"text": "Open Settings", "claim": f"Open{LONE}"}),
+            st.just({"text": f"a{LONE}", "claim": "a"}),
+        )
     return st.just(body)
 
 

@@ -25,16 +25,31 @@ def test_no_generated_request_makes_the_api_fail_with_a_server_error(live_server
     token = make_token(make_user("fuzz-admin", "admin"))
     schemathesis = Path(sys.executable).parent / "schemathesis"
     result = subprocess.run(
-        [str(schemathesis), "run", f"{live_server.url}/api/schema/",
-         "--header", f"Authorization: Token {token}",
-         "--checks", "not_a_server_error",
-         "--max-examples", os.environ.get("FUZZ_EXAMPLES", "15"),
-         "--generation-deterministic",
-         "--request-timeout", "20",
-         "--suppress-health-check", "all"],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path,
-        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.project.fuzz_hooks",
-             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+        [
+            str(schemathesis),
+            "run",
+            f"{live_server.url}/api/schema/",
+            "--header",
+            f"Authorization: Token {token}",
+            "--checks",
+            "not_a_server_error",
+            "--max-examples",
+            os.environ.get("FUZZ_EXAMPLES", "15"),
+            "--generation-deterministic",
+            "--request-timeout",
+            "20",
+            "--suppress-health-check",
+            "all",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "SCHEMATHESIS_HOOKS": "tests.project.fuzz_hooks",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
     )
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-60:])
     assert result.returncode == 0, tail

@@ -83,10 +83,16 @@ def test_the_largest_database_integer_is_a_valid_rank(integrator):
 
 LONE = "\ud800"
 SURROGATE_FIELDS = [
-    ("request_id", "request_id"), ("question", "question"), ("claim", "claim"), ("gate.name", "gate.name"),
-    ("passages.0.id", "passages[0].id"), ("passages.0.text", "passages[0].text"),
-    ("passages.0.source", "passages[0].source"), ("passages.0.uri", "passages[0].uri"),
-    ("versions.model", "versions.model"), ("segments.language", "segments.language"),
+    ("request_id", "request_id"),
+    ("question", "question"),
+    ("claim", "claim"),
+    ("gate.name", "gate.name"),
+    ("passages.0.id", "passages[0].id"),
+    ("passages.0.text", "passages[0].text"),
+    ("passages.0.source", "passages[0].source"),
+    ("passages.0.uri", "passages[0].uri"),
+    ("versions.model", "versions.model"),
+    ("segments.language", "segments.language"),
 ]
 
 
@@ -107,16 +113,18 @@ def test_a_lone_surrogate_in_the_served_answer_is_a_field_error(integrator):
 @pytest.mark.parametrize("where", ["segments", "versions", "record", "passage"])
 def test_a_lone_surrogate_in_a_key_is_reported_without_breaking_the_response(integrator, where):
     data = record()
-    {"segments": data["segments"], "versions": data["versions"], "record": data,
-     "passage": data["passages"][0]}[where]["k" + LONE] = "v"
+    {"segments": data["segments"], "versions": data["versions"], "record": data, "passage": data["passages"][0]}[where][
+        "k" + LONE
+    ] = "v"
     error = assert_envelope(raw_post(integrator, INGEST, json.dumps({"decisions": [data]})), 400, "invalid")
     assert len(error["details"]) == 1
     assert "\\ud800" in error["details"][0]["field"]
 
 
 def test_an_unknown_route_with_a_lone_surrogate_is_a_field_error(integrator):
-    error = assert_envelope(raw_post(integrator, INGEST, json.dumps({"decisions": [record(route="r" + LONE)]})),
-                            400, "invalid")
+    error = assert_envelope(
+        raw_post(integrator, INGEST, json.dumps({"decisions": [record(route="r" + LONE)]})), 400, "invalid"
+    )
     assert [d["field"] for d in error["details"]] == ["route"]
 
 
@@ -161,11 +169,14 @@ def reviewer_pages(reviewer) -> Client:
     return client
 
 
-@pytest.mark.parametrize("url", [
-    "/refusals/?date_from=0001-01-01&date_to=9999-12-31",
-    "/operating-points/?route=it-support&from=0001-01-01&to=9999-12-31",
-    "/operating-points/table.csv?route=it-support&to=9999-12-31",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/refusals/?date_from=0001-01-01&date_to=9999-12-31",
+        "/operating-points/?route=it-support&from=0001-01-01&to=9999-12-31",
+        "/operating-points/table.csv?route=it-support&to=9999-12-31",
+    ],
+)
 def test_the_pages_accept_the_last_day_of_the_calendar(reviewer_pages, url):
     ingest([record()])
     response = reviewer_pages.get(url)
@@ -181,8 +192,9 @@ def test_the_refusals_list_up_to_the_last_day_still_lists_the_refusal(reviewer_p
 # --------------------------------------------------------------------------- audit object and paths
 
 
-@pytest.mark.parametrize("value", ["decision:\u00b2", "decision:\u0661\u0662", "decision:1\x00", "dec\x00:1",
-                                   "decision:" + "9" * 40])
+@pytest.mark.parametrize(
+    "value", ["decision:\u00b2", "decision:\u0661\u0662", "decision:1\x00", "dec\x00:1", "decision:" + "9" * 40]
+)
 def test_an_odd_audit_object_is_a_400_or_an_empty_list(auditor, value):
     response = auditor.get("/api/v1/audit/events", {"object": value})
     if response.status_code == 200:
@@ -197,11 +209,14 @@ def test_a_digit_that_is_not_ascii_is_not_a_decision_id_for_a_reader(reviewer):
     assert_envelope(response, response.status_code)
 
 
-@pytest.mark.parametrize("url", [
-    "/api/v1/routes/it-support/decisions/q%00x",
-    "/api/v1/routes/it%00support/decisions/q-1",
-    "/api/v1/grading/items/a%00b/grades",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/routes/it-support/decisions/q%00x",
+        "/api/v1/routes/it%00support/decisions/q-1",
+        "/api/v1/grading/items/a%00b/grades",
+    ],
+)
 def test_a_nul_in_an_api_path_is_a_400_in_the_envelope(reviewer, url):
     response = reviewer.get(url) if "grades" not in url else reviewer.post(url, {"verdict": "correct"}, format="json")
     assert_envelope(response, 400, "invalid_path")
@@ -215,8 +230,7 @@ def test_a_nul_in_a_page_path_is_a_400_page(reviewer_pages):
 # --------------------------------------------------------------------------- unhandled errors
 
 
-def test_an_unhandled_error_in_an_api_view_answers_500_in_the_envelope_and_is_logged(integrator, monkeypatch,
-                                                                                     caplog):
+def test_an_unhandled_error_in_an_api_view_answers_500_in_the_envelope_and_is_logged(integrator, monkeypatch, caplog):
     from console.ledger import services
 
     def broken(**kwargs):
@@ -227,8 +241,7 @@ def test_an_unhandled_error_in_an_api_view_answers_500_in_the_envelope_and_is_lo
         response = integrator.post(INGEST, {"decisions": [record()]}, format="json")
     error = assert_envelope(response, 500, "server_error")
     assert "boom" not in error["message"]
-    assert any("boom" in (r.exc_text or "") or (r.exc_info and "boom" in str(r.exc_info[1]))
-               for r in caplog.records)
+    assert any("boom" in (r.exc_text or "") or (r.exc_info and "boom" in str(r.exc_info[1])) for r in caplog.records)
 
 
 def test_the_server_error_handler_answers_json_under_api_and_a_page_elsewhere(rf):

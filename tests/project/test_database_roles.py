@@ -43,24 +43,47 @@ def test_the_init_script_and_migrate_leave_the_app_role_append_only_on_the_audit
 
     socket_dir = psycopg.conninfo.conninfo_to_dict(fresh_cluster.get_uri("postgres"))["host"]
     bin_dir = Path(pgserver.__file__).parent / "pginstall" / "bin"
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PGHOST=socket_dir, POSTGRES_USER="postgres",
-               CONSOLE_OWNER_PASSWORD="owner-pw", CONSOLE_APP_PASSWORD="app-pw")
-    subprocess.run(["sh", str(ROOT / "docker" / "initdb" / "10-console-roles.sh")], env=env, check=True,
-                   capture_output=True)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+        PGHOST=socket_dir,
+        POSTGRES_USER="postgres",
+        CONSOLE_OWNER_PASSWORD="owner-pw",
+        CONSOLE_APP_PASSWORD="app-pw",
+    )
+    subprocess.run(
+        ["sh", str(ROOT / "docker" / "initdb" / "10-console-roles.sh")], env=env, check=True, capture_output=True
+    )
     env = {key: value for key, value in os.environ.items() if not key.startswith(("DATABASE_", "TEST_DATABASE"))}
-    env.update(DATABASE_URL=_url(fresh_cluster, "console_app"), DATABASE_OWNER_URL=_url(fresh_cluster, "console_owner"),
-               CONSOLE_DATA_DIR=str(tmp_path / "data"), DJANGO_SETTINGS_MODULE="console.settings")
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True,
-                   capture_output=True, timeout=300)
+    env.update(
+        DATABASE_URL=_url(fresh_cluster, "console_app"),
+        DATABASE_OWNER_URL=_url(fresh_cluster, "console_owner"),
+        CONSOLE_DATA_DIR=str(tmp_path / "data"),
+        DJANGO_SETTINGS_MODULE="console.settings",
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     with psycopg.connect(_url(fresh_cluster, "console_app"), autocommit=True) as app:
         owner = app.execute("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'audit_auditevent'")
         assert owner.fetchone()[0] == "console_owner"
-        app.execute("INSERT INTO audit_auditevent (seq, at, actor, action, object_type, object_id, payload, route, "
-                    "prev_hash, hash) VALUES (1, now(), 'system:t', 'route_created', 'route', '1', '{}', '', "
-                    "repeat('0', 64), repeat('a', 64))")
+        app.execute(
+            "INSERT INTO audit_auditevent (seq, at, actor, action, object_type, object_id, payload, route, "
+            "prev_hash, hash) VALUES (1, now(), 'system:t', 'route_created', 'route', '1', '{}', '', "
+            "repeat('0', 64), repeat('a', 64))"
+        )
         assert app.execute("SELECT count(*) FROM audit_auditevent").fetchone()[0] == 1
-        for statement in ("UPDATE audit_auditevent SET actor = 'x'", "DELETE FROM audit_auditevent",
-                          "TRUNCATE audit_auditevent", "ALTER TABLE audit_auditevent DISABLE TRIGGER ALL"):
+        for statement in (
+            "UPDATE audit_auditevent SET actor = 'x'",
+            "DELETE FROM audit_auditevent",
+            "TRUNCATE audit_auditevent",
+            "ALTER TABLE audit_auditevent DISABLE TRIGGER ALL",
+        ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 app.execute(statement)
         assert app.execute("SELECT has_table_privilege('ledger_decision', 'INSERT')").fetchone()[0] is True

@@ -9,10 +9,20 @@ from console.accounts import services as accounts
 from tests.factories import TEST_ACTOR, ingest, make_user, record
 
 
-@pytest.mark.parametrize("path", [
-    "/refusals/", "/refusals/?segment=bad&score_min=x", "/audit/", "/audit/?object=bad", "/operating-points/",
-    "/operating-points/?c_w=-1&alpha=7&band_lower=x", "/grading/agreement/", "/grading/adjudication/", "/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/refusals/",
+        "/refusals/?segment=bad&score_min=x",
+        "/audit/",
+        "/audit/?object=bad",
+        "/operating-points/",
+        "/operating-points/?c_w=-1&alpha=7&band_lower=x",
+        "/grading/agreement/",
+        "/grading/adjudication/",
+        "/",
+    ],
+)
 def test_every_described_by_id_exists(route, path):
     ingest([record()])
     user = make_user("aria-reader", "reviewer")

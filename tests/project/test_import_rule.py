@@ -31,8 +31,17 @@ LAYERS: list[set[str]] = [
 # Pure statistics: no Django, and nothing of the project but itself.
 PURE = "console.stats"
 # The project package itself (settings, urls, celery, run): wires everything, imported by nothing.
-PROJECT_MODULES = {"console.settings", "console.urls", "console.api_urls", "console.celery", "console.wsgi",
-                   "console.run", "console.embedded", "console.env", "console"}
+PROJECT_MODULES = {
+    "console.settings",
+    "console.urls",
+    "console.api_urls",
+    "console.celery",
+    "console.wsgi",
+    "console.run",
+    "console.embedded",
+    "console.env",
+    "console",
+}
 
 
 def _layer_of(app: str) -> int:
@@ -86,8 +95,10 @@ def _imports(path: Path, module: str) -> set[str]:
 
 
 MODULES = _source_modules()
-EDGES = {module: {name for name in _imports(path, module) if name in MODULES and name != module}
-         for module, path in MODULES.items()}
+EDGES = {
+    module: {name for name in _imports(path, module) if name in MODULES and name != module}
+    for module, path in MODULES.items()
+}
 
 
 def test_every_app_of_the_code_has_a_place_in_the_rule():
@@ -162,8 +173,9 @@ def test_no_module_takes_part_in_an_import_cycle():
     assert cycles == []
 
 
-@pytest.mark.parametrize("edge", [("console.ledger.services", "console.shadow.tasks"),
-                                  ("console.core.jobs", "console.review.views")])
+@pytest.mark.parametrize(
+    "edge", [("console.ledger.services", "console.shadow.tasks"), ("console.core.jobs", "console.review.views")]
+)
 def test_the_rule_would_catch_an_upward_import(edge, monkeypatch):
     """The checker itself: an upward import planted in the graph is reported."""
     source, target = edge

@@ -31,8 +31,9 @@ def broker_url():
     jobs.broker_recovered()
 
 
-def test_a_job_is_queued_only_after_the_transaction_commits(db, broker_url, embedded_broker,
-                                                            django_capture_on_commit_callbacks):
+def test_a_job_is_queued_only_after_the_transaction_commits(
+    db, broker_url, embedded_broker, django_capture_on_commit_callbacks
+):
     broker_url(embedded_broker)
     task = RecordingTask()
     with django_capture_on_commit_callbacks(execute=True):
@@ -41,8 +42,9 @@ def test_a_job_is_queued_only_after_the_transaction_commits(db, broker_url, embe
     assert task.calls == [((1, 2), {})]
 
 
-def test_a_missing_embedded_broker_skips_publishing_at_once(db, broker_url, tmp_path,
-                                                            django_capture_on_commit_callbacks):
+def test_a_missing_embedded_broker_skips_publishing_at_once(
+    db, broker_url, tmp_path, django_capture_on_commit_callbacks
+):
     broker_url(f"redis+socket://{tmp_path}/absent.sock")
     task = RecordingTask()
     with django_capture_on_commit_callbacks(execute=True):
@@ -50,15 +52,17 @@ def test_a_missing_embedded_broker_skips_publishing_at_once(db, broker_url, tmp_
     assert task.calls == []
 
 
-def test_a_failing_publish_does_not_fail_the_request(db, broker_url, embedded_broker,
-                                                     django_capture_on_commit_callbacks):
+def test_a_failing_publish_does_not_fail_the_request(
+    db, broker_url, embedded_broker, django_capture_on_commit_callbacks
+):
     broker_url(embedded_broker)
     with django_capture_on_commit_callbacks(execute=True):
         enqueue(RecordingTask(fail=True), 7)  # logs and returns
 
 
-def test_after_a_failed_publish_jobs_are_left_to_the_sweepers_for_a_while(db, broker_url, embedded_broker,
-                                                                         django_capture_on_commit_callbacks):
+def test_after_a_failed_publish_jobs_are_left_to_the_sweepers_for_a_while(
+    db, broker_url, embedded_broker, django_capture_on_commit_callbacks
+):
     broker_url(embedded_broker)
     later = RecordingTask()
     with django_capture_on_commit_callbacks(execute=True):
@@ -71,8 +75,9 @@ def test_after_a_failed_publish_jobs_are_left_to_the_sweepers_for_a_while(db, br
     assert later.calls == [((3,), {})]
 
 
-def test_eager_mode_runs_jobs_even_after_a_failed_publish(db, broker_url, embedded_broker,
-                                                          django_capture_on_commit_callbacks):
+def test_eager_mode_runs_jobs_even_after_a_failed_publish(
+    db, broker_url, embedded_broker, django_capture_on_commit_callbacks
+):
     broker_url(embedded_broker)
     with django_capture_on_commit_callbacks(execute=True):
         enqueue(RecordingTask(fail=True), 1)

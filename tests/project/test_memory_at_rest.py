@@ -14,13 +14,21 @@ HEAVY = ("scipy", "statsmodels", "sklearn", "pandas")
 
 def test_web_and_worker_processes_start_without_the_heavy_libraries(tmp_path):
     # A fresh interpreter: this test session has long imported them for the statistics tests.
-    code = ("import django, sys; django.setup(); import console.wsgi; from console.celery import app; "
-            "app.loader.import_default_modules(); "
-            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="console.settings", CONSOLE_DATA_DIR=str(tmp_path),
-               DATABASE_URL="postgresql://nobody@/nothing", CELERY_BROKER_URL="redis://localhost:1/0")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=120)
+    code = (
+        "import django, sys; django.setup(); import console.wsgi; from console.celery import app; "
+        "app.loader.import_default_modules(); "
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="console.settings",
+        CONSOLE_DATA_DIR=str(tmp_path),
+        DATABASE_URL="postgresql://nobody@/nothing",
+        CELERY_BROKER_URL="redis://localhost:1/0",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]"
 

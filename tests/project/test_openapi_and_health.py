@@ -6,8 +6,13 @@ def test_the_openapi_schema_describes_the_v1_endpoints(reviewer):
     response = reviewer.get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200
     paths = response.json()["paths"]
-    for path in ("/api/v1/decisions", "/api/v1/decisions/{decision_id}", "/api/v1/audit/verify",
-                 "/api/v1/routes/{slug}/decisions/{request_id}", "/api/v1/audit/events"):
+    for path in (
+        "/api/v1/decisions",
+        "/api/v1/decisions/{decision_id}",
+        "/api/v1/audit/verify",
+        "/api/v1/routes/{slug}/decisions/{request_id}",
+        "/api/v1/audit/events",
+    ):
         assert path in paths
 
 

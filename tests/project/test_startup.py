@@ -42,8 +42,9 @@ def test_gunicorn_answers_health_right_after_listening_and_leaves_home_alone(tmp
     log = tmp_path / "gunicorn.log"
     env = dict(os.environ, HOME=str(home), DJANGO_SETTINGS_MODULE="console.settings", WEB_WORKERS="2")
     with log.open("w") as out:
-        process = subprocess.Popen(run.web_command("127.0.0.1", port), env=env, cwd=ROOT,
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            run.web_command("127.0.0.1", port), env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + 120
         while "Listening at" not in log.read_text():
@@ -104,12 +105,19 @@ def _start_and_interrupt(tmp_path) -> None:
     import signal
 
     port = _free_port()
-    env = dict(os.environ, HOME=str(tmp_path), CONSOLE_DEMO="0", PORT=str(port), WEB_WORKERS="2",
-               WORKER_CONCURRENCY="1")
+    env = dict(
+        os.environ, HOME=str(tmp_path), CONSOLE_DEMO="0", PORT=str(port), WEB_WORKERS="2", WORKER_CONCURRENCY="1"
+    )
     env.pop("DATABASE_URL", None)
     env.pop("CELERY_BROKER_URL", None)
-    process = subprocess.Popen([os.sys.executable, "-m", "console.run"], env=env, cwd=ROOT, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [os.sys.executable, "-m", "console.run"],
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     marker = f"--bind 127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -44,36 +44,50 @@ def test_the_reference_pipeline_falls_back_to_the_top_passage_and_never_invents(
 
 
 def test_the_passages_checksum_is_sha256_over_canonical_json_in_rank_order():
-    canonical = json.dumps([{"id": "kb/vpn#1", "text": REQUEST.passages[0].text},
-                            {"id": "kb/mfa#2", "text": REQUEST.passages[1].text}],
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(
+        [{"id": "kb/vpn#1", "text": REQUEST.passages[0].text}, {"id": "kb/mfa#2", "text": REQUEST.passages[1].text}],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     assert passages_sha256(REQUEST.passages) == hashlib.sha256(canonical.encode()).hexdigest()
     assert passages_sha256(REQUEST.passages[::-1]) != passages_sha256(REQUEST.passages)
-    assert passages_sha256([PipelinePassage("ä", "Straße")]) == hashlib.sha256(
-        '[{"id":"ä","text":"Straße"}]'.encode()).hexdigest()
+    assert (
+        passages_sha256([PipelinePassage("ä", "Straße")])
+        == hashlib.sha256('[{"id":"ä","text":"Straße"}]'.encode()).hexdigest()
+    )
 
 
-@pytest.mark.parametrize("config, expected", [
-    ({}, {}),
-    (None, {}),
-    ({"kind": "reference"}, {"kind": "reference"}),
-    ({"kind": "http", "url": " https://pipeline.internal/answer "}, {"kind": "http", "url": "https://pipeline.internal/answer"}),
-    ({"kind": "http", "url": "http://127.0.0.1:8080/x"}, {"kind": "http", "url": "http://127.0.0.1:8080/x"}),
-])
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        ({}, {}),
+        (None, {}),
+        ({"kind": "reference"}, {"kind": "reference"}),
+        (
+            {"kind": "http", "url": " https://pipeline.internal/answer "},
+            {"kind": "http", "url": "https://pipeline.internal/answer"},
+        ),
+        ({"kind": "http", "url": "http://127.0.0.1:8080/x"}, {"kind": "http", "url": "http://127.0.0.1:8080/x"}),
+    ],
+)
 def test_valid_shadow_configs_are_normalised(config, expected):
     assert validate_shadow_config(config) == expected
 
 
-@pytest.mark.parametrize("config", [
-    {"kind": "http"},
-    {"kind": "http", "url": "ftp://files/x"},
-    {"kind": "http", "url": "not a url"},
-    {"kind": "http", "url": "https://x.example/" + "a" * 2000},
-    {"kind": "http", "url": "https://x.example", "timeout": 3},
-    {"kind": "reference", "url": "https://x.example"},
-    {"kind": "llm"},
-    ["reference"],
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"kind": "http"},
+        {"kind": "http", "url": "ftp://files/x"},
+        {"kind": "http", "url": "not a url"},
+        {"kind": "http", "url": "https://x.example/" + "a" * 2000},
+        {"kind": "http", "url": "https://x.example", "timeout": 3},
+        {"kind": "reference", "url": "https://x.example"},
+        {"kind": "llm"},
+        ["reference"],
+    ],
+)
 def test_invalid_shadow_configs_are_refused_with_a_reason(config):
     with pytest.raises(InvalidInput) as caught:
         validate_shadow_config(config)
@@ -94,8 +108,12 @@ def test_the_http_adapter_posts_the_logged_passages_with_the_gate_disabled():
     with StandInPipeline(answer="Use the portal.") as standin:
         assert _http(standin.url, auth_header="Authorization: Bearer s3cret").run(REQUEST) == "Use the portal."
     [received] = standin.requests
-    assert received["body"] == {"request_id": "q-1", "question": REQUEST.question, "gate": "disabled",
-                                "passages": [{"id": p.id, "text": p.text} for p in REQUEST.passages]}
+    assert received["body"] == {
+        "request_id": "q-1",
+        "question": REQUEST.question,
+        "gate": "disabled",
+        "passages": [{"id": p.id, "text": p.text} for p in REQUEST.passages],
+    }
     assert received["headers"]["Authorization"] == "Bearer s3cret"
     assert received["headers"]["Content-Type"] == "application/json"
 
@@ -117,11 +135,14 @@ def test_the_http_adapter_gives_up_on_a_pipeline_that_does_not_answer_in_time():
     assert len(standin.requests) == 2
 
 
-@pytest.mark.parametrize("behaviour, message", [
-    ("malformed", "Malformed JSON"),
-    ("no_answer", 'no "answer" member'),
-    ("number", '"answer" is int, not a string'),
-])
+@pytest.mark.parametrize(
+    "behaviour, message",
+    [
+        ("malformed", "Malformed JSON"),
+        ("no_answer", 'no "answer" member'),
+        ("number", '"answer" is int, not a string'),
+    ],
+)
 def test_a_reply_that_breaks_the_contract_fails_at_once_without_retry(behaviour, message):
     with StandInPipeline(behaviour) as standin:
         with pytest.raises(PipelineError, match=message):

@@ -57,8 +57,12 @@ def test_every_refusal_gets_exactly_one_run_handed_the_logged_passages(http_rout
     refused, served = ingest_with_jobs([record(passages=PASSAGES), served_record(passages=PASSAGES)])
     run = ShadowRun.objects.get()
     assert run.decision_id == refused and not ShadowRun.objects.filter(decision_id=served).exists()
-    assert (run.status, run.attempts, run.answer, run.error) == (ShadowStatus.SUCCEEDED, 1,
-                                                                 "Open Settings, then Security.", "")
+    assert (run.status, run.attempts, run.answer, run.error) == (
+        ShadowStatus.SUCCEEDED,
+        1,
+        "Open Settings, then Security.",
+        "",
+    )
     assert (run.pipeline, run.pipeline_version) == ("http", "http-1") and run.latency_ms > 0
     [body] = standin.bodies
     decision = Decision.objects.get(pk=refused)
@@ -91,11 +95,14 @@ def test_a_second_run_for_one_decision_is_refused_by_the_database(http_route):
         ShadowRun.objects.create(decision_id=decision_id, pipeline="reference")
 
 
-@pytest.mark.parametrize("fields", [
-    {"status": ShadowStatus.SUCCEEDED, "answer": "", "passages_sha256": "a" * 64},
-    {"status": ShadowStatus.SUCCEEDED, "answer": "yes", "passages_sha256": ""},
-    {"status": ShadowStatus.FAILED, "answer": "a fake answer", "error": "HTTP 500"},
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"status": ShadowStatus.SUCCEEDED, "answer": "", "passages_sha256": "a" * 64},
+        {"status": ShadowStatus.SUCCEEDED, "answer": "yes", "passages_sha256": ""},
+        {"status": ShadowStatus.FAILED, "answer": "a fake answer", "error": "HTTP 500"},
+    ],
+)
 def test_the_database_refuses_a_fake_answer(route, fields):
     [decision_id] = ingest([record()])
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -107,15 +114,17 @@ def test_routes_without_a_pipeline_get_no_runs(route):
     assert not ShadowRun.objects.exists()
 
 
-@pytest.mark.parametrize("behaviour, error", [
-    ("error", "HTTP 500 from the pipeline: internal error in the stand-in (gave up after 2 tries)"),
-    ("slow", "no answer within 0.3 s (gave up after 2 tries)"),
-    ("malformed", "Malformed JSON in the response"),
-    ("no_answer", 'The response has no "answer" member'),
-    ("number", '"answer" is int, not a string.'),
-])
-def test_a_failing_pipeline_ends_in_a_visible_failure_never_an_answer(http_route, standin, reviewer, behaviour,
-                                                                      error):
+@pytest.mark.parametrize(
+    "behaviour, error",
+    [
+        ("error", "HTTP 500 from the pipeline: internal error in the stand-in (gave up after 2 tries)"),
+        ("slow", "no answer within 0.3 s (gave up after 2 tries)"),
+        ("malformed", "Malformed JSON in the response"),
+        ("no_answer", 'The response has no "answer" member'),
+        ("number", '"answer" is int, not a string.'),
+    ],
+)
+def test_a_failing_pipeline_ends_in_a_visible_failure_never_an_answer(http_route, standin, reviewer, behaviour, error):
     standin.behaviour, standin.delay = behaviour, (2 if behaviour == "slow" else 0)
     [decision_id] = ingest_with_jobs([record(passages=PASSAGES)])
     run = ShadowRun.objects.get()
@@ -198,8 +207,10 @@ def test_the_reference_pipeline_answers_refusals_for_the_demo(route):
     call_command("create_route", "it-support", "--shadow", "reference")
     [decision_id] = ingest_with_jobs([record(question="How do I reset MFA?", passages=PASSAGES)])
     run = ShadowRun.objects.get(decision_id=decision_id)
-    assert run.status == ShadowStatus.SUCCEEDED and (run.pipeline, run.pipeline_version) == ("reference",
-                                                                                              "extractive-1")
+    assert run.status == ShadowStatus.SUCCEEDED and (run.pipeline, run.pipeline_version) == (
+        "reference",
+        "extractive-1",
+    )
     assert run.answer == "To reset MFA, open Settings › Security and choose Reset."
 
 
@@ -293,8 +304,7 @@ def test_a_job_that_lost_its_claim_drops_its_result(route, monkeypatch):
 def test_the_detail_page_costs_the_same_queries_with_a_run_and_support(route, django_assert_num_queries):
     services.route_shadow_set(actor=ACTOR, route=route, config={"kind": "reference"})
     [one] = ingest_with_jobs([record(passages=PASSAGES[:1])])
-    [many] = ingest_with_jobs([record(passages=[{"id": f"p{i}", "text": f"x{i}.", "rank": i + 1}
-                                                for i in range(30)])])
+    [many] = ingest_with_jobs([record(passages=[{"id": f"p{i}", "text": f"x{i}.", "rank": i + 1} for i in range(30)])])
     assert ShadowRun.objects.filter(status="succeeded").count() == 2
     browser = _page(make_user("page-reviewer", "reviewer"))
     with django_assert_num_queries(100, exact=False) as first:

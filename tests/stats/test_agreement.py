@@ -93,9 +93,7 @@ def test_cohen_kappa_needs_the_same_items_from_both_graders():
 
 def test_unsure_is_its_own_category_in_agreement():
     # Both unsure is agreement; unsure against correct is a disagreement.
-    both_unsure = cohen_kappa(
-        ["correct", "incorrect", "unsure"], ["correct", "incorrect", "unsure"]
-    )
+    both_unsure = cohen_kappa(["correct", "incorrect", "unsure"], ["correct", "incorrect", "unsure"])
     assert both_unsure["value"] == pytest.approx(1.0)
     split = cohen_kappa(["correct", "incorrect", "unsure"], ["correct", "incorrect", "correct"])
     assert split["value"] < 1.0
@@ -114,9 +112,7 @@ def test_perfect_agreement_has_a_degenerate_interval_at_one():
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @given(
     st.integers(2, 6).flatmap(
-        lambda raters: st.lists(
-            st.lists(st.integers(0, 2), min_size=raters, max_size=raters), min_size=2, max_size=40
-        )
+        lambda raters: st.lists(st.lists(st.integers(0, 2), min_size=raters, max_size=raters), min_size=2, max_size=40)
     )
 )
 def test_fleiss_kappa_matches_statsmodels_when_every_item_has_the_same_graders(codes):
@@ -153,11 +149,7 @@ def test_gwet_ac1_counts_an_unused_category_on_the_scale():
 
 def test_ac1_stays_high_when_prevalence_is_extreme_while_kappa_collapses():
     # 100 items, two graders: 95 both correct, 2 correct/incorrect, 3 incorrect/correct.
-    pairs = (
-        [("correct", "correct")] * 95
-        + [("correct", "incorrect")] * 2
-        + [("incorrect", "correct")] * 3
-    )
+    pairs = [("correct", "correct")] * 95 + [("correct", "incorrect")] * 2 + [("incorrect", "correct")] * 3
     a, b = zip(*pairs, strict=True)
     kappa = cohen_kappa(a, b)["value"]
     # p_o = 0.95, p_e = 0.97 * 0.98 + 0.03 * 0.02 = 0.9512.
@@ -189,10 +181,7 @@ def simulated_gradings(items: int, seed: int) -> np.ndarray:
     for item in range(items):
         graders = int(rng.integers(2, 5))
         gradings.append(
-            [
-                VERDICTS[truth[item]] if rng.random() < 0.75 else VERDICTS[rng.integers(3)]
-                for _ in range(graders)
-            ]
+            [VERDICTS[truth[item]] if rng.random() < 0.75 else VERDICTS[rng.integers(3)] for _ in range(graders)]
         )
     return verdict_counts(gradings)
 

@@ -20,10 +20,14 @@ from console.stats.blindness import (
 )
 from console.stats.calibration import auroc
 
-WORDS = ("open settings security choose reset portal badge number client install share recycle bin days "
-         "password expire page laptop request device manager approve holiday travel receipt").split()
-PASSAGES = ("Open Settings and choose Reset. You will be asked to sign in again.",
-            "The VPN client is installed from the portal.  Sign in with your badge number.")
+WORDS = (
+    "open settings security choose reset portal badge number client install share recycle bin days "
+    "password expire page laptop request device manager approve holiday travel receipt"
+).split()
+PASSAGES = (
+    "Open Settings and choose Reset. You will be asked to sign in again.",
+    "The VPN client is installed from the portal.  Sign in with your badge number.",
+)
 
 
 def sentence(rng: random.Random) -> str:
@@ -53,8 +57,7 @@ def test_white_space_runs_do_not_hide_a_copied_sentence():
 
 def test_an_empty_answer_has_zero_shares_rather_than_an_error():
     features = grader_view_features(GraderView("q", "", ()))
-    assert features == {"verbatim_sentence_share": 0.0, "passage_word_share": 0.0, "log_words": 0.0,
-                        "sentences": 0.0}
+    assert features == {"verbatim_sentence_share": 0.0, "passage_word_share": 0.0, "log_words": 0.0, "sentences": 0.0}
 
 
 def test_the_opening_is_the_first_two_words_case_folded():
@@ -106,11 +109,18 @@ def test_answers_from_the_same_generator_read_near_chance_without_a_warning():
 def test_the_reading_is_sklearns_auroc_of_sklearns_out_of_fold_probabilities():
     views, refused = same_generator(300, 0.4, seed=5)
     rng = random.Random(9)
-    views = [GraderView(v.question, ("Sure. " if r and rng.random() < 0.5 else "") + v.answer, v.passages)
-             for v, r in zip(views, refused, strict=True)]
+    views = [
+        GraderView(v.question, ("Sure. " if r and rng.random() < 0.5 else "") + v.answer, v.passages)
+        for v, r in zip(views, refused, strict=True)
+    ]
     probe = blindness_probe(views, refused)
-    reference = cross_val_predict(probe_model(SEED), feature_table(views), np.array(refused),
-                                  cv=StratifiedKFold(5, shuffle=True, random_state=SEED), method="predict_proba")[:, 1]
+    reference = cross_val_predict(
+        probe_model(SEED),
+        feature_table(views),
+        np.array(refused),
+        cv=StratifiedKFold(5, shuffle=True, random_state=SEED),
+        method="predict_proba",
+    )[:, 1]
     np.testing.assert_allclose(probe.out_of_fold, reference)
     assert probe.auroc.value == pytest.approx(roc_auc_score(refused, probe.out_of_fold), abs=1e-12)
     assert 0.6 < probe.auroc.value < 1
@@ -131,8 +141,16 @@ def test_the_bootstrap_interval_agrees_with_scipys_percentile_bootstrap_of_two_s
         both = np.concatenate([refused_scores, served_scores])
         return auroc(both, np.arange(len(both)) < len(refused_scores))
 
-    theirs = bootstrap((scores[refused], scores[~refused]), two_sample_auroc, paired=False, vectorized=False,
-                       n_resamples=4000, method="percentile", confidence_level=0.95, random_state=2)
+    theirs = bootstrap(
+        (scores[refused], scores[~refused]),
+        two_sample_auroc,
+        paired=False,
+        vectorized=False,
+        n_resamples=4000,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=2,
+    )
     assert ours.value == pytest.approx(roc_auc_score(refused, scores), abs=1e-12)
     assert ours.low == pytest.approx(theirs.confidence_interval.low, abs=0.01)
     assert ours.high == pytest.approx(theirs.confidence_interval.high, abs=0.01)

@@ -36,9 +36,7 @@ def build_buckets(buckets: list[tuple[int, float, int]]) -> tuple[np.ndarray, np
 
 # The worked example of docs/statistics.md section 6: the same 1,000 answers (738 correct), two confidence signals.
 VERBALIZED = build_buckets([(300, 0.90, 210), (400, 0.95, 300), (300, 1.00, 228)])
-AGREEMENT = build_buckets(
-    [(350, 1.0, 329), (200, 7 / 8, 168), (180, 6 / 8, 126), (150, 5 / 8, 75), (120, 3 / 8, 40)]
-)
+AGREEMENT = build_buckets([(350, 1.0, 329), (200, 7 / 8, 168), (180, 6 / 8, 126), (150, 5 / 8, 75), (120, 3 / 8, 40)])
 
 tied_scores = st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0])
 labelled_items = st.lists(
@@ -126,9 +124,7 @@ def test_ece_weights_each_bins_gap_by_its_share_of_items():
 
 def test_ece_with_one_bin_is_the_gap_between_mean_score_and_accuracy():
     scores, correct = AGREEMENT
-    assert expected_calibration_error(scores, correct, bins=1) == pytest.approx(
-        abs(scores.mean() - correct.mean())
-    )
+    assert expected_calibration_error(scores, correct, bins=1) == pytest.approx(abs(scores.mean() - correct.mean()))
 
 
 def test_ece_of_no_items_is_undefined():
@@ -142,9 +138,7 @@ def test_ece_of_no_items_is_undefined():
 def test_brier_score_matches_sklearn(items, bins):
     scores, correct = split(items)
     parts = brier_decomposition(scores, correct, bins)
-    assert parts["brier"] == pytest.approx(
-        brier_score_loss(correct.astype(int), scores, labels=[0, 1]), abs=1e-12
-    )
+    assert parts["brier"] == pytest.approx(brier_score_loss(correct.astype(int), scores, labels=[0, 1]), abs=1e-12)
 
 
 @settings(max_examples=300)
@@ -153,11 +147,7 @@ def test_brier_equals_rel_minus_res_plus_unc_plus_within_bin_terms(items, bins):
     scores, correct = split(items)
     p = brier_decomposition(scores, correct, bins)
     rebuilt = (
-        p["reliability"]
-        - p["resolution"]
-        + p["uncertainty"]
-        + p["within_bin_variance"]
-        - p["within_bin_covariance"]
+        p["reliability"] - p["resolution"] + p["uncertainty"] + p["within_bin_variance"] - p["within_bin_covariance"]
     )
     assert rebuilt == pytest.approx(p["brier"], abs=1e-12)
     assert p["reliability"] >= 0 and p["resolution"] >= 0 and p["within_bin_variance"] >= 0
@@ -287,9 +277,7 @@ def test_seed_verbalized_auroc_is_70320_wins_and_65316_ties_over_193356_pairs():
 def test_seed_agreement_signal_has_ece_0_06075_rel_0_00450708_res_0_04476933():
     scores, correct = AGREEMENT
     parts = brier_decomposition(scores, correct, bins=10)
-    assert expected_calibration_error(scores, correct, bins=10) == pytest.approx(
-        0.06075, abs=SIX_DECIMALS
-    )
+    assert expected_calibration_error(scores, correct, bins=10) == pytest.approx(0.06075, abs=SIX_DECIMALS)
     assert parts["reliability"] == pytest.approx(0.00450708, abs=5e-9)
     assert parts["resolution"] == pytest.approx(0.04476933, abs=5e-9)
 
@@ -312,12 +300,8 @@ def test_seed_isotonic_fit_zeroes_verbalized_ece_in_sample_and_keeps_its_auroc()
 def test_seed_groupwise_calibrated_brier_skill_is_res_over_unc():
     verbal = brier_decomposition(*VERBALIZED, bins=[0.0, 0.925, 0.975, 1.0])
     agree = brier_decomposition(*AGREEMENT, bins=10)
-    assert 100 * verbal["resolution"] / verbal["uncertainty"] == pytest.approx(
-        0.328927, abs=SIX_DECIMALS
-    )
-    assert 100 * agree["resolution"] / agree["uncertainty"] == pytest.approx(
-        23.153837, abs=SIX_DECIMALS
-    )
+    assert 100 * verbal["resolution"] / verbal["uncertainty"] == pytest.approx(0.328927, abs=SIX_DECIMALS)
+    assert 100 * agree["resolution"] / agree["uncertainty"] == pytest.approx(23.153837, abs=SIX_DECIMALS)
 
 
 def test_seed_cost_cutoff_admits_700_raw_verbalized_none_fitted_and_350_agreement_at_0_94():

@@ -73,9 +73,7 @@ def test_certified_cutoff_matches_the_independent_scan(seed, alpha, delta):
 def test_certified_cutoff_matches_the_independent_scan_on_random_samples(n, seed, base_error):
     scores, correct = graded_sample(n, seed, base_error)
     grid = [0.5, 0.6, 0.7, 0.8, 0.9]
-    result = certify_cutoff(
-        graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=grid
-    )
+    result = certify_cutoff(graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=grid)
     expected = reference_certified_cutoff(scores, correct, grid, 0.1, 0.05)
     if expected is None:
         assert not result.certified and result.cutoff is None
@@ -106,9 +104,7 @@ def test_the_scan_stops_at_the_first_failure_even_if_a_lower_cutoff_would_pass()
     # 0.7 adds 1,000 correct items: 0.7 alone would certify, but the scan never reaches it.
     scores = np.concatenate([np.full(100, 0.95), np.full(100, 0.85), np.full(1000, 0.75)])
     correct = np.concatenate([np.arange(100) >= 2, np.arange(100) >= 30, np.ones(1000, bool)])
-    result = certify_cutoff(
-        graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=[0.7, 0.8, 0.9]
-    )
+    result = certify_cutoff(graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=[0.7, 0.8, 0.9])
     assert result.certified and result.cutoff == 0.9
     assert [step.outcome for step in result.steps] == ["certified", "failed"]
     served_at_07 = scores >= 0.7
@@ -120,9 +116,7 @@ def test_cutoffs_with_too_few_graded_served_answers_are_skipped_not_failed():
     # Half of the 10 answers above 0.9 are wrong: tested alone, 0.9 would fail and end the scan.
     scores = np.concatenate([np.full(10, 0.95), np.full(200, 0.85)])
     correct = np.concatenate([np.arange(10) >= 5, np.arange(200) >= 2])
-    result = certify_cutoff(
-        graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=[0.8, 0.9]
-    )
+    result = certify_cutoff(graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=[0.8, 0.9])
     assert [step.outcome for step in result.steps] == ["skipped_small_sample", "certified"]
     assert result.cutoff == 0.8 and result.graded_served == 210 and result.wrong_served == 7
 
@@ -141,9 +135,7 @@ def test_too_small_a_sample_is_not_certified_and_says_so():
 def test_a_failing_first_cutoff_is_not_certified_and_says_so():
     scores = np.full(300, 0.95)
     correct = np.arange(300) >= 60
-    result = certify_cutoff(
-        graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=[0.5, 0.9]
-    )
+    result = certify_cutoff(graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05, grid=[0.5, 0.9])
     assert not result.certified and result.cutoff is None
     assert result.reason_code == "first_cutoff_fails"
     assert "0.9" in result.reason and "60 wrong of 300" in result.reason
@@ -152,9 +144,7 @@ def test_a_failing_first_cutoff_is_not_certified_and_says_so():
 def test_statement_names_cutoff_level_confidence_and_scope():
     scores, correct = graded_sample(2000, seed=24)
     result = certify_cutoff(graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05)
-    statement = result.statement(
-        route="it-support", window="2026-11-01..2026-11-30", versions="gen-2026-10/nli-4"
-    )
+    statement = result.statement(route="it-support", window="2026-11-01..2026-11-30", versions="gen-2026-10/nli-4")
     assert f"At cutoff {result.cutoff:g}" in statement
     assert "at most 0.1 with 95% confidence" in statement
     assert "wrong-answer rate among served answers" in statement
@@ -163,9 +153,7 @@ def test_statement_names_cutoff_level_confidence_and_scope():
 
 def test_as_dict_is_json_ready():
     scores, correct = graded_sample(500, seed=25)
-    payload = certify_cutoff(
-        graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05
-    ).as_dict()
+    payload = certify_cutoff(graded_scores=scores, graded_correct=correct, alpha=0.1, delta=0.05).as_dict()
     json.dumps(payload, allow_nan=False)
     assert {
         "certified",
@@ -204,7 +192,5 @@ def test_zero_one_integers_and_booleans_certify_alike():
     scores = np.linspace(0.5, 0.99, 200)
     labels = (np.arange(200) % 25 != 0).astype(int)
     as_ints = certify_cutoff(graded_scores=scores, graded_correct=labels, alpha=0.1, delta=0.05)
-    as_bools = certify_cutoff(
-        graded_scores=scores, graded_correct=labels.astype(bool), alpha=0.1, delta=0.05
-    )
+    as_bools = certify_cutoff(graded_scores=scores, graded_correct=labels.astype(bool), alpha=0.1, delta=0.05)
     assert as_ints == as_bools

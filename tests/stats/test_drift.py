@@ -109,8 +109,7 @@ def test_an_in_control_route_rarely_signals_with_the_default_interval():
     rng = np.random.default_rng(11)
     n = np.full(365, 2000)
     signalled = sum(
-        bernoulli_cusum(rng.binomial(n, 0.1), n, p0=0.1, p1=0.12).first_signal is not None
-        for _ in range(40)
+        bernoulli_cusum(rng.binomial(n, 0.1), n, p0=0.1, p1=0.12).first_signal is not None for _ in range(40)
     )
     assert signalled <= 4
 

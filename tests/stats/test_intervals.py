@@ -33,9 +33,7 @@ CASES = [(0, 1), (0, 10), (1, 10), (5, 10), (10, 10), (3, 76), (136, 400), (399,
 @pytest.mark.parametrize(("successes", "n"), CASES)
 def test_every_method_matches_statsmodels_proportion_confint(method, confidence, successes, n):
     interval = proportion_interval(successes, n, confidence=confidence, method=method)
-    low, high = proportion_confint(
-        successes, n, alpha=1 - confidence, method=STATSMODELS_NAME[method]
-    )
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method=STATSMODELS_NAME[method])
     if method == "jeffreys" and successes == 0:
         low = 0.0  # Brown, Cai & DasGupta's boundary modification, which statsmodels omits
     if method == "jeffreys" and successes == n:
@@ -109,9 +107,7 @@ def test_one_sided_clopper_pearson_matches_scipy_binomtest(confidence, k, n):
     reference = stats.binomtest(k, n, 0.5, alternative="less").proportion_ci(
         confidence_level=confidence, method="exact"
     )
-    assert one_sided_upper_clopper_pearson(k, n, confidence) == pytest.approx(
-        reference.high, abs=1e-12
-    )
+    assert one_sided_upper_clopper_pearson(k, n, confidence) == pytest.approx(reference.high, abs=1e-12)
 
 
 def test_one_sided_upper_bound_is_one_without_data_or_without_failures():
@@ -185,9 +181,7 @@ def test_weighted_interval_uses_the_korn_graubard_effective_sample_size():
     df_factor = (stats.t.isf(0.025, n - 1) / stats.t.isf(0.025, n - 3)) ** 2
     expected_n = n / max(deff, 1.0) * df_factor
     assert estimate.effective_n == pytest.approx(expected_n, rel=1e-12)
-    interval = weighted_proportion_interval(
-        outcome, weights, strata=labels, method="clopper_pearson"
-    )
+    interval = weighted_proportion_interval(outcome, weights, strata=labels, method="clopper_pearson")
     low, high = proportion_confint(p * expected_n, expected_n, method="beta")
     assert interval.value == pytest.approx(p, rel=1e-12)
     assert (interval.low, interval.high) == pytest.approx((low, high), abs=1e-10)
@@ -211,9 +205,7 @@ def test_effective_sample_size_never_exceeds_the_graded_count():
 
 
 def test_an_empty_domain_gives_an_undefined_weighted_interval():
-    interval = weighted_proportion_interval(
-        np.array([1, 0]), np.array([1.0, 2.0]), domain=np.array([False, False])
-    )
+    interval = weighted_proportion_interval(np.array([1, 0]), np.array([1.0, 2.0]), domain=np.array([False, False]))
     assert not interval.is_defined
 
 

@@ -76,14 +76,10 @@ def test_census_rows_equal_the_seed_definition(seed):
     for row, expected in zip(rows[1:], seed_rows(scores, correct, CUTOFFS), strict=True):
         assert row.abstention_rate.value == pytest.approx(expected["abstention_rate"], abs=1e-9)
         if row.graded_refused:
-            assert row.false_abstention_rate.value == pytest.approx(
-                expected["false_abstention_rate"], abs=1e-9
-            )
+            assert row.false_abstention_rate.value == pytest.approx(expected["false_abstention_rate"], abs=1e-9)
         else:
             assert row.false_abstention_rate is None
-        assert row.correct_withheld_per_1000.value == pytest.approx(
-            expected["correct_withheld"], abs=1e-9
-        )
+        assert row.correct_withheld_per_1000.value == pytest.approx(expected["correct_withheld"], abs=1e-9)
         assert row.wrong_served_per_1000.value == pytest.approx(expected["wrong_served"], abs=1e-9)
 
 
@@ -91,9 +87,7 @@ def test_correct_withheld_is_a_thousand_times_the_share_refused_and_correct():
     scores, correct = census(seed=3)
     for row in census_table(scores, correct)[1:]:
         refused = scores < row.cutoff
-        assert row.correct_withheld_per_1000.value == pytest.approx(
-            1000 * np.mean(refused & correct), abs=1e-9
-        )
+        assert row.correct_withheld_per_1000.value == pytest.approx(1000 * np.mean(refused & correct), abs=1e-9)
 
 
 def test_no_gate_row_comes_first_and_refuses_nothing():
@@ -116,13 +110,9 @@ def test_census_table_closes():
     for row in rows[1:]:
         refused_share = row.refused / scores.size
         wrong_refused = 1000 * refused_share * (1 - row.false_abstention_rate.value)
-        assert wrong_without_gate - row.wrong_served_per_1000.value == pytest.approx(
-            wrong_refused, abs=1e-9
-        )
+        assert wrong_without_gate - row.wrong_served_per_1000.value == pytest.approx(wrong_refused, abs=1e-9)
     for previous, row in zip(rows[1:], rows[2:], strict=False):
-        extra_withheld = (
-            row.correct_withheld_per_1000.value - previous.correct_withheld_per_1000.value
-        )
+        extra_withheld = row.correct_withheld_per_1000.value - previous.correct_withheld_per_1000.value
         wrong_removed = previous.wrong_served_per_1000.value - row.wrong_served_per_1000.value
         assert row.exchange_rate.value == pytest.approx(extra_withheld / wrong_removed, rel=1e-9)
 
@@ -362,9 +352,7 @@ def test_middle_band_table_agrees_with_the_operating_point_rows_at_its_edges():
     )
     rows = {row.cutoff: row for row in census_table(scores, correct)[1:]}
     assert table.served.wrong_per_1000.value == pytest.approx(rows[0.9].wrong_served_per_1000.value)
-    assert table.refused.correct_per_1000.value == pytest.approx(
-        rows[0.5].correct_withheld_per_1000.value
-    )
+    assert table.refused.correct_per_1000.value == pytest.approx(rows[0.5].correct_withheld_per_1000.value)
     assert table.refused.share == rows[0.5].abstention_rate
 
 
@@ -405,9 +393,7 @@ def test_a_population_score_that_is_not_a_number_is_rejected_like_a_graded_one(b
             population_scores_sorted=[0.1, 0.2, 0.8],
         )
     with pytest.raises(ValueError, match="population_scores_sorted must be finite: 1 of 3"):
-        operating_points(
-            population_size=3, cutoffs=[0.5], population_scores_sorted=[0.2, 0.8, bad], **graded
-        )
+        operating_points(population_size=3, cutoffs=[0.5], population_scores_sorted=[0.2, 0.8, bad], **graded)
     with pytest.raises(ValueError, match="population_scores_sorted must be finite"):
         band_table(
             band_lower=0.4,

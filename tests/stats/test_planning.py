@@ -58,17 +58,13 @@ def test_design_effect_multiplies_the_sample_size():
         (0.58, 0.9, 0.2, 0.05, 0.8),
     ],
 )
-def test_separating_two_cutoffs_matches_statsmodels_normal_ind_power(
-    p_below, p_band, ratio, alpha, power
-):
+def test_separating_two_cutoffs_matches_statsmodels_normal_ind_power(p_below, p_band, ratio, alpha, power):
     plan = grades_to_separate_cutoffs(
         p_below=p_below, p_band=p_band, band_to_below_ratio=ratio, alpha=alpha, power=power
     )
     effect_size = abs(proportion_effectsize(p_band, p_below))
     assert plan.effect_size == pytest.approx(effect_size, rel=1e-12)
-    nobs1 = NormalIndPower().solve_power(
-        effect_size=effect_size, alpha=alpha, power=power, ratio=ratio
-    )
+    nobs1 = NormalIndPower().solve_power(effect_size=effect_size, alpha=alpha, power=power, ratio=ratio)
     assert plan.below_exact == pytest.approx(nobs1, rel=1e-4)
     achieved = NormalIndPower().power(effect_size, plan.below, alpha, ratio=plan.band / plan.below)
     assert achieved >= power

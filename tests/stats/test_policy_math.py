@@ -81,18 +81,10 @@ def test_break_even_costs_reproduce_the_seeds_intersections():
 
 
 def test_policy_value_reproduces_the_seeds_traffic_economics():
-    assert policy_value(correct_served=2208, wrong_served=92, refused=2700, c_w=20, c_a=0.5) == (
-        pytest.approx(-982)
-    )
-    assert policy_value(
-        correct_served=3440, wrong_served=260, refused=1300, c_w=8.12, c_a=0.5
-    ) == pytest.approx(678.8)
-    assert policy_value(correct_served=4057, wrong_served=943, refused=0, c_w=20, c_a=0.5) == (
-        pytest.approx(-14803)
-    )
-    assert policy_value(
-        correct_served=4057, wrong_served=943, refused=0, c_w=8.12, c_a=0.5
-    ) == pytest.approx(-3600.16)
+    assert policy_value(correct_served=2208, wrong_served=92, refused=2700, c_w=20, c_a=0.5) == (pytest.approx(-982))
+    assert policy_value(correct_served=3440, wrong_served=260, refused=1300, c_w=8.12, c_a=0.5) == pytest.approx(678.8)
+    assert policy_value(correct_served=4057, wrong_served=943, refused=0, c_w=20, c_a=0.5) == (pytest.approx(-14803))
+    assert policy_value(correct_served=4057, wrong_served=943, refused=0, c_w=8.12, c_a=0.5) == pytest.approx(-3600.16)
 
 
 def test_negative_costs_and_probabilities_outside_the_unit_range_are_rejected():
@@ -175,9 +167,7 @@ def test_recommended_row_is_the_last_cutoff_whose_exchange_rate_is_within_r_star
 
 
 def test_recommended_row_does_not_jump_over_a_step_the_owner_rejects():
-    rows = [row_with_rate(None, None)] + [
-        row_with_rate(t, r) for t, r in [(0.5, 0.2), (0.7, 4.0), (0.9, 0.0)]
-    ]
+    rows = [row_with_rate(None, None)] + [row_with_rate(t, r) for t, r in [(0.5, 0.2), (0.7, 4.0), (0.9, 0.0)]]
     assert recommended_row(rows, 3.0).cutoff == 0.5
 
 

@@ -25,9 +25,7 @@ from console.stats.recheck import (
 )
 @pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
 def test_newcombe_matches_statsmodels(k_a, n_a, k_b, n_b, confidence):
-    low, high = confint_proportions_2indep(
-        k_a, n_a, k_b, n_b, compare="diff", method="newcomb", alpha=1 - confidence
-    )
+    low, high = confint_proportions_2indep(k_a, n_a, k_b, n_b, compare="diff", method="newcomb", alpha=1 - confidence)
     ours = newcombe_difference_interval(k_a, n_a, k_b, n_b, confidence=confidence)
     assert ours.value == pytest.approx(k_a / n_a - k_b / n_b)
     assert ours.low == pytest.approx(low, abs=1e-12)

@@ -1,6 +1,5 @@
 """Trial figures against references: statsmodels (Wilson, McNemar) and hand counts."""
 
-
 import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
@@ -25,13 +24,13 @@ def test_errored_calls_are_not_abstentions():
 
 def test_figures_match_hand_counts_and_statsmodels_wilson():
     repeats = [
-        ["answer"] * 3,                       # incorrect, unsafe, stable
-        ["answer", "abstain", "answer"],      # incorrect, unsafe, unstable
-        ["abstain"] * 3,                      # incorrect
-        ["answer"] * 3,                       # correct, covered
-        ["answer_partially"] * 3,             # correct
+        ["answer"] * 3,  # incorrect, unsafe, stable
+        ["answer", "abstain", "answer"],  # incorrect, unsafe, unstable
+        ["abstain"] * 3,  # incorrect
+        ["answer"] * 3,  # correct, covered
+        ["answer_partially"] * 3,  # correct
         ["surface_conflict", "answer", "abstain"],  # correct, three-way tie -> abstain, unstable
-        [None, None, None],                   # left out
+        [None, None, None],  # left out
     ]
     correct = [False, False, False, True, True, True, True]
     current = [True, False, False, True, True, False, True]
@@ -68,8 +67,7 @@ def test_unequal_inclusion_probabilities_weight_the_shares_like_the_operating_po
     correct = [True] * 6
     probability = [0.5, 0.5, 1.0, 1.0, 1.0, 0.25]
     strata = ["a", "a", "b", "b", "b", "c"]
-    f = trial_figures(repeats, correct, [True] * 6, citation_errors=0, inclusion_probability=probability,
-                      strata=strata)
+    f = trial_figures(repeats, correct, [True] * 6, citation_errors=0, inclusion_probability=probability, strata=strata)
     expected = weighted_proportion_interval([1, 1, 1, 0, 0, 0], 1 / np.array(probability), strata=strata)
     coverage = f.candidate["coverage"]
     assert coverage["value"] == pytest.approx((2 + 2 + 1) / (2 + 2 + 1 + 1 + 1 + 4))
@@ -81,8 +79,12 @@ def test_each_gate_shows_its_number_and_null_coverage_means_the_current_gates():
     correct = [True, True, True, False, True, False, False, False]
     current = [True, True, False, False, True, True, False, False]
     f = trial_figures(repeats, correct, current, citation_errors=1)
-    gates = {g.name: g for g in promotion_gates(
-        {"max_unsafe_upper": 0.05, "min_coverage": None, "min_stability": 0.9, "max_citation_errors": 0}, f)}
+    gates = {
+        g.name: g
+        for g in promotion_gates(
+            {"max_unsafe_upper": 0.05, "min_coverage": None, "min_stability": 0.9, "max_citation_errors": 0}, f
+        )
+    }
     assert gates["max_unsafe_upper"].value == pytest.approx(f.candidate["unsafe_full_answers"]["high"])
     assert not gates["max_unsafe_upper"].passed
     assert gates["min_coverage"].threshold == pytest.approx(0.75) and gates["min_coverage"].passed

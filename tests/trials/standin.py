@@ -19,8 +19,9 @@ from console.stats.trials import VERDICTS
 
 
 class StandInCandidate:
-    def __init__(self, plan: dict[str, list[str]], *, delay: float = 0.0, slow_seconds: float = 1.0,
-                 hold_first: bool = False) -> None:
+    def __init__(
+        self, plan: dict[str, list[str]], *, delay: float = 0.0, slow_seconds: float = 1.0, hold_first: bool = False
+    ) -> None:
         self.plan = plan
         self.hold_first = hold_first  # the first call waits for `release` (a test kills the worker meanwhile)
         self.received = threading.Event()

@@ -61,8 +61,9 @@ def test_a_call_left_by_a_dead_worker_is_marked_lost_and_never_made_again(route,
         trial = _trial_without_jobs(route, standin.url, monkeypatch, repeats=2)
         # A worker claimed this call and died before saving its result.
         lost = TrialCall.objects.filter(trial=trial).order_by("pk").first()
-        TrialCall.objects.filter(pk=lost.pk).update(status=CallStatus.CALLING,
-                                                     claimed_at=timezone.now() - timedelta(seconds=5))
+        TrialCall.objects.filter(pk=lost.pk).update(
+            status=CallStatus.CALLING, claimed_at=timezone.now() - timedelta(seconds=5)
+        )
         # Younger than timeout + grace: the sweeper leaves it alone, the trial waits.
         services.trial_advance(trial_id=trial.pk)
         trial.refresh_from_db()

@@ -32,16 +32,16 @@ def _start(client, body, slug="it-support"):
 def test_planted_verdicts_give_the_expected_counts_gates_and_call_count(route, reviewer, trial_body):
     # (label correct, gate score) with the candidate's three replies; logged cutoff 0.7.
     rows = [
-        ((False, 0.9), [A, A, A]),      # unsafe full answer; current gate also serves it
-        ((False, 0.5), [A, A, X]),      # unsafe (majority answer); current refuses
-        ((False, 0.8), [X, X, X]),      # current serves (unsafe for the current gate)
+        ((False, 0.9), [A, A, A]),  # unsafe full answer; current gate also serves it
+        ((False, 0.5), [A, A, X]),  # unsafe (majority answer); current refuses
+        ((False, 0.8), [X, X, X]),  # current serves (unsafe for the current gate)
         ((False, 0.2), [C, C, C]),
-        ((True, 0.95), [A, A, A]),      # covered by both
-        ((True, 0.75), [P, P, P]),      # current covers
-        ((True, 0.4), [A, X, A]),       # covered by the candidate only
-        ((True, 0.3), [A, P, C]),       # three-way tie -> surface_conflict (more cautious than partial)
-        ((True, 0.85), [X, X, A]),      # current covers
-        ((True, 0.72), [A, A, A]),      # both cover
+        ((True, 0.95), [A, A, A]),  # covered by both
+        ((True, 0.75), [P, P, P]),  # current covers
+        ((True, 0.4), [A, X, A]),  # covered by the candidate only
+        ((True, 0.3), [A, P, C]),  # three-way tie -> surface_conflict (more cautious than partial)
+        ((True, 0.85), [X, X, A]),  # current covers
+        ((True, 0.72), [A, A, A]),  # both cover
     ]
     items = graded_items([spec for spec, _ in rows])
     plan = {item.request_id: replies for item, (_, replies) in zip(items, rows, strict=True)}
@@ -77,8 +77,9 @@ def test_planted_verdicts_give_the_expected_counts_gates_and_call_count(route, r
     assert gates["max_citation_errors"]["passed"]
     assert doc["passed"] is False
     assert len(doc["sha256"]) == 64
-    actions = list(AuditEvent.objects.filter(object_type="trial", object_id=str(trial_id))
-                   .values_list("action", "route"))
+    actions = list(
+        AuditEvent.objects.filter(object_type="trial", object_id=str(trial_id)).values_list("action", "route")
+    )
     assert actions == [("trial_started", "it-support"), ("trial_finished", "it-support")]
 
 
@@ -99,9 +100,9 @@ def test_a_flaky_candidate_gives_the_expected_stability(route, reviewer, trial_b
 def test_errors_are_recorded_as_errors_never_as_abstentions(route, reviewer, trial_body):
     items = graded_items([(True, 0.9), (True, 0.9), (False, 0.9), (False, 0.9), (True, 0.9)])
     plan = {
-        items[0].request_id: ["500", "malformed", "unknown"],   # every call errored: left out
-        items[1].request_id: [A, "slow", A],                    # one timeout; still a full answer
-        items[2].request_id: ["cite-unknown", X, X],            # a citation error
+        items[0].request_id: ["500", "malformed", "unknown"],  # every call errored: left out
+        items[1].request_id: [A, "slow", A],  # one timeout; still a full answer
+        items[2].request_id: ["cite-unknown", X, X],  # a citation error
         items[3].request_id: ["cite-unknown", "cite-unknown", A],
         items[4].request_id: [A, A, A],
     }
@@ -116,8 +117,9 @@ def test_errors_are_recorded_as_errors_never_as_abstentions(route, reviewer, tri
     assert (cand["unsafe_full_answers"]["count"], cand["unsafe_full_answers"]["n"]) == (1, 2)
     assert cand["abstain"]["count"] == 1  # only item 2's two real abstentions; no error became one
     assert (doc["current"]["coverage"]["n"], doc["current"]["unsafe_full_answers"]["n"]) == (2, 2)
-    kinds = sorted(TrialCall.objects.filter(trial_id=trial_id, status=CallStatus.ERROR)
-                   .values_list("error_kind", flat=True))
+    kinds = sorted(
+        TrialCall.objects.filter(trial_id=trial_id, status=CallStatus.ERROR).values_list("error_kind", flat=True)
+    )
     assert kinds == ["call"] * 4 + ["citation"] * 3
     page = _browser(reviewer.user).get(f"/trials/{trial_id}/")
     assert page.status_code == 200 and b"Cited passages that were not sent" in page.content
@@ -147,9 +149,11 @@ def test_headers_are_sent_but_stored_encrypted(route, reviewer, trial_body):
 
 def test_bad_requests_are_400_listing_every_field(route, reviewer):
     graded_items([(True, 0.9)])
-    response = reviewer.post("/api/v1/routes/it-support/gate-trials",
-                             {"name": "", "url": "ftp://x", "repeats": 0, "gates": {"min_stability": 2}},
-                             format="json")
+    response = reviewer.post(
+        "/api/v1/routes/it-support/gate-trials",
+        {"name": "", "url": "ftp://x", "repeats": 0, "gates": {"min_stability": 2}},
+        format="json",
+    )
     assert response.status_code == 400
     assert set(response.json()["error"]["details"]) == {"name", "url", "repeats", "gates.min_stability"}
 
@@ -177,8 +181,7 @@ def test_a_finished_trial_gives_policy_evidence_the_hash_of_its_stored_result(ro
     assert doc["sha256"] == evidence["sha256"]
 
 
-def test_the_candidate_gets_the_logged_passages_in_rank_order_and_the_answer_under_review(route, reviewer,
-                                                                                          trial_body):
+def test_the_candidate_gets_the_logged_passages_in_rank_order_and_the_answer_under_review(route, reviewer, trial_body):
     from grading.models import GradingItem
 
     items = graded_items([(True, 0.9), (False, 0.3)], inclusion=[0.5, 1.0])
@@ -189,8 +192,12 @@ def test_the_candidate_gets_the_logged_passages_in_rank_order_and_the_answer_und
     from console.ledger.models import DecisionPassage
 
     for item in items:
-        logged = [{"id": e, "text": t} for e, t in DecisionPassage.objects.filter(decision_id=item.decision_id)
-                  .order_by("rank").values_list("passage__external_id", "passage__text")]
+        logged = [
+            {"id": e, "text": t}
+            for e, t in DecisionPassage.objects.filter(decision_id=item.decision_id)
+            .order_by("rank")
+            .values_list("passage__external_id", "passage__text")
+        ]
         assert bodies[item.request_id]["passages"] == logged and logged
     assert bodies[items[0].request_id]["draft_answer"] == "The answer graders judged."
 
@@ -210,8 +217,9 @@ def test_a_stratified_sample_is_weighted_as_on_the_operating_points(route, revie
     assert doc["estimator"] == "hajek"
     coverage = doc["candidate"]["coverage"]
     assert (coverage["count"], coverage["n"]) == (3, 4)
-    expected = weighted_proportion_interval([1, 0, 1, 1], 1 / np.array(probability),
-                                            strata=[f"s{p}" for p in probability])
+    expected = weighted_proportion_interval(
+        [1, 0, 1, 1], 1 / np.array(probability), strata=[f"s{p}" for p in probability]
+    )
     assert coverage["value"] == pytest.approx((5 + 1 + 1) / (5 + 5 + 1 + 1))
     assert coverage["low"] == pytest.approx(expected.low) and coverage["high"] == pytest.approx(expected.high)
 
@@ -221,16 +229,19 @@ def test_a_subset_limits_the_items_by_segment_model_and_window(route, reviewer, 
 
     items = graded_items([(True, 0.9)] * 4)
     Decision.objects.filter(pk=items[0].decision_id).update(segments={"language": "de"})
-    Decision.objects.filter(pk=items[1].decision_id).update(segments={"language": "de"},
-                                                            versions={"model": "gen-2026-12"})
+    Decision.objects.filter(pk=items[1].decision_id).update(
+        segments={"language": "de"}, versions={"model": "gen-2026-12"}
+    )
     with StandInCandidate({}) as standin:
         trial_id = _start(reviewer, trial_body(standin.url, repeats=1, subset={"segment": {"language": "de"}}))
         assert reviewer.get(f"/api/v1/gate-trials/{trial_id}").json()["items"] == 2
         trial_id = _start(reviewer, trial_body(standin.url, repeats=1, subset={"model": "gen-2026-12"}))
         assert reviewer.get(f"/api/v1/gate-trials/{trial_id}").json()["items"] == 1
-        response = reviewer.post("/api/v1/routes/it-support/gate-trials",
-                                 trial_body(standin.url, subset={"from": "2001-01-01", "to": "2001-01-02"}),
-                                 format="json")
+        response = reviewer.post(
+            "/api/v1/routes/it-support/gate-trials",
+            trial_body(standin.url, subset={"from": "2001-01-01", "to": "2001-01-02"}),
+            format="json",
+        )
     assert response.status_code == 400 and response.json()["error"]["code"] == "no_graded_items"
 
 

@@ -6,12 +6,12 @@ from hypothesis import strategies as st
 from console.verification.folding import ClaimPlan, fold_tables, preimages_of, spelling
 
 # Characters whose foldings expand, collide with ASCII or with each other.
-FOLD_HEAVY = "ßẞİıK\u212AﬁﬀﬃﬆŉΣσςſǰʼ\u0307\u030CéÉ😀ᾈᾀι" + "sSkKiIfFtTnNjJa "
+FOLD_HEAVY = "ßẞİıK\u212aﬁﬀﬃﬆŉΣσςſǰʼ\u0307\u030céÉ😀ᾈᾀι" + "sSkKiIfFtTnNjJa "
 
 
 def test_preimages_are_every_character_with_that_folding():
     assert set(preimages_of("s")) == {"s", "S", "ſ"}
-    assert set(preimages_of("k")) == {"k", "K", "\u212A"}
+    assert set(preimages_of("k")) == {"k", "K", "\u212a"}
     assert set(preimages_of("ss")) == {"ß", "ẞ"}
     assert set(preimages_of("σ")) == {"σ", "Σ", "ς"}
     assert set(preimages_of("x")) == {"x", "X"}

@@ -22,11 +22,11 @@ from console.verification.spans import (
 
 # Characters whose folding changes length or maps non-ASCII onto ASCII, the pieces of their
 # foldings, and ASCII letters they collide with.
-FOLD_HEAVY = "ßẞİıK\u212AﬁﬀﬃﬆŉΣσςſǰʼ\u0307\u030Cé😀"
+FOLD_HEAVY = "ßẞİıK\u212aﬁﬀﬃﬆŉΣσςſǰʼ\u0307\u030cé😀"
 ASCII_NEIGHBOURS = "sSkKiIfFtTnNjJa "
 RICH_ALPHABET = FOLD_HEAVY + ASCII_NEIGHBOURS
 # Mostly letters no non-ASCII character folds to, so claims have anchors and misses.
-ANCHOR_ALPHABET = "abcdeo abcdeo " + "ßẞİK\u212AﬁŉΣſé😀" + "sSkK"
+ANCHOR_ALPHABET = "abcdeo abcdeo " + "ßẞİK\u212aﬁŉΣſé😀" + "sSkK"
 
 
 def brute_force_spans(text: str, claim: str) -> list[tuple[int, int]]:
@@ -51,9 +51,7 @@ def brute_force_spans(text: str, claim: str) -> list[tuple[int, int]]:
 def assert_ranges_are_original_spans(text: str, claim: str, result: SpanResult) -> None:
     data = text.encode()
     assert len(result.match_ranges) == len(result.char_ranges)
-    for (byte_start, byte_end), (char_start, char_end) in zip(
-        result.match_ranges, result.char_ranges, strict=True
-    ):
+    for (byte_start, byte_end), (char_start, char_end) in zip(result.match_ranges, result.char_ranges, strict=True):
         span = data[byte_start:byte_end].decode()
         assert span == text[char_start:char_end]
         assert byte_start == len(text[:char_start].encode())
@@ -82,8 +80,8 @@ def test_strasse_finds_strasse_with_sharp_s():
         ("İstanbul Kelvin", "i̇stanbul kelvin", ["İstanbul Kelvin"]),
         ("İstanbul Kelvin", "kelvin", ["Kelvin"]),
         ("İstanbul Kelvin", "İSTANBUL", ["İstanbul"]),
-        ("\u212Aelvin", "kelvin", ["\u212Aelvin"]),
-        ("Kelvin", "\u212Aelvin", ["Kelvin"]),
+        ("\u212aelvin", "kelvin", ["\u212aelvin"]),
+        ("Kelvin", "\u212aelvin", ["Kelvin"]),
         ("ẞtraße", "SSTRASSE", ["ẞtraße"]),
         ("ẞtraße", "TRASSE", ["traße"]),
         ("Ὀδυσσεύς", "ὀδυσσεύσ", ["Ὀδυσσεύς"]),
@@ -99,7 +97,7 @@ def test_length_changing_foldings_report_offsets_into_the_original(text, claim, 
 
 @pytest.mark.parametrize(
     ("text", "claim"),
-    [("İstanbul Kelvin", "kelvin"), ("\u212Aelvin x", "x"), ("ẞtraße!", "!"), ("İİ ok", "ok")],
+    [("İstanbul Kelvin", "kelvin"), ("\u212aelvin x", "x"), ("ẞtraße!", "!"), ("İİ ok", "ok")],
 )
 def test_offsets_are_not_taken_from_a_lower_cased_copy(text, claim):
     # The seed's reference searched text.lower() and reported those offsets; after a character
@@ -107,7 +105,7 @@ def test_offsets_are_not_taken_from_a_lower_cased_copy(text, claim):
     lowered = text.lower().encode()
     reference_start = lowered.find(claim.lower().encode())
     result = verify_span(text, claim)
-    (start, end), = result.match_ranges
+    ((start, end),) = result.match_ranges
     assert start != reference_start
     assert text.encode()[start:end].decode().casefold() == claim.casefold()
 
@@ -323,7 +321,7 @@ def test_a_claim_with_a_lone_surrogate_is_never_found():
 
 def test_casefold_is_the_concatenation_of_each_characters_folding():
     # The search depends on it; a future Unicode or Python change must not slip by.
-    sample = "ΣΑΣ σας ΌΣΟΣ ß ẞ İ ı \u212A ﬃ ŉ ǰ ΐ ᾈ 😀 Ǆǅǆ"
+    sample = "ΣΑΣ σας ΌΣΟΣ ß ẞ İ ı \u212a ﬃ ŉ ǰ ΐ ᾈ 😀 Ǆǅǆ"
     assert "".join(char.casefold() for char in sample) == sample.casefold()
 
 
@@ -481,7 +479,7 @@ def test_long_texts_with_many_spellings_agree_with_the_full_casefold(seed):
     # long texts gives what casefolding the whole text gives.
     rng = random.Random(seed)
     spellings = ["Straße", "STRASSE", "strasse", "ſtraſſe", "STRAẞE", "Strase", "Straßen", "ﬆraße"]
-    words = ["die", "nach", "İstanbul", "ISTANBUL", "Kelvin", "\u212Aelvin", "Σίσυφος", "ΣΊΣΥΦΟΣ", "café", "x"]
+    words = ["die", "nach", "İstanbul", "ISTANBUL", "Kelvin", "\u212aelvin", "Σίσυφος", "ΣΊΣΥΦΟΣ", "café", "x"]
     text = " ".join(rng.choice(spellings + words * 3) for _ in range(8_000))
     for claim in ("strasse", "STRASSE NACH", "i̇stanbul", "kelvin", "σίσυφος", "Straße die", "ss"):
         expected = spans._folded_char_ranges(text, claim.casefold(), 101)
@@ -669,9 +667,14 @@ def test_the_hashed_bulk_search_agrees_with_brute_force_even_when_hashes_collide
     assert found == brute_force_spans(text * 2, claim)
 
 
-@pytest.mark.parametrize(("unit", "claim"), [("ß" * 16 + "sx", "s" * 32 + "x" + "s" * 33 + "x"),
-                                              ("ß" * 20 + "x", "s" * 39 + "x" + "s"),
-                                              ("ß" * 40 + "x", "s" * 79 + "x" + "s" * 20)])
+@pytest.mark.parametrize(
+    ("unit", "claim"),
+    [
+        ("ß" * 16 + "sx", "s" * 32 + "x" + "s" * 33 + "x"),
+        ("ß" * 20 + "x", "s" * 39 + "x" + "s"),
+        ("ß" * 40 + "x", "s" * 79 + "x" + "s" * 20),
+    ],
+)
 def test_cut_occurrences_of_a_long_period_claim_are_searched_in_bulk(monkeypatch, unit, claim):
     bulk = spy_on(monkeypatch, "_hashed_candidate_starts")
     text = unit * 2_000 + "ß" * 60 + "s" + unit

@@ -28,8 +28,9 @@ def reviewer_pages(route):
 
 
 def _verified_events(decision_id: int) -> int:
-    return AuditEvent.objects.filter(action="decisions_verified",
-                                     payload__contains={"objects": {"decision": [decision_id]}}).count()
+    return AuditEvent.objects.filter(
+        action="decisions_verified", payload__contains={"objects": {"decision": [decision_id]}}
+    ).count()
 
 
 def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
@@ -42,8 +43,9 @@ def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
     assert support.verifier_version == "spans-1"
     # In the order of the passages' ranks (their ids follow the order passages are stored in, not rank).
     ranks = dict(DecisionPassage.objects.filter(decision_id=decision_id).values_list("passage_id", "rank"))
-    checks = sorted(SpanCheck.objects.filter(decision_id=decision_id),
-                    key=lambda c: (c.unit_index, ranks[c.passage_id]))
+    checks = sorted(
+        SpanCheck.objects.filter(decision_id=decision_id), key=lambda c: (c.unit_index, ranks[c.passage_id])
+    )
     assert [(c.unit_index, c.supported) for c in checks] == [(0, True), (0, False), (1, False), (1, False)]
     found = checks[0]
     text = found.passage.text
@@ -54,17 +56,19 @@ def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
 
 
 def test_a_claim_found_in_full_is_fully_supported(route):
-    [decision_id] = ingest_with_jobs([record(claim="choose RESET. Sign in with your badge.",
-                                            passages=PASSAGES)])
+    [decision_id] = ingest_with_jobs([record(claim="choose RESET. Sign in with your badge.", passages=PASSAGES)])
     support = DecisionSupport.objects.get(decision_id=decision_id)
     assert (support.units, support.units_supported, support.expected_support) == (2, 2, 1.0)
     assert support.fully_supported is True
 
 
-@pytest.mark.parametrize("claim, passages", [
-    ("Printers are configured by facilities.", PASSAGES),
-    ("Open Settings > Security and choose Reset.", []),
-])
+@pytest.mark.parametrize(
+    "claim, passages",
+    [
+        ("Printers are configured by facilities.", PASSAGES),
+        ("Open Settings > Security and choose Reset.", []),
+    ],
+)
 def test_a_claim_found_nowhere_has_no_supporting_passage(route, claim, passages):
     [decision_id] = ingest_with_jobs([record(claim=claim, passages=passages)])
     support = DecisionSupport.objects.get(decision_id=decision_id)
@@ -116,12 +120,19 @@ def test_one_batch_is_verified_by_one_job_in_one_transaction_with_one_event_per_
 def test_a_decision_larger_than_the_group_budget_commits_on_its_own(route, settings):
     settings.VERIFY_BATCH_BYTES = 4_000
     big = [{"id": "kb/long", "text": "Filler sentence about printers. " * 200 + "Choose Reset.", "rank": 1}]
-    ids = ingest([record(passages=PASSAGES), record(claim="Choose Reset.", passages=big),
-                  record(passages=PASSAGES), record(passages=PASSAGES)])
+    ids = ingest(
+        [
+            record(passages=PASSAGES),
+            record(claim="Choose Reset.", passages=big),
+            record(passages=PASSAGES),
+            record(passages=PASSAGES),
+        ]
+    )
     result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
     assert result.verified == ids
-    groups = [e.payload["objects"]["decision"]
-              for e in AuditEvent.objects.filter(action="decisions_verified").order_by("seq")]
+    groups = [
+        e.payload["objects"]["decision"] for e in AuditEvent.objects.filter(action="decisions_verified").order_by("seq")
+    ]
     assert groups == [[ids[0]], [ids[1]], [ids[2], ids[3]]]  # the big one alone; small ones share
     assert DecisionSupport.objects.get(decision_id=ids[1]).fully_supported is True
 
@@ -222,8 +233,12 @@ def test_the_detail_page_says_when_a_decision_is_not_verified_yet(route, reviewe
 
 
 def test_the_refusals_list_filters_refusals_with_no_supporting_passage(route, reviewer_pages):
-    ingest_with_jobs([record(question="supported one", passages=PASSAGES),
-                      record(question="retrieval problem", claim="Printers live on floor 3.", passages=PASSAGES)])
+    ingest_with_jobs(
+        [
+            record(question="supported one", passages=PASSAGES),
+            record(question="retrieval problem", claim="Printers live on floor 3.", passages=PASSAGES),
+        ]
+    )
     page = reviewer_pages.get("/refusals/?no_supporting_passage=on").content.decode()
     assert ">retrieval problem</a>" in page and ">supported one</a>" not in page
     page = reviewer_pages.get("/refusals/").content.decode()
@@ -231,8 +246,9 @@ def test_the_refusals_list_filters_refusals_with_no_supporting_passage(route, re
     assert "No supporting passage" in page  # the filter's label
 
 
-def test_the_filtered_refusals_list_costs_the_same_queries_for_5_or_60_rows(route, reviewer_pages,
-                                                                           django_assert_num_queries):
+def test_the_filtered_refusals_list_costs_the_same_queries_for_5_or_60_rows(
+    route, reviewer_pages, django_assert_num_queries
+):
     nowhere = {"claim": "Printers live on floor 3.", "passages": PASSAGES}
     ingest_with_jobs([record(**nowhere) for _ in range(5)])
     with django_assert_num_queries(6) as few:
@@ -250,7 +266,8 @@ def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
     assert body["support"]["units"] == 2 and body["support"]["expected_support"] == 0.5
     passage_ids = [p["passage_id"] for p in body["passages"]]
     assert {(c["unit_index"], c["passage_id"]) for c in body["span_checks"]} == {
-        (u, p) for u in (0, 1) for p in passage_ids}
+        (u, p) for u in (0, 1) for p in passage_ids
+    }
     hit = next(c for c in body["span_checks"] if c["supported"])
     assert hit["unit"] == "choose Reset." and hit["char_ranges"] == [[43, 56]]
     assert hit["match_ranges"] == [[43, 56]] and hit["verifier_version"] == "spans-1"

@@ -19,29 +19,41 @@ def _assert_ranges_slice_the_claim(text: str, claim: str, body: dict) -> None:
 def test_verify_finds_a_claim_in_a_logged_passage(route, reviewer):
     [decision_id] = ingest([record()])
     passage_id = _passage_id(reviewer, decision_id)
-    response = reviewer.post("/api/v1/verify", {"passage_id": passage_id, "claim": "  OPEN settings  "},
-                             format="json")
+    response = reviewer.post("/api/v1/verify", {"passage_id": passage_id, "claim": "  OPEN settings  "}, format="json")
     assert response.status_code == 200
     body = response.json()
-    assert body == {"supported": True, "decision": "supported", "match_ranges": [[14, 27]],
-                    "char_ranges": [[14, 27]], "truncated": False}
+    assert body == {
+        "supported": True,
+        "decision": "supported",
+        "match_ranges": [[14, 27]],
+        "char_ranges": [[14, 27]],
+        "truncated": False,
+    }
 
 
 def test_chunk_id_is_an_alias_of_passage_id(route, reviewer):
     [decision_id] = ingest([record()])
     passage_id = _passage_id(reviewer, decision_id, rank=2)
     response = reviewer.post("/api/v1/verify", {"chunk_id": passage_id, "claim": "reset MFA"}, format="json")
-    assert response.json() == {"supported": False, "decision": "unsupported_claim", "match_ranges": [],
-                               "char_ranges": [], "truncated": False}
+    assert response.json() == {
+        "supported": False,
+        "decision": "unsupported_claim",
+        "match_ranges": [],
+        "char_ranges": [],
+        "truncated": False,
+    }
 
 
-@pytest.mark.parametrize("text, claim", [
-    ("İstanbul Kelvin", "kelvin"),
-    ("\u212Aelvin and kelvin", "KELVIN"),
-    ("ẞtraße und STRASSE", "strasse"),
-    ("Die Straße ist lang", "STRASSE"),
-    ("İİİ i̇", "i̇"),
-])
+@pytest.mark.parametrize(
+    "text, claim",
+    [
+        ("İstanbul Kelvin", "kelvin"),
+        ("\u212aelvin and kelvin", "KELVIN"),
+        ("ẞtraße und STRASSE", "strasse"),
+        ("Die Straße ist lang", "STRASSE"),
+        ("İİİ i̇", "i̇"),
+    ],
+)
 def test_offsets_point_into_the_original_text_when_folding_changes_length(route, reviewer, text, claim):
     body = reviewer.post("/api/v1/verify", {"text": text, "claim": claim}, format="json").json()
     assert body["supported"] is True
@@ -72,20 +84,23 @@ def test_a_claim_of_exactly_2000_characters_is_allowed(route, reviewer):
     assert response.status_code == 200 and response.json()["supported"] is True
 
 
-@pytest.mark.parametrize("body", [
-    {"claim": "x"},
-    {"text": "a", "passage_id": 1, "claim": "x"},
-    {"passage_id": 1, "chunk_id": 1, "claim": "x"},
-    {"text": "a"},
-    {"text": "a", "claim": 5},
-    {"text": 5, "claim": "a"},
-    {"text": "a", "claim": "a", "extra": 1},
-    {"passage_id": "one", "claim": "x"},
-    {"passage_id": 10**30, "claim": "x"},
-    {"passage_id": True, "claim": "x"},
-    [1, 2],
-    "just a string",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"claim": "x"},
+        {"text": "a", "passage_id": 1, "claim": "x"},
+        {"passage_id": 1, "chunk_id": 1, "claim": "x"},
+        {"text": "a"},
+        {"text": "a", "claim": 5},
+        {"text": 5, "claim": "a"},
+        {"text": "a", "claim": "a", "extra": 1},
+        {"passage_id": "one", "claim": "x"},
+        {"passage_id": 10**30, "claim": "x"},
+        {"passage_id": True, "claim": "x"},
+        [1, 2],
+        "just a string",
+    ],
+)
 def test_malformed_bodies_are_400_never_500(route, reviewer, body):
     response = reviewer.post("/api/v1/verify", body, format="json")
     assert response.status_code == 400
@@ -136,8 +151,9 @@ def test_verify_is_a_pure_read_with_no_audit_row(route, reviewer):
 
 
 def test_a_lone_surrogate_in_the_text_is_a_400(route, reviewer):
-    response = reviewer.generic("POST", "/api/v1/verify", '{"text": "a\\ud800b", "claim": "b"}',
-                                content_type="application/json")
+    response = reviewer.generic(
+        "POST", "/api/v1/verify", '{"text": "a\\ud800b", "claim": "b"}', content_type="application/json"
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "text_not_utf8"
 

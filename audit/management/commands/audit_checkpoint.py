@@ -5,8 +5,10 @@ from console.core.errors import Conflict
 
 
 class Command(BaseCommand):
-    help = ("Sign the audit chain's head with the checkpoint key and append it to the checkpoint log "
-            "(AUDIT_CHECKPOINT_LOG); exit non-zero, signing nothing, if the chain is broken.")
+    help = (
+        "Sign the audit chain's head with the checkpoint key and append it to the checkpoint log "
+        "(AUDIT_CHECKPOINT_LOG); exit non-zero, signing nothing, if the chain is broken."
+    )
 
     def handle(self, *args, **options):
         try:

@@ -9,8 +9,9 @@ from console.core.db_roles import app_privileges_grant, as_owner
 
 
 class Command(DjangoMigrateCommand):
-    help = DjangoMigrateCommand.help + (" Runs as the owner role (DATABASE_OWNER_URL) when one is set, "
-                                        "then grants the app role its privileges.")
+    help = DjangoMigrateCommand.help + (
+        " Runs as the owner role (DATABASE_OWNER_URL) when one is set, then grants the app role its privileges."
+    )
 
     def handle(self, *args, **options):
         alias = options["database"]

@@ -62,4 +62,3 @@ def percent(value: Any, digits: int = 1) -> str:
     if value is None:
         return DASH
     return f"{100 * value:.{digits}f}%"
-

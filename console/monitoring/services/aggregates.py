@@ -53,10 +53,16 @@ def _midnight(day: date) -> datetime:
 
 def days_to_refresh(route: Route, cutoff: float, *, today: date | None = None) -> list[date]:
     today = today or timezone.now().date()
-    counted = dict(RouteDayCount.objects.filter(route=route).values("day").annotate(total=Sum("decisions"))
-                   .values_list("day", "total"))
-    stored = {day: (n, stored_cutoff) for day, n, stored_cutoff in
-              DailyAggregate.objects.filter(route=route).values_list("day", "n", "cutoff")}
+    counted = dict(
+        RouteDayCount.objects.filter(route=route)
+        .values("day")
+        .annotate(total=Sum("decisions"))
+        .values_list("day", "total")
+    )
+    stored = {
+        day: (n, stored_cutoff)
+        for day, n, stored_cutoff in DailyAggregate.objects.filter(route=route).values_list("day", "n", "cutoff")
+    }
     recent = today - timedelta(days=RECENT_DAYS - 1)
     stale = []
     for day, total in counted.items():
@@ -75,16 +81,31 @@ def aggregates_refresh(*, route: Route, cutoff: float, today: date | None = None
     days = days_to_refresh(route, cutoff, today=today)
     if not days:
         return 0
-    params = {"route": route.pk, "cutoff": cutoff, "tolerance": CUTOFF_TOLERANCE, "days": days,
-              "start": _midnight(days[0]), "end": _midnight(days[-1] + timedelta(days=1))}
+    params = {
+        "route": route.pk,
+        "cutoff": cutoff,
+        "tolerance": CUTOFF_TOLERANCE,
+        "days": days,
+        "start": _midnight(days[0]),
+        "end": _midnight(days[-1] + timedelta(days=1)),
+    }
     rows: dict[date, DailyAggregate] = {}
     now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(_TOTALS_SQL, params)
         for day, n, refused, no_support, not_following in cursor.fetchall():
-            rows[day] = DailyAggregate(route=route, day=day, n=n, cutoff=cutoff, refused_at_cutoff=refused,
-                                       no_support_refused=no_support, not_following=not_following,
-                                       histogram=[0] * SCORE_BINS, segments={}, computed_at=now)
+            rows[day] = DailyAggregate(
+                route=route,
+                day=day,
+                n=n,
+                cutoff=cutoff,
+                refused_at_cutoff=refused,
+                no_support_refused=no_support,
+                not_following=not_following,
+                histogram=[0] * SCORE_BINS,
+                segments={},
+                computed_at=now,
+            )
         cursor.execute(_HISTOGRAM_SQL, params)
         for day, score_bin, count in cursor.fetchall():
             rows[day].histogram[score_bin] = count
@@ -93,7 +114,18 @@ def aggregates_refresh(*, route: Route, cutoff: float, today: date | None = None
             rows[day].segments[segments] = count
     with transaction.atomic():
         DailyAggregate.objects.bulk_create(
-            list(rows.values()), update_conflicts=True, unique_fields=["route", "day"],
-            update_fields=["n", "cutoff", "refused_at_cutoff", "no_support_refused", "not_following", "histogram",
-                           "segments", "computed_at"])
+            list(rows.values()),
+            update_conflicts=True,
+            unique_fields=["route", "day"],
+            update_fields=[
+                "n",
+                "cutoff",
+                "refused_at_cutoff",
+                "no_support_refused",
+                "not_following",
+                "histogram",
+                "segments",
+                "computed_at",
+            ],
+        )
     return len(rows)

@@ -131,31 +131,57 @@ def monitor_read(policy: PolicyVersion, aggregates: list[DailyAggregate], *, tod
     ten_base = _ten_bins(base_hist)
     for i, a in enumerate(after):
         series["abstention"].outside.append(bool(chart.outside[i] or cusum_signal[i]))
-        series["abstention"].detail.append({"day": a.day.isoformat(), "n": a.n, "refused": a.refused_at_cutoff,
-                                            "rate": float(chart.rate[i]), "baseline": p0,
-                                            "lower": float(chart.lower[i]), "upper": float(chart.upper[i]),
-                                            "cusum_signal": bool(cusum_signal[i])})
+        series["abstention"].detail.append(
+            {
+                "day": a.day.isoformat(),
+                "n": a.n,
+                "refused": a.refused_at_cutoff,
+                "rate": float(chart.rate[i]),
+                "baseline": p0,
+                "lower": float(chart.lower[i]),
+                "upper": float(chart.upper[i]),
+                "cusum_signal": bool(cusum_signal[i]),
+            }
+        )
         day_hist = np.asarray(a.histogram)
         psi = psi_from_counts(ten_base, _ten_bins(day_hist))
         ks = ks_two_sample_from_counts(base_hist, day_hist)
         series["scores"].outside.append(psi >= PSI_MAJOR and ks.p_value < KS_P_VALUE)
-        series["scores"].detail.append({"day": a.day.isoformat(), "psi": psi, "ks_statistic": ks.statistic,
-                                        "ks_p_value": ks.p_value})
+        series["scores"].detail.append(
+            {"day": a.day.isoformat(), "psi": psi, "ks_statistic": ks.statistic, "ks_p_value": ks.p_value}
+        )
         tv = total_variation_distance(base_segments, a.segments) if base_segments and a.segments else 0.0
         series["segment_mix"].outside.append(tv > SEGMENT_TV)
         series["segment_mix"].detail.append({"day": a.day.isoformat(), "total_variation": tv})
         if ns_chart is not None and a.refused_at_cutoff:
             series["no_support"].outside.append(bool(ns_chart.outside[i]))
-            series["no_support"].detail.append({"day": a.day.isoformat(), "share": float(ns_chart.rate[i]),
-                                                "baseline": q0, "upper": float(ns_chart.upper[i])})
+            series["no_support"].detail.append(
+                {
+                    "day": a.day.isoformat(),
+                    "share": float(ns_chart.rate[i]),
+                    "baseline": q0,
+                    "upper": float(ns_chart.upper[i]),
+                }
+            )
         else:
             series["no_support"].outside.append(False)
             series["no_support"].detail.append({"day": a.day.isoformat(), "share": None})
-    baseline = {"n": base_n, "refused": base_refused, "abstention_rate": p0, "no_support_share": q0,
-                "window": {"from": start.isoformat() if start else None, "to": end.isoformat()}}
-    chart_data = {"days": [d.isoformat() for d in days], "n": n.tolist(), "refused": refused.tolist(),
-                  "lower": chart.lower.tolist() if chart else [], "upper": chart.upper.tolist() if chart else [],
-                  "baseline": p0, "base_histogram": ten_base.tolist()}
+    baseline = {
+        "n": base_n,
+        "refused": base_refused,
+        "abstention_rate": p0,
+        "no_support_share": q0,
+        "window": {"from": start.isoformat() if start else None, "to": end.isoformat()},
+    }
+    chart_data = {
+        "days": [d.isoformat() for d in days],
+        "n": n.tolist(),
+        "refused": refused.tolist(),
+        "lower": chart.lower.tolist() if chart else [],
+        "upper": chart.upper.tolist() if chart else [],
+        "baseline": p0,
+        "base_histogram": ten_base.tolist(),
+    }
     return Reading(policy=policy, window=(start, end), baseline=baseline, series=series, chart=chart_data)
 
 
@@ -165,27 +191,55 @@ def _apply(*, actor: Actor, route: Route, policy: PolicyVersion, kind: str, seri
         return None
     current = Alarm.objects.filter(route=route, kind=kind, status=AlarmStatus.OPEN).first()
     if current is None:
-        barrier = (Alarm.objects.filter(route=route, kind=kind).order_by("-through_day")
-                   .values_list("through_day", flat=True).first())
-        flagged = [i for i, (day, out) in enumerate(zip(series.days, series.outside, strict=True))
-                   if out and (barrier is None or day > barrier)]
+        barrier = (
+            Alarm.objects.filter(route=route, kind=kind)
+            .order_by("-through_day")
+            .values_list("through_day", flat=True)
+            .first()
+        )
+        flagged = [
+            i
+            for i, (day, out) in enumerate(zip(series.days, series.outside, strict=True))
+            if out and (barrier is None or day > barrier)
+        ]
         if not flagged:
             return None
         first, last = flagged[0], flagged[-1]
         try:
             with transaction.atomic():
-                alarm = Alarm.objects.create(route=route, policy=policy, kind=kind, first_day=series.days[first],
-                                             last_flagged_day=series.days[last], through_day=series.days[-1],
-                                             detail=series.detail[last])
-                audit_record(actor=actor, action=Action.ALARM_OPENED, object_type="alarm", object_id=alarm.pk,
-                             route=route.slug, payload={"kind": kind, "first_day": alarm.first_day.isoformat(),
-                                                        "detail": alarm.detail, "policy": policy.pk})
+                alarm = Alarm.objects.create(
+                    route=route,
+                    policy=policy,
+                    kind=kind,
+                    first_day=series.days[first],
+                    last_flagged_day=series.days[last],
+                    through_day=series.days[-1],
+                    detail=series.detail[last],
+                )
+                audit_record(
+                    actor=actor,
+                    action=Action.ALARM_OPENED,
+                    object_type="alarm",
+                    object_id=alarm.pk,
+                    route=route.slug,
+                    payload={
+                        "kind": kind,
+                        "first_day": alarm.first_day.isoformat(),
+                        "detail": alarm.detail,
+                        "policy": policy.pk,
+                    },
+                )
                 label = AlarmKind(kind).label
-                notify_escalation(policy=policy, subject=f"[{route.slug}] Drift alarm: {label}",
-                                  body=(f"The monitor found {label.lower()} outside its limits on route {route.slug} "
-                                        f"on {alarm.first_day.isoformat()} (policy v{policy.version}, cutoff "
-                                        f"{policy.cutoff:g}).\nFigures: {alarm.detail}\n"
-                                        f"Monitoring page: {reverse('route-monitoring', args=[route.slug])}"))
+                notify_escalation(
+                    policy=policy,
+                    subject=f"[{route.slug}] Drift alarm: {label}",
+                    body=(
+                        f"The monitor found {label.lower()} outside its limits on route {route.slug} "
+                        f"on {alarm.first_day.isoformat()} (policy v{policy.version}, cutoff "
+                        f"{policy.cutoff:g}).\nFigures: {alarm.detail}\n"
+                        f"Monitoring page: {reverse('route-monitoring', args=[route.slug])}"
+                    ),
+                )
         except IntegrityError:  # another run opened it first
             return None
         current, opened = alarm, "opened"
@@ -204,10 +258,19 @@ def _apply(*, actor: Actor, route: Route, policy: PolicyVersion, kind: str, seri
             current.closed_reason = "inside_limits"
             current.through_day = series.days[-1]
             current.save(update_fields=["status", "closed_at", "closed_reason", "through_day"])
-            audit_record(actor=actor, action=Action.ALARM_CLOSED, object_type="alarm", object_id=current.pk,
-                         route=route.slug, payload={"kind": kind, "reason": "inside_limits",
-                                                    "status": {"old": AlarmStatus.OPEN, "new": AlarmStatus.CLOSED},
-                                                    "days_inside": [d.isoformat() for d in inside_after]})
+            audit_record(
+                actor=actor,
+                action=Action.ALARM_CLOSED,
+                object_type="alarm",
+                object_id=current.pk,
+                route=route.slug,
+                payload={
+                    "kind": kind,
+                    "reason": "inside_limits",
+                    "status": {"old": AlarmStatus.OPEN, "new": AlarmStatus.CLOSED},
+                    "days_inside": [d.isoformat() for d in inside_after],
+                },
+            )
         return opened or "closed"
     return opened
 
@@ -215,8 +278,7 @@ def _apply(*, actor: Actor, route: Route, policy: PolicyVersion, kind: str, seri
 def monitor_route(*, actor: Actor, route: Route, today: date | None = None) -> dict[str, Any]:
     """Refresh the route's aggregates and open or close its alarms; what happened, per kind."""
     today = today or timezone.now().date()
-    policy = (PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).select_related("route", "owner")
-              .first())
+    policy = PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).select_related("route", "owner").first()
     if policy is None:
         return {"route": route.slug, "skipped": "no policy in force"}
     refreshed = aggregates_refresh(route=route, cutoff=policy.cutoff, today=today)
@@ -224,10 +286,15 @@ def monitor_route(*, actor: Actor, route: Route, today: date | None = None) -> d
     reading = monitor_read(policy, aggregates, today=today)
     if reading is None:
         return {"route": route.slug, "refreshed_days": refreshed, "skipped": "no decisions in the signing window"}
-    changes = {kind: _apply(actor=actor, route=route, policy=policy, kind=kind, series=series)
-               for kind, series in reading.series.items()}
-    return {"route": route.slug, "refreshed_days": refreshed,
-            "alarms": {kind: change for kind, change in changes.items() if change}}
+    changes = {
+        kind: _apply(actor=actor, route=route, policy=policy, kind=kind, series=series)
+        for kind, series in reading.series.items()
+    }
+    return {
+        "route": route.slug,
+        "refreshed_days": refreshed,
+        "alarms": {kind: change for kind, change in changes.items() if change},
+    }
 
 
 def monitor_run(*, actor: Actor, route_slug: str | None = None, today: date | None = None) -> list[dict[str, Any]]:
@@ -255,9 +322,20 @@ def alarm_acknowledge(*, actor: Actor, user, alarm: Alarm, note: str) -> Alarm:
         locked.through_day = max(locked.through_day, timezone.now().date())
         locked.full_clean()
         locked.save()
-        audit_record(actor=actor, action=Action.ALARM_ACKNOWLEDGED, object_type="alarm", object_id=locked.pk,
-                     route=locked.route.slug, payload={"kind": locked.kind, "note": note,
-                                                       "status": {"old": AlarmStatus.OPEN, "new": locked.status}})
-        audit_record(actor=actor, action=Action.ALARM_CLOSED, object_type="alarm", object_id=locked.pk,
-                     route=locked.route.slug, payload={"kind": locked.kind, "reason": "acknowledged"})
+        audit_record(
+            actor=actor,
+            action=Action.ALARM_ACKNOWLEDGED,
+            object_type="alarm",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"kind": locked.kind, "note": note, "status": {"old": AlarmStatus.OPEN, "new": locked.status}},
+        )
+        audit_record(
+            actor=actor,
+            action=Action.ALARM_CLOSED,
+            object_type="alarm",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"kind": locked.kind, "reason": "acknowledged"},
+        )
     return locked

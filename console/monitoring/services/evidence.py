@@ -22,6 +22,12 @@ def evidence_refresh_request(*, actor: Actor, user, route: Route) -> dict:
         raise Conflict("The route has no policy in force.", code="no_policy")
     plan = recheck_plan(policy)
     grading_plan_set(actor=actor, route=route, bands=[(b["low"], b["high"], b["target"]) for b in plan["bands"]])
-    audit_record(actor=actor, action=Action.EVIDENCE_REFRESH_REQUESTED, object_type="route", object_id=route.slug,
-                 route=route.slug, payload={"policy": policy.pk, "plan": plan})
+    audit_record(
+        actor=actor,
+        action=Action.EVIDENCE_REFRESH_REQUESTED,
+        object_type="route",
+        object_id=route.slug,
+        route=route.slug,
+        payload={"policy": policy.pk, "plan": plan},
+    )
     return plan

@@ -62,9 +62,14 @@ def recheck_plan(policy: PolicyVersion, *, half_width: float | None = None) -> d
     refused_target = grades_for_half_width(far if far is not None and 0 < far < 1 else 0.5, half_width)
     # The evidence gives wrong answers per 1000 decisions, not the share among served: plan the worst case.
     served_target = grades_for_half_width(0.5, half_width)
-    return {"half_width": half_width, "planning_far": far,
-            "bands": [{"low": 0.0, "high": policy.cutoff, "target": refused_target, "measures": "false_abstention"},
-                      {"low": policy.cutoff, "high": 1.000001, "target": served_target, "measures": "wrong_served"}]}
+    return {
+        "half_width": half_width,
+        "planning_far": far,
+        "bands": [
+            {"low": 0.0, "high": policy.cutoff, "target": refused_target, "measures": "false_abstention"},
+            {"low": policy.cutoff, "high": 1.000001, "target": served_target, "measures": "wrong_served"},
+        ],
+    }
 
 
 _INSERT_SQL = """
@@ -78,8 +83,10 @@ _INSERT_SQL = """
 
 def _insert_once(policy: PolicyVersion, versions: dict[str, Any]) -> int | None:
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_SQL, [policy.pk, policy.route_id, json.dumps(combination(versions)),
-                                     combination_key(versions), timezone.now()])
+        cursor.execute(
+            _INSERT_SQL,
+            [policy.pk, policy.route_id, json.dumps(combination(versions)), combination_key(versions), timezone.now()],
+        )
         row = cursor.fetchone()
     return row[0] if row else None
 
@@ -88,15 +95,14 @@ def rechecks_open(*, actor: Actor, decision_ids: list[int]) -> list[Recheck]:
     """Open a recheck for every combination of versions in these decisions that the evidence of
     their route's policy in force does not cover. Exactly once per combination, however many
     ingest batches race: the insert that loses the conflict opens nothing."""
-    seen = (Decision.objects.filter(pk__in=decision_ids).values_list("route_id", "versions").distinct())
+    seen = Decision.objects.filter(pk__in=decision_ids).values_list("route_id", "versions").distinct()
     by_route: dict[int, dict[str, dict[str, Any]]] = {}
     for route_id, versions in seen:
         wanted = combination(versions or {})
         if wanted:
             by_route.setdefault(route_id, {})[combination_key(wanted)] = wanted
     opened = []
-    policies = (PolicyVersion.objects.filter(route_id__in=by_route, status__in=IN_FORCE)
-                .select_related("route", "owner"))
+    policies = PolicyVersion.objects.filter(route_id__in=by_route, status__in=IN_FORCE).select_related("route", "owner")
     for policy in policies:
         covered = covered_versions(policy)
         for versions in by_route[policy.route_id].values():
@@ -118,27 +124,46 @@ def _recheck_open(*, actor: Actor, policy: PolicyVersion, versions: dict[str, An
         recheck.save(update_fields=["plan"])
         # The plan applies to the route's traffic from now on: after a release that is the new versions'
         # traffic, and its items enter the blind queue like any other sampled decision.
-        grading_plan_set(actor=actor, route=policy.route,
-                         bands=[(band["low"], band["high"], band["target"]) for band in recheck.plan["bands"]])
+        grading_plan_set(
+            actor=actor,
+            route=policy.route,
+            bands=[(band["low"], band["high"], band["target"]) for band in recheck.plan["bands"]],
+        )
         old_status = policy.status
         policy = policy_mark_needs_recheck(actor=actor, policy=policy)
-        audit_record(actor=actor, action=Action.RECHECK_OPENED, object_type="recheck", object_id=recheck.pk,
-                     route=policy.route.slug,
-                     payload={"policy": policy.pk, "version": policy.version, "versions": recheck.versions,
-                              "plan": recheck.plan, "policy_status": {"old": old_status, "new": policy.status}})
+        audit_record(
+            actor=actor,
+            action=Action.RECHECK_OPENED,
+            object_type="recheck",
+            object_id=recheck.pk,
+            route=policy.route.slug,
+            payload={
+                "policy": policy.pk,
+                "version": policy.version,
+                "versions": recheck.versions,
+                "plan": recheck.plan,
+                "policy_status": {"old": old_status, "new": policy.status},
+            },
+        )
         link = reverse("monitoring-recheck", args=[policy.route.slug, recheck.pk])
         listed = ", ".join(f"{key} {value}" for key, value in recheck.versions.items())
-        notify_owner(policy=policy, subject=f"[{policy.route.slug}] Recheck opened: new versions ({listed})",
-                     body=(f"Traffic on route {policy.route.slug} now runs on versions the signed evidence of policy "
-                           f"v{policy.version} (cutoff {policy.cutoff:g}) did not cover: {listed}.\n"
-                           f"The policy stays in force and is marked needs_recheck. A recheck sample is planned "
-                           f"({', '.join(str(b['target']) for b in recheck.plan['bands'])} graded items by band).\n"
-                           f"Recheck: {link}"))
+        notify_owner(
+            policy=policy,
+            subject=f"[{policy.route.slug}] Recheck opened: new versions ({listed})",
+            body=(
+                f"Traffic on route {policy.route.slug} now runs on versions the signed evidence of policy "
+                f"v{policy.version} (cutoff {policy.cutoff:g}) did not cover: {listed}.\n"
+                f"The policy stays in force and is marked needs_recheck. A recheck sample is planned "
+                f"({', '.join(str(b['target']) for b in recheck.plan['bands'])} graded items by band).\n"
+                f"Recheck: {link}"
+            ),
+        )
     return recheck
 
 
-def recheck_close(*, actor: Actor, user, recheck: Recheck, resolution: str, note: str = "",
-                  new_policy: PolicyVersion | None = None) -> Recheck:
+def recheck_close(
+    *, actor: Actor, user, recheck: Recheck, resolution: str, note: str = "", new_policy: PolicyVersion | None = None
+) -> Recheck:
     """Close an open recheck: `signed` names the version signed after it was opened, `accepted`
     needs a note. The policy returns to `active` when no other recheck of it stays open."""
     if not permissions.can_close_recheck(user, recheck.route):
@@ -151,8 +176,12 @@ def recheck_close(*, actor: Actor, user, recheck: Recheck, resolution: str, note
     if len(note) > NOTE_MAX or "\x00" in note:
         raise InvalidInput(f"The note must be text of at most {NOTE_MAX} characters.")
     if resolution == RecheckResolution.SIGNED:
-        if new_policy is None or new_policy.route_id != recheck.route_id or new_policy.signed_at is None \
-                or new_policy.signed_at < recheck.opened_at:
+        if (
+            new_policy is None
+            or new_policy.route_id != recheck.route_id
+            or new_policy.signed_at is None
+            or new_policy.signed_at < recheck.opened_at
+        ):
             raise InvalidInput("Name a version of this route signed after the recheck opened.")
     with transaction.atomic():
         locked = Recheck.objects.select_for_update().select_related("route", "policy").get(pk=recheck.pk)
@@ -162,13 +191,23 @@ def recheck_close(*, actor: Actor, user, recheck: Recheck, resolution: str, note
         locked.closed_at, locked.closed_by, locked.new_policy = timezone.now(), user, new_policy
         locked.full_clean()
         locked.save()
-        audit_record(actor=actor, action=Action.RECHECK_CLOSED, object_type="recheck", object_id=locked.pk,
-                     route=locked.route.slug,
-                     payload={"status": {"old": RecheckStatus.OPEN, "new": RecheckStatus.CLOSED},
-                              "resolution": resolution, "note": note,
-                              "new_policy": new_policy.pk if new_policy else None})
+        audit_record(
+            actor=actor,
+            action=Action.RECHECK_CLOSED,
+            object_type="recheck",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={
+                "status": {"old": RecheckStatus.OPEN, "new": RecheckStatus.CLOSED},
+                "resolution": resolution,
+                "note": note,
+                "new_policy": new_policy.pk if new_policy else None,
+            },
+        )
         policy = locked.policy
-        if policy.status == PolicyStatus.NEEDS_RECHECK and not Recheck.objects.filter(
-                policy=policy, status=RecheckStatus.OPEN).exists():
+        if (
+            policy.status == PolicyStatus.NEEDS_RECHECK
+            and not Recheck.objects.filter(policy=policy, status=RecheckStatus.OPEN).exists()
+        ):
             policy_mark_needs_recheck(actor=actor, policy=policy, needs_recheck=False)
     return locked

@@ -20,8 +20,9 @@ class Command(BaseCommand):
         if decision is None:
             raise CommandError(f"No decision {request_id!r} on route {slug!r}.")
         try:
-            item = gold_item_create(actor=Actor.system("grading_gold"), decision=decision, verdict=verdict,
-                                    answer=answer)
+            item = gold_item_create(
+                actor=Actor.system("grading_gold"), decision=decision, verdict=verdict, answer=answer
+            )
         except InvalidInput as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(f"Gold item {item.pk} ({verdict}) added to {slug}.")

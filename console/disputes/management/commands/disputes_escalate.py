@@ -29,5 +29,7 @@ class Command(BaseCommand):
             if when.tzinfo is None:
                 when = when.replace(tzinfo=UTC)
         escalated = disputes_escalate(actor=Actor.system("disputes_escalate command"), as_of=when)
-        self.stdout.write(f"escalated {len(escalated)} dispute{'s' if len(escalated) != 1 else ''}"
-                          + (f": {', '.join(f'#{pk}' for pk in escalated)}" if escalated else ""))
+        self.stdout.write(
+            f"escalated {len(escalated)} dispute{'s' if len(escalated) != 1 else ''}"
+            + (f": {', '.join(f'#{pk}' for pk in escalated)}" if escalated else "")
+        )

@@ -32,8 +32,10 @@ class Command(BaseCommand):
         totals = {"created": 0, "unchanged": 0, "rejected": 0}
         rejected: list[dict] = []
         size = file.stat().st_size
-        with file.open("rb") as handle, tqdm(total=size, unit="B", unit_scale=True, disable=no_progress,
-                                             desc="import") as progress:
+        with (
+            file.open("rb") as handle,
+            tqdm(total=size, unit="B", unit_scale=True, disable=no_progress, desc="import") as progress,
+        ):
             batch: list[tuple[int, object]] = []
             for line_number, raw_line in enumerate(handle, start=1):
                 progress.update(len(raw_line))
@@ -44,8 +46,12 @@ class Command(BaseCommand):
                 except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                     rejected.append({"line": line_number, "errors": [{"field": "", "message": f"not JSON: {exc}"}]})
                 except (RecursionError, ValueError):  # nested past the parser's depth; a number too long to read
-                    rejected.append({"line": line_number, "errors": [{"field": "", "message": "not JSON: nested "
-                                                                      "too deeply or a number too long"}]})
+                    rejected.append(
+                        {
+                            "line": line_number,
+                            "errors": [{"field": "", "message": "not JSON: nested too deeply or a number too long"}],
+                        }
+                    )
                 if len(batch) >= batch_size:
                     self._write(actor, batch, totals, rejected)
                     batch = []
@@ -58,10 +64,13 @@ class Command(BaseCommand):
             messages = "; ".join(f"{e['field'] or 'record'} {e['message']}" for e in entry["errors"])
             self.stderr.write(f"line {entry['line']}: {messages}")
         if len(rejected) > 20:
-            self.stderr.write(f"... and {len(rejected) - 20} more rejected lines" +
-                              (f" (all in {report})" if report else " (use --report FILE to keep them all)"))
-        self.stdout.write(f"created {totals['created']}, unchanged {totals['unchanged']}, "
-                          f"rejected {totals['rejected']}")
+            self.stderr.write(
+                f"... and {len(rejected) - 20} more rejected lines"
+                + (f" (all in {report})" if report else " (use --report FILE to keep them all)")
+            )
+        self.stdout.write(
+            f"created {totals['created']}, unchanged {totals['unchanged']}, rejected {totals['rejected']}"
+        )
 
     def _write(self, actor, batch, totals, rejected) -> None:
         lines = [line for line, _ in batch]
@@ -79,7 +88,8 @@ class Command(BaseCommand):
                 bad = {d["index"] for d in exc.details}
                 for detail in exc.details:
                     problems.setdefault(detail["index"], []).append(
-                        {"field": "request_id", "message": detail["message"]})
+                        {"field": "request_id", "message": detail["message"]}
+                    )
                 good = [item for item in good if item.index not in bad]
                 continue
             totals["created"] += result.created

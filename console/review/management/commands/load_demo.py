@@ -38,16 +38,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--decisions", type=int, default=600, help="Decisions per route.")
-        parser.add_argument("--no-logins", action="store_true",
-                            help="Do not print the logins (make run prints them in its banner).")
+        parser.add_argument(
+            "--no-logins", action="store_true", help="Do not print the logins (make run prints them in its banner)."
+        )
 
     def handle(self, *args, decisions: int, **options):
         actor = Actor.system("load_demo")
         for slug, name in DEMO_ROUTES.items():
             if not Route.objects.filter(slug=slug).exists():
-                services.route_create(actor=actor, slug=slug, name=name,
-                                      guidelines="Grade **correct** only if every statement in the answer is "
-                                                 "supported by the passages or is common knowledge.")
+                services.route_create(
+                    actor=actor,
+                    slug=slug,
+                    name=name,
+                    guidelines="Grade **correct** only if every statement in the answer is "
+                    "supported by the passages or is common knowledge.",
+                )
         routes = {r.slug: r for r in Route.objects.filter(slug__in=DEMO_ROUTES)}
         logins: dict[str, list[str]] = {}  # username -> [password, role on route, ...]
         users = {}
@@ -73,13 +78,19 @@ class Command(BaseCommand):
             # HR policy's integrator sends its own question vectors; IT support uses the built-in embedder.
             records = list(demo_records(slug, decisions, embed=slug == "hr-policy"))
             for start in range(0, len(records), 500):
-                items, errors = validate_batch(records[start:start + 500])
+                items, errors = validate_batch(records[start : start + 500])
                 assert not errors, errors[:3]
                 created += services.decision_ingest(actor=actor, items=items, routes=routes).created
             if slug == "hr-policy":
-                graded_set = [{"route": slug, "request_id": r["request_id"], "source": "demo-graded-set",
-                               "verdict": "correct" if demo_answer_is_correct(r) else "incorrect"}
-                              for r in records]
+                graded_set = [
+                    {
+                        "route": slug,
+                        "request_id": r["request_id"],
+                        "source": "demo-graded-set",
+                        "verdict": "correct" if demo_answer_is_correct(r) else "incorrect",
+                    }
+                    for r in records
+                ]
         imported = self._import_labels(actor, graded_set)
         demo_policies(actor=actor, routes=routes, users=users)
 
@@ -89,15 +100,24 @@ class Command(BaseCommand):
         demo_disputes(actor=actor, routes=routes, users=users)
         demo_monitoring(actor=actor, routes=routes, users=users)
         with transaction.atomic():
-            audit_record(actor=actor, action=Action.DEMO_LOADED, object_type="workspace", object_id="demo",
-                         payload={"decisions_created": created, "labels_imported": imported,
-                                  "users": [u for u, _, _ in DEMO_USERS]})
+            audit_record(
+                actor=actor,
+                action=Action.DEMO_LOADED,
+                object_type="workspace",
+                object_id="demo",
+                payload={
+                    "decisions_created": created,
+                    "labels_imported": imported,
+                    "users": [u for u, _, _ in DEMO_USERS],
+                },
+            )
         logins = [f"{name:<9} {password:<16} ({', '.join(roles)})" for name, (password, *roles) in logins.items()]
         logins_file = settings.DATA_DIR / "demo-logins.txt"
         logins_file.write_text("\n".join(logins) + "\n")
         logins_file.chmod(0o600)
-        self.stdout.write(f"Demo workspace ready: {created} decisions, {imported} imported labels. "
-                          f"Logins in {logins_file}:")
+        self.stdout.write(
+            f"Demo workspace ready: {created} decisions, {imported} imported labels. Logins in {logins_file}:"
+        )
         if not options.get("no_logins"):
             for line in logins:
                 self.stdout.write("  " + line)
@@ -113,12 +133,12 @@ class Command(BaseCommand):
 
         created = 0
         for slug in DEMO_ROUTES:
-            items, errors = validate_batch(list(gap_records(slug, max(16, decisions // 12),
-                                                            embed=slug == "hr-policy")))
+            items, errors = validate_batch(list(gap_records(slug, max(16, decisions // 12), embed=slug == "hr-policy")))
             assert not errors, errors[:3]
             created += services.decision_ingest(actor=actor, items=items, routes=routes).created
-        refused = list(Decision.objects.filter(route__slug__in=DEMO_ROUTES, outcome="refused")
-                       .values_list("pk", flat=True))
+        refused = list(
+            Decision.objects.filter(route__slug__in=DEMO_ROUTES, outcome="refused").values_list("pk", flat=True)
+        )
         decisions_verify(actor=actor, decision_ids=refused)
         similarity.embedder_fit(actor=actor, route_id=routes["it-support"].pk)
         for slug in DEMO_ROUTES:
@@ -129,7 +149,7 @@ class Command(BaseCommand):
     def _import_labels(actor, records: list[dict]) -> int:
         created = 0
         for start in range(0, len(records), 1000):
-            items, errors = validate_labels(records[start:start + 1000])
+            items, errors = validate_labels(records[start : start + 1000])
             assert not errors, errors[:3]
             routes, _ = services.routes_for_items(items)
             decision_ids, unknown = grading_selectors.decisions_for_labels(items, routes)

@@ -10,8 +10,10 @@ from console.shadow.services import route_shadow_set
 
 
 class Command(BaseCommand):
-    help = ("Create a route (a gated answering surface). With --shadow or --shadow-url on an existing route, "
-            "set its shadow pipeline instead.")
+    help = (
+        "Create a route (a gated answering surface). With --shadow or --shadow-url on an existing route, "
+        "set its shadow pipeline instead."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
@@ -19,8 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("--graders-per-item", type=int, default=2)
         parser.add_argument("--guidelines", default="", help="Grading guidelines (Markdown).")
         shadow = parser.add_mutually_exclusive_group()
-        shadow.add_argument("--shadow", choices=["reference", "none"],
-                            help="Shadow pipeline: the built-in extractive reference pipeline, or none.")
+        shadow.add_argument(
+            "--shadow",
+            choices=["reference", "none"],
+            help="Shadow pipeline: the built-in extractive reference pipeline, or none.",
+        )
         shadow.add_argument("--shadow-url", help="Shadow pipeline: an http(s) URL answering POSTed questions.")
 
     def handle(self, *args, slug, name, graders_per_item, guidelines, shadow=None, shadow_url=None, **options):
@@ -39,9 +44,14 @@ class Command(BaseCommand):
         if not name:
             raise CommandError("--name is required to create a route.")
         try:
-            route = route_create(actor=Actor.system("create_route"), slug=slug, name=name,
-                                 guidelines=guidelines, graders_per_item=graders_per_item,
-                                 shadow_config=shadow_config)
+            route = route_create(
+                actor=Actor.system("create_route"),
+                slug=slug,
+                name=name,
+                guidelines=guidelines,
+                graders_per_item=graders_per_item,
+                shadow_config=shadow_config,
+            )
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
         self.stdout.write(f"Created route {route.slug} ({route.name}).")
