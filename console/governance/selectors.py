@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Abs
+from django.db.models.lookups import GreaterThan
 
 from console.accounts import permissions
 from console.core.errors import NotFound
@@ -109,6 +111,20 @@ _NOT_FOLLOWING_SQL = """
      WHERE abs(d.cutoff - signed.cutoff) > %s {route_condition}
      GROUP BY d.route_id
 """
+
+
+def not_following_policy_condition() -> GreaterThan:
+    """For the refusals list's filter: the decision logged a cutoff other than the signed cutoff in
+    force at its time (as `_NOT_FOLLOWING_SQL` counts them; decisions before the first signature,
+    whose signed cutoff is NULL, never match)."""
+    signed = (
+        PolicyVersion.objects.filter(
+            route_id=OuterRef("route_id"), signed_at__isnull=False, signed_at__lte=OuterRef("occurred_at")
+        )
+        .order_by("-signed_at")
+        .values("cutoff")[:1]
+    )
+    return GreaterThan(Abs(F("cutoff") - Subquery(signed)), CUTOFF_TOLERANCE)
 
 
 def decisions_not_following_policy(route_ids: list[int] | None = None) -> dict[int, int]:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -158,6 +159,12 @@ def test_the_compliance_count_equals_a_sql_reference(route, reviewer, owner, int
     assert selectors.decisions_not_following_policy([route.pk]) == {route.pk: reference}
     assert selectors.decisions_not_following_policy() == {route.pk: reference}
     assert reviewer.get("/api/v1/routes/it-support/policies").json()["decisions_not_following_policy"] == reference
+    # The refusals list filters the same decisions ("Gate not following policy"), served ones included.
+    pages = Client()
+    pages.force_login(reviewer.user)
+    export = pages.get("/refusals/?route=it-support&outcome=any&not_following_policy=on&format=csv")
+    assert export.status_code == 200
+    assert len(b"".join(export.streaming_content).decode().splitlines()) - 1 == reference  # less the header
     late = decision_records([0.5], occurred_at=_at(5).isoformat().replace("+00:00", "Z"))[0]
     [late_id] = post_decisions(integrator, [late])
     signed = reviewer.get(f"/api/v1/decisions/{late_id}").json()["signed_policy"]
