@@ -10,24 +10,31 @@ from __future__ import annotations
 
 import json
 import threading
+from abc import ABC, abstractmethod
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-class StandInPipeline:
-    def __init__(self, behaviour: str = "answer", answer: str = "Stand-in answer.", delay: float = 0.0) -> None:
-        self.behaviour = behaviour
-        self.answer = answer
-        self.delay = delay
-        self.requests: list[dict] = []  # {"body": parsed JSON, "headers": {...}}
+class LoopbackServer(ABC):
+    """A threaded HTTP server on 127.0.0.1 for the life of a `with` block. Subclasses give
+    `_handler()` (a BaseHTTPRequestHandler class) and the path of `url`; `received` and `release`
+    let a test hold a reply while it does something else (kill a worker)."""
+
+    path = "/"
+
+    def __init__(self) -> None:
         self.received = threading.Event()
         self.release = threading.Event()
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/answer"
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{self.path}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> StandInPipeline:
+    @abstractmethod
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler class, closing over this server's state."""
+
+    def __enter__(self):
         self.thread.start()
         return self
 
@@ -35,6 +42,17 @@ class StandInPipeline:
         self.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+class StandInPipeline(LoopbackServer):
+    path = "/answer"
+
+    def __init__(self, behaviour: str = "answer", answer: str = "Stand-in answer.", delay: float = 0.0) -> None:
+        self.behaviour = behaviour
+        self.answer = answer
+        self.delay = delay
+        self.requests: list[dict] = []  # {"body": parsed JSON, "headers": {...}}
+        super().__init__()
 
     @property
     def bodies(self) -> list[dict]:

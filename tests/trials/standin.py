@@ -10,40 +10,27 @@ body is kept, so a test can count calls per request id.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from console.stats.trials import VERDICTS
+from tests.standin import LoopbackServer
 
 
-class StandInCandidate:
+class StandInCandidate(LoopbackServer):
+    path = "/gate"
+
     def __init__(
         self, plan: dict[str, list[str]], *, delay: float = 0.0, slow_seconds: float = 1.0, hold_first: bool = False
     ) -> None:
         self.plan = plan
         self.hold_first = hold_first  # the first call waits for `release` (a test kills the worker meanwhile)
-        self.received = threading.Event()
-        self.release = threading.Event()
         self.delay = delay
         self.slow_seconds = slow_seconds
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/gate"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> StandInCandidate:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__()
 
     def calls_per_request(self) -> Counter:
         with self.lock:
