@@ -7,6 +7,7 @@ receives can carry the gate score, the outcome or other graders' grades.
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -72,8 +73,13 @@ def _queue_context(request, route: Route | None, assignment, *, done: bool = Fal
 def _render_queue(request, route: Route | None, assignment, *, done: bool = False):
     """After an action: the item region alone for htmx, else back to the page (which shows the lease)."""
     if not request.htmx:
+        # Without htmx (no JavaScript, or a key pressed before htmx took over a new item) the browser
+        # posted the form itself: land on the page, which shows the lease, or says the queue is empty.
+        query = {"route": route.slug} if route else {}
+        if done:
+            query["done"] = "1"
         url = reverse("grading-queue")
-        return redirect(f"{url}?route={route.slug}" if route else url)
+        return redirect(f"{url}?{urlencode(query)}" if query else url)
     return render(request, "grading/partials/grading_item.html", _queue_context(request, route, assignment, done=done))
 
 
@@ -84,7 +90,8 @@ def grading_queue(request):
     _require_grader(request)
     route = _chosen_route(request, request.GET.get("route"))
     assignment = selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
-    context = _queue_context(request, route, assignment)
+    # "done" comes back from a form posted without htmx; it is only true while nothing is in hand
+    context = _queue_context(request, route, assignment, done=assignment is None and request.GET.get("done") == "1")
     context["routes"] = list(selectors.gradable_routes(request.user))
     template = "grading/partials/grading_item.html" if request.htmx else "grading/queue.html"
     return render(request, template, context)

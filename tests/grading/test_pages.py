@@ -101,8 +101,16 @@ def test_the_page_works_without_javascript(route, grader_user, page_of):
     response = pages.post("/grading/next")
     assert response.status_code == 302 and response["Location"] == "/grading/"
     [item_id] = _item_ids(pages.get("/grading/").content.decode())
-    assert pages.post(f"/grading/items/{item_id}/grade", {"verdict": "unsure"}).status_code == 302
+    response = pages.post(f"/grading/items/{item_id}/grade", {"verdict": "unsure"})
+    assert response.status_code == 302
     assert Grade.objects.get().verdict == "unsure"
+    # the queue is empty now, and the page it lands on says so instead of offering to start again
+    landed = pages.get(response["Location"]).content.decode()
+    assert "Nothing is waiting for you" in landed and "Check again" in landed
+    # the word is only believed while nothing is in hand
+    pooled([record(question="A later question")])
+    pages.post("/grading/next")
+    assert "Nothing is waiting" not in pages.get(response["Location"]).content.decode()
 
 
 def test_a_stale_grade_on_the_page_is_explained_not_recorded(route, grader_user, page_of):
