@@ -1,9 +1,10 @@
 """`make run`: the whole console on one machine, stopped together on Ctrl-C.
 
 Starts (or joins) the embedded PostgreSQL, starts the embedded Redis broker, applies migrations,
-loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs a Celery worker with
-beat and gunicorn as child processes. DATABASE_URL and CELERY_BROKER_URL switch either service
-to an external one, in which case it is neither started nor stopped here.
+loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs two Celery workers (the
+gradable path; everything else, with beat) and gunicorn as child processes. DATABASE_URL and
+CELERY_BROKER_URL switch either service to an external one, in which case it is neither started
+nor stopped here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 from console import embedded
-from console.core.queues import QUEUES
+from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES
 from console.env import env_bool, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ def main() -> int:
             print("Loading the demo workspace (first start) ...", flush=True)
             manage(*DEMO_COMMAND)
             marker.write_text("loaded\n")
-        children.append(subprocess.Popen(worker_command(data_dir), env=env, cwd=ROOT))
+        children += [subprocess.Popen(command, env=env, cwd=ROOT) for command in worker_commands(data_dir)]
         # Its own session: Ctrl-C reaches only this script, which stops gunicorn with one SIGTERM.
         # A preloaded gunicorn worker that gets the terminal's SIGINT and its master's signal at
         # once can hang in its nested signal handlers and outlive the master.
@@ -88,30 +89,46 @@ def main() -> int:
 DEMO_COMMAND = ("load_demo", "--no-logins")
 
 
-def worker_command(data_dir: Path) -> list[str]:
-    """One Celery worker with beat that consumes every queue (console/core/queues.py).
+def worker_commands(data_dir: Path) -> list[list[str]]:
+    """Two Celery workers that together consume every queue (console/core/queues.py).
 
-    CELERY_CONCURRENCY (WORKER_CONCURRENCY is the older name) sizes its pool; each child is replaced
-    after CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
+    The first takes only the gradable path (span checks, pool entry), sized by CELERY_CONCURRENCY
+    (WORKER_CONCURRENCY is the older name; default 2): on one worker for every queue, a 13-second
+    embedder refit or a statistics recompute held the processes ingest's follow-up work needed, and
+    decisions became gradable at 0.38x the rate they arrived. The second takes every other queue
+    and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). Each child is replaced after
+    CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
     so a child that grew on one large job does not keep that memory at rest.
     """
-    concurrency = env_int(
+    gradable = env_int(
         "CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64), minimum=1, maximum=64
     )
+    background = env_int("CELERY_BACKGROUND_CONCURRENCY", 1, minimum=1, maximum=64)
+    return [
+        _worker("gradable", GRADABLE_PATH_QUEUES, gradable),
+        [
+            *_worker("background", BACKGROUND_QUEUES, background),
+            "--beat",
+            "--schedule",
+            str(data_dir / "celerybeat-schedule"),
+        ],
+    ]
+
+
+def _worker(name: str, queues: tuple[str, ...], concurrency: int) -> list[str]:
     return [
         str(BIN / "celery"),
         "-A",
         "console",
         "worker",
-        "--beat",
         "--loglevel",
         "INFO",
+        "--hostname",
+        f"{name}@%h",
         "--concurrency",
         str(concurrency),
         "-Q",
-        ",".join(QUEUES),
-        "--schedule",
-        str(data_dir / "celerybeat-schedule"),
+        ",".join(queues),
     ]
 
 

@@ -30,6 +30,12 @@ QUEUE_OF_PREFIX: dict[str, str] = {
 # Every queue, in the order a worker that consumes them all lists them (the after-ingest work first).
 QUEUES: tuple[str, ...] = tuple(dict.fromkeys(QUEUE_OF_PREFIX.values()))
 
+# What stands between ingest and a gradable decision: span checks and pool entry. `make run` gives
+# them a worker of their own, so an embedder refit or a statistics recompute never holds the
+# processes they need; every other queue shares a second, smaller worker (with beat).
+GRADABLE_PATH_QUEUES: tuple[str, ...] = ("verification", "pool")
+BACKGROUND_QUEUES: tuple[str, ...] = tuple(queue for queue in QUEUES if queue not in GRADABLE_PATH_QUEUES)
+
 
 def task_routes() -> dict[str, dict[str, str]]:
     """CELERY_TASK_ROUTES: glob patterns on task names, e.g. {"shadow.*": {"queue": "shadow"}}."""

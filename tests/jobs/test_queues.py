@@ -4,8 +4,8 @@ consumes only the pool queue enters decisions while the shadow queue is backed u
 import pytest
 
 from console.celery import app
-from console.core.queues import QUEUE_OF_PREFIX, QUEUES
-from console.run import worker_command
+from console.core.queues import GRADABLE_PATH_QUEUES, QUEUE_OF_PREFIX, QUEUES
+from console.run import worker_commands
 from grading.models import GradingItem
 from tests.factories import ingest, make_route, served_record
 from tests.jobs.conftest import wait_for
@@ -51,9 +51,17 @@ def test_the_kinds_of_work_have_their_own_queues():
     )
 
 
-def test_make_run_worker_consumes_every_queue(tmp_path):
-    command = worker_command(tmp_path)
-    assert set(command[command.index("-Q") + 1].split(",")) == set(QUEUES)
+def _queues_of(command: list[str]) -> list[str]:
+    return command[command.index("-Q") + 1].split(",")
+
+
+def test_make_run_workers_consume_every_queue_once_with_the_gradable_path_on_its_own(tmp_path):
+    gradable, background = worker_commands(tmp_path)
+    assert sorted(_queues_of(gradable) + _queues_of(background)) == sorted(QUEUES)
+    assert set(_queues_of(gradable)) == set(GRADABLE_PATH_QUEUES) == {"verification", "pool"}
+    # beat runs once, on the worker that does not carry the ingest path
+    assert "--beat" in background and "--beat" not in gradable
+    assert gradable[gradable.index("--hostname") + 1] != background[background.index("--hostname") + 1]
 
 
 @pytest.mark.django_db(transaction=True)

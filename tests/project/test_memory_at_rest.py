@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from console.run import web_command, worker_command
+from console.run import web_command, worker_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("scipy", "statsmodels", "sklearn", "pandas")
@@ -48,8 +48,10 @@ def test_pools_are_sized_from_the_environment_and_grown_workers_recycled(monkeyp
     assert web[web.index("--workers") + 1] == "3" and web[web.index("--threads") + 1] == "2"
     assert web[web.index("--max-requests") + 1] == "500" and web[web.index("--max-requests-jitter") + 1] == "50"
     assert "--preload" in web
-    worker = worker_command(tmp_path)
-    assert worker[worker.index("--concurrency") + 1] == "5"
+    monkeypatch.setenv("CELERY_BACKGROUND_CONCURRENCY", "3")
+    gradable, background = worker_commands(tmp_path)
+    assert gradable[gradable.index("--concurrency") + 1] == "5"
+    assert background[background.index("--concurrency") + 1] == "3"
 
     from django.conf import settings
 
@@ -57,9 +59,17 @@ def test_pools_are_sized_from_the_environment_and_grown_workers_recycled(monkeyp
 
 
 def test_pool_defaults(monkeypatch, tmp_path):
-    for name in ("WEB_WORKERS", "WEB_THREADS", "CELERY_CONCURRENCY", "WORKER_CONCURRENCY", "WEB_MAX_REQUESTS"):
+    for name in (
+        "WEB_WORKERS",
+        "WEB_THREADS",
+        "CELERY_CONCURRENCY",
+        "WORKER_CONCURRENCY",
+        "CELERY_BACKGROUND_CONCURRENCY",
+        "WEB_MAX_REQUESTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     web = web_command("127.0.0.1", 8000)
     assert (web[web.index("--workers") + 1], web[web.index("--threads") + 1]) == ("2", "4")
-    worker = worker_command(tmp_path)
-    assert worker[worker.index("--concurrency") + 1] == "2"
+    gradable, background = worker_commands(tmp_path)
+    assert gradable[gradable.index("--concurrency") + 1] == "2"
+    assert background[background.index("--concurrency") + 1] == "1"
