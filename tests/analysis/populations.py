@@ -10,7 +10,7 @@ import numpy as np
 
 from console.ledger.models import Decision
 from grading.models import FinalLabel, GradingItem, ItemStatus
-from tests.factories import record, served_record
+from tests.factories import ingest, make_route, record, served_record
 
 _keys = itertools.count(1)
 
@@ -92,3 +92,15 @@ def census(integrator, *, n=300, seed=0, route="it-support", **overrides) -> Pop
     for decision_id, right in zip(ids.tolist(), correct.tolist(), strict=True):
         label(decision_id, right)
     return Population(ids, scores, correct)
+
+
+def graded_route(*, seed=11, n=300):
+    """IT support with `n` decisions, every one labelled, right more often as the score rises:
+    the route the browser flows over the analysis page start from."""
+    route = make_route("it-support", "IT support")
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.beta(4, 2, n), 2)
+    correct = rng.random(n) < 0.2 + 0.7 * scores
+    for decision_id, right in zip(ingest(decision_records(scores)), correct, strict=True):
+        label(int(decision_id), bool(right))
+    return route

@@ -1,24 +1,14 @@
-import numpy as np
 import pytest
 
-from tests.analysis.populations import decision_records, label
-from tests.factories import ingest, make_route, make_user
+from tests.analysis.populations import graded_route
+from tests.browser.exchange_rate import answer_exchange_rate_questions
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _graded_route():
-    route = make_route("it-support", "IT support")
-    rng = np.random.default_rng(11)
-    scores = np.round(rng.beta(4, 2, 300), 2)
-    correct = rng.random(300) < 0.2 + 0.7 * scores
-    for decision_id, right in zip(ingest(decision_records(scores)), correct, strict=True):
-        label(int(decision_id), bool(right))
-    return route
-
-
 def test_a_policy_owner_changes_the_cutoffs_and_sees_the_table_update(sign_in, live_server):
-    route = _graded_route()
+    route = graded_route()
     make_user("olivia", "policy_owner", route)
     page = sign_in("olivia")
     page.click("header nav >> text=Operating points")
@@ -34,16 +24,14 @@ def test_a_policy_owner_changes_the_cutoffs_and_sees_the_table_update(sign_in, l
     assert "cutoffs=0.3" in page.url  # the address keeps the table, so it can be shared
     assert page.locator("svg.tradeoff-chart circle").count() >= 2
 
-    for answer in ("Yes", "No", "No", "Yes", "No"):
-        page.click(f"#bisection button:has-text('{answer}')")
-        page.wait_for_load_state("networkidle")
+    answer_exchange_rate_questions(page, ("Yes", "No", "No", "Yes", "No"))
     page.wait_for_selector("text=Your accepted exchange rate")
     assert page.locator("table.op-table tr.recommended").count() == 1
     assert page.locator("table.op-table tbody tr").count() == 3  # the chosen cutoffs survived the answers
 
 
 def test_a_grader_has_no_operating_points_page(sign_in, live_server):
-    _graded_route()
+    graded_route()
     make_user("gail", "grader")
     page = sign_in("gail")
     assert "Operating points" not in page.locator("header nav").inner_text()
@@ -51,7 +39,7 @@ def test_a_grader_has_no_operating_points_page(sign_in, live_server):
 
 
 def test_at_1000_px_the_exchange_rate_column_is_fully_on_screen(sign_in, live_server):
-    route = _graded_route()
+    route = graded_route()
     make_user("olivia", "policy_owner", route)
     page = sign_in("olivia")
     page.set_viewport_size({"width": 1000, "height": 800})

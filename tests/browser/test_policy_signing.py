@@ -1,36 +1,24 @@
 """A lead answers the exchange-rate questions, proposes the recommended row, signs it with their
 password and sees it in force on the route and on a refusal."""
 
-import numpy as np
 import pytest
 from django.utils import timezone
 
 from console.governance.models import PolicyVersion
-from tests.analysis.populations import decision_records, label
-from tests.factories import ingest, make_route, make_user
+from tests.analysis.populations import decision_records, graded_route
+from tests.browser.exchange_rate import answer_exchange_rate_questions
+from tests.factories import ingest, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _graded_route():
-    route = make_route("it-support", "IT support")
-    rng = np.random.default_rng(11)
-    scores = np.round(rng.beta(4, 2, 300), 2)
-    correct = rng.random(300) < 0.2 + 0.7 * scores
-    for decision_id, right in zip(ingest(decision_records(scores)), correct, strict=True):
-        label(int(decision_id), bool(right))
-    return route
-
-
 def test_a_lead_proposes_the_recommended_row_signs_it_and_sees_it_in_force(sign_in, live_server):
-    route = _graded_route()
+    route = graded_route()
     make_user("lena", "policy_owner", route)
     page = sign_in("lena")
     page.goto(f"{live_server.url}/operating-points/?route=it-support")
     page.wait_for_selector("table.op-table")
-    for _ in range(5):
-        page.click("#bisection button:has-text('Yes')")
-        page.wait_for_load_state("networkidle")
+    answer_exchange_rate_questions(page, ["Yes"] * 5)
     page.wait_for_selector("text=Your accepted exchange rate")
     recommended = page.locator("table.op-table tr.recommended th").inner_text().split()[0]
 

@@ -17,6 +17,8 @@ from typing import Any
 import schemathesis
 from hypothesis import strategies as st
 
+from tests.sample_record import BASE_RECORD
+
 LONE = "\ud800"
 HUGE = 10**400
 # Deep enough to hit the validators' nesting, shallow enough for the fuzzer's own json.dumps.
@@ -24,28 +26,11 @@ NESTED: Any = []
 for _ in range(400):
     NESTED = [NESTED]
 
+# One passage, with an embedding, so the poisons below reach the embedding validator too.
 RECORD = {
+    **copy.deepcopy(BASE_RECORD),
     "request_id": "fuzz-1",
-    "route": "it-support",
-    "occurred_at": "2026-11-01T12:00:00Z",
-    "question": "How do I reset MFA?",
-    "claim": "Open Settings > Security and choose Reset.",
-    "gate": {"name": "entailment", "score": 0.62, "cutoff": 0.85},
-    "outcome": "refused",
-    "served_answer": None,
-    "passages": [
-        {
-            "id": "kb/mfa#2",
-            "text": "To reset MFA, open Settings > Security and choose Reset.",
-            "retrieval_score": 0.81,
-            "rank": 1,
-            "source": "runbook",
-            "uri": "https://intranet/kb/mfa",
-            "embedding": [0.1, 0.2],
-        }
-    ],
-    "versions": {"model": "gen-2026-10", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"},
-    "segments": {"query_type": "how-to", "language": "en"},
+    "passages": [{**BASE_RECORD["passages"][0], "embedding": [0.1, 0.2]}],
 }
 RECORD_POISON = [
     (("gate", "score"), HUGE),
