@@ -157,6 +157,7 @@ def pipeline_for(config: Any) -> Pipeline | None:
 # The built-in extractive reference pipeline
 
 _WORD = re.compile(r"\w+")
+_SPACE = re.compile(r"\s+")
 _STOPWORDS = frozenset(
     "a an and are as at be by can do does for from how i in is it my of on or the this to was what when "
     "where which who why will with you your".split()
@@ -170,7 +171,9 @@ class ReferencePipeline:
     Sentences are the claim units of `split_claim_units` (the same rule as span verification).
     Each sentence scores the number of distinct non-stopword words (case-folded) it shares with
     the question; the best two with a positive score are returned in reading order (passage rank,
-    then position). Ties go to the higher-ranked passage, then the earlier sentence. When no
+    then position). Ties go to the higher-ranked passage, then the earlier sentence. A sentence
+    that occurs more than once (case and runs of white space aside: overlapping chunks, two
+    snapshots of one page) is taken at its first occurrence only. When no
     sentence shares a word, the answer is the top-ranked passage's first sentence, which is what
     an answering system with its gate disabled would have leaned on. No passages: PipelineError.
 
@@ -181,14 +184,17 @@ class ReferencePipeline:
     """
 
     name = "reference"
-    version = "extractive-1"
+    version = "extractive-2"
 
     def run(self, request: PipelineRequest) -> str:
-        sentences = [
-            (rank, position, sentence)
-            for rank, passage in enumerate(request.passages)
-            for position, sentence in enumerate(split_claim_units(passage.text))
-        ]
+        sentences = []
+        seen: set[str] = set()
+        for rank, passage in enumerate(request.passages):
+            for position, sentence in enumerate(split_claim_units(passage.text)):
+                key = _SPACE.sub(" ", sentence.casefold())
+                if key not in seen:  # overlapping chunks share sentences; an answer says each once
+                    seen.add(key)
+                    sentences.append((rank, position, sentence))
         if not sentences:
             raise PipelineError("No passages (or only empty ones) were logged; there is nothing to answer from.")
         wanted = _content_words(request.question)

@@ -26,22 +26,30 @@ def test_load_demo_builds_a_workspace_people_can_sign_in_to(db, settings, tmp_pa
     assert "imported labels" in capsys.readouterr().out
 
 
-def test_the_reference_pipeline_writes_the_demos_answers_word_for_word():
-    """Served answers, refused claims and shadow answers of the demo come from one writer, so their
-    form cannot tell a grader which items were refused."""
-    from console.review.demo import demo_records
+def test_the_demos_claims_are_the_reference_pipelines_answers_copied_or_reworded():
+    """Served answers, refused claims and IT support's shadow answers start from one writer, so their
+    form tells a grader little about which items were refused; the generator rewords some sentences
+    (which the exact verifier then does not find), mostly in what the gate refuses."""
+    from console.review.demo import _TOPICS, demo_records
     from console.shadow.pipelines import PipelinePassage, PipelineRequest, ReferencePipeline
+    from console.verification.spans import split_claim_units
 
     for route in ("it-support", "hr-policy"):
+        reworded = {sentence for topic in _TOPICS[route] for sentence in topic.reworded}
         records = list(demo_records(route, 400))
         assert {r["outcome"] for r in records} == {"served", "refused"}
+        copies = {"served": 0, "refused": 0}
         for r in records:
             request = PipelineRequest(
                 r["request_id"], r["question"], tuple(PipelinePassage(p["id"], p["text"]) for p in r["passages"])
             )
-            assert ReferencePipeline().run(request) == r["claim"]
+            written = ReferencePipeline().run(request)
+            assert set(split_claim_units(r["claim"])) <= set(split_claim_units(written)) | reworded
             assert r["served_answer"] in (None, r["claim"])
-            assert not r["claim"].startswith("I believe")
+            copies[r["outcome"]] += r["claim"] == written
+        served = sum(r["outcome"] == "served" for r in records)
+        assert copies["served"] / served > 0.85
+        assert copies["refused"] / (len(records) - served) < 0.6
 
 
 def test_the_demos_answers_are_right_when_the_topics_passage_was_retrieved():
@@ -50,8 +58,10 @@ def test_the_demos_answers_are_right_when_the_topics_passage_was_retrieved():
     records = list(demo_records("hr-policy", 400))
     correct = [r for r in records if demo_answer_is_correct(r)]
     assert 0.7 < len(correct) / len(records) < 0.9
-    # The gate tends to serve right answers: served items are mostly correct, refused mostly wrong.
+    # The gate tends to serve right answers: served items are almost all correct. About half of the
+    # refusals are right answers too (mostly rewordings the gate scored low): the false abstentions
+    # the console is there to find.
     served = [r for r in records if r["outcome"] == "served"]
     refused = [r for r in records if r["outcome"] == "refused"]
     assert sum(map(demo_answer_is_correct, served)) / len(served) > 0.9
-    assert sum(map(demo_answer_is_correct, refused)) / len(refused) < 0.5
+    assert 0.3 < sum(map(demo_answer_is_correct, refused)) / len(refused) < 0.6

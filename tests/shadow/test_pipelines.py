@@ -36,6 +36,22 @@ def test_the_reference_pipeline_answers_with_the_sentences_sharing_most_words():
     assert ReferencePipeline().run(REQUEST) == "To reset MFA, open Settings. Your phone must be near."
 
 
+def test_the_reference_pipeline_says_a_sentence_two_passages_share_once():
+    """Overlapping chunks (or two snapshots of one page) share sentences: the answer keeps the first
+    occurrence, in rank order, and the second-best sentence is a different one."""
+    shared = "To reset MFA, open Settings."
+    request = PipelineRequest(
+        "q-4",
+        "How do I reset MFA on my phone?",
+        (
+            PipelinePassage("kb/mfa#1", f"{shared} Ask the desk."),
+            PipelinePassage("kb/mfa#2", f"{shared.upper()}  Your phone must be near."),
+            PipelinePassage("kb/mfa#3", f"Passwords expire. {shared}"),
+        ),
+    )
+    assert ReferencePipeline().run(request) == f"{shared} Your phone must be near."
+
+
 def test_the_reference_pipeline_falls_back_to_the_top_passage_and_never_invents():
     unrelated = PipelineRequest("q-2", "Zebra?", REQUEST.passages)
     assert ReferencePipeline().run(unrelated) == "The VPN client is installed from the portal."

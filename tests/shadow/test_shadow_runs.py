@@ -209,7 +209,7 @@ def test_the_reference_pipeline_answers_refusals_for_the_demo(route):
     run = ShadowRun.objects.get(decision_id=decision_id)
     assert run.status == ShadowStatus.SUCCEEDED and (run.pipeline, run.pipeline_version) == (
         "reference",
-        "extractive-1",
+        "extractive-2",
     )
     assert run.answer == "To reset MFA, open Settings › Security and choose Reset."
 
