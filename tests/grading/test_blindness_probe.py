@@ -119,12 +119,10 @@ def test_a_second_reading_comes_from_the_cache_until_the_pool_grows(route, djang
     assert route_blindness(route)["refused"] == 31
 
 
-def test_the_demo_hides_the_origin_where_a_shadow_pipeline_answers_and_the_probe_says_where_not(db, settings, tmp_path):
-    """IT support's graders see the reference pipeline's answer for a refusal, written as the served
-    answers are: no warning. HR policy has no shadow pipeline, so its graders would see the refused
-    claims themselves, which are found in the passages less often than served answers (that is much
-    of why they were refused): the probe warns and names passage support, which a reviewer reads as
-    substance rather than style (docs/statistics.md, "Blindness probe")."""
+def test_the_demo_gives_graders_no_way_to_tell_refused_from_served(db, settings, tmp_path):
+    """Both demo routes grade a refusal on the reference pipeline's answer, written as the served
+    answers are. Graded on the logged claims instead, refusals would give themselves away by how
+    little of them the passages hold (that is much of why they were refused)."""
     settings.DATA_DIR = tmp_path
     with run_jobs():
         call_command("load_demo", "--decisions", "300")
@@ -134,15 +132,8 @@ def test_the_demo_hides_the_origin_where_a_shadow_pipeline_answers_and_the_probe
     for slug, reading in readings.items():
         print(slug, reading["served"], reading["refused"], reading["auroc"], reading["features"][:3])
         assert reading["enough"], (slug, reading["message"])
-    it, hr = readings["it-support"], readings["hr-policy"]
-    assert not it["warning"] and it["auroc"]["low"] < 0.6, it["message"]
-    assert hr["warning"], hr["message"]
-    support = {
-        "share of the answer's words found in the passages",
-        "share of the answer's sentences copied verbatim from the passages",
-    }
-    assert {f["feature"] for f in hr["features"][:2]} == support
-    assert all(f["leans"] == "served" for f in hr["features"][:2])
+        assert not reading["warning"], (slug, reading["message"])
+        assert reading["auroc"]["low"] < 0.6, slug
 
 
 def test_the_operating_points_page_flags_a_route_whose_graders_can_tell_the_origin(route, page_of):

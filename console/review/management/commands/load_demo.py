@@ -67,11 +67,14 @@ class Command(BaseCommand):
                 accounts.role_grant(actor=actor, user=user, role=role, route=routes.get(route))
             users[username] = user
             logins[username].append(f"{role}{' on ' + route if route else ''}")
-        # IT support re-runs its refusals through the built-in extractive pipeline, and its answers
+        # Both routes re-run their refusals through the built-in extractive pipeline, and its answers
         # wait for the graders. The demo's served answers are written the way that pipeline writes, so
-        # graders cannot tell a refused item from a served one by its form (see the README). HR policy
-        # comes with an imported graded set, so its operating points can be read at once.
-        route_shadow_set(actor=actor, route=routes["it-support"], config={"kind": "reference"})
+        # graders cannot tell a refused item from a served one by its form (see the README); graded on
+        # the logged claims instead, refusals would give themselves away by how little of them the
+        # passages hold. HR policy also comes with an imported graded set, so its operating points
+        # can be read at once.
+        for route in routes.values():
+            route_shadow_set(actor=actor, route=route, config={"kind": "reference"})
         created = 0
         graded_set = []
         for slug in DEMO_ROUTES:
