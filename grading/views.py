@@ -1,7 +1,8 @@
 """Pages of blind grading: the queue (graders), adjudication, agreement and guidelines (reviewers).
 
-The queue page and its actions only ever put a `GraderItem` into a template, so nothing a grader
-receives can carry the gate score, the outcome or other graders' grades.
+The queue page and its actions only ever put a `GraderItem` and a `SavedGrade` (the grader's own
+verdict) into a template, so nothing a grader receives can carry the gate score, the outcome or
+other graders' grades.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def _claim_next(request, route: Route | None, *, saved=None):
 
 @never_cache
 @require_POST
+@vary_on_headers("HX-Request")
 def grading_next(request):
     _require_grader(request)
     return _claim_next(request, _chosen_route(request, request.POST.get("route")))
@@ -127,6 +129,7 @@ def grading_next(request):
 
 @never_cache
 @require_POST
+@vary_on_headers("HX-Request")
 def grading_grade(request, item_id: str):
     _require_grader(request)
     route = _chosen_route(request, request.POST.get("route"))
@@ -149,6 +152,7 @@ def grading_grade(request, item_id: str):
 
 @never_cache
 @require_POST
+@vary_on_headers("HX-Request")
 def grading_undo(request, item_id: str):
     """Take back the last grade: the item comes back into the grader's hands to grade again."""
     _require_grader(request)
@@ -167,6 +171,7 @@ def grading_undo(request, item_id: str):
 
 @never_cache
 @require_POST
+@vary_on_headers("HX-Request")
 def grading_skip(request, item_id: str):
     _require_grader(request)
     route = _chosen_route(request, request.POST.get("route"))

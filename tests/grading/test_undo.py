@@ -57,7 +57,9 @@ def test_the_queue_says_what_was_saved_and_undo_gives_the_item_back_to_grade_aga
     assert 'Saved: <strong data-saved="verdict">incorrect</strong>' in note
     assert f'hx-post="/grading/items/{first}/undo"' in note and "Undo" in note
 
-    fragment = pages.post(f"/grading/items/{first}/undo", **HX).content.decode()
+    response = pages.post(f"/grading/items/{first}/undo", **HX)
+    assert "HX-Request" in response["Vary"] and "no-store" in response["Cache-Control"]
+    fragment = response.content.decode()
     assert _item_ids(fragment) == [first] and GradingItem.objects.get(public_id=first).question in fragment
     assert "Your grade was withdrawn" in fragment and not _saved_note(fragment)
     assert not Grade.objects.exists()
