@@ -1,8 +1,11 @@
 """Undo of the last grade: what the queue says was saved, the audited withdrawal, and its limits."""
 
 import re
+import threading
+from collections import Counter
 
 import pytest
+from django.db import connection
 
 from audit.models import AuditEvent
 from console.core.errors import Conflict
@@ -203,3 +206,61 @@ def test_a_grade_on_a_gold_item_can_be_undone_and_leaves_the_gold_accuracy(route
     labels_services.grade_withdraw(actor=TEST_ACTOR, grader=ana, public_id=gold.public_id)
     assert selectors.route_agreement(route)["graders"] == []
     assert "objects" not in AuditEvent.objects.get(action="grade_withdrawn").payload
+
+
+def _race_undo_and_last_grade(undoer, last_grader, public_id) -> list[Conflict]:
+    """Start the undo and the item's last grade at the same moment; the undo's refusals."""
+    barrier = threading.Barrier(2)
+    errors: list[Conflict] = []
+
+    def undo():
+        try:
+            barrier.wait()
+            labels_services.grade_withdraw(actor=TEST_ACTOR, grader=undoer, public_id=public_id)
+        except Conflict as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def last_grade():
+        try:
+            barrier.wait()
+            labels_services.grade_submit(actor=TEST_ACTOR, grader=last_grader, public_id=public_id, verdict="correct")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=undo), threading.Thread(target=last_grade)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_undo_racing_the_last_grade_leaves_either_outcome_whole(route):
+    """Either the undo lands first (the item waits for grades, with one grade) or the last grade
+    does (the item is complete and the undo is refused); never a label over a withdrawn grade."""
+    ana, ben = make_user("racing-ana", "grader"), make_user("racing-ben", "grader")
+    outcomes = Counter()
+    for _round in range(8):
+        pooled([record()])
+        item = _claim_and_grade(ana, "correct")
+        queue_services.assignment_claim(actor=TEST_ACTOR, grader=ben, route_ids=None)
+        errors = _race_undo_and_last_grade(ana, ben, item.public_id)
+        item.refresh_from_db()
+        grades = Grade.objects.filter(item=item).count()
+        labelled = FinalLabel.objects.filter(item=item).exists()
+        if errors:
+            assert [e.code for e in errors] == ["grades_complete"]
+            assert (item.status, grades, labelled) == (ItemStatus.LABELLED, 2, True)
+            outcomes["grade first"] += 1
+        else:
+            assert (item.status, grades, labelled) == (ItemStatus.OPEN, 1, False)
+            assert Assignment.objects.get(item=item, grader=ana).graded_at is None
+            outcomes["undo first"] += 1
+        # finish the item so the next round's claims start from a clean queue
+        if not labelled:
+            labels_services.grade_submit(actor=TEST_ACTOR, grader=ana, public_id=item.public_id, verdict="correct")
+    assert sum(outcomes.values()) == 8
+    assert AuditEvent.objects.filter(action="grade_withdrawn").count() == outcomes["undo first"]
