@@ -26,6 +26,7 @@ class Action(models.TextChoices):
     GOLD_ITEM_CREATED = "gold_item_created", "Gold item created"
     ITEM_SKIPPED = "item_skipped", "Item skipped by a grader"
     GRADE_SUBMITTED = "grade_submitted", "Grade submitted"
+    GRADE_WITHDRAWN = "grade_withdrawn", "Grade withdrawn by its grader"
     LABEL_DECIDED = "label_decided", "Final label decided"
     ADJUDICATION_REQUESTED = "adjudication_requested", "Sent to adjudication"
     LABEL_ADJUDICATED = "label_adjudicated", "Label adjudicated"

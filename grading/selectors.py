@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -66,6 +67,9 @@ def grader_item(assignment: Assignment) -> GraderItem:
     """
     item = assignment.item
     texts = getattr(item, "passage_texts", None)
+    guidelines = getattr(item, "route_guidelines", None)
+    if guidelines is None:  # an item given back by an undo comes with its route
+        guidelines = item.route.guidelines
     passages = (
         _passages(item.decision_id)
         if texts is None
@@ -76,7 +80,7 @@ def grader_item(assignment: Assignment) -> GraderItem:
         question=item.question,
         answer=item.answer,
         passages=passages,
-        guidelines=item.route_guidelines,
+        guidelines=guidelines,
         lease_expires_at=assignment.lease_expires_at,
     )
 
@@ -126,6 +130,40 @@ def grader_progress(grader, route_ids: list[int] | None) -> dict[str, int]:
     return {"graded_today": graded_today, "left": left}
 
 
+@dataclass(frozen=True)
+class SavedGrade:
+    """What the queue says about the grade just given: the grader's own verdict, and whether they
+    may still take it back. Nothing about the item's other grades, its label or its decision."""
+
+    item_id: str
+    verdict: str
+    undoable: bool
+
+
+def grade_withdrawable(item: GradingItem) -> bool:
+    """Whether a grade on the item may still be taken back: the item still waits for grades, and
+    (for a pool item) its decision holds no final label from any source."""
+    if item.status != ItemStatus.OPEN:
+        return False
+    return item.is_gold or not FinalLabel.objects.filter(decision_id=item.decision_id).exists()
+
+
+def saved_grade(grader, public_id) -> SavedGrade | None:
+    """The grader's grade on the item, if any; undoable only while it is their latest grade and
+    the item still waits for grades (the same rules `grade_withdraw` applies)."""
+    if public_id is None:
+        return None
+    grade = Grade.objects.filter(grader=grader, item__public_id=public_id).select_related("item").first()
+    if grade is None:
+        return None
+    latest = Grade.objects.filter(grader=grader).order_by("-created_at", "-pk").values_list("pk", flat=True)[:1]
+    return SavedGrade(
+        item_id=str(grade.item.public_id),
+        verdict=grade.verdict,
+        undoable=grade.pk == latest[0] and grade_withdrawable(grade.item),
+    )
+
+
 # --------------------------------------------------------------------------- reviewers
 
 
@@ -148,6 +186,7 @@ class AdjudicationView:
     item: GradingItem
     passages: list[dict[str, Any]]
     grades: list[Grade]
+    label: FinalLabel | None = None
 
 
 def adjudication_item(user, public_id) -> AdjudicationView:
@@ -155,13 +194,17 @@ def adjudication_item(user, public_id) -> AdjudicationView:
         permissions.visible(
             GradingItem.objects.filter(public_id=public_id, is_gold=False), user, permissions.LABEL_REVIEWERS
         )
-        .select_related("route")
+        .select_related("route", "final_label__decided_by")
         .first()
     )
     if item is None:
         raise Http404("No such item.")
     grades = list(item.grades.select_related("grader").order_by("created_at", "pk"))
-    return AdjudicationView(item=item, passages=_passages(item.decision_id), grades=grades)
+    label = getattr(item, "final_label", None)
+    if label is None and item.status == ItemStatus.LABELLED:
+        # a label imported before the decision entered the pool is tied to the decision alone
+        label = FinalLabel.objects.filter(decision_id=item.decision_id).select_related("decided_by").first()
+    return AdjudicationView(item=item, passages=_passages(item.decision_id), grades=grades, label=label)
 
 
 def decision_grading(decision_id: int) -> dict[str, Any]:
@@ -318,3 +361,15 @@ def decisions_for_labels(items: list[LabelInput], routes: dict[str, Route]) -> t
         if i.index not in found
     ]
     return found, errors
+
+
+# --------------------------------------------------------------------------- guidelines
+
+
+def guidelines_diff(old: str, new: str) -> list[dict[str, str]]:
+    """Line changes from the published guidelines to the new text, with two lines of context:
+    [{"kind": "hunk" | "added" | "removed" | "same", "text"}]; empty when nothing changed."""
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2))
+    kinds = {"@": "hunk", "+": "added", "-": "removed", " ": "same"}
+    # The first two lines name the files; a removed Markdown rule ("---") must not be taken for one.
+    return [{"kind": kinds[line[0]], "text": line} for line in lines[2:]]

@@ -9,8 +9,10 @@ urlpatterns = [
     path("next", views.grading_next, name="grading-next"),
     path("items/<str:item_id>/grade", views.grading_grade, name="grading-grade"),
     path("items/<str:item_id>/skip", views.grading_skip, name="grading-skip"),
+    path("items/<str:item_id>/undo", views.grading_undo, name="grading-undo"),
     path("adjudication/", views.adjudication_list, name="grading-adjudication-list"),
     path("adjudication/<str:item_id>/", views.adjudication_item, name="grading-adjudication-item"),
     path("agreement/", views.agreement, name="grading-agreement"),
     path("routes/<slug:slug>/guidelines/", views.guidelines_edit, name="grading-guidelines"),
+    path("routes/<slug:slug>/guidelines/preview", views.guidelines_preview, name="grading-guidelines-preview"),
 ]

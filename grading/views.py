@@ -1,7 +1,8 @@
 """Pages of blind grading: the queue (graders), adjudication, agreement and guidelines (reviewers).
 
-The queue page and its actions only ever put a `GraderItem` into a template, so nothing a grader
-receives can carry the gate score, the outcome or other graders' grades.
+The queue page and its actions only ever put a `GraderItem` and a `SavedGrade` (the grader's own
+verdict) into a template, so nothing a grader receives can carry the gate score, the outcome or
+other graders' grades.
 """
 
 from __future__ import annotations
@@ -59,18 +60,19 @@ def _public_id(item_id: str) -> uuid.UUID | None:
         return None
 
 
-def _queue_context(request, route: Route | None, assignment, *, done: bool = False) -> dict:
+def _queue_context(request, route: Route | None, assignment, *, done: bool = False, saved=None) -> dict:
     route_ids = selectors.gradable_route_ids(request.user, route)
     return {
         "route": route,
         "item": selectors.grader_item(assignment) if assignment else None,
         "done": done,
+        "saved": saved,
         "progress": selectors.grader_progress(request.user, route_ids),
         "form": GradeForm(),
     }
 
 
-def _render_queue(request, route: Route | None, assignment, *, done: bool = False):
+def _render_queue(request, route: Route | None, assignment, *, done: bool = False, saved=None):
     """After an action: the item region alone for htmx, else back to the page (which shows the lease)."""
     if not request.htmx:
         # Without htmx (no JavaScript, or a key pressed before htmx took over a new item) the browser
@@ -78,9 +80,12 @@ def _render_queue(request, route: Route | None, assignment, *, done: bool = Fals
         query = {"route": route.slug} if route else {}
         if done:
             query["done"] = "1"
+        if saved:
+            query["saved"] = saved.item_id
         url = reverse("grading-queue")
         return redirect(f"{url}?{urlencode(query)}" if query else url)
-    return render(request, "grading/partials/grading_item.html", _queue_context(request, route, assignment, done=done))
+    context = _queue_context(request, route, assignment, done=done, saved=saved)
+    return render(request, "grading/partials/grading_item.html", context)
 
 
 @never_cache  # like the queue API: an item in hand is never kept by a browser or proxy
@@ -90,24 +95,33 @@ def grading_queue(request):
     _require_grader(request)
     route = _chosen_route(request, request.GET.get("route"))
     assignment = selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
-    # "done" comes back from a form posted without htmx; it is only true while nothing is in hand
-    context = _queue_context(request, route, assignment, done=assignment is None and request.GET.get("done") == "1")
+    # "done" and "saved" come back from a form posted without htmx; "done" is only true while
+    # nothing is in hand, and "saved" only ever shows the grader's own grade on that item
+    saved_id = request.GET.get("saved")
+    context = _queue_context(
+        request,
+        route,
+        assignment,
+        done=assignment is None and request.GET.get("done") == "1",
+        saved=selectors.saved_grade(request.user, _public_id(saved_id)) if saved_id else None,
+    )
     context["routes"] = list(selectors.gradable_routes(request.user))
     template = "grading/partials/grading_item.html" if request.htmx else "grading/queue.html"
     return render(request, template, context)
 
 
-def _claim_next(request, route: Route | None):
+def _claim_next(request, route: Route | None, *, saved=None):
     assignment = queue_services.assignment_claim(
         actor=Actor.from_request(request),
         grader=request.user,
         route_ids=selectors.gradable_route_ids(request.user, route),
     )
-    return _render_queue(request, route, assignment, done=assignment is None)
+    return _render_queue(request, route, assignment, done=assignment is None, saved=saved)
 
 
 @never_cache
 @require_POST
+@vary_on_headers("HX-Request")
 def grading_next(request):
     _require_grader(request)
     return _claim_next(request, _chosen_route(request, request.POST.get("route")))
@@ -115,6 +129,7 @@ def grading_next(request):
 
 @never_cache
 @require_POST
+@vary_on_headers("HX-Request")
 def grading_grade(request, item_id: str):
     _require_grader(request)
     route = _chosen_route(request, request.POST.get("route"))
@@ -124,17 +139,39 @@ def grading_grade(request, item_id: str):
         return _render_queue(
             request, route, selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
         )
+    public_id = _public_id(item_id)
     try:
         labels_services.grade_submit(
-            actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id), **form.cleaned_data
+            actor=Actor.from_request(request), grader=request.user, public_id=public_id, **form.cleaned_data
         )
     except ServiceError as exc:
         messages.warning(request, f"That grade was not recorded: {exc.message}")
-    return _claim_next(request, route)
+        return _claim_next(request, route)
+    return _claim_next(request, route, saved=selectors.saved_grade(request.user, public_id))
 
 
 @never_cache
 @require_POST
+@vary_on_headers("HX-Request")
+def grading_undo(request, item_id: str):
+    """Take back the last grade: the item comes back into the grader's hands to grade again."""
+    _require_grader(request)
+    route = _chosen_route(request, request.POST.get("route"))
+    try:
+        assignment = labels_services.grade_withdraw(
+            actor=Actor.from_request(request), grader=request.user, public_id=_public_id(item_id)
+        )
+    except ServiceError as exc:
+        messages.warning(request, f"Not undone: {exc.message}")
+        assignment = selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
+    else:
+        messages.info(request, "Your grade was withdrawn; grade this item again.")
+    return _render_queue(request, route, assignment)
+
+
+@never_cache
+@require_POST
+@vary_on_headers("HX-Request")
 def grading_skip(request, item_id: str):
     _require_grader(request)
     route = _chosen_route(request, request.POST.get("route"))
@@ -173,6 +210,7 @@ def adjudication_item(request, item_id: str):
             )
         except ServiceError as exc:
             messages.error(request, exc.message)
+            view = selectors.adjudication_item(request.user, public_id)  # another reviewer may have decided it
         else:
             messages.success(request, f"Labelled {form.cleaned_data['verdict']}.")
             return redirect("grading-adjudication-list")
@@ -196,17 +234,63 @@ def agreement(request):
     )
 
 
-@require_http_methods(["GET", "POST"])
-def guidelines_edit(request, slug: str):
+def _reviewed_route(request, slug: str) -> Route:
+    """The route whose guidelines the reviewer edits; 404 for a route they do not review."""
     _require_reviewer(request)
     route = selectors.reviewable_routes(request.user).filter(slug=slug).first()
     if route is None:
         raise Http404("No such route.")
+    return route
+
+
+def _guidelines_page(request, route: Route, form: GuidelinesForm, *, confirm: bool = False):
+    if not form.is_bound:
+        text = draft = route.guidelines
+    elif form.is_valid():
+        text = draft = form.cleaned_data["guidelines"]
+    else:  # keep what was typed in the box, but render nothing that failed the checks
+        text, draft = "", form.data.get("guidelines", "")
+    context = {"route": route, "form": form, "text": text, "draft": draft, "confirm": confirm}
+    if confirm:
+        context["diff"] = selectors.guidelines_diff(route.guidelines, text)
+        context["base"] = pool_services.guidelines_sha256(route.guidelines)
+    return render(request, "grading/guidelines.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def guidelines_edit(request, slug: str):
+    """Edit (with a live preview), then review the change, then publish it: the last step only
+    from the review step, which carries the sha256 of the text the change was shown against."""
+    route = _reviewed_route(request, slug)
     form = GuidelinesForm(request.POST or None, initial={"guidelines": route.guidelines})
-    if request.method == "POST" and form.is_valid():
-        pool_services.route_guidelines_update(
-            actor=Actor.from_request(request), route=route, guidelines=form.cleaned_data["guidelines"]
-        )
-        messages.success(request, "Guidelines saved; graders see them with their next item.")
-        return redirect("grading-guidelines", slug=route.slug)
-    return render(request, "grading/guidelines.html", {"route": route, "form": form})
+    step = request.POST.get("step")
+    if request.method == "GET" or not form.is_valid() or step == "edit":
+        return _guidelines_page(request, route, form)
+    if step == "publish" and form.cleaned_data["base"]:
+        try:
+            pool_services.route_guidelines_update(
+                actor=Actor.from_request(request),
+                route=route,
+                guidelines=form.cleaned_data["guidelines"],
+                base_sha256=form.cleaned_data["base"],
+            )
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+            route.refresh_from_db()
+        else:
+            messages.success(request, "Guidelines published; graders see them with their next item.")
+            return redirect("grading-guidelines", slug=route.slug)
+    return _guidelines_page(request, route, form, confirm=True)
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def guidelines_preview(request, slug: str):
+    """The text being edited as graders would see it; saves nothing. htmx asks for the preview
+    region while the reviewer types; without JavaScript the Preview button gets the whole page."""
+    route = _reviewed_route(request, slug)
+    form = GuidelinesForm(request.POST)
+    if not request.htmx:
+        return _guidelines_page(request, route, form)
+    text = form.cleaned_data["guidelines"] if form.is_valid() else ""
+    return render(request, "grading/partials/guidelines_preview.html", {"text": text, "form": form})

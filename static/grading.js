@@ -1,13 +1,40 @@
-// Keyboard grading: 1 correct, 2 incorrect, 3 unsure, s skip; and the seconds an item was on screen.
+// Keyboard grading: 1 correct, 2 incorrect, 3 unsure, s skip, u undo the last grade; the seconds an
+// item was on screen; and bringing each new item into view with the focus on it.
 (function () {
   "use strict";
   var shownAt = performance.now();
   var keys = { "1": "button[name=verdict][value=correct]", "2": "button[name=verdict][value=incorrect]",
                "3": "button[name=verdict][value=unsure]", "s": "button[data-key=s]", "S": "button[data-key=s]",
-               "n": "button[data-key=n]", "N": "button[data-key=n]" };
+               "n": "button[data-key=n]", "N": "button[data-key=n]", "u": "button[data-key=u]",
+               "U": "button[data-key=u]" };
 
-  // The only swaps on this page bring a new item.
-  document.addEventListener("htmx:afterSwap", function () { shownAt = performance.now(); });
+  // The grader was usually scrolled down to the verdict buttons; the swap keeps that scroll
+  // position, which would leave the new item's question above the screen. Put the region's top
+  // (progress, what was saved, then the question) at the top of the viewport and move the focus
+  // there, so screen readers start at the new item and no key lands on a button that is gone.
+  function showItem(region) {
+    var heading = region.querySelector("#item-question");
+    if (heading) {
+      var top = heading.getBoundingClientRect().top;
+      if (top < 0 || top > window.innerHeight * 0.4) { region.scrollIntoView({ block: "start" }); }
+      region.focus({ preventScroll: true });
+    } else {
+      var start = region.querySelector("button[data-key=n]");  // the queue is empty: offer to look again
+      if (start) { start.focus({ preventScroll: true }); }
+    }
+  }
+
+  // Other regions of the page (the navigation's counters) swap too; only the item region brings an item.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!(target && target.id === "grading-item") && !(event.target && event.target.id === "grading-item")) {
+      return;
+    }
+    var region = document.getElementById("grading-item");
+    if (!region) { return; }
+    shownAt = performance.now();
+    showItem(region);
+  });
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) { return; }

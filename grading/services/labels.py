@@ -2,6 +2,7 @@
 
 import math
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -12,7 +13,9 @@ from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts import permissions
 from console.core.errors import Conflict, Forbidden, InvalidInput
 from console.ledger.models import Route
+from grading import selectors
 from grading.models import (
+    Assignment,
     FinalLabel,
     Grade,
     GradingItem,
@@ -20,7 +23,7 @@ from grading.models import (
     LabelMethod,
     Verdict,
 )
-from grading.services.queue import live_assignment
+from grading.services.queue import lease_seconds, live_assignment
 from grading.validation import LabelInput
 
 MAX_NOTE = 2000
@@ -52,22 +55,86 @@ def grade_submit(
         grade.save()
         assignment.graded_at = now
         assignment.save(update_fields=["graded_at"])
-        payload: dict[str, Any] = {
-            "new": {"grader": grader.get_username(), "verdict": verdict, "seconds_spent": round(seconds_spent, 3)}
-        }
-        if item.decision_id and not item.is_gold:
-            payload["objects"] = {"decision": [item.decision_id]}
-        audit_record(
+        _grade_audit(
             actor=actor,
             action=Action.GRADE_SUBMITTED,
-            object_type="grading_item",
-            object_id=item.pk,
-            route=item.route.slug,
-            payload=payload,
+            item=item,
+            payload={
+                "new": {"grader": grader.get_username(), "verdict": verdict, "seconds_spent": round(seconds_spent, 3)}
+            },
         )
         if not item.is_gold and item.status == ItemStatus.OPEN:
             _item_resolve(actor=actor, item=item)
     return grade
+
+
+def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
+    """Take back the grader's last grade while its item still waits for grades, and hand the item
+    back to them on a fresh lease so they can grade it again at once.
+
+    The grade row goes (every statistic reads grade rows, so it counts nowhere after this); the
+    audit event keeps what it said. Leases the grader took after that grade (the item the queue
+    handed out next) are released so the item given back is the one in hand; they return to the
+    queue for everyone, this grader included.
+
+    Refused (409) when the grader has no grade on the item (unknown ids, other graders' items: the
+    same answer, so nothing is learnt about them), when it is not their latest grade, and when the
+    item's grades are complete (a final label, or with a reviewer): one message for both, since
+    which of the two it is would tell the grader how the others voted.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        # The item row first: grade_submit holds it while it counts grades and resolves the item.
+        item = (
+            GradingItem.objects.select_for_update(of=("self",)).select_related("route").filter(public_id=public_id)
+        ).first()
+        grade = Grade.objects.filter(item=item, grader=grader).first() if item is not None else None
+        if grade is None:
+            raise Conflict("You have no grade on this item to undo.", code="no_grade")
+        if not permissions.can_grade(grader, item.route):
+            raise Forbidden("Your role does not allow grading on this route.")
+        latest = Grade.objects.filter(grader=grader).order_by("-created_at", "-pk").values_list("pk", flat=True)[:1]
+        if grade.pk != latest[0]:
+            raise Conflict("Only your last grade can be undone.", code="not_last_grade")
+        if not selectors.grade_withdrawable(item):
+            raise Conflict(
+                "This item has all its grades now; your grade can no longer be undone.", code="grades_complete"
+            )
+        grade.delete()
+        Assignment.objects.filter(
+            grader=grader, skipped=False, graded_at__isnull=True, leased_at__gte=grade.created_at
+        ).exclude(item=item).delete()
+        assignment, _ = Assignment.objects.update_or_create(
+            item=item,
+            grader=grader,
+            defaults={
+                "leased_at": now,
+                "lease_expires_at": now + timedelta(seconds=lease_seconds()),
+                "graded_at": None,
+                "skipped": False,
+            },
+        )
+        seconds = grade.seconds_spent
+        old = {"grader": grader.get_username(), "verdict": grade.verdict, "seconds_spent": seconds}
+        if seconds is not None:
+            old["seconds_spent"] = round(seconds, 3)
+        _grade_audit(actor=actor, action=Action.GRADE_WITHDRAWN, item=item, payload={"old": old, "new": None})
+    return assignment
+
+
+def _grade_audit(*, actor: Actor, action: Action, item: GradingItem, payload: dict[str, Any]) -> None:
+    """A grade's event, on the item; a pool item's also names its decision, so the decision's history
+    shows it (a gold item's grade says nothing about the decision it was copied from)."""
+    if item.decision_id and not item.is_gold:
+        payload = {**payload, "objects": {"decision": [item.decision_id]}}
+    audit_record(
+        actor=actor,
+        action=action,
+        object_type="grading_item",
+        object_id=item.pk,
+        route=item.route.slug,
+        payload=payload,
+    )
 
 
 def _item_resolve(*, actor: Actor, item: GradingItem) -> None:

@@ -5,6 +5,7 @@ the pool and never changes, so the items graded at any moment are a simple rando
 stratum (the statistics rely on it), and served and refused items come interleaved.
 """
 
+import hashlib
 import math
 import random
 import secrets
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
-from console.core.errors import InvalidInput
+from console.core.errors import Conflict, InvalidInput
 from console.ledger.models import Decision, Outcome, Route
 from console.shadow.models import ShadowRun, ShadowStatus
 from grading.models import (
@@ -292,11 +293,26 @@ def gold_item_create(*, actor: Actor, decision: Decision, verdict: str, answer: 
     return item
 
 
-def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str) -> Route:
-    """Replace a route's grading guidelines (Markdown, shown to its graders)."""
+def guidelines_sha256(text: str) -> str:
+    """Names one version of a route's guidelines, so a publish can say which text it replaces."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str, base_sha256: str | None = None) -> Route:
+    """Replace a route's grading guidelines (Markdown, shown to its graders).
+
+    With `base_sha256` (the text the editor reviewed the change against), a text published by
+    someone else in the meantime is a Conflict rather than silently overwritten.
+    """
     with transaction.atomic():
         route = Route.objects.select_for_update().get(pk=route.pk)
         old = route.guidelines
+        if base_sha256 is not None and base_sha256 != guidelines_sha256(old):
+            raise Conflict(
+                "The guidelines were changed by someone else since you reviewed your change; "
+                "review it against their text.",
+                code="guidelines_changed",
+            )
         if old == guidelines:
             return route
         route.guidelines = guidelines

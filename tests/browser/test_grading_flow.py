@@ -89,3 +89,71 @@ def test_graders_grade_with_the_keyboard_and_a_reviewer_adjudicates_their_disagr
     page.wait_for_selector("text=Nothing waits for adjudication")
     label = FinalLabel.objects.get(decision__question=DISPUTED)
     assert (label.method, label.correct, label.decided_by.username) == ("adjudicated", False, "rita")
+
+
+def _question_in_view(page) -> dict:
+    return page.evaluate(
+        """() => {
+            const heading = document.querySelector('#item-question');
+            const box = heading.getBoundingClientRect();
+            return {top: box.top, bottom: box.bottom, height: window.innerHeight,
+                    focused: document.activeElement && document.activeElement.id};
+        }"""
+    )
+
+
+def test_after_a_grade_the_next_item_is_in_view_with_the_focus_and_the_grade_can_be_undone(sign_in, live_server):
+    make_route("it-support", "IT support")
+    make_user("gina", "grader")
+    long_passages = [{"id": f"p{n}", "text": "A long passage line.\n" * 30, "rank": n} for n in range(1, 5)]
+    pooled([record(question=q, claim=f"Answer to: {q}", passages=long_passages) for q in QUESTIONS[:3]])
+
+    page = sign_in("gina")
+    page.keyboard.press("n")
+    page.wait_for_selector("#grading-item form.grade")
+    first = page.inner_text("[data-field=question]")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # down at the verdict buttons
+    assert _question_in_view(page)["bottom"] < 0  # the question is above the screen
+    page.click("button[name=verdict][value=correct]")
+    page.wait_for_function("() => document.querySelector('[data-progress=graded-today]').textContent.trim() === '1'")
+    second = page.inner_text("[data-field=question]")
+    assert second != first
+    view = _question_in_view(page)
+    assert 0 <= view["top"] and view["bottom"] <= view["height"] * 0.4, view  # near the top of the viewport
+    assert view["focused"] == "grading-item"
+    assert page.inner_text("form.saved [data-saved=verdict]") == "correct"
+
+    # u takes the grade back: the first item is in hand again, ready to grade
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.keyboard.press("u")
+    page.wait_for_selector("text=Your grade was withdrawn")
+    assert page.inner_text("[data-field=question]") == first
+    assert _graded_today(page) == 0 and Grade.objects.count() == 0
+    view = _question_in_view(page)
+    assert 0 <= view["top"] < view["height"] and view["focused"] == "grading-item"
+    page.keyboard.press("2")
+    page.wait_for_function("() => document.querySelector('[data-progress=graded-today]').textContent.trim() === '1'")
+    assert Grade.objects.get().verdict == "incorrect"
+    assert page.inner_text("[data-field=question]") == second  # the item released by the undo comes back
+
+
+def test_the_guidelines_preview_follows_the_typing_and_publishing_is_confirmed(sign_in, live_server):
+    route = make_route("it-support", "IT support", guidelines="Old rule.")
+    make_user("rita", "reviewer")
+    page = sign_in("rita")
+    page.goto(f"{live_server.url}/grading/routes/it-support/guidelines/")
+    page.fill("#id_guidelines", "")
+    page.type("#id_guidelines", "Grade **strictly**. <script>window.pwned = 1</script>")
+    page.wait_for_selector("#guidelines-preview strong:has-text('strictly')")
+    assert page.evaluate("window.pwned") is None
+    route.refresh_from_db()
+    assert route.guidelines == "Old rule."  # typing saves nothing
+    page.click("button[value=review]")
+    page.wait_for_selector("pre.diff")
+    assert "-Old rule." in page.inner_text("pre.diff") and "+Grade **strictly**." in page.inner_text("pre.diff")
+    route.refresh_from_db()
+    assert route.guidelines == "Old rule."
+    page.click("button[value=publish]")
+    page.wait_for_selector("text=Guidelines published")
+    route.refresh_from_db()
+    assert route.guidelines.startswith("Grade **strictly**.")

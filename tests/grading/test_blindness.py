@@ -164,8 +164,17 @@ def test_nothing_a_grader_receives_on_the_pages_reveals_score_outcome_or_origin(
             response = grader_pages.post(
                 f"/grading/items/{item_id}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true"
             )
+            last_graded = item_id
         assert_response_blind(grader_pages.get("/grading/"), "the queue page between items")
     assert seen_items == 3
+    # taking the last grade back, and the refusal of a grade that is not this grader's last
+    assert "Saved:" in response.content.decode()
+    undo = grader_pages.post(f"/grading/items/{last_graded}/undo", HTTP_HX_REQUEST="true")
+    assert_response_blind(undo, "the undo fragment")
+    first_item = GradingItem.objects.exclude(public_id=last_graded).filter(grades__isnull=False).first()
+    refused = grader_pages.post(f"/grading/items/{first_item.public_id}/undo", HTTP_HX_REQUEST="true")
+    assert "Not undone" in refused.content.decode()
+    assert_response_blind(refused, "a refused undo")
     assert_response_blind(grader_pages.post("/grading/next"), "the queue without htmx")
     assert_response_blind(grader_pages.get("/api/docs/"), "the API docs page")
 
@@ -238,6 +247,8 @@ def test_every_other_page_and_endpoint_is_closed_to_a_grader(known_items, grader
         == 403
     )
     assert grader_pages.post("/grading/routes/it-support/guidelines/", {"guidelines": "x"}).status_code == 403
+    preview = grader_pages.post("/grading/routes/it-support/guidelines/preview", {"guidelines": "x"})
+    assert preview.status_code == 403
     assert (
         grader.post(
             f"/api/v1/decisions/{decision_id}/disputes",

@@ -199,19 +199,91 @@ def test_guidelines_show_no_image_from_another_site(route, page_of):
     assert "data:text/html" not in preview
 
 
-def test_reviewers_edit_guidelines_as_markdown(route, page_of):
+def test_reviewers_edit_guidelines_as_markdown_and_publish_after_reviewing_the_change(route, page_of):
     pages = page_of(make_user("guide-reviewer", "reviewer"))
-    response = pages.post(
-        "/grading/routes/it-support/guidelines/",
-        {"guidelines": "Use **the passages**.\n\n<img src=x onerror=alert(1)>"},
-        follow=True,
-    )
-    html = response.content.decode()
+    text = "Use **the passages**.\r\n\r\n<img src=x onerror=alert(1)>"
+    # the first post is the review step: the change and its rendering, nothing saved yet
+    review = pages.post("/grading/routes/it-support/guidelines/", {"guidelines": text, "step": "review"})
+    html = review.content.decode()
+    assert review.status_code == 200 and 'value="publish"' in html
+    assert '<span class="added">+Use **the passages**.</span>' in html
     assert "<strong>the passages</strong>" in html and "onerror" not in html.split("</textarea>")[-1]
     route.refresh_from_db()
-    assert route.guidelines.startswith("Use **the passages**.")
+    assert route.guidelines == "" and not AuditEvent.objects.filter(action="route_updated").exists()
+    base = re.search(r'name="base" value="([0-9a-f]{64})"', html).group(1)
+    response = pages.post(
+        "/grading/routes/it-support/guidelines/",
+        {"guidelines": text, "base": base, "step": "publish"},
+        follow=True,
+    )
+    assert "Guidelines published" in response.content.decode()
+    route.refresh_from_db()
+    assert route.guidelines == "Use **the passages**.\n\n<img src=x onerror=alert(1)>"  # line breaks as typed
     event = AuditEvent.objects.get(action="route_updated")
     assert event.payload["old"] == {"guidelines": ""} and event.actor == "user:guide-reviewer"
+
+
+def test_publishing_guidelines_needs_the_review_step(route, page_of):
+    pages = page_of(make_user("hasty-reviewer", "reviewer"))
+    for data in (
+        {"guidelines": "Be strict."},
+        {"guidelines": "Be strict.", "step": "publish"},
+        {"guidelines": "Be strict.", "step": "publish", "base": "not-a-hash"},
+    ):
+        response = pages.post("/grading/routes/it-support/guidelines/", data)
+        assert response.status_code == 200 and 'value="publish"' in response.content.decode()
+    route.refresh_from_db()
+    assert route.guidelines == "" and not AuditEvent.objects.filter(action="route_updated").exists()
+
+
+def test_publishing_over_guidelines_changed_since_the_review_is_refused(route, page_of):
+    pages = page_of(make_user("slow-reviewer", "reviewer"))
+    html = pages.post("/grading/routes/it-support/guidelines/", {"guidelines": "Mine."}).content.decode()
+    base = re.search(r'name="base" value="([0-9a-f]{64})"', html).group(1)
+    pool_services.route_guidelines_update(actor=TEST_ACTOR, route=route, guidelines="Theirs.")
+    response = pages.post(
+        "/grading/routes/it-support/guidelines/", {"guidelines": "Mine.", "base": base, "step": "publish"}
+    )
+    html = response.content.decode()
+    assert "changed by someone else" in html and '<span class="removed">-Theirs.</span>' in html
+    route.refresh_from_db()
+    assert route.guidelines == "Theirs."
+
+
+def test_publishing_the_unchanged_text_offers_nothing_to_publish(route, page_of):
+    route.guidelines = "Same."
+    route.save()
+    html = page_of(make_user("idle-reviewer", "reviewer"))
+    html = html.post("/grading/routes/it-support/guidelines/", {"guidelines": "Same."}).content.decode()
+    assert "Nothing to publish" in html and 'value="publish"' not in html
+
+
+def test_the_guidelines_preview_renders_sanitised_markdown_and_saves_nothing(route, page_of):
+    pages = page_of(make_user("preview-reviewer", "reviewer"))
+    page = pages.get("/grading/routes/it-support/guidelines/").content.decode()
+    assert 'hx-post="/grading/routes/it-support/guidelines/preview"' in page
+    assert 'hx-trigger="input changed delay:300ms"' in page
+    text = "# Rules\n\nBe **strict**. <script>alert(1)</script> ![x](https://tracker.example/p.png)"
+    response = pages.post("/grading/routes/it-support/guidelines/preview", {"guidelines": text}, HTTP_HX_REQUEST="true")
+    fragment = response.content.decode()
+    assert response.status_code == 200 and "HX-Request" in response["Vary"]
+    assert fragment.startswith('<div id="guidelines-preview"')
+    assert "<h1>Rules</h1>" in fragment and "<strong>strict</strong>" in fragment
+    assert "<script>" not in fragment and "alert(1)" not in fragment and "tracker.example" not in fragment
+    # without JavaScript, the Preview button shows the whole page with the text kept in the box
+    page = pages.post("/grading/routes/it-support/guidelines/preview", {"guidelines": text}).content.decode()
+    assert "<!doctype html>" in page and "<strong>strict</strong>" in page and "&lt;script&gt;" in page
+    route.refresh_from_db()
+    assert route.guidelines == "" and not AuditEvent.objects.filter(action="route_updated").exists()
+
+
+def test_the_guidelines_preview_needs_the_right_to_edit(route, other_route, page_of):
+    form = {"guidelines": "**hi**"}
+    url = "/grading/routes/it-support/guidelines/preview"
+    assert page_of(make_user("preview-grader", "grader")).post(url, form, HTTP_HX_REQUEST="true").status_code == 403
+    other = page_of(make_user("preview-hr-reviewer", "reviewer", other_route))
+    assert other.post(url, form, HTTP_HX_REQUEST="true").status_code == 404
+    assert page_of(make_user("preview-getter", "reviewer")).get(url).status_code == 405
 
 
 def test_a_reviewer_of_another_route_cannot_edit_its_guidelines(route, other_route, page_of):
@@ -246,6 +318,33 @@ def test_adjudication_pages_show_every_grade_and_record_the_decision(route, page
     label = FinalLabel.objects.get(decision_id=decision_id)
     assert (label.method, label.correct, label.note) == ("adjudicated", True, "fine")
     assert "Nothing waits for adjudication" in pages.get("/grading/adjudication/").content.decode()
+
+
+def test_revisiting_a_decided_item_shows_its_verdict_who_decided_and_why(route, page_of):
+    ana, ben = make_user("ana", "grader"), make_user("ben", "grader")
+    [disputed_id, agreed_id] = pooled([record(question="Disputed?"), record(question="Agreed?")])
+    _grade_all({ana: ["correct", "correct"], ben: ["incorrect", "correct"]}, ["Disputed?", "Agreed?"])
+    judge = make_user("judge", "reviewer")
+    pages = page_of(judge)
+    disputed = GradingItem.objects.get(decision_id=disputed_id)
+    url = f"/grading/adjudication/{disputed.public_id}/"
+    pages.post(url, {"verdict": "incorrect", "note": "The passage names the manager."})
+
+    for reader in (pages, page_of(make_user("second-judge", "reviewer"))):
+        response = reader.get(url)
+        html = response.content.decode()
+        assert response.status_code == 200 and 'name="verdict"' not in html
+        assert 'data-field="final-verdict">Incorrect<' in html and "Decided by judge" in html
+        assert "Why: The passage names the manager." in html
+    # a late second decision is refused and the page shows the one that stands
+    late = page_of(make_user("late-judge", "reviewer")).post(url, {"verdict": "correct", "note": "no"})
+    html = late.content.decode()
+    assert "not waiting for adjudication" in html and 'data-field="final-verdict">Incorrect<' in html
+    assert FinalLabel.objects.get(decision_id=disputed_id).correct is False
+
+    agreed = GradingItem.objects.get(decision_id=agreed_id)
+    html = pages.get(f"/grading/adjudication/{agreed.public_id}/").content.decode()
+    assert 'data-field="final-verdict">Correct<' in html and "graders' votes agreed" in html
 
 
 def test_agreement_matches_scikit_learn_and_statsmodels(route, page_of):
