@@ -98,6 +98,25 @@ def disputes_of_decision(decision: Decision) -> list[Dispute]:
     )
 
 
+def dispute_status_of_decisions(route_id: int, decisions: list[tuple[int, str]]) -> dict[int, dict[str, Any]]:
+    """Per decision of one route ((id, request id) pairs): {"status", "count"} of its disputes,
+    appeals made before ingest included. The status is "open" while any is open, else the
+    resolution of the one resolved last. Decisions never disputed are left out. One query."""
+    by_request = {request_id: pk for pk, request_id in decisions}
+    rows = (
+        Dispute.objects.filter(route_id=route_id, request_id__in=list(by_request))
+        .order_by("resolved_at", "pk")
+        .values_list("request_id", "status")
+    )
+    summary: dict[int, dict[str, Any]] = {}
+    for request_id, status in rows:
+        entry = summary.setdefault(by_request[request_id], {"status": status, "count": 0})
+        entry["count"] += 1
+        if entry["status"] != Status.OPEN:  # open wins; otherwise the last resolved (NULLs sort last)
+            entry["status"] = status
+    return summary
+
+
 def is_overdue(dispute: Dispute, now=None) -> bool:
     return dispute.is_open and dispute.due_by < (now or timezone.now())
 

@@ -8,7 +8,6 @@ from console.accounts import permissions
 from console.governance.selectors import signed_policy_as_dict
 from console.ledger.models import Decision
 from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
-from console.similarity.selectors import similar_refusals
 from console.verification.selectors import span_checks_as_list, support_as_dict
 from grading.models import FinalLabel
 from grading.selectors import decision_grading
@@ -51,26 +50,12 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
     }
 
 
-def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
-    """The refusal page's "similar refusals" section: similarity finds the neighbours of the same
-    route; the final label of each comes from grading, which similarity may not import."""
-    if not permissions.can_read_similar(user, decision.route):
-        return {"similar": None}
-    similar = similar_refusals(decision)
-    labels = dict(
-        FinalLabel.objects.filter(decision_id__in=[n.decision.pk for n in similar.neighbours]).values_list(
-            "decision_id", "correct"
-        )
-    )
-    rows = [
-        {
-            "neighbour": n,
-            "support": getattr(n.decision, "support", None),
-            "label": None if n.decision.pk not in labels else ("correct" if labels[n.decision.pk] else "incorrect"),
-        }
-        for n in similar.neighbours
-    ]
-    return {"similar": similar, "similar_rows": rows}
+def final_labels_of_decisions(route_id: int, decisions: list[tuple[int, str]]) -> dict[int, str]:
+    """Per decision: its final label, "correct" or "incorrect"; ungraded ones are left out. For the
+    similar-refusals list, since similarity may not import grading. One query."""
+    ids = [pk for pk, _ in decisions]
+    labels = FinalLabel.objects.filter(decision_id__in=ids).values_list("decision_id", "correct")
+    return {pk: "correct" if correct else "incorrect" for pk, correct in labels}
 
 
 def gap_cluster_labels(run_id: int) -> dict[int, dict]:
@@ -93,7 +78,6 @@ def gap_cluster_labels(run_id: int) -> dict[int, dict]:
 
 def adjudication_backlog(user) -> int:
     """Items waiting for adjudication in the routes the user reviews: one count on an index."""
-    from console.accounts import permissions
     from grading.models import GradingItem, ItemStatus
 
     return permissions.visible(
