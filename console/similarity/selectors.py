@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -80,11 +80,28 @@ def _walk(
 ) -> list[tuple[int, float, datetime]]:
     sql, extra = _nearest_sql(space, outcome)
     literal = _literal(query)
-    with transaction.atomic(), connection.cursor() as cursor:
-        # ef_search bounds how many candidates HNSW returns: at least k, and enough for recall.
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(max(ef_search or settings.SIMILARITY_EF_SEARCH, k))}")
+    with connection.cursor() as cursor:
+        _set_ef_search(cursor, int(max(ef_search or settings.SIMILARITY_EF_SEARCH, k)))
         cursor.execute(sql, [literal, exclude, *extra, literal, k])
         return [(row[0], 1.0 - float(row[1]), row[2]) for row in cursor.fetchall()]
+
+
+def _set_ef_search(cursor, value: int) -> None:
+    """hnsw.ef_search bounds how many candidates HNSW returns: at least k, and enough for recall.
+
+    Outside a transaction it is set for the session and only when the connection holds another
+    value, remembered on the database connection itself (a new connection starts unset): a lookup
+    then costs one round trip instead of four (BEGIN, SET LOCAL, the query, COMMIT), which is most
+    of its cost on a busy machine. Inside a transaction it is SET LOCAL, which ends with it (a
+    session SET made there would be undone by a rollback behind the remembered value's back).
+    """
+    connection.ensure_connection()
+    raw = connection.connection
+    if connection.in_atomic_block:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {value}")
+    elif getattr(raw, "_console_ef_search", None) != value:
+        cursor.execute(f"SET hnsw.ef_search = {value}")
+        raw._console_ef_search = value
 
 
 def nearest(

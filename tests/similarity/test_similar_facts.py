@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from console.similarity.models import QuestionVector
 from tests import factories
@@ -168,10 +170,10 @@ def test_the_api_costs_the_same_queries_however_many_neighbours_are_disputed_or_
 ):
     settings.SIMILARITY_SAME_FORM_MIN = 0.999  # one walk of the index (the deeper one is tested below)
     reviewer.get(f"/api/v1/decisions/{refusals[0]}/similar")  # the token's first use records when
-    # token, grants, decision (no passages), space, own vector, the walk (savepoint, SET LOCAL, SELECT,
-    # release; a request outside a test's transaction sends the last two as BEGIN and COMMIT), the
-    # neighbours with their support, dispute status, labels
-    with django_assert_num_queries(12):
+    # token, grants, decision (no passages), space, own vector, the walk (SET LOCAL inside a test's
+    # transaction; outside one, nothing once the connection holds the value), the neighbours with
+    # their support, dispute status, labels
+    with django_assert_num_queries(10):
         assert _results(reviewer, refusals[0])[0]["dispute"] is None
     body = {"kind": "other", "reason": "It was answerable.", "evidence": None}
     for pk in refusals[1:8]:
@@ -180,7 +182,7 @@ def test_the_api_costs_the_same_queries_however_many_neighbours_are_disputed_or_
         {"route": "it-support", "request_id": f"sim-{i}", "verdict": "correct", "source": "audit"} for i in range(1, 8)
     ]
     assert integrator.post("/api/v1/labels", {"labels": labels}, format="json").status_code == 201
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(10):
         results = _results(reviewer, refusals[0])
     assert sum(r["dispute"] is not None for r in results) == 7 and sum(r["label"] == "correct" for r in results) == 7
 
@@ -200,3 +202,33 @@ def test_the_30_day_count_walks_deeper_only_when_every_neighbour_found_is_in_sim
     settings.SIMILARITY_SAME_FORM_MIN = 0.997  # only neighbour 1 (0.9988) is that close: the first walk suffices
     assert reviewer.get(f"/api/v1/decisions/{refusals[0]}/similar?k=3").json()["similar_form_30d"]["count"] == 1
     assert walks == [3]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_ef_search_is_set_once_per_connection_and_never_lost_to_a_rollback(integrator, settings):
+    from django.db import transaction
+
+    from console.ledger.models import Route
+    from console.similarity import selectors
+
+    records = [factories.record(question=f"q{i}", question_embedding=v.tolist()) for i, v in enumerate(VECTORS)]
+    assert integrator.post("/api/v1/decisions", {"decisions": records}, format="json").status_code == 201
+    space = selectors.active_space(Route.objects.get(slug="it-support"))
+    connection.close()  # a new connection holds pgvector's default
+
+    def show() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW hnsw.ef_search")
+            return cursor.fetchone()[0]
+
+    with CaptureQueriesContext(connection) as first:
+        selectors.nearest(space, VECTORS[0], k=3)
+    with CaptureQueriesContext(connection) as second:
+        selectors.nearest(space, VECTORS[0], k=3)
+    assert [q["sql"] for q in first.captured_queries][0] == f"SET hnsw.ef_search = {settings.SIMILARITY_EF_SEARCH}"
+    assert len(second.captured_queries) == 1 and show() == str(settings.SIMILARITY_EF_SEARCH)
+    with transaction.atomic():
+        selectors.nearest(space, VECTORS[0], k=3, ef_search=250)
+        assert show() == "250"
+        transaction.set_rollback(True)
+    assert show() == str(settings.SIMILARITY_EF_SEARCH)  # SET LOCAL ended with its transaction
