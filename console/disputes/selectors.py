@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.http import Http404
 from django.utils import timezone
 
@@ -98,23 +98,28 @@ def disputes_of_decision(decision: Decision) -> list[Dispute]:
     )
 
 
-def dispute_status_of_decisions(route_id: int, decisions: list[tuple[int, str]]) -> dict[int, dict[str, Any]]:
-    """Per decision of one route ((id, request id) pairs): {"status", "count"} of its disputes,
-    appeals made before ingest included. The status is "open" while any is open, else the
-    resolution of the one resolved last. Decisions never disputed are left out. One query."""
-    by_request = {request_id: pk for pk, request_id in decisions}
-    rows = (
-        Dispute.objects.filter(route_id=route_id, request_id__in=list(by_request))
-        .order_by("resolved_at", "pk")
-        .values_list("request_id", "status")
+def _disputes_of_outer_decision() -> QuerySet[Dispute]:
+    # Matched on route and request id, so appeals made before ingest count too.
+    return Dispute.objects.filter(route_id=OuterRef("route_id"), request_id=OuterRef("request_id")).order_by()
+
+
+def dispute_status_annotations() -> dict[str, Any]:
+    """For a query of decisions: "dispute_status" (open while any dispute is open, else how the
+    one resolved last ended) and "dispute_count" (NULL when never disputed)."""
+    latest = _disputes_of_outer_decision().order_by(
+        Case(When(status=Status.OPEN, then=Value(0)), default=Value(1)),
+        F("resolved_at").desc(nulls_last=True),
+        "-pk",
     )
-    summary: dict[int, dict[str, Any]] = {}
-    for request_id, status in rows:
-        entry = summary.setdefault(by_request[request_id], {"status": status, "count": 0})
-        entry["count"] += 1
-        if entry["status"] != Status.OPEN:  # open wins; otherwise the last resolved (NULLs sort last)
-            entry["status"] = status
-    return summary
+    count = _disputes_of_outer_decision().values("route_id").annotate(n=Count("pk")).values("n")
+    return {"dispute_status": Subquery(latest.values("status")[:1]), "dispute_count": Subquery(count[:1])}
+
+
+def dispute_status_of(decision: Decision) -> dict[str, Any] | None:
+    """{"status", "count"} from the annotations above; None when never disputed."""
+    if not decision.dispute_count:
+        return None
+    return {"status": decision.dispute_status, "count": decision.dispute_count}
 
 
 def is_overdue(dispute: Dispute, now=None) -> bool:

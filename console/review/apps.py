@@ -12,8 +12,8 @@ class ReviewConfig(AppConfig):
     verbose_name = "Decision review"
 
     def ready(self) -> None:
-        from console.review.selectors import final_labels_of_decisions, gap_cluster_labels
-        from console.similarity.hooks import register_cluster_figures, register_neighbour_fact
+        from console.review.selectors import final_label_annotations, final_label_of, gap_cluster_labels
+        from console.similarity.hooks import NeighbourFact, register_cluster_figures, register_neighbour_fact
 
         register_cluster_figures(gap_cluster_labels)
-        register_neighbour_fact("label", final_labels_of_decisions)
+        register_neighbour_fact(NeighbourFact("label", final_label_annotations, final_label_of))

@@ -50,12 +50,18 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
     }
 
 
-def final_labels_of_decisions(route_id: int, decisions: list[tuple[int, str]]) -> dict[int, str]:
-    """Per decision: its final label, "correct" or "incorrect"; ungraded ones are left out. For the
-    similar-refusals list, since similarity may not import grading. One query."""
-    ids = [pk for pk, _ in decisions]
-    labels = FinalLabel.objects.filter(decision_id__in=ids).values_list("decision_id", "correct")
-    return {pk: "correct" if correct else "incorrect" for pk, correct in labels}
+def final_label_annotations() -> dict[str, Any]:
+    """For a query of decisions: "label_correct", the final label (NULL when ungraded). For the
+    similar-refusals list, since similarity may not import grading."""
+    from django.db.models import OuterRef, Subquery
+
+    return {"label_correct": Subquery(FinalLabel.objects.filter(decision_id=OuterRef("pk")).values("correct")[:1])}
+
+
+def final_label_of(decision: Decision) -> str | None:
+    if decision.label_correct is None:
+        return None
+    return "correct" if decision.label_correct else "incorrect"
 
 
 def gap_cluster_labels(run_id: int) -> dict[int, dict]:

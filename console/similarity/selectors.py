@@ -159,10 +159,13 @@ def similar_refusals(
     close = [at for _, similarity, at in pool if similarity >= result.threshold]
     result.similar_form_count = sum(1 for at in close if at >= since)
     result.similar_form_capped = len(close) == len(pool) == max(depth, k)
+    wanted = neighbour_facts(result.facts)
+    annotations = {key: expression for fact in wanted for key, expression in fact.annotations().items()}
     by_id = (
         Decision.objects.select_related("support")
         .only(
             "pk",
+            "route_id",
             "request_id",
             "occurred_at",
             "outcome",
@@ -170,13 +173,13 @@ def similar_refusals(
             "support__status",
             "support__no_supporting_passage",
         )
+        .annotate(**annotations)
         .in_bulk([pk for pk, _, _ in found])
     )
-    rows = [(by_id[pk], similarity) for pk, similarity, _ in found if pk in by_id]
-    known = neighbour_facts(space.route_id, [(d.pk, d.request_id) for d, _ in rows], result.facts)
     result.neighbours = [
-        Neighbour(d, similarity, {name: known.get(name, {}).get(d.pk) for name in result.facts})
-        for d, similarity in rows
+        Neighbour(by_id[pk], similarity, {fact.name: fact.read(by_id[pk]) for fact in wanted})
+        for pk, similarity, _ in found
+        if pk in by_id
     ]
     return result
 
