@@ -9,15 +9,14 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import TextField
-from django.db.models.functions import Cast
 from django.utils import timezone
 
 from console.accounts import permissions
 from console.ledger.models import Decision, Outcome, Route
 from console.similarity.hooks import cluster_figures, neighbour_facts
 from console.similarity.models import GapCluster, GapRun
-from console.similarity.spaces import Space, active_space
+from console.similarity.spaces import Space, active_space_and_vector
+from console.similarity.spaces import active_space as active_space  # read by the views, the bench and tests
 
 
 @dataclass
@@ -140,14 +139,10 @@ def similar_refusals(
     among the k already found (as far as the approximate index finds them at all). The walks
     return each neighbour's date from the vector table, so the count costs no other query.
     """
-    space = active_space(decision.route)
+    # The vector comes as pgvector's text form and goes back into the query so, never parsed into floats.
+    space, own = active_space_and_vector(decision.route, decision.pk)
     result = SimilarRefusals(space=space, threshold=settings.SIMILARITY_SAME_FORM_MIN, facts=tuple(facts))
-    if space is None:
-        return result
-    # pgvector's text form goes back into the query as it came, never parsed into floats.
-    own = space.vectors().filter(decision=decision).annotate(text=Cast("vector", TextField()))
-    own = own.values_list("text", flat=True).first()
-    if own is None:
+    if space is None or own is None:
         return result
     result.has_vector = True
     pool = _walk(space, own, exclude=decision.pk, k=k, outcome=Outcome.REFUSED)

@@ -170,10 +170,10 @@ def test_the_api_costs_the_same_queries_however_many_neighbours_are_disputed_or_
 ):
     settings.SIMILARITY_SAME_FORM_MIN = 0.999  # one walk of the index (the deeper one is tested below)
     reviewer.get(f"/api/v1/decisions/{refusals[0]}/similar")  # the token's first use records when
-    # token, grants, decision (no passages), space, own vector, the walk (SET LOCAL inside a test's
+    # token, grants, decision (no passages), space with the own vector, the walk (SET LOCAL inside a test's
     # transaction; outside one, nothing once the connection holds the value), and the neighbours
     # with their support, dispute status and label in one query
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         assert _results(reviewer, refusals[0])[0]["dispute"] is None
     body = {"kind": "other", "reason": "It was answerable.", "evidence": None}
     for pk in refusals[1:8]:
@@ -182,7 +182,7 @@ def test_the_api_costs_the_same_queries_however_many_neighbours_are_disputed_or_
         {"route": "it-support", "request_id": f"sim-{i}", "verdict": "correct", "source": "audit"} for i in range(1, 8)
     ]
     assert integrator.post("/api/v1/labels", {"labels": labels}, format="json").status_code == 201
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         results = _results(reviewer, refusals[0])
     assert sum(r["dispute"] is not None for r in results) == 7 and sum(r["label"] == "correct" for r in results) == 7
 
