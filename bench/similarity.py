@@ -8,8 +8,11 @@ Four figures, each against its target (bench/README.md):
    query set; target p95 < 50 ms. The baseline, in the same run, is exact search on the same rows
    (the same query with index scans disabled, a parallel sequential scan): recall@10 of HNSW
    against it (target >= 0.95) and the ratio of HNSW to exact time. The plan of the HNSW query is
-   printed so the index is seen to be used. The API itself (`GET /api/v1/decisions/{id}/similar`,
-   gunicorn on loopback) is timed too.
+   printed so the index is seen to be used. The 200-deep walk the 30-day "similar form" count
+   takes when the list's own walk ends in similar form is timed beside it. The API itself
+   (`GET /api/v1/decisions/{id}/similar`, gunicorn on loopback) is timed twice: as configured
+   (on these vectors the list's walk answers the count) and with SIMILARITY_SAME_FORM_MIN=0, so
+   that every request also takes the deep walk (a route full of near-duplicates).
 2. Clustering 100,000 refusal vectors (HDBSCAN on a 5,000 sample, the rest to the nearest centre,
    as the gaps job does): seconds, target < 60 s, and the adjusted Rand index against the planted
    groups.
@@ -150,7 +153,12 @@ def lookups(route_id: int, queries: int, exact: int) -> list[str]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, [literal, chosen[0], literal, 10])
         plan = " / ".join(re.sub(r"'\[[^']*\]'", "'[...]'", row[0].strip()) for row in cursor.fetchall()[:3])
-    selectors.nearest(space, vectors[chosen[0]], exclude=chosen[0])  # warm the connection and the index
+    # A server in use holds the graph's upper layers and much of the index in its cache; a freshly
+    # started one holds nothing. Other questions than the timed ones warm it first.
+    chosen_set = set(chosen)
+    warm = [int(i) for i in rng.choice(ids, size=queries, replace=False) if int(i) not in chosen_set]
+    for pk, vector in QuestionVector.objects.filter(decision_id__in=warm).values_list("decision_id", "vector"):
+        selectors.nearest(space, vector, exclude=pk)
     hnsw_ms, hnsw = [], {}
     for pk in chosen:
         started = time.perf_counter()
@@ -179,8 +187,8 @@ def lookups(route_id: int, queries: int, exact: int) -> list[str]:
         f"plan: {plan}",
         f"HNSW index in the plan: {'yes' if uses_index else 'NO'}",
         f"HNSW k=10 lookups   : p50 {percentile(hnsw_ms, 50):7.2f} ms  p95 {p95:7.2f} ms over {queries} queries  "
-        f"target p95 < 50 ms {'PASS' if p95 < 50 else 'FAIL'}",
-        f"HNSW k={depth} walk   : p50 {percentile(deep_ms, 50):7.2f} ms  p95 {percentile(deep_ms, 95):7.2f} ms over "
+        f"target p95 < 50 ms {'PASS' if p95 < 50 else 'FAIL'} (after {len(warm)} other lookups warmed the cache)",
+        f"HNSW k={depth} walk  : p50 {percentile(deep_ms, 50):7.2f} ms  p95 {percentile(deep_ms, 95):7.2f} ms over "
         f"{exact} queries (ef_search {depth}: the 30-day count's second walk, when the first ends in similar form)",
         f"exact k=10 (seqscan): p50 {statistics.median(exact_ms):7.2f} ms over {exact} queries",
         f"ratio HNSW/exact    : {ratio:.4f} (p50 to p50)",
@@ -294,11 +302,16 @@ def main() -> None:
     slug = f"bench-similarity-{decisions}"
     route_id, load_seconds = ensure_loaded(slug, decisions)
     index_seconds = ensure_index(route_id)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW shared_buffers")  # whether the index fits in PostgreSQL's own cache
+        shared_buffers = cursor.fetchone()[0]
     lines = [
         f"data: {decisions:,} refused decisions x {DIM} dims, route {slug} "
         f"(loaded with COPY in {load_seconds:.0f} s; HNSW m={settings.SIMILARITY_HNSW_M} "
         f"ef_construction={settings.SIMILARITY_HNSW_EF_CONSTRUCTION} built in {index_seconds:.0f} s; "
-        f"0 = reused; ef_search={settings.SIMILARITY_EF_SEARCH})"
+        f"0 = reused; ef_search={settings.SIMILARITY_EF_SEARCH}; shared_buffers={shared_buffers})"
     ]
     found, chosen = lookups(route_id, queries, exact)
     lines += found
