@@ -358,6 +358,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "GradeVerdictEnum": ["correct", "incorrect", "unsure"],
     "LabelVerdictEnum": ["correct", "incorrect"],
     "OpenClosedStatusEnum": ["open", "closed"],  # rechecks and alarms
+    "DisputeStatusEnum": ["open", "upheld", "overturned", "withdrawn"],  # disputes, similar refusals
 }
 # Disputes (console/disputes): the response time a dispute's clock runs on when its route has no
 # signed policy with an escalation path, and how many appeals one client may send per window.

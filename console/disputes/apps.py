@@ -10,7 +10,9 @@ class DisputesConfig(AppConfig):
         # Lower apps offer hooks; this app plugs into them (they may not import it).
         from console.analysis.panels import register_side_panel
         from console.disputes import tasks, views
+        from console.disputes.selectors import dispute_status_annotations, dispute_status_of
         from console.ledger.hooks import register_after_ingest, register_decision_filter, register_route_summary
+        from console.similarity.hooks import NeighbourFact, register_neighbour_fact
 
         register_after_ingest(tasks.appeals_attach)
         register_decision_filter(
@@ -22,3 +24,5 @@ class DisputesConfig(AppConfig):
         )
         register_side_panel(views.analysis_side_panel)
         register_route_summary(views.dashboard_lines)
+        # Each similar refusal shows whether it was disputed and how that ended.
+        register_neighbour_fact(NeighbourFact("dispute", dispute_status_annotations, dispute_status_of))

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.http import Http404
 from django.utils import timezone
 
@@ -96,6 +96,30 @@ def disputes_of_decision(decision: Decision) -> list[Dispute]:
         .select_related("passage", "opened_by", "assigned_to", "resolved_by")
         .order_by("opened_at", "pk")
     )
+
+
+def _disputes_of_outer_decision() -> QuerySet[Dispute]:
+    # Matched on route and request id, so appeals made before ingest count too.
+    return Dispute.objects.filter(route_id=OuterRef("route_id"), request_id=OuterRef("request_id")).order_by()
+
+
+def dispute_status_annotations() -> dict[str, Any]:
+    """For a query of decisions: "dispute_status" (open while any dispute is open, else how the
+    one resolved last ended) and "dispute_count" (NULL when never disputed)."""
+    latest = _disputes_of_outer_decision().order_by(
+        Case(When(status=Status.OPEN, then=Value(0)), default=Value(1)),
+        F("resolved_at").desc(nulls_last=True),
+        "-pk",
+    )
+    count = _disputes_of_outer_decision().values("route_id").annotate(n=Count("pk")).values("n")
+    return {"dispute_status": Subquery(latest.values("status")[:1]), "dispute_count": Subquery(count[:1])}
+
+
+def dispute_status_of(decision: Decision) -> dict[str, Any] | None:
+    """{"status", "count"} from the annotations above; None when never disputed."""
+    if not decision.dispute_count:
+        return None
+    return {"status": decision.dispute_status, "count": decision.dispute_count}
 
 
 def is_overdue(dispute: Dispute, now=None) -> bool:

@@ -27,6 +27,7 @@ from console.disputes.validation import parse_dispute, parse_resolution
 from console.governance.selectors import policy_in_force
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import get_decision_for_user
+from console.similarity.selectors import similar_refusals_context
 
 DEFAULT_REFUSAL_MESSAGE = (
     "The assistant could not answer this question reliably, so it did not answer. A person will look at your question."
@@ -184,6 +185,8 @@ def dispute_open(request, pk: int):
                 "error": error.message,
                 "details": error.details,
                 "code": error.code,
+                # The form shows the route's similar refusals wherever it appears (never on the appeal page).
+                **similar_refusals_context(request.user, decision),
             },
             status=error.status,
         )

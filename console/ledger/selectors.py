@@ -33,12 +33,20 @@ def readable_decisions(user) -> QuerySet[Decision]:
 
 
 def get_decision_for_user(
-    user, *, pk: int | None = None, route_slug: str | None = None, request_id: str | None = None
+    user,
+    *,
+    pk: int | None = None,
+    route_slug: str | None = None,
+    request_id: str | None = None,
+    passages: bool = True,
 ) -> Decision:
-    """The decision if the user may read it; Forbidden for graders-only users, else 404."""
+    """The decision if the user may read it; Forbidden for graders-only users, else 404.
+    `passages=False` leaves its passages unread, for callers that never show them."""
     if not permissions.can_read_decisions(user):
         raise Forbidden("Your role does not allow reading decisions.")
-    queryset = readable_decisions(user).select_related("route", "support").prefetch_related(_ranked_passages_prefetch())
+    queryset = readable_decisions(user).select_related("route", "support")
+    if passages:
+        queryset = queryset.prefetch_related(_ranked_passages_prefetch())
     lookup = {"pk": pk} if pk is not None else {"route__slug": route_slug, "request_id": request_id}
     decision = queryset.filter(**lookup).first()
     if decision is None:

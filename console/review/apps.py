@@ -12,7 +12,8 @@ class ReviewConfig(AppConfig):
     verbose_name = "Decision review"
 
     def ready(self) -> None:
-        from console.review.selectors import gap_cluster_labels
-        from console.similarity.hooks import register_cluster_figures
+        from console.review.selectors import final_label_annotations, final_label_of, gap_cluster_labels
+        from console.similarity.hooks import NeighbourFact, register_cluster_figures, register_neighbour_fact
 
         register_cluster_figures(gap_cluster_labels)
+        register_neighbour_fact(NeighbourFact("label", final_label_annotations, final_label_of))

@@ -8,7 +8,6 @@ from console.accounts import permissions
 from console.governance.selectors import signed_policy_as_dict
 from console.ledger.models import Decision
 from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
-from console.similarity.selectors import similar_refusals
 from console.verification.selectors import span_checks_as_list, support_as_dict
 from grading.models import FinalLabel
 from grading.selectors import decision_grading
@@ -51,26 +50,18 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
     }
 
 
-def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
-    """The refusal page's "similar refusals" section: similarity finds the neighbours of the same
-    route; the final label of each comes from grading, which similarity may not import."""
-    if not permissions.can_read_similar(user, decision.route):
-        return {"similar": None}
-    similar = similar_refusals(decision)
-    labels = dict(
-        FinalLabel.objects.filter(decision_id__in=[n.decision.pk for n in similar.neighbours]).values_list(
-            "decision_id", "correct"
-        )
-    )
-    rows = [
-        {
-            "neighbour": n,
-            "support": getattr(n.decision, "support", None),
-            "label": None if n.decision.pk not in labels else ("correct" if labels[n.decision.pk] else "incorrect"),
-        }
-        for n in similar.neighbours
-    ]
-    return {"similar": similar, "similar_rows": rows}
+def final_label_annotations() -> dict[str, Any]:
+    """For a query of decisions: "label_correct", the final label (NULL when ungraded). For the
+    similar-refusals list, since similarity may not import grading."""
+    from django.db.models import OuterRef, Subquery
+
+    return {"label_correct": Subquery(FinalLabel.objects.filter(decision_id=OuterRef("pk")).values("correct")[:1])}
+
+
+def final_label_of(decision: Decision) -> str | None:
+    if decision.label_correct is None:
+        return None
+    return "correct" if decision.label_correct else "incorrect"
 
 
 def gap_cluster_labels(run_id: int) -> dict[int, dict]:
@@ -93,7 +84,6 @@ def gap_cluster_labels(run_id: int) -> dict[int, dict]:
 
 def adjudication_backlog(user) -> int:
     """Items waiting for adjudication in the routes the user reviews: one count on an index."""
-    from console.accounts import permissions
     from grading.models import GradingItem, ItemStatus
 
     return permissions.visible(

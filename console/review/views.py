@@ -11,6 +11,7 @@ from console.ledger.selectors import get_decision_for_user, route_daily_counts
 from console.monitoring.selectors import route_health
 from console.review import selectors as review_selectors
 from console.shadow import selectors as shadow_selectors
+from console.similarity import selectors as similarity_selectors
 from console.verification import selectors as verification_selectors
 from grading.selectors import decision_grading
 
@@ -42,7 +43,7 @@ def decision_detail(request, pk: int):
             **verification_selectors.support_context(decision),  # "support", "claim_units", marked "passages"
             **shadow_selectors.shadow_context(request.user, decision),
             **governance_selectors.decision_policy_context(request.user, decision),  # "signed_policy", ...
-            **review_selectors.similar_refusals_context(request.user, decision),
+            **similarity_selectors.similar_refusals_context(request.user, decision),  # "similar"
         },
     )
 

@@ -30,6 +30,25 @@ _SIMILAR = inline_serializer(
                     "no_supporting_passage": serializers.BooleanField(
                         allow_null=True, help_text="Null until span verification has run."
                     ),
+                    "dispute": inline_serializer(
+                        "SimilarDecisionDispute",
+                        {
+                            "status": serializers.ChoiceField(
+                                choices=["open", "upheld", "overturned", "withdrawn"],
+                                help_text="open while any dispute is open, else how the last resolved one ended.",
+                            ),
+                            "count": serializers.IntegerField(help_text="Disputes and appeals of the decision."),
+                        },
+                        allow_null=True,
+                        help_text="Null when never disputed.",
+                    ),
+                    "label": serializers.ChoiceField(
+                        choices=["correct", "incorrect"],
+                        allow_null=True,
+                        required=False,
+                        help_text="The final label; null when not graded. Only for readers of the route's "
+                        "statistics: absent for the `reader` role.",
+                    ),
                 },
             )
         ),
@@ -52,6 +71,7 @@ def neighbour_dict(neighbour) -> dict:
         "outcome": decision.outcome,
         "question": decision.question,
         "no_supporting_passage": support.no_supporting_passage if support and support.status == "done" else None,
+        **neighbour.facts,  # "dispute" and, for readers of the statistics, "label"
     }
 
 
@@ -87,7 +107,7 @@ class SimilarDecisionsApi(APIView):
         summary="Similar refusals of a decision",
     )
     def get(self, request: Request, decision_id: int) -> Response:
-        decision = get_decision_for_user(request.user, pk=decision_id)
+        decision = get_decision_for_user(request.user, pk=decision_id, passages=False)
         if not permissions.can_read_similar(request.user, decision.route):
             raise Forbidden("Your role does not allow reading this route's decisions.")
         raw_k = request.query_params.get("k", "10")
@@ -96,7 +116,9 @@ class SimilarDecisionsApi(APIView):
         outcome = request.query_params.get("outcome", Outcome.REFUSED)
         if outcome not in _OUTCOMES:
             raise InvalidInput(f"outcome must be one of {', '.join(_OUTCOMES)}.", code="invalid_outcome")
-        result = selectors.similar_refusals(decision, k=int(raw_k), outcome=None if outcome == "any" else outcome)
+        result = selectors.similar_refusals_for_user(
+            request.user, decision, k=int(raw_k), outcome=None if outcome == "any" else outcome
+        )
         return Response(similar_as_dict(result))
 
 

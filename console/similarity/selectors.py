@@ -4,22 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
+from console.accounts import permissions
 from console.ledger.models import Decision, Outcome, Route
-from console.similarity.hooks import cluster_figures
+from console.similarity.hooks import cluster_figures, neighbour_facts
 from console.similarity.models import GapCluster, GapRun
-from console.similarity.spaces import Space, active_space
+from console.similarity.spaces import Space, active_space_and_vector
+from console.similarity.spaces import active_space as active_space  # read by the views, the bench and tests
 
 
 @dataclass
 class Neighbour:
     decision: Decision
     similarity: float
+    # Facts that apps above similarity registered (console/similarity/hooks.py), by name: "label"
+    # (final label, "correct" | "incorrect") and "dispute" ({"status", "count"}); a name is present
+    # only when the reader may see that fact, and its value is None when nothing is known.
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -32,6 +39,7 @@ class SimilarRefusals:
     similar_form_capped: bool = False  # the count reached the search depth; the true count may be higher
     threshold: float = 0.0
     days: int = 30
+    facts: tuple[str, ...] = ()  # the names of the facts each neighbour carries
 
 
 def _nearest_sql(space: Space, outcome: str | None) -> tuple[str, list]:
@@ -47,16 +55,57 @@ def _nearest_sql(space: Space, outcome: str | None) -> tuple[str, list]:
     if outcome not in (None, Outcome.REFUSED):
         extra = " AND decision_id IN (SELECT id FROM ledger_decision WHERE outcome = %s)"
     sql = (
-        f"SELECT decision_id, {expression} <=> %s::vector({dimension}) AS distance "
+        f"SELECT decision_id, {expression} <=> %s::vector({dimension}) AS distance, occurred_at "
         f"FROM similarity_questionvector WHERE {where} AND decision_id <> %s{extra} "
         f"ORDER BY {expression} <=> %s::vector({dimension}) LIMIT %s"
     )
     return sql, [outcome] if extra else []
 
 
+def _literal(query: np.ndarray | str) -> str:
+    if isinstance(query, str):  # already pgvector's text form, as read from the table
+        return query
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(query, dtype=np.float32)) + "]"
+
+
+def _walk(
+    space: Space,
+    query: np.ndarray | str,
+    *,
+    exclude: int,
+    k: int,
+    outcome: str | None,
+    ef_search: int | None = None,
+) -> list[tuple[int, float, datetime]]:
+    sql, extra = _nearest_sql(space, outcome)
+    literal = _literal(query)
+    with connection.cursor() as cursor:
+        _set_ef_search(cursor, int(max(ef_search or settings.SIMILARITY_EF_SEARCH, k)))
+        cursor.execute(sql, [literal, exclude, *extra, literal, k])
+        return [(row[0], 1.0 - float(row[1]), row[2]) for row in cursor.fetchall()]
+
+
+def _set_ef_search(cursor, value: int) -> None:
+    """hnsw.ef_search bounds how many candidates HNSW returns: at least k, and enough for recall.
+
+    Outside a transaction it is set for the session and only when the connection holds another
+    value, remembered on the database connection itself (a new connection starts unset): a lookup
+    then costs one round trip instead of four (BEGIN, SET LOCAL, the query, COMMIT), which is most
+    of its cost on a busy machine. Inside a transaction it is SET LOCAL, which ends with it (a
+    session SET made there would be undone by a rollback behind the remembered value's back).
+    """
+    connection.ensure_connection()
+    raw = connection.connection
+    if connection.in_atomic_block:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {value}")
+    elif getattr(raw, "_console_ef_search", None) != value:
+        cursor.execute(f"SET hnsw.ef_search = {value}")
+        raw._console_ef_search = value
+
+
 def nearest(
     space: Space,
-    query: np.ndarray,
+    query: np.ndarray | str,
     *,
     exclude: int = 0,
     k: int = 10,
@@ -65,43 +114,94 @@ def nearest(
 ) -> list[tuple[int, float]]:
     """(decision id, cosine similarity) of the k nearest vectors of the space, nearest first.
     Refusals go through the space's HNSW index; other outcomes are an exact scan of the route."""
-    sql, extra = _nearest_sql(space, outcome)
-    literal = "[" + ",".join(repr(float(x)) for x in np.asarray(query, dtype=np.float32)) + "]"
-    with transaction.atomic(), connection.cursor() as cursor:
-        # ef_search bounds how many candidates HNSW returns: at least k, and enough for recall.
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(max(ef_search or settings.SIMILARITY_EF_SEARCH, k))}")
-        cursor.execute(sql, [literal, exclude, *extra, literal, k])
-        return [(row[0], 1.0 - float(row[1])) for row in cursor.fetchall()]
+    found = _walk(space, query, exclude=exclude, k=k, outcome=outcome, ef_search=ef_search)
+    return [(pk, similarity) for pk, similarity, _ in found]
 
 
 def similar_refusals(
-    decision: Decision, *, k: int = 10, outcome: str | None = Outcome.REFUSED, now: datetime | None = None
+    decision: Decision,
+    *,
+    k: int = 10,
+    outcome: str | None = Outcome.REFUSED,
+    now: datetime | None = None,
+    facts: tuple[str, ...] = (),
 ) -> SimilarRefusals:
     """The k questions of the decision's route nearest to its own, and how often the route
-    refused one in similar form (cosine >= SIMILARITY_SAME_FORM_MIN) in the last 30 days.
+    refused one in similar form (cosine >= SIMILARITY_SAME_FORM_MIN) in the last 30 days; each
+    neighbour with the registered `facts` asked for (the caller checks who may read which).
 
     Every query names the decision's route (or an embedder version of that route), so another
     route's decisions can never appear.
+
+    The 30-day count reads the refusals nearest the question, nearest first: while they are all
+    in similar form, more may follow, so a first walk of k that ends at or above the threshold is
+    followed by one of SIMILARITY_SAME_FORM_DEPTH; otherwise every refusal in similar form is
+    among the k already found (as far as the approximate index finds them at all). The walks
+    return each neighbour's date from the vector table, so the count costs no other query.
     """
-    space = active_space(decision.route)
-    result = SimilarRefusals(space=space, threshold=settings.SIMILARITY_SAME_FORM_MIN)
-    if space is None:
-        return result
-    own = space.vectors().filter(decision=decision).values_list("vector", flat=True).first()
-    if own is None:
+    # The vector comes as pgvector's text form and goes back into the query so, never parsed into floats.
+    space, own = active_space_and_vector(decision.route, decision.pk)
+    result = SimilarRefusals(space=space, threshold=settings.SIMILARITY_SAME_FORM_MIN, facts=tuple(facts))
+    if space is None or own is None:
         return result
     result.has_vector = True
+    pool = _walk(space, own, exclude=decision.pk, k=k, outcome=Outcome.REFUSED)
+    found = pool if outcome == Outcome.REFUSED else _walk(space, own, exclude=decision.pk, k=k, outcome=outcome)
     depth = settings.SIMILARITY_SAME_FORM_DEPTH
-    # One index walk serves both the list and the 30-day count when the list is of refusals.
-    pool = nearest(space, own, exclude=decision.pk, k=max(k, depth), outcome=Outcome.REFUSED, ef_search=depth)
-    found = pool[:k] if outcome == Outcome.REFUSED else nearest(space, own, exclude=decision.pk, k=k, outcome=outcome)
-    by_id = Decision.objects.select_related("support").in_bulk([pk for pk, _ in found])
-    result.neighbours = [Neighbour(by_id[pk], sim) for pk, sim in found if pk in by_id]
-    close = [pk for pk, sim in pool if sim >= result.threshold]
+    if len(pool) == k and pool[-1][1] >= result.threshold and depth > k:
+        pool = _walk(space, own, exclude=decision.pk, k=depth, outcome=Outcome.REFUSED, ef_search=depth)
     since = (now or timezone.now()) - timedelta(days=result.days)
-    result.similar_form_count = Decision.objects.filter(pk__in=close, occurred_at__gte=since).count()
-    result.similar_form_capped = len(close) == len(pool) == depth
+    close = [at for _, similarity, at in pool if similarity >= result.threshold]
+    result.similar_form_count = sum(1 for at in close if at >= since)
+    result.similar_form_capped = len(close) == len(pool) == max(depth, k)
+    wanted = neighbour_facts(result.facts)
+    annotations = {key: expression for fact in wanted for key, expression in fact.annotations().items()}
+    by_id = (
+        Decision.objects.select_related("support")
+        .only(
+            "pk",
+            "route_id",
+            "request_id",
+            "occurred_at",
+            "outcome",
+            "question",
+            "support__status",
+            "support__no_supporting_passage",
+        )
+        .annotate(**annotations)
+        .in_bulk([pk for pk, _, _ in found])
+    )
+    result.neighbours = [
+        Neighbour(by_id[pk], similarity, {fact.name: fact.read(by_id[pk]) for fact in wanted})
+        for pk, similarity, _ in found
+        if pk in by_id
+    ]
     return result
+
+
+def neighbour_fact_names(user, route: Route) -> tuple[str, ...]:
+    """The facts about similar decisions this user may read: dispute status for whoever reads the
+    route's disputes; the final label only for readers of its statistics (a `reader` reads refusals
+    and disputes, never grades)."""
+    names = []
+    if permissions.can_read_disputes(user, route):
+        names.append("dispute")
+    if permissions.can_read_stats(user, route):
+        names.append("label")
+    return tuple(names)
+
+
+def similar_refusals_for_user(user, decision: Decision, *, k: int = 10, outcome: str | None = Outcome.REFUSED):
+    """Similar decisions for one user, with the facts that user may read; None when the user may
+    not see other decisions of the route (graders never do; people without an account never get here)."""
+    if not permissions.can_read_similar(user, decision.route):
+        return None
+    return similar_refusals(decision, k=k, outcome=outcome, facts=neighbour_fact_names(user, decision.route))
+
+
+def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
+    """The "similar refusals" panel of a refusal's page and of its dispute form."""
+    return {"similar": similar_refusals_for_user(user, decision)}
 
 
 def latest_gap_run(route: Route) -> GapRun | None:

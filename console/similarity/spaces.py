@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from console.ledger.models import Route
@@ -61,3 +62,29 @@ def active_space(route: Route) -> Space | None:
     if current is None:
         return None  # the first fit is still re-embedding
     return Space(route.pk, Source.BUILTIN, fixed.dimension, current.pk, current.number, current.index_name)
+
+
+def active_space_and_vector(route: Route, decision_id: int) -> tuple[Space | None, str | None]:
+    """The route's active space and the decision's vector in it (pgvector's text form, or None),
+    in one query: what `active_space` and a read of the vector do in two or three."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT space.source, space.dimension, version.id, version.number, "
+            "(SELECT own.vector::text FROM similarity_questionvector own WHERE own.decision_id = %s "
+            "AND own.route_id = space.route_id AND own.embedder_id IS NOT DISTINCT FROM version.id) "
+            "FROM similarity_routeembedding space LEFT JOIN similarity_embedderversion version "
+            "ON space.source = %s AND version.route_id = space.route_id AND version.state = %s "
+            "WHERE space.route_id = %s ORDER BY version.id DESC NULLS LAST LIMIT 1",
+            [decision_id, Source.BUILTIN, EmbedderState.CURRENT, route.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None, None
+    source, dimension, version_id, number, vector = row
+    if source == Source.SENT:
+        index_name = RouteEmbedding(route_id=route.pk).index_name
+        return Space(route.pk, Source.SENT, dimension, None, None, index_name), vector
+    if version_id is None:
+        return None, None  # the first fit is still re-embedding
+    index_name = EmbedderVersion(pk=version_id).index_name
+    return Space(route.pk, Source.BUILTIN, dimension, version_id, number, index_name), vector

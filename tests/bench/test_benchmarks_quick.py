@@ -91,9 +91,12 @@ EXPECTED = {
         # the index answers (the plan names it) and agrees with exact search: machine-independent
         r"HNSW index in the plan: yes",
         r"HNSW k=10 lookups +: p50 +[\d.]+ ms +p95 +[\d.]+ ms over 30 queries",
+        r"HNSW k=200 walk +: p50 +[\d.]+ ms +p95 +[\d.]+ ms over 10 queries",
         r"ratio HNSW/exact +: [\d.]+",
         r"recall@10 vs exact +: (0\.9[5-9]\d|1\.000) over 10 queries",
-        r"API GET \.\.\./similar : p50",
+        r"API GET \.\.\./similar : p50 .* with the count's second walk \(similar form >= default;",
+        # with every neighbour in similar form, every request takes the second walk
+        r"API GET \.\.\./similar : p50 .* 30 of 30 with the count's second walk \(similar form >= 0;",
         r"clustering 5,000 refusals: .* ARI vs plant (0\.9\d\d|1\.000)",
         r"built-in embedding of 5,000 questions:",
     ],

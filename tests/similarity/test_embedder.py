@@ -122,3 +122,16 @@ def test_the_hourly_sweep_embeds_decisions_whose_job_was_lost_and_recomputes_gap
         tasks.gaps_refresh()
     assert QuestionVector.objects.filter(decision_id__in=lost, embedder=version).count() == 2
     assert GapRun.objects.filter(route=route).count() == 1
+
+
+def test_similar_refusals_read_the_current_version_and_say_when_a_question_has_no_vector_yet(reviewer):
+    ids = _ingest(_questions(3))
+    route_id = factories.make_route().pk
+    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)  # version 2 replaces version 1
+    body = reviewer.get(f"/api/v1/decisions/{ids[0]}/similar?k=2").json()
+    assert body["vectors"]["embedder_version"] == 2 and body["vectors"]["decision_has_vector"] is True
+    assert all(r["question"].startswith(TOPICS[0]) for r in body["results"])
+    (later,) = _ingest(["Laptop battery drains overnight"])  # not embedded yet: its job has not run
+    body = reviewer.get(f"/api/v1/decisions/{later}/similar").json()
+    assert body["vectors"]["decision_has_vector"] is False and body["results"] == []
