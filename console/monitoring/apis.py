@@ -74,8 +74,11 @@ _RECHECK = inline_serializer(
         "diagnosis": _DIAGNOSIS,
         "comparison": serializers.JSONField(
             help_text=(
-                "At the signed cutoff: before/after counts; abstention, false_abstention, wrong_served, no_support as "
-                "{before, after, difference} (Wilson; Newcombe for the difference) or null; segments; progress"
+                "At the signed cutoff, with the signed evidence's confidence and interval method: before (the "
+                "signed evidence's row as signed) and after (the new versions' traffic) counts; abstention, "
+                "false_abstention, wrong_served (Hájek-weighted when the graded sample is stratified), no_support "
+                "as {before, after, difference} (Newcombe's hybrid interval from the two intervals) or null; "
+                "segments; progress"
             )
         ),
     },
