@@ -238,6 +238,11 @@ def can_close_recheck(user, route) -> bool:
     return has_role(user, MONITORING_RESPONDERS, route)
 
 
+def can_plan_recheck(user, route) -> bool:
+    """Resize an open recheck's sample (its target interval half-width)."""
+    return has_role(user, MONITORING_RESPONDERS, route)
+
+
 def can_acknowledge_alarm(user, route) -> bool:
     return has_role(user, MONITORING_RESPONDERS, route)
 

@@ -8,6 +8,7 @@ urlpatterns = [
     path("routes/<slug:slug>/monitoring/", views.route_monitoring, name="route-monitoring"),
     path("routes/<slug:slug>/rechecks/<int:pk>/", views.recheck_detail, name="monitoring-recheck"),
     path("routes/<slug:slug>/rechecks/<int:pk>/close/", views.recheck_close, name="monitoring-recheck-close"),
+    path("routes/<slug:slug>/rechecks/<int:pk>/plan/", views.recheck_plan_adjust, name="monitoring-recheck-plan"),
     path(
         "routes/<slug:slug>/alarms/<int:pk>/acknowledge/", views.alarm_acknowledge, name="monitoring-alarm-acknowledge"
     ),

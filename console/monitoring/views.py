@@ -88,6 +88,8 @@ def recheck_detail(request, slug: str, pk: int):
             "draft_link": draft_link,
             "newer": list(newer),
             "can_close": permissions.can_close_recheck(request.user, recheck.route),
+            "can_plan": permissions.can_plan_recheck(request.user, recheck.route),
+            "half_width_points": f"{100 * (recheck.plan or {}).get('half_width', 0):g}",
         },
     )
 
@@ -111,6 +113,26 @@ def recheck_close(request, slug: str, pk: int):
         messages.error(request, exc.message)
     else:
         messages.success(request, "Recheck closed.")
+    return redirect("monitoring-recheck", slug=slug, pk=pk)
+
+
+@require_POST
+def recheck_plan_adjust(request, slug: str, pk: int):
+    recheck = _recheck_for(request, slug, pk)
+    try:
+        points = float(request.POST.get("half_width_points", ""))
+    except ValueError:
+        messages.error(request, "Give the half-width in points, for example 5.")
+        return redirect("monitoring-recheck", slug=slug, pk=pk)
+    try:
+        adjusted = recheck_services.recheck_plan_adjust(
+            actor=Actor.user(request.user), user=request.user, recheck=recheck, half_width=points / 100
+        )
+    except (InvalidInput, Conflict) as exc:
+        messages.error(request, exc.message)
+    else:
+        targets = ", ".join(str(band["target"]) for band in adjusted.plan["bands"])
+        messages.success(request, f"Recheck sample resized for ±{points:g} points: {targets} graded items by band.")
     return redirect("monitoring-recheck", slug=slug, pk=pk)
 
 
