@@ -50,6 +50,7 @@ class Action(models.TextChoices):
     ALARM_ACKNOWLEDGED = "alarm_acknowledged", "Drift alarm acknowledged"
     ALARM_CLOSED = "alarm_closed", "Drift alarm closed"
     EVIDENCE_REFRESH_REQUESTED = "evidence_refresh_requested", "Graded sample refresh requested"
+    ROUTE_MONITORING_CHANGED = "route_monitoring_changed", "Route's monitoring settings changed"
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
     CANDIDATE_REGISTERED = "candidate_registered", "Candidate gate registered"

@@ -42,7 +42,10 @@ _HEALTH = inline_serializer(
         "false_abstention": serializers.JSONField(
             required=False, help_text="The signed evidence's estimate {value, low, high}"
         ),
-        "evidence": serializers.JSONField(required=False, help_text="{stale, reasons, segment_tv, newest_label}"),
+        "evidence": serializers.JSONField(
+            required=False,
+            help_text="{stale, reasons, segment_tv, newest_label, max_label_age_days (the route's setting)}",
+        ),
         "rechecks_open": serializers.IntegerField(),
         "alarms_open": serializers.ListField(child=serializers.JSONField()),
         "grading_backlog": serializers.IntegerField(),

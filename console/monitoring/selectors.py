@@ -18,7 +18,7 @@ from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.selectors import decisions_not_following_policy
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import readable_routes
-from console.monitoring.models import Alarm, AlarmStatus, DailyAggregate, Recheck, RecheckStatus
+from console.monitoring.models import Alarm, AlarmStatus, DailyAggregate, Recheck, RecheckStatus, RouteMonitoring
 from console.stats.drift import total_variation_distance
 from console.stats.intervals import Interval, proportion_interval
 from console.stats.recheck import (
@@ -275,11 +275,20 @@ def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
 # --------------------------------------------------------------------------- stale evidence
 
 
+def label_age_limit_days(route_id: int) -> int:
+    """Days after which the evidence's newest label makes it stale: the route's setting, else the default."""
+    limit = (
+        RouteMonitoring.objects.filter(route_id=route_id).values_list("evidence_max_label_age_days", flat=True).first()
+    )
+    return limit if limit is not None else settings.EVIDENCE_MAX_LABEL_AGE_DAYS
+
+
 def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> dict[str, Any]:
-    """Stale when the evidence's labels are older than the limit, or when the graded sample's segment
-    mix differs from current traffic (the last 7 days) by more than 0.15 total variation."""
+    """Stale when the evidence's newest label is older than the route's limit, or when the graded
+    sample's segment mix differs from current traffic (the last 7 days) by more than 0.15 total
+    variation."""
     today = today or timezone.now().date()
-    max_age = settings.EVIDENCE_MAX_LABEL_AGE_DAYS
+    max_age = label_age_limit_days(policy.route_id)
     reasons = []
     graded = _window_decisions(policy).filter(final_label__isnull=False)
     ages = graded.aggregate(oldest=Min("final_label__decided_at"), newest=Max("final_label__decided_at"))
@@ -309,6 +318,7 @@ def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> d
         "reasons": reasons,
         "segment_tv": tv,
         "newest_label": ages["newest"].isoformat() if ages["newest"] else None,
+        "max_label_age_days": max_age,
     }
 
 

@@ -13,4 +13,5 @@ urlpatterns = [
         "routes/<slug:slug>/alarms/<int:pk>/acknowledge/", views.alarm_acknowledge, name="monitoring-alarm-acknowledge"
     ),
     path("routes/<slug:slug>/evidence/refresh/", views.evidence_refresh, name="monitoring-evidence-refresh"),
+    path("routes/<slug:slug>/monitoring/settings/", views.route_monitoring_settings, name="monitoring-route-settings"),
 ]

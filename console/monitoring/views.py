@@ -153,6 +153,25 @@ def alarm_acknowledge(request, slug: str, pk: int):
 
 
 @require_POST
+def route_monitoring_settings(request, slug: str):
+    route = selectors.route_for_monitoring_reader(request.user, slug)
+    try:
+        days = int(request.POST.get("evidence_max_label_age_days", ""))
+    except ValueError:
+        messages.error(request, "Give the label age limit as a whole number of days.")
+        return redirect("route-monitoring", slug=slug)
+    try:
+        evidence_services.route_monitoring_set(
+            actor=Actor.user(request.user), user=request.user, route=route, evidence_max_label_age_days=days
+        )
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"The evidence now counts as stale once its newest label is {days} days old.")
+    return redirect("route-monitoring", slug=slug)
+
+
+@require_POST
 def evidence_refresh(request, slug: str):
     route = selectors.route_for_monitoring_reader(request.user, slug)
     try:
