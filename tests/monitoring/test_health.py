@@ -114,3 +114,22 @@ def test_the_dashboard_and_the_monitoring_page_show_the_figures_and_charts(watch
     assert page.status_code == 200
     assert '<svg class="monitor-abstention"' in html and '<svg class="monitor-scores"' in html
     assert "Abstention at the signed cutoff" in html and "Acknowledge" in html
+
+
+def test_the_dashboard_links_failed_shadow_runs_and_labels_to_their_pages(route, owner, client):
+    from html import unescape
+
+    from console.ledger.models import Decision
+    from console.shadow.models import ShadowRun
+    from tests.factories import ingest, record
+
+    ingest([record(question="shadow broke"), record(question="shadow fine")])
+    broke = Decision.objects.get(question="shadow broke")
+    ShadowRun.objects.create(decision=broke, pipeline="http", status="failed", error="HTTP 500")
+    client.force_login(owner.user)
+    dashboard = client.get("/").content.decode()
+    link = "/refusals/?route=it-support&amp;shadow_failed=on"
+    assert f'<a href="{link}">shadow runs failed 1</a>' in dashboard
+    assert '<a href="/operating-points/?route=it-support">labels in 7 days 0</a>' in dashboard
+    refusals = client.get(unescape(link)).content.decode()
+    assert "shadow broke" in refusals and "shadow fine" not in refusals
