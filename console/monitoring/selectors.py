@@ -65,9 +65,12 @@ def policy_in_force(route: Route) -> PolicyVersion | None:
 
 
 def _window_decisions(policy: PolicyVersion) -> QuerySet[Decision]:
-    """The decisions the signed evidence was computed on: its window, up to the signature."""
+    """The decisions the signed evidence was computed on: its window, up to the signature, and in the
+    ledger by then (a decision logged later with an earlier date was not read)."""
     filters = policy.filters or {}
-    decisions = Decision.objects.filter(route_id=policy.route_id, occurred_at__lte=policy.signed_at)
+    decisions = Decision.objects.filter(
+        route_id=policy.route_id, occurred_at__lte=policy.signed_at, ingested_at__lte=policy.signed_at
+    )
     if filters.get("from"):
         decisions = decisions.filter(occurred_at__date__gte=filters["from"])
     if filters.get("to"):

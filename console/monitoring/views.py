@@ -36,7 +36,9 @@ def route_monitoring(request, slug: str):
     }
     if policy is not None:
         aggregates = list(DailyAggregate.objects.filter(route=route).order_by("day"))
-        reading = alarm_services.monitor_read(policy, aggregates, today=timezone.now().date())
+        reading = alarm_services.monitor_read(
+            policy, aggregates, today=timezone.now().date(), window=alarm_services.signing_window(policy)
+        )
         if reading is not None:
             chart = reading.chart
             alarm_days = [a.first_day.isoformat() for a in context["alarms"] if a.kind == AlarmKind.ABSTENTION]

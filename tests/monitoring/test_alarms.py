@@ -128,3 +128,13 @@ def test_a_note_too_long_or_with_nul_is_refused_not_a_crash(watched, integrator,
         assert response.status_code == 400 and response.json()["error"]["code"]
     alarm.refresh_from_db()
     assert alarm.status == "open"
+
+
+def test_days_logged_after_signing_are_watched_not_taken_as_the_baseline(signed, integrator):
+    """Signed with no date filter on the days 30 to 11 days ago; the last 10 days are logged only
+    afterwards (a back-fill) with lower scores: they are after the evidence, so they alarm."""
+    _shifted_days(integrator, range(10, 0, -1))
+    results = monitor_run(actor=ACTOR)
+    assert results[0]["alarms"].get("abstention") == "opened"
+    alarm = Alarm.objects.get(kind="abstention", status="open")
+    assert alarm.first_day == day_start(10).date()
