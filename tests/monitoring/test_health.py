@@ -133,3 +133,13 @@ def test_the_dashboard_links_failed_shadow_runs_and_labels_to_their_pages(route,
     assert '<a href="/operating-points/?route=it-support">labels in 7 days 0</a>' in dashboard
     refusals = client.get(unescape(link)).content.decode()
     assert "shadow broke" in refusals and "shadow fine" not in refusals
+
+
+def test_the_grading_backlog_links_to_the_queue_only_for_those_who_grade(route, owner, reviewer, client):
+    client.force_login(owner.user)  # a policy owner may not open the grading queue (403)
+    dashboard = client.get("/").content.decode()
+    assert "grading backlog 0" in dashboard and "/grading/?route=it-support" not in dashboard
+    client.force_login(reviewer.user)
+    dashboard = client.get("/").content.decode()
+    assert '<a href="/grading/?route=it-support">grading backlog 0</a>' in dashboard
+    assert client.get("/grading/?route=it-support").status_code == 200
