@@ -11,7 +11,8 @@ cutoff, from the stored daily aggregates. A day is *outside* for a kind when:
   slowly falling statistic is still above h;
 - scores: PSI over ten bins >= 0.25 (a major shift) and the two-sample KS p-value < 0.01, the day
   against the window;
-- segment_mix: total variation of the segment mix against the window > 0.15;
+- segment_mix: total variation of the segment mix against the window > 0.15 and Pearson's
+  chi-square test of one mix p < 0.01 (a day of few decisions moves its mix by chance);
 - no_support: the share of refusals with no supporting passage outside its 3-sigma limits around
   the window's share (floored at 1 / (window refusals + 1), so a window without any does not turn
   every later one into an alarm).
@@ -48,6 +49,7 @@ from console.stats.drift import (
     Cusum,
     control_chart,
     ks_two_sample_from_counts,
+    mix_homogeneity_test,
     psi_from_counts,
     total_variation_distance,
     two_sided_bernoulli_cusum,
@@ -58,6 +60,7 @@ NOTE_MAX = 4000
 PSI_MAJOR = 0.25
 KS_P_VALUE = 0.01
 SEGMENT_TV = 0.15
+SEGMENT_P_VALUE = 0.01
 CUSUM_RISE = 1.5
 
 
@@ -170,9 +173,12 @@ def monitor_read(
         series["scores"].detail.append(
             {"day": a.day.isoformat(), "psi": psi, "ks_statistic": ks.statistic, "ks_p_value": ks.p_value}
         )
-        tv = total_variation_distance(base_segments, a.segments) if base_segments and a.segments else 0.0
-        series["segment_mix"].outside.append(tv > SEGMENT_TV)
-        series["segment_mix"].detail.append({"day": a.day.isoformat(), "total_variation": tv})
+        tv, mix_p = 0.0, 1.0
+        if base_segments and a.segments:
+            tv = total_variation_distance(base_segments, a.segments)
+            mix_p = mix_homogeneity_test(base_segments, a.segments).p_value if tv > SEGMENT_TV else 1.0
+        series["segment_mix"].outside.append(tv > SEGMENT_TV and mix_p < SEGMENT_P_VALUE)
+        series["segment_mix"].detail.append({"day": a.day.isoformat(), "total_variation": tv, "chi2_p_value": mix_p})
         if ns_chart is not None and a.refused_at_cutoff:
             series["no_support"].outside.append(bool(ns_chart.outside[i]))
             series["no_support"].detail.append(
