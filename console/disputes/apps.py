@@ -10,7 +10,12 @@ class DisputesConfig(AppConfig):
         # Lower apps offer hooks; this app plugs into them (they may not import it).
         from console.analysis.panels import register_side_panel
         from console.disputes import tasks, views
-        from console.ledger.hooks import register_after_ingest, register_decision_filter, register_route_summary
+        from console.ledger.hooks import (
+            register_after_ingest,
+            register_decision_filter,
+            register_route_figures,
+            register_route_summary,
+        )
 
         register_after_ingest(tasks.appeals_attach)
         register_decision_filter(
@@ -22,3 +27,4 @@ class DisputesConfig(AppConfig):
         )
         register_side_panel(views.analysis_side_panel)
         register_route_summary(views.dashboard_lines)
+        register_route_figures(views.health_figures)

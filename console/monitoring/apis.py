@@ -52,6 +52,10 @@ _HEALTH = inline_serializer(
         "labels_last_7_days": serializers.IntegerField(),
         "shadow_runs_failed": serializers.IntegerField(),
         "decisions_not_following_policy": serializers.IntegerField(),
+        "disputes_open": serializers.IntegerField(required=False, help_text="For readers of the route's disputes."),
+        "disputes_overdue": serializers.IntegerField(
+            required=False, help_text="Open disputes past their due time (readers of the route's disputes)."
+        ),
     },
 )
 _DIAGNOSIS = inline_serializer(
@@ -130,7 +134,7 @@ class RouteHealthApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
-        return Response(selectors.route_health(route))
+        return Response(selectors.route_health(route, user=request.user))
 
 
 class RouteRechecksApi(APIView):

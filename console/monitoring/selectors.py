@@ -16,6 +16,7 @@ from console.analysis.reports import operating_points_report
 from console.core.errors import NotFound
 from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.selectors import decisions_not_following_policy
+from console.ledger.hooks import route_figures
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import readable_routes
 from console.monitoring.models import Alarm, AlarmStatus, DailyAggregate, Recheck, RecheckStatus, RouteMonitoring
@@ -343,9 +344,10 @@ def _rate(refused: int, n: int) -> dict[str, Any]:
     }
 
 
-def route_health(route: Route, *, now=None) -> dict[str, Any]:
+def route_health(route: Route, *, user=None, now=None) -> dict[str, Any]:
     """The figures of the dashboard and of GET /routes/{slug}/health, straight from the decisions
-    (today and the last 7 days are small windows on the (route, occurred_at) index)."""
+    (today and the last 7 days are small windows on the (route, occurred_at) index). With a `user`,
+    also the figures upper apps register for what that user may see (disputes open and overdue)."""
     from console.shadow.models import ShadowRun, ShadowStatus
     from grading.models import FinalLabel, GradingItem, ItemStatus
 
@@ -367,6 +369,8 @@ def route_health(route: Route, *, now=None) -> dict[str, Any]:
         {"id": a.pk, "kind": a.kind, "first_day": a.first_day.isoformat()}
         for a in Alarm.objects.filter(route=route, status=AlarmStatus.OPEN)
     ]
+    if user is not None:
+        health.update(route_figures(user, [route]).get(route.pk, {}))
     if policy is None:
         return health
     evidence = policy.evidence_document

@@ -143,3 +143,26 @@ def test_the_grading_backlog_links_to_the_queue_only_for_those_who_grade(route, 
     dashboard = client.get("/").content.decode()
     assert '<a href="/grading/?route=it-support">grading backlog 0</a>' in dashboard
     assert client.get("/grading/?route=it-support").status_code == 200
+
+
+def test_health_counts_open_and_overdue_disputes(route, owner, integrator):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console.disputes.models import Dispute
+    from tests.factories import ingest, record
+
+    ids = ingest([record(), record(), record()])
+    for decision_id in ids:
+        response = owner.post(
+            f"/api/v1/decisions/{decision_id}/disputes",
+            {"kind": "other", "reason": "It was in the manual."},
+            format="json",
+        )
+        assert response.status_code == 201, response.json()
+    Dispute.objects.filter(decision_id=ids[0]).update(due_by=timezone.now() - timedelta(hours=1))
+    Dispute.objects.filter(decision_id=ids[2]).update(status="withdrawn", resolved_at=timezone.now())
+    health = owner.get("/api/v1/routes/it-support/health").json()
+    assert (health["disputes_open"], health["disputes_overdue"]) == (2, 1)
+    assert integrator.get("/api/v1/routes/it-support/health").json()["disputes_open"] == 2
