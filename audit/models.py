@@ -46,10 +46,12 @@ class Action(models.TextChoices):
     POLICY_RECHECK_CLEARED = "policy_recheck_cleared", "Policy in force no longer awaiting a recheck"
     RECHECK_OPENED = "recheck_opened", "Release recheck opened"
     RECHECK_CLOSED = "recheck_closed", "Release recheck closed"
+    RECHECK_PLAN_ADJUSTED = "recheck_plan_adjusted", "Release recheck sample resized"
     ALARM_OPENED = "alarm_opened", "Drift alarm opened"
     ALARM_ACKNOWLEDGED = "alarm_acknowledged", "Drift alarm acknowledged"
     ALARM_CLOSED = "alarm_closed", "Drift alarm closed"
     EVIDENCE_REFRESH_REQUESTED = "evidence_refresh_requested", "Graded sample refresh requested"
+    ROUTE_MONITORING_CHANGED = "route_monitoring_changed", "Route's monitoring settings changed"
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
     CANDIDATE_REGISTERED = "candidate_registered", "Candidate gate registered"

@@ -28,6 +28,7 @@ ORDER = [
     "stats.py",
     "pages.py",
     "similarity.py",
+    "monitor.py",
     "memory.py",
 ]
 

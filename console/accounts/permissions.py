@@ -238,6 +238,16 @@ def can_close_recheck(user, route) -> bool:
     return has_role(user, MONITORING_RESPONDERS, route)
 
 
+def can_plan_recheck(user, route) -> bool:
+    """Resize an open recheck's sample (its target interval half-width)."""
+    return has_role(user, MONITORING_RESPONDERS, route)
+
+
+def can_set_route_monitoring(user, route) -> bool:
+    """Change a route's monitoring settings (how old the evidence's labels may grow)."""
+    return has_role(user, MONITORING_RESPONDERS, route)
+
+
 def can_acknowledge_alarm(user, route) -> bool:
     return has_role(user, MONITORING_RESPONDERS, route)
 

@@ -11,7 +11,12 @@ class DisputesConfig(AppConfig):
         from console.analysis.panels import register_side_panel
         from console.disputes import tasks, views
         from console.disputes.selectors import dispute_status_annotations, dispute_status_of
-        from console.ledger.hooks import register_after_ingest, register_decision_filter, register_route_summary
+        from console.ledger.hooks import (
+            register_after_ingest,
+            register_decision_filter,
+            register_route_figures,
+            register_route_summary,
+        )
         from console.similarity.hooks import NeighbourFact, register_neighbour_fact
 
         register_after_ingest(tasks.appeals_attach)
@@ -24,5 +29,6 @@ class DisputesConfig(AppConfig):
         )
         register_side_panel(views.analysis_side_panel)
         register_route_summary(views.dashboard_lines)
+        register_route_figures(views.health_figures)
         # Each similar refusal shows whether it was disputed and how that ended.
         register_neighbour_fact(NeighbourFact("dispute", dispute_status_annotations, dispute_status_of))

@@ -264,6 +264,26 @@ def disputed_condition():
     )
 
 
+def health_figures(user, routes: list[Route]) -> dict[int, dict[str, int]]:
+    """Open and overdue disputes per route for route health (one query; zeros included)."""
+    if not routes or not permissions.can_read_disputes(user):
+        return {}
+    counts = {
+        row["route_id"]: row
+        for row in selectors.readable_disputes(user)
+        .filter(route__in=routes, status=Status.OPEN)
+        .values("route_id")
+        .annotate(open=Count("pk"), overdue=Count("pk", filter=Q(due_by__lt=_now())))
+    }
+    return {
+        route.pk: {
+            "disputes_open": counts.get(route.pk, {}).get("open", 0),
+            "disputes_overdue": counts.get(route.pk, {}).get("overdue", 0),
+        }
+        for route in routes
+    }
+
+
 def dashboard_lines(user, routes: list[Route]) -> dict[int, list[dict[str, Any]]]:
     """Open and overdue disputes per route for the dashboard's cards (one query)."""
     if not routes or not permissions.can_read_disputes(user):

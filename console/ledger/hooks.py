@@ -95,3 +95,22 @@ def route_summaries(user, routes: list) -> dict[int, list[dict[str, Any]]]:
         for route_id, items in fn(user, routes).items():
             lines.setdefault(route_id, []).extend(items)
     return lines
+
+
+# Figures that upper apps add to each route's health (GET /api/v1/routes/{slug}/health): `fn(user,
+# routes)` returns, per route id, {name: number} for every route it counts (one query for all routes),
+# or nothing for a user who may not see them. Disputes adds its open and overdue counts.
+_route_figures: list[Callable[[Any, list], dict[int, dict[str, Any]]]] = []
+
+
+def register_route_figures(fn: Callable[[Any, list], dict[int, dict[str, Any]]]) -> None:
+    if fn not in _route_figures:
+        _route_figures.append(fn)
+
+
+def route_figures(user, routes: list) -> dict[int, dict[str, Any]]:
+    figures: dict[int, dict[str, Any]] = {}
+    for fn in _route_figures:
+        for route_id, values in fn(user, routes).items():
+            figures.setdefault(route_id, {}).update(values)
+    return figures

@@ -42,13 +42,20 @@ _HEALTH = inline_serializer(
         "false_abstention": serializers.JSONField(
             required=False, help_text="The signed evidence's estimate {value, low, high}"
         ),
-        "evidence": serializers.JSONField(required=False, help_text="{stale, reasons, segment_tv, newest_label}"),
+        "evidence": serializers.JSONField(
+            required=False,
+            help_text="{stale, reasons, segment_tv, newest_label, max_label_age_days (the route's setting)}",
+        ),
         "rechecks_open": serializers.IntegerField(),
         "alarms_open": serializers.ListField(child=serializers.JSONField()),
         "grading_backlog": serializers.IntegerField(),
         "labels_last_7_days": serializers.IntegerField(),
         "shadow_runs_failed": serializers.IntegerField(),
         "decisions_not_following_policy": serializers.IntegerField(),
+        "disputes_open": serializers.IntegerField(required=False, help_text="For readers of the route's disputes."),
+        "disputes_overdue": serializers.IntegerField(
+            required=False, help_text="Open disputes past their due time (readers of the route's disputes)."
+        ),
     },
 )
 _DIAGNOSIS = inline_serializer(
@@ -74,8 +81,11 @@ _RECHECK = inline_serializer(
         "diagnosis": _DIAGNOSIS,
         "comparison": serializers.JSONField(
             help_text=(
-                "At the signed cutoff: before/after counts; abstention, false_abstention, wrong_served, no_support as "
-                "{before, after, difference} (Wilson; Newcombe for the difference) or null; segments; progress"
+                "At the signed cutoff, with the signed evidence's confidence and interval method: before (the "
+                "signed evidence's row as signed) and after (the new versions' traffic) counts; abstention, "
+                "false_abstention, wrong_served (Hájek-weighted when the graded sample is stratified), no_support "
+                "as {before, after, difference} (Newcombe's hybrid interval from the two intervals) or null; "
+                "segments; progress"
             )
         ),
     },
@@ -124,7 +134,7 @@ class RouteHealthApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
-        return Response(selectors.route_health(route))
+        return Response(selectors.route_health(route, user=request.user))
 
 
 class RouteRechecksApi(APIView):

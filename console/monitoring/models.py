@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 VERSION_KEYS = ("model", "retriever", "corpus", "gate")
+LABEL_AGE_MAX_DAYS = 3650
 SCORE_BINS = 1000  # score counts per 0.001 bin on [0, 1]; scores outside fall into the end bins
 
 
@@ -129,3 +131,16 @@ class DailyAggregate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.route_id}/{self.day}: {self.n}"
+
+
+class RouteMonitoring(models.Model):
+    """A route's monitoring settings; a route without a row uses the defaults in settings."""
+
+    route = models.OneToOneField("ledger.Route", on_delete=models.CASCADE, related_name="monitoring")
+    evidence_max_label_age_days = models.PositiveSmallIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(LABEL_AGE_MAX_DAYS)],
+        help_text="The signed evidence is stale once its newest label is older than this many days.",
+    )
+
+    def __str__(self) -> str:
+        return f"monitoring of {self.route_id}"

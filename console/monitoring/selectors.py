@@ -11,15 +11,24 @@ from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.analysis.params import OperatingPointsQuery, Window
+from console.analysis.reports import operating_points_report
 from console.core.errors import NotFound
 from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.selectors import decisions_not_following_policy
+from console.ledger.hooks import route_figures
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import readable_routes
-from console.monitoring.models import Alarm, AlarmStatus, DailyAggregate, Recheck, RecheckStatus
+from console.monitoring.models import Alarm, AlarmStatus, DailyAggregate, Recheck, RecheckStatus, RouteMonitoring
 from console.stats.drift import total_variation_distance
-from console.stats.intervals import proportion_interval
-from console.stats.recheck import RateComparison, compare_rates, decompose_rate_change, diagnose_recheck
+from console.stats.intervals import Interval, proportion_interval
+from console.stats.recheck import (
+    RateComparison,
+    compare_intervals,
+    compare_rates,
+    decompose_rate_change,
+    diagnose_recheck,
+)
 
 STALE_SEGMENT_TV = 0.15
 CURRENT_TRAFFIC_DAYS = 7
@@ -57,9 +66,12 @@ def policy_in_force(route: Route) -> PolicyVersion | None:
 
 
 def _window_decisions(policy: PolicyVersion) -> QuerySet[Decision]:
-    """The decisions the signed evidence was computed on: its window, up to the signature."""
+    """The decisions the signed evidence was computed on: its window, up to the signature, and in the
+    ledger by then (a decision logged later with an earlier date was not read)."""
     filters = policy.filters or {}
-    decisions = Decision.objects.filter(route_id=policy.route_id, occurred_at__lte=policy.signed_at)
+    decisions = Decision.objects.filter(
+        route_id=policy.route_id, occurred_at__lte=policy.signed_at, ingested_at__lte=policy.signed_at
+    )
     if filters.get("from"):
         decisions = decisions.filter(occurred_at__date__gte=filters["from"])
     if filters.get("to"):
@@ -72,17 +84,14 @@ def _window_decisions(policy: PolicyVersion) -> QuerySet[Decision]:
 
 
 def _counts(decisions: QuerySet[Decision], cutoff: float) -> dict[str, int]:
-    below, above = Q(gate_score__lt=cutoff), Q(gate_score__gte=cutoff)
-    labelled = Q(final_label__isnull=False)
+    """Census counts at the cutoff: decisions, refusals, and refusals with no supporting passage
+    among those whose span check ran."""
+    below = Q(gate_score__lt=cutoff)
     return decisions.aggregate(
         n=Count("pk"),
         refused=Count("pk", filter=below),
         no_support=Count("pk", filter=below & Q(support__no_supporting_passage=True)),
         checked_refused=Count("pk", filter=below & Q(support__isnull=False)),
-        graded_refused=Count("pk", filter=below & labelled),
-        correct_refused=Count("pk", filter=below & Q(final_label__correct=True)),
-        graded_served=Count("pk", filter=above & labelled),
-        wrong_served=Count("pk", filter=above & Q(final_label__correct=False)),
     )
 
 
@@ -102,31 +111,66 @@ def _comparison(c: RateComparison | None) -> dict[str, Any] | None:
     return {"before": c.before.as_dict(), "after": c.after.as_dict(), "difference": c.difference.as_dict()}
 
 
+def _interval(figure: dict[str, Any] | None) -> Interval | None:
+    """An interval of an operating-point row (``{"value", "low", "high"}``), None when absent."""
+    if not figure or figure.get("value") is None or figure.get("low") is None or figure.get("high") is None:
+        return None
+    return Interval(figure["value"], figure["low"], figure["high"])
+
+
+def _wrong_served_share(row: dict[str, Any]) -> Interval | None:
+    """The share wrong among graded served items, read back from the row's wrong-served-per-1000,
+    which is that share (and its interval) times the exact ``1000 S/N``."""
+    per_1000 = _interval(row.get("wrong_served_per_1000"))
+    if per_1000 is None or not row.get("served") or not row.get("graded_served"):
+        return None
+    return per_1000.scaled((row["refused"] + row["served"]) / (1000.0 * row["served"]))
+
+
+def _operating_row(route: Route, window: Window, cutoff: float, *, confidence: float, interval: str):
+    """The operating-point row at ``cutoff`` as the table computes it: census abstention, and the
+    graded shares Hájek-weighted when the sample's inclusion probabilities differ."""
+    query = OperatingPointsQuery(window=window, cutoffs=(cutoff,), confidence=confidence, interval=interval)
+    rows = operating_points_report(route, query).data.get("rows") or []
+    return next((row for row in rows if row["cutoff"] is not None), None)
+
+
 def recheck_report(recheck: Recheck) -> dict[str, Any]:
     """Signed evidence against the new versions at the signed cutoff: abstention (census), false
     abstention and wrong served (graded so far), no-support share, each with Newcombe's difference
-    interval; the per-segment decomposition; the sample's progress; the diagnosis."""
+    interval; the per-segment decomposition; the sample's progress; the diagnosis.
+
+    The "before" figures of abstention, false abstention and wrong served are the signed evidence's
+    row at the cutoff, as signed (Hájek-weighted when its graded sample was stratified); the "after"
+    figures are the same row computed on the new versions' traffic, with the evidence's confidence
+    and interval method. The no-support share and the segment decomposition are census counts of
+    the signing window's decisions, which the evidence does not record."""
     policy, cutoff = recheck.policy, recheck.policy.cutoff
+    evidence = policy.evidence_document
+    confidence = evidence.get("confidence") or policy.confidence
+    method = evidence.get("interval") or policy.interval
     before_set = _window_decisions(policy)
     after_set = Decision.objects.filter(route_id=recheck.route_id, versions__contains=recheck.versions)
     before, after = _counts(before_set, cutoff), _counts(after_set, cutoff)
-    abstention = (
-        compare_rates(before["refused"], before["n"], after["refused"], after["n"])
-        if before["n"] and after["n"]
-        else None
-    )
-    far = (
-        compare_rates(
-            before["correct_refused"], before["graded_refused"], after["correct_refused"], after["graded_refused"]
+    signed_row = evidence.get("chosen_row") or {}
+    if signed_row:
+        before |= {"n": signed_row["refused"] + signed_row["served"], "refused": signed_row["refused"]}
+    new_window = Window(versions=tuple(sorted(recheck.versions.items())))
+    new_row = _operating_row(recheck.route, new_window, cutoff, confidence=confidence, interval=method) or {}
+    for counts, row in ((before, signed_row), (after, new_row)):
+        counts |= {"graded_refused": row.get("graded_refused", 0), "graded_served": row.get("graded_served", 0)}
+
+    abstention = None
+    if before["n"] and after["n"]:
+        signed_abstention = _interval(signed_row.get("abstention_rate")) or proportion_interval(
+            before["refused"], before["n"], confidence=confidence, method=method
         )
-        if before["graded_refused"] and after["graded_refused"]
-        else None
-    )
-    wrong = (
-        compare_rates(before["wrong_served"], before["graded_served"], after["wrong_served"], after["graded_served"])
-        if before["graded_served"] and after["graded_served"]
-        else None
-    )
+        abstention = compare_intervals(
+            signed_abstention,
+            proportion_interval(after["refused"], after["n"], confidence=confidence, method=method),
+        )
+    far = _both(_interval(signed_row.get("false_abstention_rate")), _interval(new_row.get("false_abstention_rate")))
+    wrong = _both(_wrong_served_share(signed_row), _wrong_served_share(new_row))
     no_support = (
         compare_rates(before["no_support"], before["checked_refused"], after["no_support"], after["checked_refused"])
         if before["checked_refused"] and after["checked_refused"]
@@ -154,6 +198,8 @@ def recheck_report(recheck: Recheck) -> dict[str, Any]:
     ]
     return {
         "cutoff": cutoff,
+        "confidence": confidence,
+        "interval": method,
         "before": before,
         "after": after,
         "abstention": _comparison(abstention),
@@ -176,6 +222,10 @@ def recheck_report(recheck: Recheck) -> dict[str, Any]:
         "progress": progress,
         "diagnosis": diagnosis,
     }
+
+
+def _both(before: Interval | None, after: Interval | None) -> RateComparison | None:
+    return compare_intervals(before, after) if before is not None and after is not None else None
 
 
 def recheck_as_dict(recheck: Recheck, *, report: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -229,11 +279,20 @@ def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
 # --------------------------------------------------------------------------- stale evidence
 
 
+def label_age_limit_days(route_id: int) -> int:
+    """Days after which the evidence's newest label makes it stale: the route's setting, else the default."""
+    limit = (
+        RouteMonitoring.objects.filter(route_id=route_id).values_list("evidence_max_label_age_days", flat=True).first()
+    )
+    return limit if limit is not None else settings.EVIDENCE_MAX_LABEL_AGE_DAYS
+
+
 def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> dict[str, Any]:
-    """Stale when the evidence's labels are older than the limit, or when the graded sample's segment
-    mix differs from current traffic (the last 7 days) by more than 0.15 total variation."""
+    """Stale when the evidence's newest label is older than the route's limit, or when the graded
+    sample's segment mix differs from current traffic (the last 7 days) by more than 0.15 total
+    variation."""
     today = today or timezone.now().date()
-    max_age = settings.EVIDENCE_MAX_LABEL_AGE_DAYS
+    max_age = label_age_limit_days(policy.route_id)
     reasons = []
     graded = _window_decisions(policy).filter(final_label__isnull=False)
     ages = graded.aggregate(oldest=Min("final_label__decided_at"), newest=Max("final_label__decided_at"))
@@ -263,6 +322,7 @@ def evidence_staleness(policy: PolicyVersion, *, today: date | None = None) -> d
         "reasons": reasons,
         "segment_tv": tv,
         "newest_label": ages["newest"].isoformat() if ages["newest"] else None,
+        "max_label_age_days": max_age,
     }
 
 
@@ -284,9 +344,10 @@ def _rate(refused: int, n: int) -> dict[str, Any]:
     }
 
 
-def route_health(route: Route, *, now=None) -> dict[str, Any]:
+def route_health(route: Route, *, user=None, now=None) -> dict[str, Any]:
     """The figures of the dashboard and of GET /routes/{slug}/health, straight from the decisions
-    (today and the last 7 days are small windows on the (route, occurred_at) index)."""
+    (today and the last 7 days are small windows on the (route, occurred_at) index). With a `user`,
+    also the figures upper apps register for what that user may see (disputes open and overdue)."""
     from console.shadow.models import ShadowRun, ShadowStatus
     from grading.models import FinalLabel, GradingItem, ItemStatus
 
@@ -308,6 +369,8 @@ def route_health(route: Route, *, now=None) -> dict[str, Any]:
         {"id": a.pk, "kind": a.kind, "first_day": a.first_day.isoformat()}
         for a in Alarm.objects.filter(route=route, status=AlarmStatus.OPEN)
     ]
+    if user is not None:
+        health.update(route_figures(user, [route]).get(route.pk, {}))
     if policy is None:
         return health
     evidence = policy.evidence_document

@@ -36,7 +36,9 @@ def route_monitoring(request, slug: str):
     }
     if policy is not None:
         aggregates = list(DailyAggregate.objects.filter(route=route).order_by("day"))
-        reading = alarm_services.monitor_read(policy, aggregates, today=timezone.now().date())
+        reading = alarm_services.monitor_read(
+            policy, aggregates, today=timezone.now().date(), window=alarm_services.signing_window(policy)
+        )
         if reading is not None:
             chart = reading.chart
             alarm_days = [a.first_day.isoformat() for a in context["alarms"] if a.kind == AlarmKind.ABSTENTION]
@@ -88,6 +90,8 @@ def recheck_detail(request, slug: str, pk: int):
             "draft_link": draft_link,
             "newer": list(newer),
             "can_close": permissions.can_close_recheck(request.user, recheck.route),
+            "can_plan": permissions.can_plan_recheck(request.user, recheck.route),
+            "half_width_points": f"{100 * (recheck.plan or {}).get('half_width', 0):g}",
         },
     )
 
@@ -115,6 +119,26 @@ def recheck_close(request, slug: str, pk: int):
 
 
 @require_POST
+def recheck_plan_adjust(request, slug: str, pk: int):
+    recheck = _recheck_for(request, slug, pk)
+    try:
+        points = float(request.POST.get("half_width_points", ""))
+    except ValueError:
+        messages.error(request, "Give the half-width in points, for example 5.")
+        return redirect("monitoring-recheck", slug=slug, pk=pk)
+    try:
+        adjusted = recheck_services.recheck_plan_adjust(
+            actor=Actor.user(request.user), user=request.user, recheck=recheck, half_width=points / 100
+        )
+    except (InvalidInput, Conflict) as exc:
+        messages.error(request, exc.message)
+    else:
+        targets = ", ".join(str(band["target"]) for band in adjusted.plan["bands"])
+        messages.success(request, f"Recheck sample resized for ±{points:g} points: {targets} graded items by band.")
+    return redirect("monitoring-recheck", slug=slug, pk=pk)
+
+
+@require_POST
 def alarm_acknowledge(request, slug: str, pk: int):
     alarm = selectors.get_alarm_for_user(request.user, pk)
     if alarm.route.slug != slug:
@@ -127,6 +151,25 @@ def alarm_acknowledge(request, slug: str, pk: int):
         messages.error(request, exc.message)
     else:
         messages.success(request, "Alarm acknowledged.")
+    return redirect("route-monitoring", slug=slug)
+
+
+@require_POST
+def route_monitoring_settings(request, slug: str):
+    route = selectors.route_for_monitoring_reader(request.user, slug)
+    try:
+        days = int(request.POST.get("evidence_max_label_age_days", ""))
+    except ValueError:
+        messages.error(request, "Give the label age limit as a whole number of days.")
+        return redirect("route-monitoring", slug=slug)
+    try:
+        evidence_services.route_monitoring_set(
+            actor=Actor.user(request.user), user=request.user, route=route, evidence_max_label_age_days=days
+        )
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"The evidence now counts as stale once its newest label is {days} days old.")
     return redirect("route-monitoring", slug=slug)
 
 

@@ -75,4 +75,5 @@ def dashboard(request):
         row["extras"] = extras.get(row["route"].pk, [])
         if permissions.can_read_policy(request.user, row["route"]):
             row["health"] = route_health(row["route"])
+            row["grades"] = permissions.can_grade(request.user, row["route"])  # the backlog links to the queue
     return render(request, "review/dashboard.html", {"routes": routes, "reader": True})

@@ -7,7 +7,14 @@ class ShadowConfig(AppConfig):
     verbose_name = "Shadow evaluation"
 
     def ready(self) -> None:
-        from console.ledger.hooks import register_after_ingest
+        from console.ledger.hooks import register_after_ingest, register_decision_filter
         from console.shadow import tasks
+        from console.shadow.selectors import shadow_failed_condition
 
         register_after_ingest(tasks.shadow_runs_open)
+        register_decision_filter(
+            "shadow_failed",
+            label="Shadow run failed",
+            condition=shadow_failed_condition,
+            help_text="The shadow run (the answer with the gate disabled) failed; its page offers a retry.",
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Exists, OuterRef
 from django.http import Http404
 
 from console.accounts import permissions
@@ -27,6 +28,11 @@ def logged_pipeline_request(decision: Decision) -> PipelineRequest:
         question=decision.question,
         passages=tuple(PipelinePassage(id=external_id, text=text) for external_id, text in links),
     )
+
+
+def shadow_failed_condition() -> Exists:
+    """For the refusals list's filter: the decision's shadow run failed (and waits for a retry)."""
+    return Exists(ShadowRun.objects.filter(decision=OuterRef("pk"), status=ShadowStatus.FAILED))
 
 
 def logged_passages_sha256(decision: Decision) -> str:

@@ -349,3 +349,40 @@ def total_variation_distance(counts_a: Mapping[str, float], counts_b: Mapping[st
     if a.sum() == 0 or b.sum() == 0:
         raise ValueError("both distributions need at least one item")
     return float(0.5 * np.sum(np.abs(a / a.sum() - b / b.sum())))
+
+
+@dataclass(frozen=True)
+class ChiSquareResult:
+    statistic: float
+    degrees_of_freedom: int
+    p_value: float
+
+
+def mix_homogeneity_test(counts_a: Mapping[str, float], counts_b: Mapping[str, float]) -> ChiSquareResult:
+    """Pearson's chi-square test that two samples of categories come from one mix.
+
+    Over the categories seen on either side (``k`` of them), with ``O`` the 2 x k table of
+    counts and ``E_ij = row_i col_j / total`` its expected counts under one shared mix::
+
+        X^2 = sum (O_ij - E_ij)^2 / E_ij,   df = k - 1,   p = P(chi^2_df >= X^2)
+
+    (Pearson 1900; no continuity correction): ``scipy.stats.chi2_contingency(table,
+    correction=False)``. It says whether a day's segment mix differs from the signing window's
+    by more than a day of that size would by chance: with few decisions a day, a total
+    variation of 0.15 is often only noise. One category only gives ``X^2 = 0``, ``p = 1``.
+    """
+    from scipy import stats
+
+    categories = sorted(set(counts_a) | set(counts_b))
+    a = _counts("counts_a", [counts_a.get(k, 0) for k in categories])
+    b = _counts("counts_b", [counts_b.get(k, 0) for k in categories])
+    if a.sum() == 0 or b.sum() == 0:
+        raise ValueError("both distributions need at least one item")
+    seen = (a + b) > 0
+    table = np.vstack([a[seen], b[seen]])
+    if table.shape[1] < 2:
+        return ChiSquareResult(0.0, 0, 1.0)
+    expected = table.sum(axis=1, keepdims=True) * table.sum(axis=0, keepdims=True) / table.sum()
+    statistic = float(np.sum((table - expected) ** 2 / expected))
+    df = table.shape[1] - 1
+    return ChiSquareResult(statistic, df, float(stats.chi2.sf(statistic, df)))

@@ -362,20 +362,33 @@ def newcombe_difference_interval(
     """Newcombe's hybrid score interval for ``p_a - p_b`` of two independent proportions.
 
     Newcombe (1998), "Interval estimation for the difference between independent proportions:
-    comparison of eleven methods", Statistics in Medicine 17:873, method 10. With
-    ``d = p_a - p_b`` and ``[l_a, u_a]``, ``[l_b, u_b]`` the two Wilson score intervals at
-    ``confidence``::
+    comparison of eleven methods", Statistics in Medicine 17:873, method 10: the
+    :func:`difference_of_intervals` of the two Wilson score intervals at ``confidence``. It keeps
+    the Wilson intervals' good coverage near 0 and 1, where the Wald difference interval
+    collapses, and it stays inside [-1, 1]. Reference: statsmodels
+    ``confint_proportions_2indep(..., compare="diff", method="newcomb")``. ``value`` is ``d``;
+    when either group has no observation the difference is unknown: ``Interval(nan, nan, nan)``.
+    """
+    return difference_of_intervals(
+        proportion_interval(successes_a, n_a, confidence=confidence, method="wilson"),
+        proportion_interval(successes_b, n_b, confidence=confidence, method="wilson"),
+    )
+
+
+def difference_of_intervals(a: Interval, b: Interval) -> Interval:
+    """Interval for ``p_a - p_b`` from an interval for each of two independent shares.
+
+    With ``d = p_a - p_b`` (Zou & Donner 2008, "Construction of confidence limits about effect
+    measures: a general approach", Statistics in Medicine 27:1693, the MOVER; Newcombe's method
+    10 is this with Wilson intervals)::
 
         low  = d - sqrt((p_a - l_a)^2 + (u_b - p_b)^2)
         high = d + sqrt((u_a - p_a)^2 + (p_b - l_b)^2)
 
-    It keeps the Wilson intervals' good coverage near 0 and 1, where the Wald difference
-    interval collapses, and it stays inside [-1, 1]. Reference: statsmodels
-    ``confint_proportions_2indep(..., compare="diff", method="newcomb")``. ``value`` is ``d``;
-    when either group has no observation the difference is unknown: ``Interval(nan, nan, nan)``.
+    The two intervals may come from different estimators, for example a Hájek-weighted share
+    with its Korn–Graubard effective-n Wilson interval against a plain Wilson interval, which
+    is how a stratified graded sample is compared with another one. Undefined when either is.
     """
-    a = proportion_interval(successes_a, n_a, confidence=confidence, method="wilson")
-    b = proportion_interval(successes_b, n_b, confidence=confidence, method="wilson")
     if not (a.is_defined and b.is_defined):
         return Interval.undefined()
     difference = a.value - b.value

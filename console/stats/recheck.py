@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from console.stats.intervals import Interval, newcombe_difference_interval, proportion_interval
+from console.stats.intervals import Interval, difference_of_intervals, newcombe_difference_interval, proportion_interval
 
 Pattern = Literal["location_shift", "separation_worse", "segment", "retrieval", "none"]
 PATTERNS: tuple[str, ...] = ("retrieval", "segment", "separation_worse", "location_shift", "none")
@@ -25,8 +25,9 @@ SEGMENT_SHARE = 0.6
 
 @dataclass(frozen=True)
 class RateComparison:
-    """A share before and after, each with its Wilson interval, and ``after - before`` with
-    Newcombe's hybrid score interval."""
+    """A share before and after, each with its interval (Wilson, or the Korn–Graubard Wilson
+    interval of a weighted share), and ``after - before`` with Newcombe's hybrid score interval
+    built from those two intervals."""
 
     before: Interval
     after: Interval
@@ -64,6 +65,14 @@ def compare_rates(
             successes_after, n_after, successes_before, n_before, confidence=confidence
         ),
     )
+
+
+def compare_intervals(before: Interval, after: Interval) -> RateComparison:
+    """Two shares already estimated, each with its own interval (for example Hájek-weighted
+    shares of stratified graded samples, or the signed evidence's figures as signed), and the
+    difference ``after - before`` by :func:`console.stats.intervals.difference_of_intervals`.
+    With two Wilson intervals of counts this is :func:`compare_rates` exactly."""
+    return RateComparison(before=before, after=after, difference=difference_of_intervals(after, before))
 
 
 @dataclass(frozen=True)

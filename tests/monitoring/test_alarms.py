@@ -128,3 +128,52 @@ def test_a_note_too_long_or_with_nul_is_refused_not_a_crash(watched, integrator,
         assert response.status_code == 400 and response.json()["error"]["code"]
     alarm.refresh_from_db()
     assert alarm.status == "open"
+
+
+def test_days_logged_after_signing_are_watched_not_taken_as_the_baseline(signed, integrator):
+    """Signed with no date filter on the days 30 to 11 days ago; the last 10 days are logged only
+    afterwards (a back-fill) with lower scores: they are after the evidence, so they alarm."""
+    _shifted_days(integrator, range(10, 0, -1))
+    results = monitor_run(actor=ACTOR)
+    assert results[0]["alarms"].get("abstention") == "opened"
+    alarm = Alarm.objects.get(kind="abstention", status="open")
+    assert alarm.first_day == day_start(10).date()
+
+
+def test_a_small_day_whose_mix_moved_by_chance_is_inside_and_a_real_move_is_outside():
+    """Six equal segments in the window; a day of 20 decisions at 6/5/3/2/2/2 is 0.22 total
+    variation away, which 20 draws from the window's mix give by chance (chi-square p ~ 0.5); a
+    day of 300 at 200/20/20/20/20/20 is 0.5 away and no chance result."""
+    from datetime import date, timedelta
+
+    from console.governance.models import PolicyVersion
+    from console.monitoring.services.alarms import monitor_read
+
+    def aggregate(day: date, segment_counts: list[int]) -> DailyAggregate:
+        n = sum(segment_counts)
+        histogram = [0] * 1000
+        histogram[700] = n
+        return DailyAggregate(
+            day=day,
+            n=n,
+            cutoff=0.6,
+            refused_at_cutoff=round(0.3 * n),
+            no_support_refused=0,
+            histogram=histogram,
+            segments={name: count for name, count in zip("abcdef", segment_counts, strict=True) if count},
+        )
+
+    first = date(2026, 11, 1)
+    window = [aggregate(first + timedelta(days=i), [20] * 6) for i in range(10)]
+    small = aggregate(first + timedelta(days=10), [6, 5, 3, 2, 2, 2])
+    moved = aggregate(first + timedelta(days=11), [200, 20, 20, 20, 20, 20])
+    reading = monitor_read(
+        PolicyVersion(cutoff=0.6),
+        [*window, small, moved],
+        today=moved.day,
+        window=(first, first + timedelta(days=9)),
+    )
+    mix = reading.series["segment_mix"]
+    assert [d["total_variation"] for d in mix.detail] == pytest.approx([0.2167, 0.5], abs=1e-4)
+    assert mix.outside == [False, True]
+    assert mix.detail[0]["chi2_p_value"] > 0.3 and mix.detail[1]["chi2_p_value"] < 1e-6

@@ -114,3 +114,55 @@ def test_the_dashboard_and_the_monitoring_page_show_the_figures_and_charts(watch
     assert page.status_code == 200
     assert '<svg class="monitor-abstention"' in html and '<svg class="monitor-scores"' in html
     assert "Abstention at the signed cutoff" in html and "Acknowledge" in html
+
+
+def test_the_dashboard_links_failed_shadow_runs_and_labels_to_their_pages(route, owner, client):
+    from html import unescape
+
+    from console.ledger.models import Decision
+    from console.shadow.models import ShadowRun
+    from tests.factories import ingest, record
+
+    ingest([record(question="shadow broke"), record(question="shadow fine")])
+    broke = Decision.objects.get(question="shadow broke")
+    ShadowRun.objects.create(decision=broke, pipeline="http", status="failed", error="HTTP 500")
+    client.force_login(owner.user)
+    dashboard = client.get("/").content.decode()
+    link = "/refusals/?route=it-support&amp;shadow_failed=on"
+    assert f'<a href="{link}">shadow runs failed 1</a>' in dashboard
+    assert '<a href="/operating-points/?route=it-support">labels in 7 days 0</a>' in dashboard
+    refusals = client.get(unescape(link)).content.decode()
+    assert "shadow broke" in refusals and "shadow fine" not in refusals
+
+
+def test_the_grading_backlog_links_to_the_queue_only_for_those_who_grade(route, owner, reviewer, client):
+    client.force_login(owner.user)  # a policy owner may not open the grading queue (403)
+    dashboard = client.get("/").content.decode()
+    assert "grading backlog 0" in dashboard and "/grading/?route=it-support" not in dashboard
+    client.force_login(reviewer.user)
+    dashboard = client.get("/").content.decode()
+    assert '<a href="/grading/?route=it-support">grading backlog 0</a>' in dashboard
+    assert client.get("/grading/?route=it-support").status_code == 200
+
+
+def test_health_counts_open_and_overdue_disputes(route, owner, integrator):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console.disputes.models import Dispute
+    from tests.factories import ingest, record
+
+    ids = ingest([record(), record(), record()])
+    for decision_id in ids:
+        response = owner.post(
+            f"/api/v1/decisions/{decision_id}/disputes",
+            {"kind": "other", "reason": "It was in the manual."},
+            format="json",
+        )
+        assert response.status_code == 201, response.json()
+    Dispute.objects.filter(decision_id=ids[0]).update(due_by=timezone.now() - timedelta(hours=1))
+    Dispute.objects.filter(decision_id=ids[2]).update(status="withdrawn", resolved_at=timezone.now())
+    health = owner.get("/api/v1/routes/it-support/health").json()
+    assert (health["disputes_open"], health["disputes_overdue"]) == (2, 1)
+    assert integrator.get("/api/v1/routes/it-support/health").json()["disputes_open"] == 2

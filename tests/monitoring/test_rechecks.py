@@ -136,3 +136,40 @@ def test_closing_by_a_new_signature_names_the_version(signed, integrator, owner,
     )
     assert response.status_code == 200 and response.json()["resolution"] == "signed"
     assert PolicyVersion.objects.get(pk=signed.pk).status == "superseded"
+
+
+def test_the_owner_resizes_the_recheck_sample_and_the_grading_plan_follows(signed, integrator, owner, grader, client):
+    post_day(integrator, days_ago=1, scores=[0.3, 0.7], versions=NEW_MODEL, jobs=True)
+    recheck = Recheck.objects.get()
+    url = f"/routes/it-support/rechecks/{recheck.pk}/plan/"
+    client.force_login(owner.user)
+    page = client.get(f"/routes/it-support/rechecks/{recheck.pk}/").content.decode()
+    assert "Sized for ±5 points" in page and 'id="plan-form"' in page
+    assert client.post(url, {"half_width_points": "10"}).status_code == 302
+    recheck.refresh_from_db()
+    assert recheck.plan["half_width"] == pytest.approx(0.10)
+    assert recheck.plan["bands"][1]["target"] == 97  # 1.96^2 * 0.25 / 0.10^2 = 96.04, rounded up
+    plan = GradingPlan.objects.get(route=signed.route)
+    assert [s["target"] for s in plan.strata] == [b["target"] for b in recheck.plan["bands"]]
+    adjusted = AuditEvent.objects.get(action="recheck_plan_adjusted")
+    assert adjusted.payload["plan"]["old"]["half_width"] == pytest.approx(0.05)
+    assert adjusted.payload["plan"]["new"]["half_width"] == pytest.approx(0.10)
+    for bad in ("0", "nan", "80", "five"):
+        client.post(url, {"half_width_points": bad})
+    recheck.refresh_from_db()
+    assert recheck.plan["half_width"] == pytest.approx(0.10)  # refused, not applied
+    client.force_login(grader.user)
+    assert client.post(url, {"half_width_points": "20"}).status_code == 404
+
+
+def test_a_closed_recheck_keeps_its_sample(signed, integrator, owner):
+    from audit.services import Actor
+    from console.core.errors import Conflict
+    from console.monitoring.services.rechecks import recheck_close, recheck_plan_adjust
+
+    post_day(integrator, days_ago=1, scores=[0.3, 0.7], versions=NEW_MODEL, jobs=True)
+    recheck = Recheck.objects.get()
+    actor = Actor.system("tests")
+    recheck_close(actor=actor, user=owner.user, recheck=recheck, resolution="accepted", note="fine")
+    with pytest.raises(Conflict):
+        recheck_plan_adjust(actor=actor, user=owner.user, recheck=recheck, half_width=0.1)

@@ -44,3 +44,29 @@ def test_labels_older_than_90_days_make_the_evidence_stale(watched, owner):
     FinalLabel.objects.update(decided_at=timezone.now() - timedelta(days=120))
     evidence = owner.get("/api/v1/routes/it-support/health").json()["evidence"]
     assert evidence["stale"] and "days old" in evidence["reasons"][0]
+
+
+def test_the_label_age_limit_is_a_route_setting_the_owner_changes(watched, owner, grader, client):
+    FinalLabel.objects.update(decided_at=timezone.now() - timedelta(days=120))
+    client.force_login(owner.user)
+    page = client.get("/routes/it-support/monitoring/").content.decode()
+    assert 'id="label-age-form"' in page and 'value="90"' in page
+    assert (
+        client.post("/routes/it-support/monitoring/settings/", {"evidence_max_label_age_days": "150"}).status_code
+        == 302
+    )
+    evidence = owner.get("/api/v1/routes/it-support/health").json()["evidence"]
+    assert evidence["stale"] is False and evidence["max_label_age_days"] == 150
+    changed = AuditEvent.objects.get(action="route_monitoring_changed")
+    assert changed.payload == {"evidence_max_label_age_days": {"old": 90, "new": 150}}
+    for bad in ("0", "-3", "ninety", "100000"):
+        client.post("/routes/it-support/monitoring/settings/", {"evidence_max_label_age_days": bad})
+    assert owner.get("/api/v1/routes/it-support/health").json()["evidence"]["max_label_age_days"] == 150
+    assert AuditEvent.objects.filter(action="route_monitoring_changed").count() == 1
+    client.post("/routes/it-support/monitoring/settings/", {"evidence_max_label_age_days": "100"})
+    evidence = owner.get("/api/v1/routes/it-support/health").json()["evidence"]
+    assert evidence["stale"] and "limit 100" in evidence["reasons"][0]
+    client.force_login(grader.user)
+    assert (
+        client.post("/routes/it-support/monitoring/settings/", {"evidence_max_label_age_days": "9"}).status_code == 404
+    )

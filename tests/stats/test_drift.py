@@ -15,6 +15,7 @@ from console.stats.drift import (
     histogram,
     ks_two_sample,
     ks_two_sample_from_counts,
+    mix_homogeneity_test,
     population_stability_index,
     psi_from_counts,
     total_variation_distance,
@@ -223,3 +224,31 @@ def test_total_variation_of_the_same_mix_is_zero_and_of_disjoint_mixes_one():
     assert total_variation_distance({"a": 5}, {"b": 5}) == 1.0
     with pytest.raises(ValueError):
         total_variation_distance({"a": 0}, {"a": 1})
+
+
+# --------------------------------------------------------------------------- one mix, chi-square
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ({"billing": 30, "login": 50, "vpn": 20}, {"billing": 10, "login": 50, "printing": 40}),
+        ({"a": 200, "b": 200, "c": 200}, {"a": 6, "b": 5, "c": 3}),
+        ({"a": 90, "b": 10}, {"a": 70, "b": 30}),
+        ({"a": 5, "b": 0, "c": 7}, {"a": 4, "b": 0, "c": 1}),
+    ],
+)
+def test_the_mix_test_is_scipys_chi_square_of_the_contingency_table(a, b):
+    categories = [k for k in sorted(set(a) | set(b)) if a.get(k, 0) + b.get(k, 0)]
+    table = [[a.get(k, 0) for k in categories], [b.get(k, 0) for k in categories]]
+    reference = stats.chi2_contingency(table, correction=False)
+    ours = mix_homogeneity_test(a, b)
+    assert ours.statistic == pytest.approx(reference.statistic, rel=1e-12)
+    assert ours.degrees_of_freedom == reference.dof
+    assert ours.p_value == pytest.approx(reference.pvalue, rel=1e-9)
+
+
+def test_the_mix_test_of_one_category_finds_nothing_and_needs_items():
+    assert mix_homogeneity_test({"a": 3}, {"a": 9}).p_value == 1.0
+    with pytest.raises(ValueError):
+        mix_homogeneity_test({"a": 0}, {"a": 1})

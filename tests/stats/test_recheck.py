@@ -8,9 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from console.stats.intervals import newcombe_difference_interval
+from console.stats.intervals import (
+    Interval,
+    difference_of_intervals,
+    newcombe_difference_interval,
+    proportion_interval,
+)
 from console.stats.recheck import (
     PATTERNS,
+    compare_intervals,
     compare_rates,
     decompose_rate_change,
     diagnose_recheck,
@@ -45,6 +51,24 @@ def test_newcombe_matches_statsmodels_on_any_counts(a, b):
 
 def test_newcombe_of_an_empty_group_is_undefined():
     assert not newcombe_difference_interval(0, 0, 3, 10).is_defined
+
+
+def test_the_difference_of_two_given_intervals_on_a_worked_example():
+    # d = 0.5 - 0.2 = 0.3; low = 0.3 - sqrt(0.1^2 + 0.15^2); high = 0.3 + sqrt(0.1^2 + 0.1^2)
+    d = difference_of_intervals(Interval(0.5, 0.4, 0.6), Interval(0.2, 0.1, 0.35))
+    assert d.value == pytest.approx(0.3)
+    assert d.low == pytest.approx(0.3 - math.sqrt(0.0325)) and d.high == pytest.approx(0.3 + math.sqrt(0.02))
+    assert not difference_of_intervals(Interval.undefined(), Interval(0.2, 0.1, 0.35)).is_defined
+
+
+@given(
+    st.integers(1, 300).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+    st.integers(1, 300).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+)
+def test_comparing_two_wilson_intervals_is_comparing_the_counts(before, after):
+    given_intervals = compare_intervals(proportion_interval(*before), proportion_interval(*after))
+    counted = compare_rates(before[0], before[1], after[0], after[1])
+    assert given_intervals == counted
 
 
 def test_compare_rates_reads_rise_fall_and_flat_from_the_difference_interval():

@@ -1,8 +1,8 @@
 """The daily drift monitor and its alarms.
 
 Per route with a policy in force, the days after signing are compared with the signing window
-(the evidence's date window, up to the signature), all at the signed cutoff, from the stored
-daily aggregates. A day is *outside* for a kind when:
+(the evidence's date window, up to the signature; see `signing_window`), all at the signed
+cutoff, from the stored daily aggregates. A day is *outside* for a kind when:
 
 - abstention: the day's refusal rate at the signed cutoff is outside the 3-sigma binomial limits
   around the window's rate (p-chart), or the two-sided binomial CUSUM (p1 = 1.5 p0 up, p0 / 1.5
@@ -11,7 +11,8 @@ daily aggregates. A day is *outside* for a kind when:
   slowly falling statistic is still above h;
 - scores: PSI over ten bins >= 0.25 (a major shift) and the two-sample KS p-value < 0.01, the day
   against the window;
-- segment_mix: total variation of the segment mix against the window > 0.15;
+- segment_mix: total variation of the segment mix against the window > 0.15 and Pearson's
+  chi-square test of one mix p < 0.01 (a day of few decisions moves its mix by chance);
 - no_support: the share of refusals with no supporting passage outside its 3-sigma limits around
   the window's share (floored at 1 / (window refusals + 1), so a window without any does not turn
   every later one into an alarm).
@@ -26,11 +27,12 @@ is sent through the policy's escalation channel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
@@ -39,7 +41,7 @@ from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.core.errors import Conflict, Forbidden, InvalidInput
 from console.governance.models import IN_FORCE, PolicyVersion
-from console.ledger.models import Route
+from console.ledger.models import Decision, Route
 from console.monitoring.models import Alarm, AlarmKind, AlarmStatus, DailyAggregate
 from console.monitoring.notices import notify_escalation
 from console.monitoring.services.aggregates import aggregates_refresh
@@ -47,6 +49,7 @@ from console.stats.drift import (
     Cusum,
     control_chart,
     ks_two_sample_from_counts,
+    mix_homogeneity_test,
     psi_from_counts,
     total_variation_distance,
     two_sided_bernoulli_cusum,
@@ -57,6 +60,7 @@ NOTE_MAX = 4000
 PSI_MAJOR = 0.25
 KS_P_VALUE = 0.01
 SEGMENT_TV = 0.15
+SEGMENT_P_VALUE = 0.01
 CUSUM_RISE = 1.5
 
 
@@ -87,20 +91,39 @@ def _rising_signal(cusum: Cusum) -> np.ndarray:
 
 
 def signing_window(policy: PolicyVersion) -> tuple[date | None, date]:
+    """The days the signed evidence read: from its `from` date to the earliest of its `to` date, the
+    day of the signature and the last day with a decision that was in the ledger at the signature.
+
+    The last bound matters when decisions are logged late: days filled only after signing (a
+    back-fill, a replay of yesterday's traffic) were never part of the evidence, so they are
+    watched against it instead of being folded into its baseline. One query on the (route,
+    occurred_at) index, read backwards from the signature."""
     filters = policy.filters or {}
-    signed_day = policy.signed_at.date()
+    signed_day = policy.signed_at.astimezone(UTC).date()
     start = date.fromisoformat(filters["from"]) if filters.get("from") else None
-    end = min(date.fromisoformat(filters["to"]), signed_day) if filters.get("to") else signed_day
-    return start, end
+    ends = [signed_day]
+    if filters.get("to"):
+        ends.append(date.fromisoformat(filters["to"]))
+    present = Decision.objects.filter(
+        route_id=policy.route_id, occurred_at__lte=policy.signed_at, ingested_at__lte=policy.signed_at
+    )
+    if start is not None:
+        present = present.filter(occurred_at__gte=datetime.combine(start, time.min, tzinfo=UTC))
+    last = present.aggregate(last=Max("occurred_at"))["last"]
+    if last is not None:
+        ends.append(last.astimezone(UTC).date())
+    return start, min(ends)
 
 
 def _ten_bins(histogram: np.ndarray) -> np.ndarray:
     return histogram.reshape(10, -1).sum(axis=1)
 
 
-def monitor_read(policy: PolicyVersion, aggregates: list[DailyAggregate], *, today: date) -> Reading | None:
-    """Every kind's daily reading, pure over the aggregates (no queries)."""
-    start, end = signing_window(policy)
+def monitor_read(
+    policy: PolicyVersion, aggregates: list[DailyAggregate], *, today: date, window: tuple[date | None, date]
+) -> Reading | None:
+    """Every kind's daily reading, pure over the aggregates and the signing window (no queries)."""
+    start, end = window
     window = [a for a in aggregates if (start is None or a.day >= start) and a.day <= end]
     after = [a for a in aggregates if end < a.day <= today and a.n > 0]
     base_n = sum(a.n for a in window)
@@ -150,9 +173,12 @@ def monitor_read(policy: PolicyVersion, aggregates: list[DailyAggregate], *, tod
         series["scores"].detail.append(
             {"day": a.day.isoformat(), "psi": psi, "ks_statistic": ks.statistic, "ks_p_value": ks.p_value}
         )
-        tv = total_variation_distance(base_segments, a.segments) if base_segments and a.segments else 0.0
-        series["segment_mix"].outside.append(tv > SEGMENT_TV)
-        series["segment_mix"].detail.append({"day": a.day.isoformat(), "total_variation": tv})
+        tv, mix_p = 0.0, 1.0
+        if base_segments and a.segments:
+            tv = total_variation_distance(base_segments, a.segments)
+            mix_p = mix_homogeneity_test(base_segments, a.segments).p_value if tv > SEGMENT_TV else 1.0
+        series["segment_mix"].outside.append(tv > SEGMENT_TV and mix_p < SEGMENT_P_VALUE)
+        series["segment_mix"].detail.append({"day": a.day.isoformat(), "total_variation": tv, "chi2_p_value": mix_p})
         if ns_chart is not None and a.refused_at_cutoff:
             series["no_support"].outside.append(bool(ns_chart.outside[i]))
             series["no_support"].detail.append(
@@ -283,7 +309,7 @@ def monitor_route(*, actor: Actor, route: Route, today: date | None = None) -> d
         return {"route": route.slug, "skipped": "no policy in force"}
     refreshed = aggregates_refresh(route=route, cutoff=policy.cutoff, today=today)
     aggregates = list(DailyAggregate.objects.filter(route=route, day__lte=today).order_by("day"))
-    reading = monitor_read(policy, aggregates, today=today)
+    reading = monitor_read(policy, aggregates, today=today, window=signing_window(policy))
     if reading is None:
         return {"route": route.slug, "refreshed_days": refreshed, "skipped": "no decisions in the signing window"}
     changes = {

@@ -4,6 +4,7 @@ cover, closed by the owner (a new signed version, or accepted unchanged with a n
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django.conf import settings
@@ -24,6 +25,10 @@ from console.stats.planning import grades_for_half_width
 from grading.services.pool import grading_plan_set
 
 NOTE_MAX = 4000
+# A recheck sample sized for less than ±0.5 points needs tens of thousands of grades; one for
+# more than ±25 points cannot tell a move of the false-abstention rate from noise.
+HALF_WIDTH_MIN = 0.005
+HALF_WIDTH_MAX = 0.25
 
 
 def combination(versions: dict[str, Any]) -> dict[str, Any]:
@@ -159,6 +164,41 @@ def _recheck_open(*, actor: Actor, policy: PolicyVersion, versions: dict[str, An
             ),
         )
     return recheck
+
+
+def recheck_plan_adjust(*, actor: Actor, user, recheck: Recheck, half_width: float) -> Recheck:
+    """Resize an open recheck's sample: plan both score bands again for ± `half_width` on the
+    shares they measure, and set the route's grading plan to it. Audited with the old and new plan."""
+    if not permissions.can_plan_recheck(user, recheck.route):
+        raise Forbidden("Only the route's policy owner or a reviewer may resize a recheck sample.")
+    if isinstance(half_width, bool) or not isinstance(half_width, int | float) or not math.isfinite(half_width):
+        raise InvalidInput("The half-width must be a number.")
+    if not HALF_WIDTH_MIN <= half_width <= HALF_WIDTH_MAX:
+        raise InvalidInput(
+            f"The half-width must lie between {HALF_WIDTH_MIN * 100:g} and {HALF_WIDTH_MAX * 100:g} points."
+        )
+    with transaction.atomic():
+        locked = Recheck.objects.select_for_update().select_related("route", "policy").get(pk=recheck.pk)
+        if locked.status != RecheckStatus.OPEN:
+            raise Conflict("This recheck is already closed.", code="recheck_closed")
+        old_plan = locked.plan
+        locked.plan = recheck_plan(locked.policy, half_width=float(half_width))
+        locked.full_clean()
+        locked.save(update_fields=["plan"])
+        grading_plan_set(
+            actor=actor,
+            route=locked.route,
+            bands=[(band["low"], band["high"], band["target"]) for band in locked.plan["bands"]],
+        )
+        audit_record(
+            actor=actor,
+            action=Action.RECHECK_PLAN_ADJUSTED,
+            object_type="recheck",
+            object_id=locked.pk,
+            route=locked.route.slug,
+            payload={"plan": {"old": old_plan, "new": locked.plan}},
+        )
+    return locked
 
 
 def recheck_close(
