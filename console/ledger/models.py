@@ -45,9 +45,12 @@ class Passage(models.Model):
     source = models.CharField(max_length=200, blank=True)
     uri = models.CharField(max_length=2000, blank=True)
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
-    content_key = models.CharField(
-        max_length=64, unique=True, help_text="SHA-256 over id, corpus, text hash, source, uri."
-    )
+    content_key = models.CharField(max_length=64, help_text="SHA-256 over id, corpus, text hash, source, uri.")
+
+    class Meta:
+        # A constraint, not unique=True: that would add a second, pattern-matching (LIKE) index on
+        # the key, as large as the first, for searches nobody makes on a hash.
+        constraints = [models.UniqueConstraint(fields=["content_key"], name="unique_passage_content_key")]
 
     def __str__(self) -> str:
         return f"{self.external_id} ({self.text_sha256[:8]})"
@@ -62,7 +65,8 @@ class Outcome(models.TextChoices):
 class Decision(models.Model):
     """One gated decision, served or refused, as the answering system logged it."""
 
-    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="decisions")
+    # No index of its own: every index of the decision below but two leads with the route.
+    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="decisions", db_index=False)
     request_id = models.CharField(max_length=200, help_text="The integrator's id; unique within the route.")
     occurred_at = models.DateTimeField(help_text="When the answering system made the decision.")
     question = models.TextField()
@@ -197,7 +201,8 @@ class RouteScoreTotal(_ScoreBin):
 class DecisionPassage(models.Model):
     """A passage as ranked and scored for one decision."""
 
-    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="ranked_passages")
+    # No index of its own: unique_rank_per_decision leads with the decision.
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="ranked_passages", db_index=False)
     passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="rankings")
     rank = models.PositiveIntegerField(help_text="1 is the top retrieved passage.")
     retrieval_score = models.FloatField(null=True, blank=True)
