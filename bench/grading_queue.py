@@ -251,9 +251,12 @@ def cleanup(route_id: int, run: str) -> None:
             "(SELECT id FROM ledger_decision WHERE route_id = %s)",
             "DELETE FROM ledger_decision WHERE route_id = %s",
             # Every table with a foreign key to the route: Django's on_delete cascades are not
-            # in the database, so raw SQL names them all (the day counters, the plan, the
+            # in the database, so raw SQL names them all (the day and score counters, the plan, the
             # stored statistics).
             "DELETE FROM ledger_routedaycount WHERE route_id = %s",
+            "DELETE FROM ledger_routescorecount WHERE route_id = %s",
+            "DELETE FROM ledger_routescoretotal WHERE route_id = %s",
+            "DELETE FROM ledger_decisionprofile WHERE route_id = %s",
             "DELETE FROM grading_gradingplan WHERE route_id = %s",
             "DELETE FROM policy_statsresult WHERE route_id = %s",
             "DELETE FROM accounts_rolegrant WHERE route_id = %s",

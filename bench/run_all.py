@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 ORDER = [
     "ingest.py",
     "ingest.py --shared",
+    "storage.py",
     "verify.py",
     "grading_queue.py",
     "stats.py",

@@ -121,11 +121,23 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
 
 
 def ensure_index(route_id: int) -> float:
+    """Build the route's index unless one with the configured m and ef_construction is there
+    (SIMILARITY_HNSW_M, SIMILARITY_HNSW_EF_CONSTRUCTION: another pair rebuilds it)."""
+    from django.conf import settings
+    from django.db import connection
+
     from console.similarity.models import RouteEmbedding
     from console.similarity.services import space_index_create
 
-    if RouteEmbedding.objects.get(route_id=route_id).index_ready:
-        return 0.0
+    space = RouteEmbedding.objects.get(route_id=route_id)
+    wanted = {f"m={settings.SIMILARITY_HNSW_M}", f"ef_construction={settings.SIMILARITY_HNSW_EF_CONSTRUCTION}"}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [space.index_name])
+        row = cursor.fetchone()
+        if row and set(row[0] or ()) >= wanted:
+            return 0.0
+        if row:
+            cursor.execute("SELECT similarity_index_drop(%s)", [space.index_name])
     started = time.perf_counter()
     space_index_create(route_id=route_id)
     return time.perf_counter() - started

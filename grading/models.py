@@ -187,6 +187,25 @@ class FinalLabel(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="labels_decided"
     )
     decided_at = models.DateTimeField(auto_now_add=True)
+    # Copies of the decision's route, score and time, set by a database trigger on every write
+    # (migration 0003), whatever the application sends: the statistics read a route's labels from
+    # this table alone instead of fetching a labelled decision from every corner of the ledger.
+    decision_route = models.ForeignKey(
+        "ledger.Route",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
+    )
+    decision_score = models.FloatField(null=True, blank=True, editable=False, help_text="The decision's gate_score.")
+    decision_occurred_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="The decision's occurred_at."
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["decision_route", "decision_occurred_at"], name="label_route_time_idx")]
 
     def __str__(self) -> str:
         return f"decision {self.decision_id}: {self.verdict} ({self.method})"

@@ -1,11 +1,12 @@
 """Reads behind the statistics: who may see a route, the population as SQL aggregates, and the
 graded sample as numpy arrays.
 
-The population is never loaded row by row: the served count at every cutoff comes from one
-``width_bucket`` aggregate (PostgreSQL compares each score with the sorted cutoffs exactly, so
-the tie policy ``score >= cutoff`` holds bit for bit), which runs as an index-only scan on
-``(route, gate_score)`` when no filter needs the other columns. Only labelled decisions are
-fetched, through ``values_list``.
+The population is never loaded row by row: the served count at every cutoff comes from the score
+bins the ingest triggers keep (console.ledger.models.RouteScoreTotal and RouteScoreCount), with
+only a bin that straddles a cutoff counted from its rows through one ``width_bucket`` aggregate
+(PostgreSQL compares each score with the sorted cutoffs exactly, so the tie policy
+``score >= cutoff`` holds bit for bit). The graded sample comes from the final labels, which carry
+a copy of their decision's route, score and time.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, fields
+from datetime import date, timedelta
 
 import numpy as np
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import Count, F, FloatField, Func, IntegerField, Max, Min, QuerySet, Value
+from django.db.models import Count, F, FloatField, Func, IntegerField, Max, Min, Q, QuerySet, Sum, Value
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from numpy.typing import NDArray
@@ -27,8 +29,8 @@ from numpy.typing import NDArray
 from console.accounts import permissions
 from console.analysis.params import Window
 from console.core.errors import Forbidden, NotFound
-from console.ledger.models import Decision, Route
-from console.ledger.selectors import stats_routes
+from console.ledger.models import Decision, DecisionProfile, Route, RouteScoreCount, RouteScoreTotal
+from console.ledger.selectors import start_of_day, stats_routes
 from grading.models import FinalLabel, LabelMethod
 
 IMPORTED_STRATUM = "imported"
@@ -52,9 +54,9 @@ def data_version(route: Route) -> str:
     the newest audit event about the route: every ingest (and every label import) writes one in
     its transaction, under the audit chain's lock, so its sequence number follows commit order
     and also moves when a batch with lower ids commits after a later one. The labels' part covers
-    the labels on the route's grading items (blind grades, and imports onto pool items) plus every
-    label without an item (imports, which are rare): their count, newest id, the sum of the ids
-    labelled correct (it moves when a label flips) and how many are imported. Documents stored
+    the labels of the route's decisions (their copy of the route, kept by a trigger): their count,
+    newest id, the sum of the ids labelled correct (it moves when a label flips) and how many are
+    imported. Documents stored
     under one version are never served under another (see `console.analysis.reports`).
 
     Not covered: an in-place edit of a grading item's stratum or inclusion probability (they are
@@ -70,15 +72,8 @@ def _data_version(route: Route) -> str:
             SELECT (SELECT max(id) FROM ledger_decision WHERE route_id = %s),
                    (SELECT max(seq) FROM audit_auditevent
                      WHERE object_type = 'route' AND object_id IN (%s, %s)),
-                   count(*), max(label.id), sum(label.id) FILTER (WHERE label.correct),
-                   count(*) FILTER (WHERE label.method = %s)
-              FROM (  -- two indexed halves instead of one OR, which no index serves
-                    SELECT l.id, l.correct, l.method FROM grading_finallabel l
-                      JOIN grading_gradingitem item ON item.id = l.item_id
-                     WHERE item.route_id = %s
-                    UNION ALL
-                    SELECT l.id, l.correct, l.method FROM grading_finallabel l WHERE l.item_id IS NULL
-                   ) label
+                   count(*), max(id), sum(id) FILTER (WHERE correct), count(*) FILTER (WHERE method = %s)
+              FROM grading_finallabel WHERE decision_route_id = %s
             """,
             [route.pk, str(route.pk), route.slug, LabelMethod.IMPORTED, route.pk],
         )
@@ -93,12 +88,81 @@ def _decisions(route: Route, window: Window) -> QuerySet[Decision]:
 def population_served_counts(route: Route, window: Window, cutoffs: list[float]) -> tuple[int, list[int]]:
     """Decisions in the window and, per cutoff (in the order given), how many score ``>= cutoff``.
 
-    One query: ``width_bucket(gate_score, sorted cutoffs)`` puts a score in bucket ``i`` when
+    Read from the score counts the database keeps per route, day, versions, segments and score bin
+    (RouteScoreCount): a bin whose scores all lie on one side of every cutoff counts whole; only
+    the rows of a bin that straddles a cutoff are counted one by one. Exactly what
+    `population_served_counts_from_rows` returns, in time that grows with the bins, not the rows.
+    """
+    if not _score_counts_answer(window):
+        return population_served_counts_from_rows(route, window, cutoffs)
+    bins = list(
+        _score_counts(route, window)
+        .values("score_bin")
+        .annotate(n=Sum("decisions"), low=Min("score_low"), high=Max("score_high"))
+        .filter(n__gt=0)
+        .order_by()
+        .values_list("n", "low", "high")
+    )
+    if not bins:
+        return 0, [0 for _ in cutoffs]
+    counts, low, high = (np.array(column) for column in zip(*bins, strict=True))
+    edges = np.array(sorted(set(cutoffs)), dtype=float)
+    # A bin straddles a cutoff when some of its scores lie below it and some at or above it.
+    straddles = ((low[:, None] < edges) & (edges <= high[:, None])).any(axis=1)
+    whole = ~straddles
+    served = {
+        float(edge): int(counts[whole & (low >= edge)].sum()) for edge in edges
+    }  # whole bins: low >= edge means every score is
+    if straddles.any():
+        in_straddling_bins = Q()
+        for bin_low, bin_high in zip(low[straddles].tolist(), high[straddles].tolist(), strict=True):
+            in_straddling_bins |= Q(gate_score__gte=bin_low, gate_score__lte=bin_high)
+        _, row_counts = _served_counts(_decisions(route, window).filter(in_straddling_bins), edges.tolist())
+        for edge, count in zip(edges.tolist(), row_counts, strict=True):
+            served[edge] += count
+    return int(counts.sum()), [served[cutoff] for cutoff in cutoffs]
+
+
+def _score_counts_answer(window: Window) -> bool:
+    """The score counts hold every field the window filters on: dates (UTC days), versions and
+    segments. A window that learns another filter reads the rows until the counts hold it too."""
+    return {f.name for f in fields(Window)} == {"date_from", "date_to", "versions", "segments"}
+
+
+def _score_counts(route: Route, window: Window) -> QuerySet[RouteScoreCount] | QuerySet[RouteScoreTotal]:
+    """The score bins of the window: the route's totals when nothing is filtered, else the counts
+    per day and profile under the same conditions `DecisionFilters` puts on decisions, on the
+    same values (UTC day of occurred_at, JSON containment of versions and segments)."""
+    if window == Window():
+        return RouteScoreTotal.objects.filter(route=route)
+    queryset = RouteScoreCount.objects.filter(route=route)
+    if window.date_from:
+        queryset = queryset.filter(day__gte=window.date_from)
+    if window.date_to:
+        queryset = queryset.filter(day__lte=window.date_to)
+    if window.versions or window.segments:
+        profiles = DecisionProfile.objects.filter(route=route)
+        if window.versions:
+            profiles = profiles.filter(versions__contains=dict(window.versions))
+        if window.segments:
+            profiles = profiles.filter(segments__contains=dict(window.segments))
+        queryset = queryset.filter(profile__in=profiles.values("pk"))
+    return queryset
+
+
+def population_served_counts_from_rows(route: Route, window: Window, cutoffs: list[float]) -> tuple[int, list[int]]:
+    """`population_served_counts` from the decisions themselves: the reference the score counts
+    are tested against, and the way for windows the counts cannot answer."""
+    return _served_counts(_decisions(route, window), cutoffs)
+
+
+def _served_counts(decisions: QuerySet[Decision], cutoffs: list[float]) -> tuple[int, list[int]]:
+    """One query: ``width_bucket(gate_score, sorted cutoffs)`` puts a score in bucket ``i`` when
     ``edge[i-1] <= score < edge[i]``; served at ``edge[j]`` is the sum of buckets above ``j``.
     """
     edges = sorted(set(cutoffs))
     if not edges:
-        return _decisions(route, window).count(), []
+        return decisions.count(), []
     bucket = Func(
         F("gate_score"),
         Cast(Value(edges), ArrayField(FloatField())),
@@ -107,12 +171,7 @@ def population_served_counts(route: Route, window: Window, cutoffs: list[float])
     )
     counts = np.zeros(len(edges) + 1, dtype=np.int64)
     for index, count in (
-        _decisions(route, window)
-        .annotate(bucket=bucket)
-        .values("bucket")
-        .annotate(n=Count("*"))
-        .order_by()
-        .values_list("bucket", "n")
+        decisions.annotate(bucket=bucket).values("bucket").annotate(n=Count("*")).order_by().values_list("bucket", "n")
     ):
         counts[index] = count
     at_or_above = np.cumsum(counts[::-1])[::-1]  # at_or_above[i]: scores in bucket i or higher
@@ -205,6 +264,47 @@ def graded_sample(route: Route, window: Window, *, group_by: tuple[str, str] | N
 
 
 def _graded_sample(route: Route, window: Window, group_by: tuple[str, str] | None) -> GradedSample:
+    if group_by is None and _labels_answer(window):
+        return _sample_from_labels(route, window)
+    return graded_sample_from_decisions(route, window, group_by)
+
+
+def _sample_from_labels(route: Route, window: Window) -> GradedSample:
+    """The labels grouped by what they share (method, source, stratum, inclusion probability),
+    each group's scores and verdicts as two arrays: a handful of rows instead of one per label."""
+    groups = list(
+        _labels(route, window)
+        .values("method", "source", "item__inclusion_probability", "item__stratum")
+        .annotate(scores=ArrayAgg("decision_score"), correct=ArrayAgg("correct"))
+        .order_by()
+        .values_list("scores", "correct", "method", "source", "item__inclusion_probability", "item__stratum")
+    )
+    if not groups:
+        return _sample_from_rows([], None)
+    sizes = [len(group[0]) for group in groups]
+    columns = [np.concatenate([group[0] for group in groups]), np.concatenate([group[1] for group in groups])]
+    columns += [np.repeat(np.array([group[k] for group in groups], dtype=object), sizes) for k in range(2, 6)]
+    return _sample_from_columns(columns, None)
+
+
+def _labels_answer(window: Window) -> bool:
+    """The labels' copies of their decision (route, score, time) answer a window of dates alone."""
+    return not window.versions and not window.segments and _score_counts_answer(window)
+
+
+def _labels(route: Route, window: Window) -> QuerySet[FinalLabel]:
+    """The labels of the route's decisions in the window's days: one index range, no decision read."""
+    queryset = FinalLabel.objects.filter(decision_route=route)
+    if window.date_from:
+        queryset = queryset.filter(decision_occurred_at__gte=start_of_day(window.date_from))
+    if window.date_to and window.date_to < date.max:
+        queryset = queryset.filter(decision_occurred_at__lt=start_of_day(window.date_to + timedelta(days=1)))
+    return queryset
+
+
+def graded_sample_from_decisions(route: Route, window: Window, group_by: tuple[str, str] | None) -> GradedSample:
+    """`graded_sample` read through the window's decisions: the reference the labels' copies are
+    tested against, and the way for version and segment filters and for ``group_by``."""
     columns = [
         "gate_score",
         "final_label__correct",
@@ -218,8 +318,19 @@ def _graded_sample(route: Route, window: Window, group_by: tuple[str, str] | Non
         field = "segments" if group_by[0] == "segment" else "versions"
         queryset = queryset.annotate(group=KeyTextTransform(group_by[1], field))
         columns.append("group")
-    rows = list(queryset.values_list(*columns))
+    return _sample_from_rows(list(queryset.values_list(*columns)), group_by)
+
+
+def _sample_from_rows(rows: list[tuple], group_by: tuple[str, str] | None) -> GradedSample:
     if not rows:
+        return _sample_from_columns(None, group_by)
+    return _sample_from_columns(list(zip(*rows, strict=True)), group_by)
+
+
+def _sample_from_columns(columns: list | None, group_by: tuple[str, str] | None) -> GradedSample:
+    """The sample from its columns: score, correct, method, source, inclusion probability,
+    stratum (and the group's value with ``group_by``); None for no labels."""
+    if columns is None:
         empty = np.array([], dtype=object)
         return GradedSample(
             np.array([], dtype=float),
@@ -231,22 +342,17 @@ def _graded_sample(route: Route, window: Window, group_by: tuple[str, str] | Non
             empty,
             empty if group_by else None,
         )
-    fields = list(zip(*rows, strict=True))
-    methods = np.array(fields[2], dtype=object)
+    methods, sources, probability, strata = (np.asarray(columns[k], dtype=object) for k in range(2, 6))
     imported = methods == LabelMethod.IMPORTED
     # An imported set was not drawn by the route's grading plan, even when its decisions also
     # hold a pool item: its labels carry no inclusion probability of their own.
-    probability = np.array(
-        [1.0 if i or p is None else p for p, i in zip(fields[4], imported, strict=True)], dtype=float
-    )
-    strata = np.array(
-        [IMPORTED_STRATUM if i or s is None else s for s, i in zip(fields[5], imported, strict=True)], dtype=object
-    )
-    sources = tuple(sorted({s for s, i in zip(fields[3], imported.tolist(), strict=True) if i and s}))
-    groups = np.array(["" if g is None else g for g in fields[6]], dtype=object) if group_by else None
+    probability = np.where(imported | np.equal(probability, None), 1.0, probability).astype(float)
+    strata = np.where(imported | np.equal(strata, None), IMPORTED_STRATUM, strata)
+    sources = tuple(sorted(set(sources[imported & (sources != "")].tolist())))
+    groups = np.array(["" if g is None else g for g in columns[6]], dtype=object) if group_by else None
     return GradedSample(
-        scores=np.array(fields[0], dtype=float),
-        correct=np.array(fields[1], dtype=bool),
+        scores=np.array(columns[0], dtype=float),
+        correct=np.array(columns[1], dtype=bool),
         inclusion_probability=probability,
         strata=strata,
         imported=imported,

@@ -45,9 +45,12 @@ class Passage(models.Model):
     source = models.CharField(max_length=200, blank=True)
     uri = models.CharField(max_length=2000, blank=True)
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
-    content_key = models.CharField(
-        max_length=64, unique=True, help_text="SHA-256 over id, corpus, text hash, source, uri."
-    )
+    content_key = models.CharField(max_length=64, help_text="SHA-256 over id, corpus, text hash, source, uri.")
+
+    class Meta:
+        # A constraint, not unique=True: that would add a second, pattern-matching (LIKE) index on
+        # the key, as large as the first, for searches nobody makes on a hash.
+        constraints = [models.UniqueConstraint(fields=["content_key"], name="unique_passage_content_key")]
 
     def __str__(self) -> str:
         return f"{self.external_id} ({self.text_sha256[:8]})"
@@ -62,7 +65,8 @@ class Outcome(models.TextChoices):
 class Decision(models.Model):
     """One gated decision, served or refused, as the answering system logged it."""
 
-    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="decisions")
+    # No index of its own: every index of the decision below but two leads with the route.
+    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="decisions", db_index=False)
     request_id = models.CharField(max_length=200, help_text="The integrator's id; unique within the route.")
     occurred_at = models.DateTimeField(help_text="When the answering system made the decision.")
     question = models.TextField()
@@ -129,10 +133,76 @@ class RouteDayCount(models.Model):
         return f"{self.route_id}/{self.day}/{self.outcome}: {self.decisions}"
 
 
+class DecisionProfile(models.Model):
+    """One distinct pair of versions and segments seen on a route's decisions, stored once for
+    the score counts. Kept by the same triggers as RouteDayCount; read-only for the application."""
+
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="profiles", db_index=False)
+    # A hash, not the JSON itself, is the key: segments can outgrow what a b-tree entry may hold.
+    key = models.BinaryField(help_text="SHA-256 of the versions' and the segments' JSON text.")
+    versions = models.JSONField(help_text="versions, exactly as stored on the decisions.")
+    segments = models.JSONField(help_text="segments, exactly as stored on the decisions.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["route", "key"], name="unique_route_profile")]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}: {self.versions} {self.segments}"
+
+
+class _ScoreBin(models.Model):
+    """A bin of gate scores of width 0.001 and the decisions counted in it.
+
+    ``score_low``/``score_high`` bound the scores counted in the bin: a cutoff between them needs
+    that bin's rows (a bin never straddles a cutoff otherwise, whatever the float rounding of
+    ``score * 1000``). Deletions lower the count but leave the bounds, which stay valid bounds."""
+
+    score_bin = models.BigIntegerField(help_text="floor(gate_score * 1000), the score clamped to +-1e15 first.")
+    decisions = models.BigIntegerField(help_text="Decisions counted in the bin.")
+    score_low = models.FloatField(help_text="No counted score of the bin is lower.")
+    score_high = models.FloatField(help_text="No counted score of the bin is higher.")
+
+    class Meta:
+        abstract = True
+
+
+class RouteScoreCount(_ScoreBin):
+    """Decisions per route, UTC day, profile (versions and segments) and score bin, kept by the same
+    triggers as RouteDayCount, so that served counts at any cutoff over a filtered window read
+    bins instead of decisions (console.analysis.selectors). Read-only for the application."""
+
+    # No index of its own: the unique constraint's index leads with the route.
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="score_counts", db_index=False)
+    day = models.DateField(help_text="UTC date of occurred_at.")
+    profile = models.ForeignKey(DecisionProfile, on_delete=models.CASCADE, related_name="+", db_index=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["route", "day", "profile", "score_bin"], name="unique_route_day_score_bin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}/{self.day}/{self.profile_id}/{self.score_bin}: {self.decisions}"
+
+
+class RouteScoreTotal(_ScoreBin):
+    """Decisions per route and score bin over all time: the unfiltered window's served counts
+    (about a thousand rows a route). Kept by the same triggers; read-only for the application."""
+
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="score_totals", db_index=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["route", "score_bin"], name="unique_route_score_bin")]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}/{self.score_bin}: {self.decisions}"
+
+
 class DecisionPassage(models.Model):
     """A passage as ranked and scored for one decision."""
 
-    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="ranked_passages")
+    # No index of its own: unique_rank_per_decision leads with the decision.
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="ranked_passages", db_index=False)
     passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="rankings")
     rank = models.PositiveIntegerField(help_text="1 is the top retrieved passage.")
     retrieval_score = models.FloatField(null=True, blank=True)

@@ -90,9 +90,9 @@ class DecisionFilters:
         if self.score_max is not None:
             queryset = queryset.filter(gate_score__lte=self.score_max)
         if self.date_from:
-            queryset = queryset.filter(occurred_at__gte=_start_of(self.date_from))
+            queryset = queryset.filter(occurred_at__gte=start_of_day(self.date_from))
         if self.date_to and self.date_to < date.max:  # nothing is later than the calendar's last day
-            queryset = queryset.filter(occurred_at__lt=_start_of(self.date_to + timedelta(days=1)))
+            queryset = queryset.filter(occurred_at__lt=start_of_day(self.date_to + timedelta(days=1)))
         if self.versions:
             queryset = queryset.filter(versions__contains=self.versions)
         if self.segments:
@@ -144,7 +144,7 @@ def decision_badges(decisions: list[Decision]) -> None:
         decision.badges = [hook.label for hook in hooks if getattr(decision, f"badge_{hook.name}", False)]
 
 
-def _start_of(day: date) -> datetime:
+def start_of_day(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone=timezone.get_fixed_timezone(0))
 
 

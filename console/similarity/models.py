@@ -53,7 +53,9 @@ class EmbedderVersion(models.Model):
     route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="embedder_versions")
     number = models.PositiveIntegerField(help_text="1, 2, ... per route.")
     state = models.CharField(max_length=8, choices=EmbedderState.choices, default=EmbedderState.BUILDING)
-    model = models.BinaryField(help_text="The fitted TF-IDF + SVD pipeline, joblib-serialised.")
+    model = models.BinaryField(
+        help_text="The fitted TF-IDF + SVD pipeline, joblib-serialised; emptied when the version retires."
+    )
     dimension = models.PositiveIntegerField()
     components = models.PositiveIntegerField(help_text="SVD components actually fitted (the rest are zero).")
     fitted_on = models.PositiveIntegerField(help_text="Questions the model was fitted on.")
@@ -81,8 +83,12 @@ class QuestionVector(models.Model):
     """The vector of one decision's question in one space. `refused` and `occurred_at` copy the
     decision's (never edited) so that the partial index and the 30-day count need no join."""
 
-    decision = models.ForeignKey("ledger.Decision", on_delete=models.CASCADE, related_name="question_vectors")
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+")
+    # No index of their own: unique_vector_per_embedder leads with the decision and
+    # similarity_vector_space_idx with the route.
+    decision = models.ForeignKey(
+        "ledger.Decision", on_delete=models.CASCADE, related_name="question_vectors", db_index=False
+    )
+    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
     embedder = models.ForeignKey(
         EmbedderVersion,
         null=True,

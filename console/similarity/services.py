@@ -373,7 +373,8 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
         old = list(
             EmbedderVersion.objects.select_for_update().filter(route_id=version.route_id, state=EmbedderState.CURRENT)
         )
-        EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED)
+        # A retired model is never loaded again, and each is tens of megabytes: only its history stays.
+        EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED, model=b"")
         EmbedderVersion.objects.filter(pk=version.pk).update(state=EmbedderState.CURRENT, current_since=timezone.now())
         audit_record(
             actor=actor,

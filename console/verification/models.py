@@ -54,10 +54,17 @@ class DecisionSupport(models.Model):
 class SpanCheck(models.Model):
     """One claim unit searched in one logged passage of a decision."""
 
-    decision = models.ForeignKey("ledger.Decision", on_delete=models.CASCADE, related_name="span_checks")
+    # No index of its own: one_check_per_unit_passage leads with the decision.
+    decision = models.ForeignKey(
+        "ledger.Decision", on_delete=models.CASCADE, related_name="span_checks", db_index=False
+    )
     passage = models.ForeignKey("ledger.Passage", on_delete=models.PROTECT, related_name="span_checks")
     unit_index = models.PositiveIntegerField(help_text="Position of the unit in the claim, from 0.")
-    unit_text = models.TextField(help_text="The claim unit as split from the claim (trimmed).")
+    unit_text = models.TextField(
+        blank=True,
+        help_text="The claim unit as split from the claim (trimmed), on the unit's row for its first-ranked "
+        "passage; empty on its other rows (rows stored before that hold it on every row).",
+    )
     supported = models.BooleanField(help_text="The unit appears in the passage (full Unicode case folding).")
     match_ranges = models.JSONField(
         default=list, help_text="[start, end) byte offsets into the passage text's UTF-8 encoding."

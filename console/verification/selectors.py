@@ -88,7 +88,8 @@ def support_context(decision: Decision) -> dict[str, Any]:
     units_by_passage: dict[int, set[int]] = {}
     units: dict[int, dict[str, Any]] = {}
     for passage_id, unit_index, unit_text, supported, char_ranges in rows:
-        unit = units.setdefault(unit_index, {"index": unit_index + 1, "text": unit_text, "found": False})
+        unit = units.setdefault(unit_index, {"index": unit_index + 1, "text": "", "found": False})
+        unit["text"] = unit["text"] or unit_text
         if supported:
             unit["found"] = True
             ranges_by_passage.setdefault(passage_id, []).extend(char_ranges)
@@ -132,7 +133,11 @@ def span_checks_as_list(decision: Decision) -> list[dict[str, Any]]:
         "truncated",
         "verifier_version",
     )
-    rows = SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(*fields)
+    rows = list(SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(*fields))
+    texts: dict[int, str] = {}
+    for row in rows:  # each unit's text is stored on one of its rows (services._check)
+        texts[row[1]] = texts.get(row[1]) or row[2]
+    rows = [(*row[:2], texts[row[1]], *row[3:]) for row in rows]
     names = (
         "passage_id",
         "unit_index",

@@ -258,7 +258,7 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
         encoded = [(passage_id, _encoded(text)) for passage_id, text in passages]  # once, for every unit
         for index, unit in enumerate(units):
             found = False
-            for passage_id, text in encoded:
+            for position, (passage_id, text) in enumerate(encoded):
                 try:
                     span = None if text is None else verify_span(text, unit, deadline=deadline)
                 except ClaimTooLong:  # cannot be searched: not found
@@ -269,7 +269,8 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
                         decision_id=decision_id,
                         passage_id=passage_id,
                         unit_index=index,
-                        unit_text=unit,
+                        # Once per unit, not once per passage: readers take it from this row.
+                        unit_text=unit if position == 0 else "",
                         supported=bool(span and span.supported),
                         match_ranges=[list(r) for r in span.match_ranges] if span else [],
                         char_ranges=[list(r) for r in span.char_ranges] if span else [],

@@ -37,6 +37,14 @@ EXPECTED = {
         r"decisions/s until gradable +: +[\d,]+ decisions/s \([\d.]+ s; span checks \+ pool item",
         r"ratio gradable/HTTP +: [\d.]+ .*(PASS|FAIL)",
     ],
+    "storage.py": [
+        r"== storage",
+        r"decisions: 1,000 through POST /api/v1/decisions .* passages from the popular pool: [\d,]+ of 5,000",
+        r"raw JSON per decision \(as sent\) +: +[\d,]+ bytes",
+        *(rf"{table} +[\d,]+ +[\d,]+ +[\d,]+ +[\d,]+ +[\d,]+" for table in ("ledger_decision", "ledger_passage")),
+        r"bytes on disk per decision +: +[\d,]+ bytes",
+        r"ratio to raw JSON +: [\d.]+ .*(PASS|FAIL)",
+    ],
     "verify.py": [
         *(
             rf"verify {size} {variant} {which} *: +\d+ MB/s  bytes.find +\d+ MB/s"

@@ -72,6 +72,18 @@ def test_new_decisions_get_vectors_from_the_current_version_and_a_refit_reembeds
     assert actions == ["embedder_fitted", "embedder_promoted", "embedder_fitted", "embedder_promoted"]
 
 
+def test_a_retired_version_keeps_its_history_but_not_its_model(route):
+    _ingest(_questions(3))
+    route_id = factories.make_route().pk
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v1.refresh_from_db()
+    v2.refresh_from_db()
+    assert (v1.state, v1.number, v1.fitted_on) == (EmbedderState.RETIRED, 1, v2.fitted_on)
+    assert bytes(v1.model) == b""  # tens of megabytes on a real route, never loaded again
+    assert len(bytes(v2.model)) > 0
+
+
 def test_a_route_fits_once_it_holds_enough_questions_after_ingest(route, settings, django_capture_on_commit_callbacks):
     settings.SIMILARITY_MIN_FIT_QUESTIONS = 12
     with django_capture_on_commit_callbacks(execute=True):

@@ -270,6 +270,10 @@ def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
     }
     hit = next(c for c in body["span_checks"] if c["supported"])
     assert hit["unit"] == "choose Reset." and hit["char_ranges"] == [[43, 56]]
+    # every check names its unit, though the text is stored on one row per unit
+    assert {(c["unit_index"], c["unit"]) for c in body["span_checks"]} == {(0, "choose Reset."), (1, "Reboot.")}
+    stored = SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="")
+    assert sorted(stored.values_list("unit_index", "unit_text")) == [(0, "choose Reset."), (1, "Reboot.")]
     assert hit["match_ranges"] == [[43, 56]] and hit["verifier_version"] == "spans-1"
 
 
