@@ -120,6 +120,9 @@ def test_the_hnsw_index_answers_and_agrees_with_exact_search(integrator):
         cursor.execute("EXPLAIN " + sql, [literal, ids[0], literal, 10])
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert space.index_name in plan, plan
+    with connection.cursor() as cursor:  # built with the denser graph a million vectors need
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [space.index_name])
+        assert set(cursor.fetchone()[0]) >= {"m=24", "ef_construction=128"}
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     exact = np.argsort(-(unit @ unit[0]))[1:11]
     with transaction.atomic(), connection.cursor() as cursor:
