@@ -34,6 +34,7 @@ EXPECTED = {
         r"API  POST /api/v1/decisions : +[\d,]+ decisions/s",
         r"raw COPY, same rows/tables  : +[\d,]+ decisions/s",
         r"ratio API/COPY +: [\d.]+ .*(PASS|FAIL)",
+        r"API with the workers running: +[\d,]+ decisions/s",
         r"decisions/s until gradable +: +[\d,]+ decisions/s \([\d.]+ s; span checks \+ pool item",
         r"ratio gradable/HTTP +: [\d.]+ .*(PASS|FAIL)",
     ],
