@@ -20,7 +20,9 @@ _ESCALATION = {
 }
 
 
-def _body(slug: str, cutoff: float, owner: str, rationale: str, message: str) -> dict[str, Any]:
+def policy_draft_body(slug: str, cutoff: float, owner: str, rationale: str, message: str) -> dict[str, Any]:
+    """A demo route's policy draft, as the proposal form would post it (the monitoring demo signs
+    its releases' policies from the same draft)."""
     return {
         "cutoff": cutoff,
         "band_lower": 0.4,
@@ -41,7 +43,7 @@ def demo_policies(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
     hr, it = routes.get("hr-policy"), routes.get("it-support")
     if hr is not None and not PolicyVersion.objects.filter(route=hr).exists():
         draft = parse_draft(
-            _body(
+            policy_draft_body(
                 "hr-policy",
                 0.85,
                 lead.username,
@@ -55,7 +57,7 @@ def demo_policies(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
         services.policy_sign(actor=actor, user=lead, policy=policy, evidence_sha256=policy.evidence_sha256)
     if it is not None and not PolicyVersion.objects.filter(route=it).exists():
         draft = parse_draft(
-            _body(
+            policy_draft_body(
                 "it-support",
                 0.7,
                 lead.username,

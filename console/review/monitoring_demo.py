@@ -10,7 +10,7 @@ from typing import Any
 
 from audit.services import Actor
 from console.governance import services as governance
-from console.governance.demo import _body
+from console.governance.demo import policy_draft_body
 from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.validation import parse_draft
 from console.ledger import services as ledger
@@ -30,7 +30,7 @@ def demo_monitoring(*, actor: Actor, routes: dict, users: dict, decisions: int =
     if PolicyVersion.objects.filter(route=it, status__in=IN_FORCE).exists():
         return
     window_end = (datetime.now(UTC) - timedelta(days=4)).date()
-    body = _body(
+    body = policy_draft_body(
         "it-support",
         0.7,
         lead.username,
