@@ -148,6 +148,11 @@ def grade_withdrawable(item: GradingItem) -> bool:
     return item.is_gold or not FinalLabel.objects.filter(decision_id=item.decision_id).exists()
 
 
+def latest_grade_id(grader) -> int | None:
+    """The grader's most recent grade, the only one Undo may take back."""
+    return Grade.objects.filter(grader=grader).order_by("-created_at", "-pk").values_list("pk", flat=True).first()
+
+
 def saved_grade(grader, public_id) -> SavedGrade | None:
     """The grader's grade on the item, if any; undoable only while it is their latest grade and
     the item still waits for grades (the same rules `grade_withdraw` applies)."""
@@ -156,11 +161,10 @@ def saved_grade(grader, public_id) -> SavedGrade | None:
     grade = Grade.objects.filter(grader=grader, item__public_id=public_id).select_related("item").first()
     if grade is None:
         return None
-    latest = Grade.objects.filter(grader=grader).order_by("-created_at", "-pk").values_list("pk", flat=True)[:1]
     return SavedGrade(
         item_id=str(grade.item.public_id),
         verdict=grade.verdict,
-        undoable=grade.pk == latest[0] and grade_withdrawable(grade.item),
+        undoable=grade.pk == latest_grade_id(grader) and grade_withdrawable(grade.item),
     )
 
 

@@ -93,8 +93,7 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
             raise Conflict("You have no grade on this item to undo.", code="no_grade")
         if not permissions.can_grade(grader, item.route):
             raise Forbidden("Your role does not allow grading on this route.")
-        latest = Grade.objects.filter(grader=grader).order_by("-created_at", "-pk").values_list("pk", flat=True)[:1]
-        if grade.pk != latest[0]:
+        if grade.pk != selectors.latest_grade_id(grader):
             raise Conflict("Only your last grade can be undone.", code="not_last_grade")
         if not selectors.grade_withdrawable(item):
             raise Conflict(
@@ -115,9 +114,11 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
             },
         )
         seconds = grade.seconds_spent
-        old = {"grader": grader.get_username(), "verdict": grade.verdict, "seconds_spent": seconds}
-        if seconds is not None:
-            old["seconds_spent"] = round(seconds, 3)
+        old = {
+            "grader": grader.get_username(),
+            "verdict": grade.verdict,
+            "seconds_spent": None if seconds is None else round(seconds, 3),
+        }
         _grade_audit(actor=actor, action=Action.GRADE_WITHDRAWN, item=item, payload={"old": old, "new": None})
     return assignment
 
