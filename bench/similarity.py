@@ -161,7 +161,7 @@ def lookups(route_id: int, queries: int, exact: int) -> list[str]:
     chosen = [int(i) for i in rng.choice(ids, size=queries, replace=False)]
     vectors = dict(QuestionVector.objects.filter(decision_id__in=chosen).values_list("decision_id", "vector"))
     sql, _ = selectors._nearest_sql(space, "refused")
-    literal = "[" + ",".join(repr(float(x)) for x in vectors[chosen[0]]) + "]"
+    literal = selectors._literal(vectors[chosen[0]])  # the form the lookups send
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, [literal, chosen[0], literal, 10])
         plan = " / ".join(re.sub(r"'\[[^']*\]'", "'[...]'", row[0].strip()) for row in cursor.fetchall()[:3])
