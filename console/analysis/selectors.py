@@ -110,9 +110,8 @@ def population_served_counts(route: Route, window: Window, cutoffs: list[float])
     # A bin straddles a cutoff when some of its scores lie below it and some at or above it.
     straddles = ((low[:, None] < edges) & (edges <= high[:, None])).any(axis=1)
     whole = ~straddles
-    served = {
-        float(edge): int(counts[whole & (low >= edge)].sum()) for edge in edges
-    }  # whole bins: low >= edge means every score is
+    # A whole bin counts as served at an edge when its lowest score is: then every score of it is.
+    served = {float(edge): int(counts[whole & (low >= edge)].sum()) for edge in edges}
     if straddles.any():
         in_straddling_bins = Q()
         for bin_low, bin_high in zip(low[straddles].tolist(), high[straddles].tolist(), strict=True):
