@@ -47,6 +47,10 @@
     var button = selector && document.querySelector("#grading-item " + selector);
     if (button && !button.disabled) {
       event.preventDefault();
+      // htmx takes over newly swapped content a moment after the swap; a key pressed within that
+      // moment would let the browser post the form itself and reload the page. Processing the form
+      // now is a no-op when htmx already has.
+      if (window.htmx && button.form) { window.htmx.process(button.form); }
       button.click();
     }
   });
