@@ -64,6 +64,8 @@ class Action(models.TextChoices):
     EMBEDDER_PROMOTED = "embedder_promoted", "Built-in embedder made current"
     GAPS_COMPUTED = "gaps_computed", "Corpus gaps computed"
 
+    MONTH_ARCHIVED = "month_archived", "Month of decisions archived"
+
 
 # Actions the console takes by itself as a consequence of another act, with that act.
 CONSEQUENCES = {Action.LABEL_DECIDED: "grade", Action.ADJUDICATION_REQUESTED: "grade"}

@@ -137,6 +137,14 @@ def web_server(*, workers: int = 2, threads: int = 2):
         process.wait(10)
 
 
+def month_partitions(cursor, moments) -> None:
+    """Create the month partitions that rows about to be COPYed need: the decisions and their
+    per-decision tables are partitioned by month (console/core/partitions.py), and ingest makes
+    them as it goes, which a raw COPY does not."""
+    months = sorted({(m.year, m.month) for m in moments})
+    cursor.execute("SELECT console_month_partitions(%s::date[])", [[f"{y:04d}-{m:02d}-01" for y, m in months]])
+
+
 def report(name: str, lines: list[str]) -> None:
     print(f"== {name}")
     for line in lines:

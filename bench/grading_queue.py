@@ -38,7 +38,7 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from common import add_arguments, data_dir, report, setup_django, web_server
+from common import add_arguments, data_dir, month_partitions, report, setup_django, web_server
 
 K = 2
 TARGET_P95_MS = 30.0
@@ -82,6 +82,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                         f"{run}-{n}-{secrets.token_hex(8)}",
                     )
                 )
+        month_partitions(cur, [now])
         cur.execute("SELECT id FROM ledger_passage WHERE external_id LIKE %s", [f"kb/{run}/%"])
         passage_ids = [row[0] for row in cur.fetchall()]
         with cur.copy(
@@ -112,11 +113,14 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                 )
         cur.execute("SELECT id, served_answer, claim, question FROM ledger_decision WHERE route_id = %s", [route_id])
         decisions = cur.fetchall()
-        links = "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
+        links = (
+            "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "
+            "FROM STDIN"
+        )
         with cur.copy(links) as copy:
             for decision_id, *_rest in decisions:
                 for rank, passage_id in enumerate(random.sample(passage_ids, 3), start=1):
-                    copy.write_row((decision_id, passage_id, rank, 0.5))
+                    copy.write_row((decision_id, now, passage_id, rank, 0.5))
         with cur.copy(
             "COPY grading_gradingitem (route_id, decision_id, question, answer, answer_source, stratum, "
             "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "

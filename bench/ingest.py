@@ -38,7 +38,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from common import ROOT, add_arguments, data_dir, report, setup_django, web_server
+from common import ROOT, add_arguments, data_dir, month_partitions, report, setup_django, web_server
 
 BATCH = 500
 CLIENTS = 2
@@ -145,7 +145,11 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
         elapsed += time.perf_counter() - started
         cur.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [list(passages)])
         passage_ids = dict(cur.fetchall())
+        month_partitions(cur, [i.occurred_at for i in items])
         started = time.perf_counter()
+        with cur.copy("COPY ledger_requestkey (route_id, request_id) FROM STDIN") as copy:
+            for i in items:
+                copy.write_row((route_id, i.request_id))
         with cur.copy(
             "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
             "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
@@ -177,11 +181,22 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
         )
         decision_ids = dict(cur.fetchall())
         started = time.perf_counter()
-        links_sql = "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
+        links_sql = (
+            "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "
+            "FROM STDIN"
+        )
         with cur.copy(links_sql) as copy:
             for i in items:
                 for p in i.passages:
-                    copy.write_row((decision_ids[i.request_id], passage_ids[p.content_key], p.rank, p.retrieval_score))
+                    copy.write_row(
+                        (
+                            decision_ids[i.request_id],
+                            i.occurred_at,
+                            passage_ids[p.content_key],
+                            p.rank,
+                            p.retrieval_score,
+                        )
+                    )
         elapsed += time.perf_counter() - started
         conn.commit()
     return elapsed

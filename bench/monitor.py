@@ -21,7 +21,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from common import add_arguments, bench_reviewer, data_dir, report, setup_django
+from common import add_arguments, bench_reviewer, data_dir, month_partitions, report, setup_django
 
 ROUTES = 10
 DAYS = 30
@@ -62,6 +62,7 @@ def load(database_url: str, size: int) -> list[int]:
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     seconds = np.random.default_rng(SEED + 1).integers(0, 86400, size)
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
+        month_partitions(cur, [today - timedelta(days=day) for day in range(-1, 40)])
         cur.execute("SELECT coalesce(max(id), 0) FROM ledger_decision")
         first_id = cur.fetchone()[0] + 1
         with cur.copy(

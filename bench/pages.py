@@ -66,9 +66,11 @@ def ensure_support(database_url: str, route_id: int) -> bool:
         if not missing:
             return False
         conn.execute(
-            "INSERT INTO verification_decisionsupport (decision_id, status, units, units_supported, expected_support, "
-            "fully_supported, no_supporting_passage, verifier_version, attempts, error, verified_at) "
-            "SELECT d.id, 'done', 1, (d.id %% 10 <> 0)::int, (d.id %% 10 <> 0)::int, d.id %% 10 <> 0, d.id %% 10 = 0, "
+            "INSERT INTO verification_decisionsupport (decision_id, decision_occurred_at, status, units, "
+            "units_supported, expected_support, fully_supported, no_supporting_passage, verifier_version, attempts, "
+            "error, verified_at) "
+            "SELECT d.id, d.occurred_at, 'done', 1, (d.id %% 10 <> 0)::int, (d.id %% 10 <> 0)::int, "
+            "d.id %% 10 <> 0, d.id %% 10 = 0, "
             "'spans-1', 1, '', now() FROM ledger_decision d WHERE d.route_id = %s AND NOT EXISTS "
             "(SELECT 1 FROM verification_decisionsupport s WHERE s.decision_id = d.id)",
             [route_id],

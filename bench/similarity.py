@@ -40,7 +40,7 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from common import add_arguments, bench_reviewer, data_dir, report, setup_django, web_server
+from common import add_arguments, bench_reviewer, data_dir, month_partitions, report, setup_django, web_server
 
 DIM = 384
 CENTRES = 2_000
@@ -77,6 +77,7 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
     chunk = 50_000
     with transaction.atomic(), connection.cursor() as cursor:
         RouteEmbedding.objects.create(route=route, source=Source.SENT, dimension=DIM)
+        month_partitions(cursor, [at + timedelta(days=day) for day in range(61)])
         cursor.execute("SELECT nextval(pg_get_serial_sequence('ledger_decision', 'id'))")
         first_id = cursor.fetchone()[0]
         cursor.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)", [first_id + decisions])

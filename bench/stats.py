@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-from common import add_arguments, bench_reviewer, data_dir, report, setup_django, web_server
+from common import add_arguments, bench_reviewer, data_dir, month_partitions, report, setup_django, web_server
 
 ROUTE = "bench-stats"
 POPULATION = 1_000_000
@@ -45,6 +45,7 @@ STRATA = (("low", -np.inf, 0.5, 6_000), ("mid", 0.5, 0.9, 8_000), ("high", 0.9, 
 IMPORTED = 5_000
 CUTOFFS = "0.5,0.7,0.85,0.9,0.95"
 SEED = 20261101
+COPY_CHUNK = 500_000
 
 
 @dataclass(frozen=True)
@@ -123,42 +124,46 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
     models = np.where(rng.random(population) < 0.5, "gen-2026-10", "gen-2026-11")
     languages = np.where(rng.random(population) < 0.75, "en", "de")
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
+        month_partitions(cur, [start + timedelta(days=day) for day in range(61)])
         cur.execute("SELECT coalesce(max(id), 0) FROM ledger_decision")
         first_id = cur.fetchone()[0] + 1
-        with cur.copy(
-            "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
-            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
-            "FROM STDIN"
-        ) as copy:
-            for i in range(population):
-                at = start + timedelta(seconds=int(seconds[i]))
-                served = scores[i] >= 0.7
-                copy.write_row(
-                    (
-                        first_id + i,
-                        route_id,
-                        f"stats-{i:07d}",
-                        at,
-                        f"How do I reset thing {i % 977}?",
-                        "Open Settings > Security and choose Reset.",
-                        "entailment",
-                        float(scores[i]),
-                        0.7,
-                        "served" if served else "refused",
-                        "Open Settings > Security." if served else None,
-                        json.dumps(
-                            {
-                                "model": str(models[i]),
-                                "retriever": "hybrid-3",
-                                "corpus": "snap-2026-11-01",
-                                "gate": "nli-4",
-                            }
-                        ),
-                        json.dumps({"language": str(languages[i]), "query_type": "how-to"}),
-                        at,
-                        f"{i:064x}",
+        # One COPY per half a million rows: the counters' statement triggers read each COPY's rows
+        # back from a transition table, which then stays a manageable size at 10,000,000.
+        for chunk in range(0, population, COPY_CHUNK):
+            with cur.copy(
+                "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
+                "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+                "FROM STDIN"
+            ) as copy:
+                for i in range(chunk, min(chunk + COPY_CHUNK, population)):
+                    at = start + timedelta(seconds=int(seconds[i]))
+                    served = scores[i] >= 0.7
+                    copy.write_row(
+                        (
+                            first_id + i,
+                            route_id,
+                            f"stats-{i:07d}",
+                            at,
+                            f"How do I reset thing {i % 977}?",
+                            "Open Settings > Security and choose Reset.",
+                            "entailment",
+                            float(scores[i]),
+                            0.7,
+                            "served" if served else "refused",
+                            "Open Settings > Security." if served else None,
+                            json.dumps(
+                                {
+                                    "model": str(models[i]),
+                                    "retriever": "hybrid-3",
+                                    "corpus": "snap-2026-11-01",
+                                    "gate": "nli-4",
+                                }
+                            ),
+                            json.dumps({"language": str(languages[i]), "query_type": "how-to"}),
+                            at,
+                            f"{i:064x}",
+                        )
                     )
-                )
         cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)", [first_id + population])
         now = datetime.now(UTC)
         cur.execute("SELECT coalesce(max(id), 0) FROM grading_gradingitem")

@@ -8,7 +8,8 @@ served), and 5 passages of about 500 characters, a fifth of them drawn from a po
 chunks that many decisions retrieve. The data goes into a database of its own (`bench_storage`,
 created afresh in the data folder's PostgreSQL on every run), so every byte counted belongs to
 this workload: after VACUUM ANALYZE, each table of the schema is measured with
-`pg_relation_size` (heap), `pg_indexes_size` and its TOAST table, and the total is divided by the
+`pg_relation_size` (heap), `pg_indexes_size` and its TOAST table (a partitioned table as the sum
+of its month partitions), and the total is divided by the
 decisions and compared with the mean size of a decision as sent (its JSON record, UTF-8).
 Target: at most 1.5x the raw JSON.
 
@@ -132,11 +133,14 @@ def table_sizes() -> list[tuple[str, int, int, int, int, int]]:
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            SELECT c.relname, c.reltuples::bigint, pg_relation_size(c.oid), pg_indexes_size(c.oid),
-                   coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0), pg_total_relation_size(c.oid)
+            SELECT coalesce(pg_partition_root(c.oid), c.oid)::regclass::text, sum(c.reltuples)::bigint,
+                   sum(pg_relation_size(c.oid))::bigint, sum(pg_indexes_size(c.oid))::bigint,
+                   sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0))::bigint,
+                   sum(pg_total_relation_size(c.oid))::bigint
               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
              WHERE n.nspname = 'public' AND c.relkind = 'r'
-             ORDER BY pg_total_relation_size(c.oid) DESC
+             GROUP BY 1
+             ORDER BY 6 DESC
             """
         )
         return [row for row in cursor.fetchall() if row[1] > 0]

@@ -83,6 +83,7 @@ class GradingItem(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="grading_items",
+        db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/core/partitions.py)
         help_text="Empty for gold items written by hand.",
     )
     question = models.TextField()
@@ -175,7 +176,10 @@ class LabelMethod(models.TextChoices):
 class FinalLabel(models.Model):
     """Whether a decision's answer under review is correct: what the statistics read."""
 
-    decision = models.OneToOneField("ledger.Decision", on_delete=models.PROTECT, related_name="final_label")
+    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/core/partitions.py).
+    decision = models.OneToOneField(
+        "ledger.Decision", on_delete=models.PROTECT, related_name="final_label", db_constraint=False
+    )
     item = models.OneToOneField(
         GradingItem, null=True, blank=True, on_delete=models.PROTECT, related_name="final_label"
     )

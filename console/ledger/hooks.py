@@ -114,3 +114,19 @@ def route_figures(user, routes: list) -> dict[int, dict[str, Any]]:
         for route_id, values in fn(user, routes).items():
             figures.setdefault(route_id, {}).update(values)
     return figures
+
+
+# Work still under way on decisions, which holds their month back from the archive (archive.py
+# removes a month's decisions with everything that points at them): `fn(decision_ids)` gets a
+# queryset-ready subquery of the month's decision ids and returns how many of the app's rows are
+# still at work on them (an open dispute: a person is waiting; a queued shadow run or trial call: a
+# job would find its decision gone). Pool items, labels and finished work are archived along.
+_archive_holds: dict[str, Callable[[Any], int]] = {}
+
+
+def register_archive_hold(name: str, count: Callable[[Any], int]) -> None:
+    _archive_holds[name] = count
+
+
+def archive_holds(decision_ids: Any) -> dict[str, int]:
+    return {name: n for name, count in _archive_holds.items() if (n := count(decision_ids))}

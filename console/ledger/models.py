@@ -63,7 +63,13 @@ class Outcome(models.TextChoices):
 
 
 class Decision(models.Model):
-    """One gated decision, served or refused, as the answering system logged it."""
+    """One gated decision, served or refused, as the answering system logged it.
+
+    The table is partitioned by UTC month of occurred_at (console/core/partitions.py): its primary
+    key in the database is (id, occurred_at), and the tables that point at a decision either carry
+    its occurred_at too (the ranked passages, the span-check figures) or check on insert that the
+    decision exists; Django's on_delete rules still apply to deletions made through it.
+    """
 
     # No index of its own: every index of the decision below but two leads with the route.
     route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="decisions", db_index=False)
@@ -85,7 +91,9 @@ class Decision(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["route", "request_id"], name="unique_request_per_route"),
+            # With the month, as a partitioned table's unique keys must be; RequestKey keeps a
+            # request_id unique within its route across months.
+            models.UniqueConstraint(fields=["route", "request_id", "occurred_at"], name="unique_request_per_route"),
             models.CheckConstraint(condition=_FINITE, name="gate_score_finite"),
             models.CheckConstraint(
                 condition=models.Q(outcome="refused") | models.Q(served_answer__isnull=False),
@@ -112,6 +120,22 @@ class Decision(models.Model):
     @property
     def refused(self) -> bool:
         return self.outcome == Outcome.REFUSED
+
+
+class RequestKey(models.Model):
+    """A request_id taken within its route. The decisions' own unique key includes the month (a
+    partitioned table's must), so this narrow table is what makes a second decision with the same
+    request_id in another month fail as it did before: ingest writes each decision's key first, and
+    a concurrent batch with the same key waits on it, then fails and compares."""
+
+    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="+", db_index=False)
+    request_id = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["route", "request_id"], name="unique_request_key")]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}/{self.request_id}"
 
 
 class RouteDayCount(models.Model):
@@ -201,15 +225,23 @@ class RouteScoreTotal(_ScoreBin):
 class DecisionPassage(models.Model):
     """A passage as ranked and scored for one decision."""
 
-    # No index of its own: unique_rank_per_decision leads with the decision.
-    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="ranked_passages", db_index=False)
+    # No index of its own: unique_rank_per_decision leads with the decision. The database's foreign
+    # key is on (decision_id, decision_occurred_at): the table is partitioned like the decisions.
+    decision = models.ForeignKey(
+        Decision, on_delete=models.CASCADE, related_name="ranked_passages", db_index=False, db_constraint=False
+    )
+    decision_occurred_at = models.DateTimeField(help_text="The decision's occurred_at: the month partition key.")
     passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="rankings")
     rank = models.PositiveIntegerField(help_text="1 is the top retrieved passage.")
     retrieval_score = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["rank"]
-        constraints = [models.UniqueConstraint(fields=["decision", "rank"], name="unique_rank_per_decision")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["decision", "rank", "decision_occurred_at"], name="unique_rank_per_decision"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"decision {self.decision_id} rank {self.rank}: passage {self.passage_id}"

@@ -14,6 +14,7 @@ from psycopg import errors as psycopg_errors
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
+from console.core.partitions import months_ensure
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
 from console.ledger.models import Route
 from console.ledger.validation import DecisionInput
@@ -86,7 +87,8 @@ class IngestResult:
 # Concurrent batches share passages (retrieval returns popular chunks all day), and inserting a
 # key another open transaction has just inserted waits for that transaction. Two batches taking
 # their keys in different orders would each wait for the other: PostgreSQL's "deadlock detected".
-# So every write takes its keys in one global order: passages by content key, then decisions by
+# So every write takes its keys in one global order: a month partition that is missing first (see
+# console/core/partitions.py), then passages by content key, then request keys and decisions by
 # (route, request_id); the day counters' trigger upserts in key order too, and the audit append
 # comes last. New passages go through a temporary table into `INSERT ... ORDER BY content_key ON
 # CONFLICT DO NOTHING`, so a passage another batch stores first is read back instead of failing
@@ -205,16 +207,21 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     now = timezone.now()
     # COPY runs on the raw psycopg cursor; wrap_database_errors turns its errors into Django's.
     with connection.wrap_database_errors, connection.cursor() as cursor:
+        months_ensure((i.occurred_at for i in fresh), cursor=cursor)
         passage_ids = _store_passages(cursor, fresh)
         decision_ids = _allocate_ids(cursor, "ledger_decision", len(fresh))
+        # Rows in the global lock order (see the note above _ALLOCATE_IDS); ids keep the batch's order.
+        in_key_order = sorted(
+            zip(decision_ids, fresh, strict=True), key=lambda pair: (routes[pair[1].route].pk, pair[1].request_id)
+        )
+        # The request keys first: a concurrent batch holding one waits here, then fails and retries.
+        with cursor.cursor.copy("COPY ledger_requestkey (route_id, request_id) FROM STDIN") as copy:
+            for _, i in in_key_order:
+                copy.write_row((routes[i.route].pk, i.request_id))
         with cursor.cursor.copy(
             "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
             "cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
         ) as copy:
-            # Rows in the global lock order (see the note above _ALLOCATE_IDS); ids keep the batch's order.
-            in_key_order = sorted(
-                zip(decision_ids, fresh, strict=True), key=lambda pair: (routes[pair[1].route].pk, pair[1].request_id)
-            )
             for decision_id, i in in_key_order:
                 copy.write_row(
                     (
@@ -236,12 +243,19 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                     )
                 )
         with cursor.cursor.copy(
-            "COPY ledger_decisionpassage (decision_id, passage_id, rank, retrieval_score) FROM STDIN"
+            "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "
+            "FROM STDIN"
         ) as copy:
             for decision_id, item in zip(decision_ids, fresh, strict=True):
                 for passage in item.passages:
                     copy.write_row(
-                        (decision_id, passage_ids[passage.content_key], passage.rank, passage.retrieval_score)
+                        (
+                            decision_id,
+                            item.occurred_at,
+                            passage_ids[passage.content_key],
+                            passage.rank,
+                            passage.retrieval_score,
+                        )
                     )
     run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
     result.created = len(fresh)

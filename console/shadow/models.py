@@ -11,7 +11,10 @@ class ShadowStatus(models.TextChoices):
 class ShadowRun(models.Model):
     """A refused decision re-run with the gate disabled on exactly the passages logged for it."""
 
-    decision = models.ForeignKey("ledger.Decision", on_delete=models.PROTECT, related_name="shadow_runs")
+    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/core/partitions.py).
+    decision = models.ForeignKey(
+        "ledger.Decision", on_delete=models.PROTECT, related_name="shadow_runs", db_constraint=False
+    )
     pipeline = models.CharField(max_length=100, help_text="Pipeline name: 'reference' or 'http'.")
     pipeline_version = models.CharField(max_length=100, blank=True, help_text="Set when the pipeline last ran.")
     status = models.CharField(max_length=12, choices=ShadowStatus.choices, default=ShadowStatus.QUEUED)

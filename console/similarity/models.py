@@ -86,7 +86,11 @@ class QuestionVector(models.Model):
     # No index of their own: unique_vector_per_embedder leads with the decision and
     # similarity_vector_space_idx with the route.
     decision = models.ForeignKey(
-        "ledger.Decision", on_delete=models.CASCADE, related_name="question_vectors", db_index=False
+        "ledger.Decision",
+        on_delete=models.CASCADE,
+        related_name="question_vectors",
+        db_index=False,
+        db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/core/partitions.py)
     )
     route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
     embedder = models.ForeignKey(

@@ -15,9 +15,12 @@ class SupportStatus(models.TextChoices):
 class DecisionSupport(models.Model):
     """How much of a decision's claim its logged passages contain, word for word up to case."""
 
+    # Partitioned like the decisions (console/core/partitions.py): the database's key and foreign
+    # key are on (decision_id, decision_occurred_at).
     decision = models.OneToOneField(
-        "ledger.Decision", on_delete=models.CASCADE, primary_key=True, related_name="support"
+        "ledger.Decision", on_delete=models.CASCADE, primary_key=True, related_name="support", db_constraint=False
     )
+    decision_occurred_at = models.DateTimeField(help_text="The decision's occurred_at: the month partition key.")
     status = models.CharField(max_length=8, choices=SupportStatus.choices, default=SupportStatus.PENDING)
     units = models.PositiveIntegerField(default=0, help_text="Claim units the claim splits into.")
     units_supported = models.PositiveIntegerField(
@@ -55,8 +58,9 @@ class SpanCheck(models.Model):
     """One claim unit searched in one logged passage of a decision."""
 
     # No index of its own: one_check_per_unit_passage leads with the decision.
+    # A reference checked on insert by a trigger, not a foreign key (console/core/partitions.py).
     decision = models.ForeignKey(
-        "ledger.Decision", on_delete=models.CASCADE, related_name="span_checks", db_index=False
+        "ledger.Decision", on_delete=models.CASCADE, related_name="span_checks", db_index=False, db_constraint=False
     )
     passage = models.ForeignKey("ledger.Passage", on_delete=models.PROTECT, related_name="span_checks")
     unit_index = models.PositiveIntegerField(help_text="Position of the unit in the claim, from 0.")

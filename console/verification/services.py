@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -55,10 +56,11 @@ _TABLE = DecisionSupport._meta.db_table
 # Insert the decision's DecisionSupport as claimed, or claim the existing one if it is pending or
 # failed; no row back means another job verified it (or holds it: this waits on its row lock).
 _CLAIM_SQL = (
-    f"INSERT INTO {_TABLE} (decision_id, status, units, units_supported, expected_support, fully_supported, "
-    "no_supporting_passage, verifier_version, attempts, error, verified_at) "
-    "SELECT id, 'pending', 0, 0, NULL, false, false, '', 1, '', NULL FROM unnest(%s::bigint[]) AS id ORDER BY id "
-    f"ON CONFLICT (decision_id) DO UPDATE SET attempts = {_TABLE}.attempts + 1 "
+    f"INSERT INTO {_TABLE} (decision_id, decision_occurred_at, status, units, units_supported, expected_support, "
+    "fully_supported, no_supporting_passage, verifier_version, attempts, error, verified_at) "
+    "SELECT id, at, 'pending', 0, 0, NULL, false, false, '', 1, '', NULL "
+    "FROM unnest(%s::bigint[], %s::timestamptz[]) AS x(id, at) ORDER BY id "
+    f"ON CONFLICT (decision_id, decision_occurred_at) DO UPDATE SET attempts = {_TABLE}.attempts + 1 "
     f"WHERE {_TABLE}.status IN ('pending', 'failed') RETURNING decision_id, attempts"
 )
 # The decisions' passages are read one decision at a time from the list of ids (a LATERAL subquery
@@ -123,31 +125,33 @@ def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResu
     for start in range(0, len(ids), _READ_CHUNK):
         chunk = ids[start : start + _READ_CHUNK]
         decisions = {
-            pk: (claim, slug)
-            for pk, claim, slug in Decision.objects.filter(pk__in=chunk).values_list("pk", "claim", "route__slug")
+            pk: (claim, slug, occurred_at)
+            for pk, claim, slug, occurred_at in Decision.objects.filter(pk__in=chunk).values_list(
+                "pk", "claim", "route__slug", "occurred_at"
+            )
         }
         with connection.cursor() as cursor:
             cursor.execute(_SIZES_SQL, [chunk])
             sizes = dict(cursor.fetchall())
-        group: list[tuple[int, str, str]] = []
+        group: list[tuple[int, str, str, datetime]] = []
         group_bytes = 0
         for decision_id in chunk:
-            claim, slug = decisions[decision_id]
+            claim, slug, occurred_at = decisions[decision_id]
             size = int(sizes.get(decision_id) or 0) + len(claim.encode())
             if group and group_bytes + size > budget:
                 _verify_group(actor, group, result)
                 group, group_bytes = [], 0
-            group.append((decision_id, claim, slug))
+            group.append((decision_id, claim, slug, occurred_at))
             group_bytes += size
         if group:
             _verify_group(actor, group, result)
     return result
 
 
-def _verify_group(actor: Actor, group: list[tuple[int, str, str]], result: VerifyResult) -> None:
+def _verify_group(actor: Actor, group: list[tuple[int, str, str, datetime]], result: VerifyResult) -> None:
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM_SQL, [[decision_id for decision_id, _, _ in group]])
+            cursor.execute(_CLAIM_SQL, [[row[0] for row in group], [row[3] for row in group]])
             attempts = dict(cursor.fetchall())
         if not attempts:
             return
@@ -155,7 +159,7 @@ def _verify_group(actor: Actor, group: list[tuple[int, str, str]], result: Verif
         now = timezone.now()
         supports, checks, verified, failed = [], [], [], []
         by_route: dict[str, list[DecisionSupport]] = {}
-        for decision_id, claim, slug in group:
+        for decision_id, claim, slug, _ in group:
             if decision_id not in attempts:
                 continue  # verified by another job
             outcome = _check(decision_id, claim, passages.get(decision_id, []))

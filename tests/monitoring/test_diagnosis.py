@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from console.ledger.models import Decision
 from console.monitoring.models import Recheck
 from console.verification.models import DecisionSupport
 from tests.analysis.populations import label
@@ -33,8 +34,14 @@ def _planted(integrator, *, days_ago, refused, refused_correct, served, versions
 
 def _no_support(ids, share):
     cut = round(len(ids) * share)
+    moments = dict(Decision.objects.filter(pk__in=ids).values_list("pk", "occurred_at"))
     DecisionSupport.objects.bulk_create(
-        [DecisionSupport(decision_id=d, status="done", no_supporting_passage=i < cut) for i, d in enumerate(ids)]
+        [
+            DecisionSupport(
+                decision_id=d, decision_occurred_at=moments[d], status="done", no_supporting_passage=i < cut
+            )
+            for i, d in enumerate(ids)
+        ]
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 from sklearn.metrics import adjusted_rand_score
 
+from console.ledger.models import Decision
 from console.similarity import services, topics
 from console.similarity.models import GapRun
 from console.verification.models import DecisionSupport, SupportStatus
@@ -54,10 +55,12 @@ def _plant(rng, now):
         truth.append(-1)
         no_support.append(False)
     ids = factories.ingest(records)
+    moments = dict(Decision.objects.filter(pk__in=ids).values_list("pk", "occurred_at"))
     DecisionSupport.objects.bulk_create(
         [
             DecisionSupport(
                 decision_id=pk,
+                decision_occurred_at=moments[pk],
                 status=SupportStatus.DONE,
                 units=1,
                 units_supported=0 if bare else 1,

@@ -1,0 +1,233 @@
+"""Archive a month: its decisions and everything stored per decision leave the database for files.
+
+The decisions and their per-decision tables are partitioned by month (console/core/partitions.py),
+so a month's rows are a set of partitions. Archiving one, in a single transaction:
+
+1. writes every row that goes to gzipped CSV files in a folder of its own (one file per table,
+   a header line first) and a manifest with each file's rows and SHA-256;
+2. deletes the rows of other tables that point at the month's decisions, and what hangs off
+   them, after writing them out too: span checks, question vectors, pool items with their grades
+   and labels, disputes, shadow runs and trial calls. The archive is refused while work on the
+   month's decisions is still under way: apps report it through `hooks.register_archive_hold`
+   (an open dispute, a queued shadow run or trial call). The statistics then describe the months
+   that remain, labels included;
+3. takes the month out of the day counters and score bins (the analysis reads those), so that
+   totals and the statistics agree with what is left;
+4. detaches the month's partitions and drops them, per-decision tables first, then the decisions;
+5. deletes the passages no remaining decision refers to, after writing them out too;
+6. writes one audit event per route, with the month, the counts and the manifest's SHA-256.
+
+The current month and later ones are refused: decisions still arrive for them. The month's request
+ids are released: a decision sent again later for an archived month is stored again, in a new,
+empty partition of that month.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from django.db import connection, models, transaction
+from django.db.models.deletion import Collector, ProtectedError
+from django.utils import timezone
+
+from audit.models import Action
+from audit.services import Actor, EventSpec, audit_record_many
+from console.core.errors import Conflict, InvalidInput, NotFound
+from console.core.partitions import month_of, month_partitions
+from console.ledger.hooks import archive_holds
+from console.ledger.models import Decision, Passage
+
+
+@dataclass
+class ArchiveResult:
+    month: date
+    folder: Path
+    decisions_by_route: dict[str, int] = field(default_factory=dict)
+    files: dict[str, dict] = field(default_factory=dict)  # file name -> {"rows": n, "sha256": hex}
+
+    @property
+    def decisions(self) -> int:
+        return sum(self.decisions_by_route.values())
+
+
+def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
+    """Archive `month` into `folder` (created; must not exist yet). Run as the tables' owner."""
+    month = month_of(month)
+    if month >= month_of(timezone.now()):
+        raise InvalidInput(f"{month:%Y-%m} is the current month or later: decisions still arrive for it.")
+    parts = [p for p in month_partitions() if p.month == month]
+    decisions_part = next((p.name for p in parts if p.parent == Decision._meta.db_table), None)
+    if decisions_part is None:
+        raise NotFound(f"No decisions are stored for {month:%Y-%m}.")
+    if folder.exists():
+        raise Conflict(f"{folder} exists already; archives are never overwritten.")
+    partitioned = {p.parent for p in parts}
+    month_ids = models.expressions.RawSQL(f"SELECT id FROM {decisions_part}", [])  # noqa: S611 - a catalog name
+    dependants = [
+        (rel.related_model, rel.field)
+        for rel in Decision._meta.related_objects
+        if not rel.many_to_many and rel.related_model._meta.db_table not in partitioned
+    ]
+    held = archive_holds(month_ids)
+    if held:
+        listed = ", ".join(f"{n:,} {what}" for what, n in sorted(held.items()))
+        raise Conflict(f"Work on decisions of {month:%Y-%m} is still under way ({listed}); archive it later.")
+    folder.mkdir(parents=True)
+    result = ArchiveResult(month=month, folder=folder)
+    try:
+        with transaction.atomic():
+            result.decisions_by_route = _decisions_by_route(decisions_part)
+            # Rows that point at the month's decisions from outside its partitions.
+            _dependants_delete(dependants, month_ids, result)
+            for part in parts:
+                _export(f"SELECT * FROM {part.name}", part.parent, result)
+            _counters_forget(month)
+            with connection.cursor() as cursor:  # the request ids become free again (see the docstring)
+                cursor.execute(
+                    f"DELETE FROM ledger_requestkey AS k USING {decisions_part} AS d "
+                    "WHERE k.route_id = d.route_id AND k.request_id = d.request_id"
+                )
+            for part in parts:  # per-decision tables first: their keys refer to the decisions
+                with connection.cursor() as cursor:
+                    cursor.execute(f"ALTER TABLE {part.parent} DETACH PARTITION {part.name}")
+                    cursor.execute(f"DROP TABLE {part.name}")
+            _orphan_passages_delete(result)
+            manifest = _write_manifest(result)
+            audit_record_many(
+                actor=actor,
+                events=[
+                    EventSpec(
+                        Action.MONTH_ARCHIVED,
+                        "route",
+                        slug,
+                        route=slug,
+                        payload={
+                            "month": f"{month:%Y-%m}",
+                            "decisions": count,
+                            "folder": str(folder),
+                            "manifest_sha256": manifest,
+                        },
+                    )
+                    for slug, count in sorted(result.decisions_by_route.items())
+                ],
+            )
+    except BaseException:
+        for written in folder.iterdir():
+            written.unlink()
+        folder.rmdir()
+        raise
+    return result
+
+
+def _decisions_by_route(part: str) -> dict[str, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT r.slug, count(*) FROM {part} d JOIN ledger_route r ON r.id = d.route_id GROUP BY r.slug"
+        )
+        return dict(cursor.fetchall())
+
+
+def _dependants_delete(dependants, month_ids, result: ArchiveResult) -> None:
+    """Delete every dependant table's rows of the month, those that protect others first (a label
+    protects its pool item): a table whose rows are still protected waits for the next round."""
+    waiting = list(dependants)
+    while waiting:
+        postponed = []
+        for model, link in waiting:
+            queryset = model._base_manager.filter(**{f"{link.attname}__in": month_ids})
+            try:
+                _collect_and_delete(queryset, result)
+            except ProtectedError:
+                postponed.append((model, link))
+        if len(postponed) == len(waiting):
+            raise Conflict(
+                "Rows outside the month protect its decisions' rows: "
+                + ", ".join(m._meta.db_table for m, _ in postponed)
+            )
+        waiting = postponed
+
+
+def _collect_and_delete(queryset, result: ArchiveResult) -> None:
+    """Write out and delete these rows and what Django would delete with them (grades with their
+    pool item, ...), through Django's collector, which knows every app's on_delete rules."""
+    collector = Collector(using=queryset.db)
+    collector.collect(queryset)
+    for model, instances in collector.data.items():
+        ids = [obj.pk for obj in instances]
+        if ids:
+            table, pk = model._meta.db_table, model._meta.pk.column
+            _export(f"SELECT * FROM {table} WHERE {pk} = ANY(%s)", table, result, params=[ids])
+    for fast in collector.fast_deletes:
+        table, pk = fast.model._meta.db_table, fast.model._meta.pk.column
+        sql, params = fast.values("pk").query.sql_with_params()
+        _export(f"SELECT * FROM {table} WHERE {pk} IN ({sql})", table, result, params=list(params))
+    collector.delete()
+
+
+def _export(query: str, table: str, result: ArchiveResult, *, params: list | None = None) -> None:
+    """Append the query's rows to `<table>.csv.gz` in the archive (CSV, a header line first).
+    COPY takes no parameters: a query with some is materialised in a temporary table first."""
+    path = result.folder / f"{table}.csv.gz"
+    with connection.cursor() as cursor:
+        if params:
+            cursor.execute(f"CREATE TEMPORARY TABLE archive_rows ON COMMIT DROP AS {query}", params)
+            query = "SELECT * FROM archive_rows"
+        cursor.execute(f"SELECT count(*) FROM ({query}) AS found")
+        rows = cursor.fetchone()[0]
+        if rows:
+            header = "false" if path.exists() else "true"
+            with (
+                gzip.open(path, "ab") as out,
+                cursor.cursor.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv, HEADER {header})") as copy,
+            ):
+                for chunk in copy:
+                    out.write(chunk)
+            result.files.setdefault(path.name, {"rows": 0})["rows"] += rows
+        if params:
+            cursor.execute("DROP TABLE archive_rows")
+
+
+def _counters_forget(month: date) -> None:
+    """Take the month out of the counters the ledger's triggers keep (a detached partition fires no
+    trigger): its days' counts go, and the all-time score bins lose what those days held."""
+    end = date(month.year + month.month // 12, month.month % 12 + 1, 1)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE ledger_routescoretotal AS t SET decisions = t.decisions - m.decisions "
+            "FROM (SELECT route_id, score_bin, sum(decisions) AS decisions FROM ledger_routescorecount "
+            "WHERE day >= %s AND day < %s GROUP BY 1, 2) AS m "
+            "WHERE t.route_id = m.route_id AND t.score_bin = m.score_bin",
+            [month, end],
+        )
+        cursor.execute("DELETE FROM ledger_routescorecount WHERE day >= %s AND day < %s", [month, end])
+        cursor.execute("DELETE FROM ledger_routedaycount WHERE day >= %s AND day < %s", [month, end])
+
+
+def _orphan_passages_delete(result: ArchiveResult) -> None:
+    """Passages that no row of any table refers to any more (they were the month's alone)."""
+    references = " AND ".join(
+        f"NOT EXISTS (SELECT 1 FROM {rel.related_model._meta.db_table} x WHERE x.{rel.field.column} = p.id)"
+        for rel in Passage._meta.related_objects
+        if not rel.many_to_many
+    )
+    orphans = f"SELECT p.* FROM ledger_passage p WHERE {references}"
+    _export(orphans, Passage._meta.db_table, result)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM ledger_passage WHERE id IN (SELECT id FROM ({orphans}) AS o)")
+
+
+def _write_manifest(result: ArchiveResult) -> str:
+    for name, entry in result.files.items():
+        entry["sha256"] = hashlib.sha256((result.folder / name).read_bytes()).hexdigest()
+    body = json.dumps(
+        {"month": f"{result.month:%Y-%m}", "decisions": result.decisions_by_route, "files": result.files},
+        indent=2,
+        sort_keys=True,
+    ).encode()
+    (result.folder / "manifest.json").write_bytes(body)
+    return hashlib.sha256(body).hexdigest()
