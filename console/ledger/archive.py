@@ -12,7 +12,8 @@ so a month's rows are a set of partitions. Archiving one, in a single transactio
    (an open dispute, a queued shadow run or trial call). The statistics then describe the months
    that remain, labels included;
 3. takes the month out of the day counters and score bins (the analysis reads those), so that
-   totals and the statistics agree with what is left;
+   totals and the statistics agree with what is left (the monitor's stored daily figures stay:
+   they are its history);
 4. detaches the month's partitions and drops them, per-decision tables first, then the decisions;
 5. deletes the passages no remaining decision refers to, after writing them out too;
 6. writes one audit event per route, with the month, the counts and the manifest's SHA-256.
@@ -40,7 +41,7 @@ from audit.services import Actor, EventSpec, audit_record_many
 from console.core.errors import Conflict, InvalidInput, NotFound
 from console.core.partitions import month_of, month_partitions
 from console.ledger.hooks import archive_holds
-from console.ledger.models import Decision, Passage
+from console.ledger.models import Decision, DecisionPassage, Passage
 
 
 @dataclass
@@ -91,6 +92,12 @@ def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
                 cursor.execute(
                     f"DELETE FROM ledger_requestkey AS k USING {decisions_part} AS d "
                     "WHERE k.route_id = d.route_id AND k.request_id = d.request_id"
+                )
+            links = next(p.name for p in parts if p.parent == DecisionPassage._meta.db_table)
+            with connection.cursor() as cursor:  # the passages that may be the month's alone
+                cursor.execute(
+                    f"CREATE TEMPORARY TABLE archive_passages ON COMMIT DROP AS SELECT DISTINCT passage_id AS id "
+                    f"FROM {links}"
                 )
             for part in parts:  # per-decision tables first: their keys refer to the decisions
                 with connection.cursor() as cursor:
@@ -209,16 +216,17 @@ def _counters_forget(month: date) -> None:
 
 
 def _orphan_passages_delete(result: ArchiveResult) -> None:
-    """Passages that no row of any table refers to any more (they were the month's alone)."""
+    """Passages of the month's decisions that no row of any table refers to any more."""
     references = " AND ".join(
         f"NOT EXISTS (SELECT 1 FROM {rel.related_model._meta.db_table} x WHERE x.{rel.field.column} = p.id)"
         for rel in Passage._meta.related_objects
         if not rel.many_to_many
     )
-    orphans = f"SELECT p.* FROM ledger_passage p WHERE {references}"
+    orphans = f"SELECT p.* FROM ledger_passage p JOIN archive_passages a ON a.id = p.id WHERE {references}"
     _export(orphans, Passage._meta.db_table, result)
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM ledger_passage WHERE id IN (SELECT id FROM ({orphans}) AS o)")
+        cursor.execute("DROP TABLE archive_passages")
 
 
 def _write_manifest(result: ArchiveResult) -> str:
