@@ -97,6 +97,18 @@ def test_a_route_fits_once_it_holds_enough_questions_after_ingest(route, setting
     assert QuestionVector.objects.filter(decision_id__in=ids).count() == 6
 
 
+def test_a_fit_job_queued_behind_a_fit_that_caught_up_does_not_refit_the_route(route):
+    from console.similarity import tasks
+
+    # Every ingest batch of a due route queues a fit; the ones that run after the first find it done.
+    _ingest(_questions(4))
+    assert tasks.embedder_fit(route.pk) == 1
+    assert tasks.embedder_fit(route.pk) is None
+    assert list(EmbedderVersion.objects.values_list("number", "state")) == [(1, EmbedderState.CURRENT)]
+    _ingest(_questions(4))  # the route has doubled since version 1: due again
+    assert tasks.embedder_fit(route.pk) == 2
+
+
 def test_a_route_on_the_built_in_embedder_refuses_sent_vectors_naming_the_item(integrator):
     _ingest(_questions(1))
     services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
