@@ -133,11 +133,25 @@ def span_checks_as_list(decision: Decision) -> list[dict[str, Any]]:
         "truncated",
         "verifier_version",
     )
-    rows = list(SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(*fields))
+    stored = {
+        (row[1], row[0]): row
+        for row in SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(*fields)
+    }
     texts: dict[int, str] = {}
-    for row in rows:  # each unit's text is stored on one of its rows (services._check)
+    versions: dict[int, str] = {}
+    for row in stored.values():  # each unit's text is stored on one of its rows (services._check)
         texts[row[1]] = texts.get(row[1]) or row[2]
-    rows = [(*row[:2], texts[row[1]], *row[3:]) for row in rows]
+        versions.setdefault(row[1], row[7])
+    # A (unit, passage) pair without a row was searched and not found: only the unit's first row and
+    # the rows that found something are stored. Every pair is listed, as when each had its row.
+    passage_ids = sorted({link.passage_id for link in decision.ranked_passages.all()} | {p for _, p in stored})
+    rows = []
+    for unit_index in sorted(texts):
+        for passage_id in passage_ids:
+            row = stored.get((unit_index, passage_id))
+            if row is None:
+                row = (passage_id, unit_index, "", False, [], [], False, versions[unit_index])
+            rows.append((*row[:2], texts[unit_index], *row[3:]))
     names = (
         "passage_id",
         "unit_index",
