@@ -315,6 +315,30 @@ def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
     assert hit["match_ranges"] == [[43, 56]] and hit["verifier_version"] == "spans-1"
 
 
+def test_a_claim_of_one_unit_is_not_stored_again_as_its_unit_and_still_shows_as_it(route, reviewer, reviewer_pages):
+    import importlib
+
+    from django.db import connection
+
+    claim = "Open Settings > Security and choose Reset."
+    [decision_id] = ingest_with_jobs([record(claim=claim, outcome="refused", passages=PASSAGES)])
+    assert not SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="").exists()
+    body = reviewer.get(f"/api/v1/decisions/{decision_id}").json()
+    assert {(c["unit_index"], c["unit"]) for c in body["span_checks"]} == {(0, claim)}
+    page = reviewer_pages.get(f"/decisions/{decision_id}/")
+    assert page.context["claim_units"] == [{"index": 1, "text": claim, "found": True}]
+    # Rows stored before held the claim as the unit's text; the migration empties it.
+    SpanCheck.objects.filter(decision_id=decision_id).update(unit_text=claim)
+    migration = importlib.import_module("console.verification.migrations.0003_span_checks_found_only")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.WHOLE_CLAIM)
+    assert not SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="").exists()
+    with connection.cursor() as cursor:
+        cursor.execute(migration.WHOLE_CLAIM_BACK)
+    first = SpanCheck.objects.filter(decision_id=decision_id).order_by("pk").values_list("unit_text", flat=True)
+    assert list(first)[0] == claim
+
+
 def test_the_lookup_costs_the_same_queries_once_verified(route, reviewer, django_assert_num_queries):
     from tests.factories import make_token
 
