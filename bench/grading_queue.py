@@ -76,10 +76,10 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                         f"kb/{run}/{n}",
                         "snap",
                         f"Passage {n} of the benchmark corpus, run {run}. " * 8,
-                        secrets.token_hex(32),
+                        secrets.token_bytes(32),
                         "bench",
                         "",
-                        f"{run}-{n}-{secrets.token_hex(8)}",
+                        secrets.token_bytes(32),
                     )
                 )
         month_partitions(cur, [now])

@@ -129,10 +129,10 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                 p.external_id,
                 item.versions.get("corpus", ""),
                 p.text,
-                p.text_sha256,
+                bytes.fromhex(p.text_sha256),  # the table keeps digests as bytes, the app as hex
                 p.source,
                 p.uri,
-                p.content_key,
+                bytes.fromhex(p.content_key),
             )
     elapsed = 0.0
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
@@ -143,8 +143,11 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
             for row in passages.values():
                 copy.write_row(row)
         elapsed += time.perf_counter() - started
-        cur.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [list(passages)])
-        passage_ids = dict(cur.fetchall())
+        cur.execute(
+            "SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)",
+            [[row[-1] for row in passages.values()]],
+        )
+        passage_ids = {bytes(key).hex(): pk for key, pk in cur.fetchall()}
         month_partitions(cur, [i.occurred_at for i in items])
         started = time.perf_counter()
         with cur.copy("COPY ledger_requestkey (route_id, request_id) FROM STDIN") as copy:

@@ -29,6 +29,25 @@ class Route(models.Model):
         return self.slug
 
 
+class DigestField(models.BinaryField):
+    """A SHA-256 digest stored as its 32 bytes (bytea) and read and written as 64 hex characters,
+    so that code, templates and the API see the hex they always did, at half the bytes on disk
+    (and in the unique index on it). Raw SQL passes bytes: `bytes.fromhex(key)`."""
+
+    def from_db_value(self, value, expression, connection):
+        return None if value is None else bytes(value).hex()
+
+    def to_python(self, value):
+        if isinstance(value, bytes | memoryview):
+            return bytes(value).hex()
+        return value
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if isinstance(value, str):
+            value = bytes.fromhex(value)
+        return super().get_db_prep_value(value, connection, prepared)
+
+
 class Passage(models.Model):
     """A retrieved chunk exactly as it was at request time. Rows are never edited.
 
@@ -41,11 +60,11 @@ class Passage(models.Model):
     external_id = models.CharField(max_length=500, help_text="The retriever's id for the chunk.")
     corpus_snapshot = models.CharField(max_length=200, blank=True, help_text="versions.corpus at request time.")
     text = models.TextField()
-    text_sha256 = models.CharField(max_length=64, help_text="SHA-256 of the UTF-8 text.")
+    text_sha256 = DigestField(help_text="SHA-256 of the UTF-8 text.")
     source = models.CharField(max_length=200, blank=True)
     uri = models.CharField(max_length=2000, blank=True)
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
-    content_key = models.CharField(max_length=64, help_text="SHA-256 over id, corpus, text hash, source, uri.")
+    content_key = DigestField(help_text="SHA-256 over id, corpus, text hash, source, uri.")
 
     class Meta:
         # A constraint, not unique=True: that would add a second, pattern-matching (LIKE) index on

@@ -285,6 +285,14 @@ def _allocate_ids(cursor, table: str, count: int) -> list[int]:
     return [row[0] for row in cursor.fetchall()]
 
 
+def _digests(keys) -> list[bytes]:
+    return [bytes.fromhex(key) for key in keys]
+
+
+def _by_hex(rows) -> dict[str, int]:
+    return {bytes(key).hex(): pk for key, pk in rows}
+
+
 def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     """Store passages not seen before; return the id of every passage the batch names.
 
@@ -298,8 +306,9 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
             unique.setdefault(passage.content_key, (passage, corpus))
     if not unique:
         return {}
-    cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [list(unique)])
-    ids = dict(cursor.fetchall())
+    # The keys are hex here and 32 bytes in the table (DigestField); `ids` is keyed by hex.
+    cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [_digests(unique)])
+    ids = _by_hex(cursor.fetchall())
     new_keys = [key for key in unique if key not in ids]
     if not new_keys:
         return ids
@@ -320,11 +329,11 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
                     passage.external_id,
                     corpus,
                     passage.text,
-                    passage.text_sha256,
+                    bytes.fromhex(passage.text_sha256),
                     passage.source,
                     passage.uri,
                     embedding,
-                    key,
+                    bytes.fromhex(key),
                 )
             )
     cursor.execute(
@@ -332,11 +341,11 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
         "content_key) SELECT * FROM ingest_passage ORDER BY content_key "
         "ON CONFLICT DO NOTHING RETURNING content_key, id"
     )
-    ids.update(cursor.fetchall())
+    ids.update(_by_hex(cursor.fetchall()))
     # A retried attempt runs in a fresh transaction, but the outer one (tests, an import) may live on.
     cursor.execute("DROP TABLE ingest_passage")
     skipped = [key for key in new_keys if key not in ids]
     if skipped:  # stored by a concurrent batch that committed while this one waited
-        cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [skipped])
-        ids.update(cursor.fetchall())
+        cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [_digests(skipped)])
+        ids.update(_by_hex(cursor.fetchall()))
     return ids

@@ -281,16 +281,23 @@ def _needs_fit(route_id: int, versions: list[EmbedderVersion]) -> bool:
 _FIT_LOCK = 0x53696D46  # "SimF": one fit per route at a time, across workers
 
 
-def embedder_fit(*, actor: Actor, route_id: int, seed: int = 0) -> EmbedderVersion | None:
+def embedder_fit(*, actor: Actor, route_id: int, seed: int = 0, when_due: bool = False) -> EmbedderVersion | None:
     """Fit a new built-in embedder version on the route's questions, embed every decision of the
     route with it while the previous version keeps answering, build its index, make it current,
     and drop the previous version's vectors. None when the route uses sent vectors, has too few
-    questions, or another fit of the route is running."""
+    questions, or another fit of the route is running.
+
+    `when_due` (the after-ingest job): fit only if the route still needs it once the lock is held.
+    Every ingest batch of a route that is due asks for a fit, so several jobs queue up behind the
+    first; without the check each of them refitted the route again, re-embedding every question
+    (and leaving a retired model and vectors' worth of dead space) for nothing."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_FIT_LOCK, route_id])
         if not cursor.fetchone()[0]:
             return None
     try:
+        if when_due and not _needs_fit(route_id, list(EmbedderVersion.objects.filter(route_id=route_id))):
+            return None
         return _fit_locked(actor=actor, route_id=route_id, seed=seed)
     finally:
         with connection.cursor() as cursor:

@@ -18,7 +18,7 @@ def vectors_embed(decision_ids: list[int]) -> int:
 
 @job("similarity.embedder_fit", soft_time_limit=3600)
 def embedder_fit(route_id: int) -> int | None:
-    version = services.embedder_fit(actor=Actor.system("embedder_fit"), route_id=route_id)
+    version = services.embedder_fit(actor=Actor.system("embedder_fit"), route_id=route_id, when_due=True)
     return version.number if version else None
 
 

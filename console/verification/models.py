@@ -55,7 +55,11 @@ class DecisionSupport(models.Model):
 
 
 class SpanCheck(models.Model):
-    """One claim unit searched in one logged passage of a decision."""
+    """One claim unit searched in one logged passage of a decision.
+
+    Stored for the unit's first-ranked passage (the row that holds its text) and for every passage
+    where the search found something; a pair without a row was searched and not found, and is
+    listed as such (selectors.span_checks_as_list). Rows stored before that hold every pair."""
 
     # No index of its own: one_check_per_unit_passage leads with the decision.
     # A reference checked on insert by a trigger, not a foreign key (console/core/partitions.py).

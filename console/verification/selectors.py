@@ -73,6 +73,12 @@ def marked_segments(text: str, ranges: list[list[int]] | list[tuple[int, int]]) 
     return segments
 
 
+def _unit_text_default(decision: Decision) -> str:
+    """The text of a unit stored without one: a claim that is a single unit is not stored twice
+    (services._check), so a unit no row names is the whole claim."""
+    return decision.claim
+
+
 def support_context(decision: Decision) -> dict[str, Any]:
     """What the refusal detail page shows of verification (one query for the span checks).
 
@@ -94,6 +100,8 @@ def support_context(decision: Decision) -> dict[str, Any]:
             unit["found"] = True
             ranges_by_passage.setdefault(passage_id, []).extend(char_ranges)
             units_by_passage.setdefault(passage_id, set()).add(unit_index)
+    for unit in units.values():
+        unit["text"] = unit["text"] or _unit_text_default(decision)
     links = list(decision.ranked_passages.all())
     for link in links:
         link.segments = marked_segments(link.passage.text, ranges_by_passage.get(link.passage_id, []))
@@ -133,11 +141,26 @@ def span_checks_as_list(decision: Decision) -> list[dict[str, Any]]:
         "truncated",
         "verifier_version",
     )
-    rows = list(SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(*fields))
+    stored = {
+        (row[1], row[0]): row
+        for row in SpanCheck.objects.filter(decision=decision).order_by("unit_index", "passage_id").values_list(*fields)
+    }
     texts: dict[int, str] = {}
-    for row in rows:  # each unit's text is stored on one of its rows (services._check)
+    versions: dict[int, str] = {}
+    for row in stored.values():  # each unit's text is stored on one of its rows (services._check)
         texts[row[1]] = texts.get(row[1]) or row[2]
-    rows = [(*row[:2], texts[row[1]], *row[3:]) for row in rows]
+        versions.setdefault(row[1], row[7])
+    texts = {index: text or _unit_text_default(decision) for index, text in texts.items()}
+    # A (unit, passage) pair without a row was searched and not found: only the unit's first row and
+    # the rows that found something are stored. Every pair is listed, as when each had its row.
+    passage_ids = sorted({link.passage_id for link in decision.ranked_passages.all()} | {p for _, p in stored})
+    rows = []
+    for unit_index in sorted(texts):
+        for passage_id in passage_ids:
+            row = stored.get((unit_index, passage_id))
+            if row is None:
+                row = (passage_id, unit_index, "", False, [], [], False, versions[unit_index])
+            rows.append((*row[:2], texts[unit_index], *row[3:]))
     names = (
         "passage_id",
         "unit_index",

@@ -288,8 +288,13 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
                 except ClaimTooLong:  # cannot be searched: not found
                     span = None
                 found = found or bool(span and span.supported)
-                # The unit's text once per unit, not once per passage: readers take it from this row.
-                outcome.checks.append(_check_row(decision_id, passage_id, index, unit if position == 0 else "", span))
+                # One row per unit carries its text (its first-ranked passage's), left empty when the
+                # unit is the whole claim (readers take the claim then); the other passages get a row
+                # only when it says more than "not found" (selectors.span_checks_as_list lists the
+                # missing pairs as not found).
+                if position == 0 or (span is not None and (span.supported or span.match_ranges or span.truncated)):
+                    text = "" if position > 0 or unit == claim else unit
+                    outcome.checks.append(_check_row(decision_id, passage_id, index, text, span))
             outcome.units_supported += found
             if time.monotonic() > deadline:  # the search looks at the clock only on its slow path
                 raise TimeBudgetExceeded("The verification ran out of its time budget.")

@@ -14,7 +14,8 @@ from console.shadow.models import ShadowRun
 from console.shadow.pipelines import PipelinePassage, passages_sha256
 from console.shadow.selectors import logged_passages_sha256
 from console.verification import tasks as verification_tasks
-from console.verification.models import DecisionSupport, SpanCheck
+from console.verification.models import DecisionSupport
+from console.verification.selectors import span_checks_as_list
 from tests.factories import ingest, make_route, record
 from tests.jobs.conftest import wait_for
 from tests.standin import StandInPipeline
@@ -117,7 +118,7 @@ def test_duplicate_jobs_on_concurrent_workers_yield_one_result(start_worker, liv
     assert _events("shadow_run_started", run) == 1 and _events("shadow_run_succeeded", run) == 1
     assert AuditEvent.objects.filter(action="shadow_runs_queued").count() == 1
     support = DecisionSupport.objects.get(decision_id=decision_id)
-    assert support.attempts == 1 and SpanCheck.objects.filter(decision_id=decision_id).count() == 2 * 2
+    assert support.attempts == 1 and len(span_checks_as_list(Decision.objects.get(pk=decision_id))) == 2 * 2
     verified = AuditEvent.objects.filter(
         action="decisions_verified", payload__contains={"objects": {"decision": [decision_id]}}
     )

@@ -62,3 +62,25 @@ def test_an_unknown_api_path_is_a_json_404(reviewer):
 def test_routes_lists_only_what_the_caller_may_read(route, other_route, owner, reviewer):
     assert [r["slug"] for r in owner.get("/api/v1/routes").json()["routes"]] == ["it-support"]
     assert {r["slug"] for r in reviewer.get("/api/v1/routes").json()["routes"]} == {"it-support", "hr-policy"}
+
+
+def test_passage_digests_take_32_bytes_on_disk_and_still_read_as_hex(route, reviewer):
+    import hashlib
+
+    from django.db import connection
+
+    from console.ledger.models import Passage
+
+    sent = record(passages=[{"id": "a", "text": "first"}])
+    [decision_id] = ingest([sent])
+    again = record(passages=[{"id": "a", "text": "first"}])
+    ingest([again])  # the same chunk again: found by its key, not stored twice
+    assert Passage.objects.count() == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT octet_length(content_key), octet_length(text_sha256) FROM ledger_passage")
+        assert cursor.fetchall() == [(32, 32)]
+    digest = hashlib.sha256(b"first").hexdigest()
+    passage = Passage.objects.get()
+    assert passage.text_sha256 == digest and len(passage.content_key) == 64
+    assert Passage.objects.filter(content_key=passage.content_key).exists()
+    assert reviewer.get(f"/api/v1/decisions/{decision_id}").json()["passages"][0]["sha256"] == digest

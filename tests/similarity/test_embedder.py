@@ -97,6 +97,18 @@ def test_a_route_fits_once_it_holds_enough_questions_after_ingest(route, setting
     assert QuestionVector.objects.filter(decision_id__in=ids).count() == 6
 
 
+def test_a_fit_job_queued_behind_a_fit_that_caught_up_does_not_refit_the_route(route):
+    from console.similarity import tasks
+
+    # Every ingest batch of a due route queues a fit; the ones that run after the first find it done.
+    _ingest(_questions(4))
+    assert tasks.embedder_fit(route.pk) == 1
+    assert tasks.embedder_fit(route.pk) is None
+    assert list(EmbedderVersion.objects.values_list("number", "state")) == [(1, EmbedderState.CURRENT)]
+    _ingest(_questions(4))  # the route has doubled since version 1: due again
+    assert tasks.embedder_fit(route.pk) == 2
+
+
 def test_a_route_on_the_built_in_embedder_refuses_sent_vectors_naming_the_item(integrator):
     _ingest(_questions(1))
     services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
@@ -147,3 +159,46 @@ def test_similar_refusals_read_the_current_version_and_say_when_a_question_has_n
     (later,) = _ingest(["Laptop battery drains overnight"])  # not embedded yet: its job has not run
     body = reviewer.get(f"/api/v1/decisions/{later}/similar").json()
     assert body["vectors"]["decision_has_vector"] is False and body["results"] == []
+
+
+def test_a_stored_model_keeps_its_components_in_half_precision_and_embeds_as_the_fitted_one():
+    import io
+
+    import joblib
+    import numpy as np
+
+    from console.similarity import embedder
+
+    questions = _questions(4)
+    model = embedder.fit(questions)
+    stored = embedder.dumps(model)
+    assert joblib.load(io.BytesIO(stored)).named_steps["svd"].components_.dtype == np.float16
+    assert model.named_steps["svd"].components_.dtype == np.float32  # the model in hand is left as it was
+    assert np.array_equal(embedder.transform(embedder.loads(stored), questions), embedder.transform(model, questions))
+    # A model stored before, in float32, still loads.
+    buffer = io.BytesIO()
+    joblib.dump(model, buffer)
+    assert embedder.loads(buffer.getvalue()).named_steps["svd"].components_.dtype == np.float32
+
+
+def test_the_migration_rewrites_a_live_model_stored_in_float32_to_half_precision(route):
+    import importlib
+    import io
+
+    import joblib
+    import numpy as np
+    from django.apps import apps
+
+    from console.similarity import embedder
+
+    migration = importlib.import_module("console.similarity.migrations.0005_embedder_models_float16")
+    _ingest(_questions(4))
+    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    model = embedder.loads(version.model)  # float32 once loaded
+    buffer = io.BytesIO()
+    joblib.dump(model, buffer, compress=3)  # as versions were stored before
+    EmbedderVersion.objects.filter(pk=version.pk).update(model=buffer.getvalue())
+    migration._components_float16(apps, None)
+    version.refresh_from_db()
+    assert joblib.load(io.BytesIO(bytes(version.model))).named_steps["svd"].components_.dtype == np.float16
+    assert len(bytes(version.model)) < len(buffer.getvalue())

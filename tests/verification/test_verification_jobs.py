@@ -11,6 +11,7 @@ from audit.services import Actor
 from console.ledger.models import Decision, DecisionPassage
 from console.verification import services, tasks
 from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
+from console.verification.selectors import span_checks_as_list
 from tests.factories import ingest, make_user, record
 from tests.jobs_inline import ingest_with_jobs, run_jobs
 
@@ -33,7 +34,7 @@ def _verified_events(decision_id: int) -> int:
     ).count()
 
 
-def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
+def test_a_new_decision_lists_a_span_check_per_unit_and_passage_and_stores_those_that_say_something(route):
     claim = "Open Settings > Security and choose Reset.\nThen restart the laptop."
     [decision_id] = ingest_with_jobs([record(claim=claim, passages=PASSAGES)])
     support = DecisionSupport.objects.get(decision_id=decision_id)
@@ -43,16 +44,53 @@ def test_a_new_decision_gets_one_span_check_per_unit_and_passage(route):
     assert support.verifier_version == "spans-1"
     # In the order of the passages' ranks (their ids follow the order passages are stored in, not rank).
     ranks = dict(DecisionPassage.objects.filter(decision_id=decision_id).values_list("passage_id", "rank"))
+    listed = span_checks_as_list(Decision.objects.get(pk=decision_id))
+    listed.sort(key=lambda c: (c["unit_index"], ranks[c["passage_id"]]))
+    assert [(c["unit_index"], c["supported"]) for c in listed] == [(0, True), (0, False), (1, False), (1, False)]
+    assert all(c["verifier_version"] == "spans-1" for c in listed)
+    # Stored: each unit's first-ranked row (it holds the unit's text) and the rows that found something.
     checks = sorted(
         SpanCheck.objects.filter(decision_id=decision_id), key=lambda c: (c.unit_index, ranks[c.passage_id])
     )
-    assert [(c.unit_index, c.supported) for c in checks] == [(0, True), (0, False), (1, False), (1, False)]
+    assert [(c.unit_index, ranks[c.passage_id], c.supported) for c in checks] == [(0, 1, True), (1, 1, False)]
     found = checks[0]
     text = found.passage.text
     [[start, end]] = found.char_ranges
     assert text[start:end].casefold() == found.unit_text.casefold() == claim.splitlines()[0].casefold()
     [[byte_start, byte_end]] = found.match_ranges
     assert text.encode()[byte_start:byte_end].decode() == text[start:end]
+
+
+def test_the_migration_drops_the_not_found_rows_of_checks_stored_one_per_pair_and_the_list_stays(route):
+    import importlib
+
+    from django.db import connection
+
+    migration = importlib.import_module("console.verification.migrations.0004_span_checks_found_only")
+    claim = "Open Settings > Security and choose Reset.\nThen restart the laptop."
+    [decision_id] = ingest_with_jobs([record(claim=claim, passages=PASSAGES)])
+    decision = Decision.objects.get(pk=decision_id)
+    listed = span_checks_as_list(decision)
+    kept = set(SpanCheck.objects.filter(decision_id=decision_id).values_list("pk", flat=True))
+    # As rows were stored before: one per (unit, passage), each with the unit's text.
+    stored = {(c.unit_index, c.passage_id) for c in SpanCheck.objects.filter(decision_id=decision_id)}
+    SpanCheck.objects.bulk_create(
+        SpanCheck(
+            decision_id=decision_id,
+            passage_id=c["passage_id"],
+            unit_index=c["unit_index"],
+            unit_text=c["unit"],
+            supported=False,
+            verifier_version=c["verifier_version"],
+        )
+        for c in listed
+        if (c["unit_index"], c["passage_id"]) not in stored
+    )
+    assert SpanCheck.objects.filter(decision_id=decision_id).count() == 4
+    with connection.cursor() as cursor:
+        cursor.execute(migration.FORWARD)
+    assert set(SpanCheck.objects.filter(decision_id=decision_id).values_list("pk", flat=True)) == kept
+    assert span_checks_as_list(Decision.objects.get(pk=decision_id)) == listed
 
 
 def test_a_claim_found_in_full_is_fully_supported(route):
@@ -275,6 +313,30 @@ def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
     stored = SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="")
     assert sorted(stored.values_list("unit_index", "unit_text")) == [(0, "choose Reset."), (1, "Reboot.")]
     assert hit["match_ranges"] == [[43, 56]] and hit["verifier_version"] == "spans-1"
+
+
+def test_a_claim_of_one_unit_is_not_stored_again_as_its_unit_and_still_shows_as_it(route, reviewer, reviewer_pages):
+    import importlib
+
+    from django.db import connection
+
+    claim = "Open Settings > Security and choose Reset."
+    [decision_id] = ingest_with_jobs([record(claim=claim, outcome="refused", passages=PASSAGES)])
+    assert not SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="").exists()
+    body = reviewer.get(f"/api/v1/decisions/{decision_id}").json()
+    assert {(c["unit_index"], c["unit"]) for c in body["span_checks"]} == {(0, claim)}
+    page = reviewer_pages.get(f"/decisions/{decision_id}/")
+    assert page.context["claim_units"] == [{"index": 1, "text": claim, "found": True}]
+    # Rows stored before held the claim as the unit's text; the migration empties it.
+    SpanCheck.objects.filter(decision_id=decision_id).update(unit_text=claim)
+    migration = importlib.import_module("console.verification.migrations.0004_span_checks_found_only")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.WHOLE_CLAIM)
+    assert not SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="").exists()
+    with connection.cursor() as cursor:
+        cursor.execute(migration.WHOLE_CLAIM_BACK)
+    first = SpanCheck.objects.filter(decision_id=decision_id).order_by("pk").values_list("unit_text", flat=True)
+    assert list(first)[0] == claim
 
 
 def test_the_lookup_costs_the_same_queries_once_verified(route, reviewer, django_assert_num_queries):
