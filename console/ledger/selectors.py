@@ -267,6 +267,14 @@ def _parse_cursor(value: str, order: Sort) -> tuple[Any, int] | None:
         return None
 
 
+def route_decision_total(route_id: int) -> int:
+    """Decisions the route holds, from the counters the database keeps (RouteDayCount): a few rows
+    per day, where counting the decisions reads an index entry (and, right after a burst of
+    ingest, a heap page) per decision."""
+    total = RouteDayCount.objects.filter(route_id=route_id).aggregate(total=Sum("decisions"))["total"]
+    return total or 0
+
+
 def route_daily_counts(user, *, days: int = 14) -> list[dict[str, Any]]:
     """Per readable route: decisions and refusals in all and per day over the last `days` days,
     read from the counters the database keeps per route, UTC day and outcome (RouteDayCount)."""

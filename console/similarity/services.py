@@ -23,6 +23,7 @@ from audit.services import Actor, audit_record
 from console.core.errors import InvalidInput
 from console.core.jobs import enqueue
 from console.ledger.models import Decision, Outcome, Route
+from console.ledger.selectors import route_decision_total
 from console.ledger.validation import DecisionInput
 from console.similarity import embedder, topics
 from console.similarity.models import (
@@ -271,7 +272,8 @@ def vectors_embed_missing(*, limit: int = 20_000) -> int:
 def _needs_fit(route_id: int, versions: list[EmbedderVersion]) -> bool:
     if any(v.state == EmbedderState.BUILDING for v in versions):
         return False
-    total = Decision.objects.filter(route_id=route_id).count()
+    # Asked after every ingest batch: read from the route's counters, not by counting its decisions.
+    total = route_decision_total(route_id)
     current = next((v for v in versions if v.state == EmbedderState.CURRENT), None)
     if current is None:
         return total >= settings.SIMILARITY_MIN_FIT_QUESTIONS
@@ -308,7 +310,7 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
     route = Route.objects.get(pk=route_id)
     if RouteEmbedding.objects.filter(route=route, source=Source.SENT).exists():
         return None
-    total = Decision.objects.filter(route=route).count()
+    total = route_decision_total(route.pk)
     if total < 2:
         return None
     sample = list(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditEvent
+from console.ledger.models import Decision
 from console.similarity import services
 from console.similarity.models import EmbedderState, EmbedderVersion, QuestionVector, RouteEmbedding
 from tests import factories
@@ -107,6 +110,19 @@ def test_a_fit_job_queued_behind_a_fit_that_caught_up_does_not_refit_the_route(r
     assert list(EmbedderVersion.objects.values_list("number", "state")) == [(1, EmbedderState.CURRENT)]
     _ingest(_questions(4))  # the route has doubled since version 1: due again
     assert tasks.embedder_fit(route.pk) == 2
+
+
+def test_the_refit_check_after_each_batch_reads_the_route_counters_not_its_decisions(route):
+    # Counting a route's decisions after every ingest batch read an index entry, and right after a
+    # burst a heap page, per decision the route ever logged.
+    route_id = Decision.objects.get(pk=_ingest(_questions(2))[0]).route_id
+    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    ids = _ingest(_questions(1))
+    with CaptureQueriesContext(connection) as queries:
+        services.vectors_embed(decision_ids=ids)
+    assert QuestionVector.objects.filter(decision_id__in=ids).count() == len(ids)
+    counts = [q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and '"ledger_decision"' in q["sql"]]
+    assert counts == []
 
 
 def test_a_route_on_the_built_in_embedder_refuses_sent_vectors_naming_the_item(integrator):

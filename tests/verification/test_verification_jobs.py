@@ -3,6 +3,7 @@ from html import escape
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -153,6 +154,33 @@ def test_one_batch_is_verified_by_one_job_in_one_transaction_with_one_event_per_
     assert mine.payload["fully_supported"] == sum(s.fully_supported for s in supports)
     assert mine.payload["no_supporting_passage"] == sum(s.no_supporting_passage for s in supports)
     assert mine.payload["failed"] == []
+
+
+def test_a_group_writes_its_figures_to_its_own_rows_found_by_index_whatever_join_the_planner_picks(route):
+    # Joined on the unnested figures alone, the update hashed every DecisionSupport row of the table
+    # for each group whenever the planner took the group for a large part of the table (as it does
+    # right after a burst of ingest, its statistics lagging): the group's rows must be named by an
+    # index condition of their own. Nested loops and sequential scans are switched off so that the
+    # planner shows how it would reach the rows in a table too large to scan.
+    ids = ingest([record(passages=PASSAGES) for _ in range(3)])
+    services.decisions_verify(actor=Actor.system("test"), decision_ids=ids)
+    figures = {name: [None] * len(ids) for name in ("expected_support", "error")}
+    figures |= {name: [0] * len(ids) for name in ("units", "units_supported")}
+    figures |= {name: [False] * len(ids) for name in ("fully_supported", "no_supporting_passage")}
+    figures |= {"status": [SupportStatus.DONE] * len(ids), "verifier_version": ["spans-1"] * len(ids)}
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_nestloop = off")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN (FORMAT JSON) " + services._RESULT_SQL, {"now": timezone.now(), "ids": ids, **figures})
+        [plan] = cursor.fetchone()[0]
+    nodes, found = [plan["Plan"]], []
+    while nodes:
+        node = nodes.pop()
+        nodes += node.get("Plans", [])
+        if node.get("Index Name", "").startswith("verification_decisionsupport"):
+            found.append(node.get("Index Cond", ""))
+        assert node["Node Type"] != "Seq Scan" or node.get("Relation Name") != "verification_decisionsupport"
+    assert found and all("decision_id = ANY" in cond for cond in found)
 
 
 def test_a_decision_larger_than_the_group_budget_commits_on_its_own(route, settings):
