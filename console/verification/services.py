@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record_many
+from console.core.jobs import commit_without_waiting
 from console.ledger.models import Decision
 from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
 from console.verification.spans import (
@@ -154,6 +155,7 @@ def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResu
 
 def _verify_group(actor: Actor, group: list[tuple[int, str, str, datetime]], result: VerifyResult) -> None:
     with transaction.atomic():
+        commit_without_waiting()  # the sweeper queues again what a crash loses (no DecisionSupport)
         with connection.cursor() as cursor:
             cursor.execute(_CLAIM_SQL, [[row[0] for row in group], [row[3] for row in group]])
             attempts = dict(cursor.fetchall())

@@ -19,6 +19,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
+from console.core.jobs import commit_without_waiting
 from console.ledger.models import Decision, Outcome, Route
 from console.shadow.models import ShadowRun, ShadowStatus
 from grading.models import (
@@ -147,6 +148,7 @@ def grading_pool_enter(
     """
     result = PoolEntryResult()
     with transaction.atomic():
+        commit_without_waiting()  # the pool sweeper enters whatever a crash loses
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_POOL_LOCK_KEY])
         candidates = _ready_for_pool(decision_ids)
