@@ -100,16 +100,36 @@ def signed_policy_as_dict(decision: Decision) -> dict[str, Any] | None:
     }
 
 
-_NOT_FOLLOWING_SQL = """
-    SELECT d.route_id, count(*)
-      FROM ledger_decision d
-      JOIN LATERAL (
-            SELECT p.cutoff FROM governance_policyversion p
-             WHERE p.route_id = d.route_id AND p.signed_at IS NOT NULL AND p.signed_at <= d.occurred_at
-             ORDER BY p.signed_at DESC LIMIT 1
-           ) signed ON true
-     WHERE abs(d.cutoff - signed.cutoff) > %s {route_condition}
-     GROUP BY d.route_id
+# Decisions that logged a cutoff other than the signed one in force at their time, counted from the
+# hourly cutoff counters (RouteCutoffCount), not from every decision: in an hour no signature falls
+# in, every decision had the policy in force at the hour's start; only the hours a route's
+# signatures fall in are read decision by decision.
+_SIGNED_AT = """
+    SELECT p.cutoff FROM governance_policyversion p
+     WHERE p.route_id = {t}.route_id AND p.signed_at IS NOT NULL AND p.signed_at <= {t}.{at}
+     ORDER BY p.signed_at DESC LIMIT 1
+"""
+_BOUNDARY_HOURS = """
+    SELECT DISTINCT route_id, date_trunc('hour', signed_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS hour
+      FROM governance_policyversion WHERE signed_at IS NOT NULL {route_condition}
+"""
+_NOT_FOLLOWING_SQL = f"""
+    SELECT route_id, sum(decisions)::bigint FROM (
+        SELECT c.route_id, c.decisions
+          FROM ledger_routecutoffcount c
+          JOIN LATERAL ({_SIGNED_AT.format(t="c", at="hour")}) signed ON true
+         WHERE abs(c.cutoff - signed.cutoff) > %(tolerance)s AND c.decisions > 0 {{counts_condition}}
+           AND NOT EXISTS (SELECT 1 FROM ({_BOUNDARY_HOURS.format(route_condition="")}) b
+                            WHERE b.route_id = c.route_id AND b.hour = c.hour)
+        UNION ALL
+        SELECT d.route_id, 1
+          FROM ({_BOUNDARY_HOURS.format(route_condition="{route_condition}")}) b
+          JOIN ledger_decision d ON d.route_id = b.route_id
+           AND d.occurred_at >= b.hour AND d.occurred_at < b.hour + interval '1 hour'
+          JOIN LATERAL ({_SIGNED_AT.format(t="d", at="occurred_at")}) signed ON true
+         WHERE abs(d.cutoff - signed.cutoff) > %(tolerance)s
+    ) AS found
+    GROUP BY route_id
 """
 
 
@@ -130,34 +150,49 @@ def not_following_policy_condition() -> GreaterThan:
 def decisions_not_following_policy(route_ids: list[int] | None = None) -> dict[int, int]:
     """Per route id, how many decisions logged a cutoff other than the signed cutoff in force at
     their time (one query; decisions before the first signature are not counted)."""
-    condition, params = "", [CUTOFF_TOLERANCE]
+    counts_condition = route_condition = ""
+    params: dict[str, Any] = {"tolerance": CUTOFF_TOLERANCE}
     if route_ids is not None:
         if not route_ids:
             return {}
-        condition, params = "AND d.route_id = ANY(%s)", [CUTOFF_TOLERANCE, list(route_ids)]
+        counts_condition, route_condition = "AND c.route_id = ANY(%(routes)s)", "AND route_id = ANY(%(routes)s)"
+        params["routes"] = list(route_ids)
+    sql = _NOT_FOLLOWING_SQL.format(counts_condition=counts_condition, route_condition=route_condition)
     with connection.cursor() as cursor:
-        cursor.execute(_NOT_FOLLOWING_SQL.format(route_condition=condition), params)
-        return dict(cursor.fetchall())
+        cursor.execute(sql, params)
+        return {route_id: n for route_id, n in cursor.fetchall() if n}
 
 
 def decisions_not_following_policy_list(route: Route, *, limit: int = 20) -> list[dict[str, Any]]:
     """The newest decisions of the route that logged a cutoff other than the signed one in force then,
-    with that version (one query): what "gate not following policy" lists."""
+    with that version (one query): what "gate not following policy" lists. Read in the newest `limit`
+    hours whose counters hold such decisions (each holds one at least), and the hours signatures
+    fall in, not by walking back through every decision that followed the policy."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
+            WITH hours AS (
+                (SELECT c.hour FROM ledger_routecutoffcount c
+                   JOIN LATERAL ({_SIGNED_AT.format(t="c", at="hour")}) signed ON true
+                  WHERE c.route_id = %(route)s AND c.decisions > 0 AND abs(c.cutoff - signed.cutoff) > %(tolerance)s
+                  ORDER BY c.hour DESC LIMIT %(limit)s)
+                UNION
+                SELECT hour FROM ({_BOUNDARY_HOURS.format(route_condition="AND route_id = %(route)s")}) b
+            )
             SELECT d.id, d.request_id, d.occurred_at, d.cutoff, signed.cutoff, signed.version
-              FROM ledger_decision d
+              FROM hours h
+              JOIN ledger_decision d ON d.route_id = %(route)s
+               AND d.occurred_at >= h.hour AND d.occurred_at < h.hour + interval '1 hour'
               JOIN LATERAL (
                     SELECT p.cutoff, p.version FROM governance_policyversion p
                      WHERE p.route_id = d.route_id AND p.signed_at IS NOT NULL AND p.signed_at <= d.occurred_at
                      ORDER BY p.signed_at DESC LIMIT 1
                    ) signed ON true
-             WHERE d.route_id = %s AND abs(d.cutoff - signed.cutoff) > %s
+             WHERE abs(d.cutoff - signed.cutoff) > %(tolerance)s
              ORDER BY d.occurred_at DESC, d.id DESC
-             LIMIT %s
+             LIMIT %(limit)s
         """,
-            [route.pk, CUTOFF_TOLERANCE, limit],
+            {"route": route.pk, "tolerance": CUTOFF_TOLERANCE, "limit": limit},
         )
         columns = ("id", "request_id", "occurred_at", "logged_cutoff", "signed_cutoff", "version")
         return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

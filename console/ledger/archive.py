@@ -29,7 +29,7 @@ import gzip
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 
 from django.db import connection, models, transaction
@@ -213,6 +213,10 @@ def _counters_forget(month: date) -> None:
         )
         cursor.execute("DELETE FROM ledger_routescorecount WHERE day >= %s AND day < %s", [month, end])
         cursor.execute("DELETE FROM ledger_routedaycount WHERE day >= %s AND day < %s", [month, end])
+        cursor.execute(
+            "DELETE FROM ledger_routecutoffcount WHERE hour >= %s AND hour < %s",
+            [datetime.combine(month, time(), UTC), datetime.combine(end, time(), UTC)],
+        )
 
 
 def _orphan_passages_delete(result: ArchiveResult) -> None:

@@ -176,6 +176,27 @@ class RouteDayCount(models.Model):
         return f"{self.route_id}/{self.day}/{self.outcome}: {self.decisions}"
 
 
+class RouteCutoffCount(models.Model):
+    """Decisions per route, UTC hour and logged cutoff, kept by the same triggers as RouteDayCount,
+    so that "how many decisions did not follow the signed cutoff" reads these rows and the hours a
+    signature falls in, not every decision (console.governance.selectors). Read-only for the
+    application."""
+
+    # No index of its own: the unique constraint's index leads with the route.
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="cutoff_counts", db_index=False)
+    hour = models.DateTimeField(help_text="Start of the UTC hour of occurred_at.")
+    cutoff = models.FloatField(help_text="The cutoff the decisions logged.")
+    decisions = models.BigIntegerField(help_text="Decisions of the route that hour with this cutoff.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["route", "hour", "cutoff"], name="unique_route_hour_cutoff"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}/{self.hour:%Y-%m-%d %H}h/{self.cutoff}: {self.decisions}"
+
+
 class DecisionProfile(models.Model):
     """One distinct pair of versions and segments seen on a route's decisions, stored once for
     the score counts. Kept by the same triggers as RouteDayCount; read-only for the application."""

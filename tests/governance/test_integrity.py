@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
@@ -124,8 +124,13 @@ def _at(day: int, hour: int = 12) -> datetime:
 def test_the_compliance_count_equals_a_sql_reference(route, reviewer, owner, integrator, monkeypatch):
     # Decisions on three days with logged cutoffs 0.7 and 0.85; signatures on day 2 (0.85) and day 4 (0.7).
     records = []
-    for day, cutoff in [(1, 0.7), (2, 0.7), (3, 0.85), (3, 0.7), (4, 0.85), (5, 0.7), (5, 0.85), (5, 0.85)]:
-        records += decision_records([0.5, 0.9], occurred_at=_at(day).isoformat().replace("+00:00", "Z"))
+    moments = [(1, 12, 0.7), (2, 12, 0.7), (3, 12, 0.85), (3, 12, 0.7), (4, 12, 0.85), (5, 12, 0.7), (5, 12, 0.85)]
+    moments += [(5, 12, 0.85)]
+    # In the hours the signatures fall in (18:00), before and after them: read decision by decision.
+    moments += [(2, 17, 0.7), (4, 18, 0.85)]
+    for day, hour, cutoff in moments:
+        at = _at(day, hour) + (timedelta(minutes=30) if hour in (17, 18) else timedelta())
+        records += decision_records([0.5, 0.9], occurred_at=at.isoformat().replace("+00:00", "Z"))
         for r in records[-2:]:
             r["gate"]["cutoff"] = cutoff
     post_decisions(integrator, records)
@@ -154,10 +159,27 @@ def test_the_compliance_count_equals_a_sql_reference(route, reviewer, owner, int
             [route.pk],
         )
         (reference,) = cursor.fetchone()
-    # Day 2 noon precedes the first signature; day 3 0.7 (2) differs from 0.85; day 5 0.85 (4) differs from 0.7.
-    assert reference == 6
+    # Day 2 noon and 17:30 precede the first signature; day 3 0.7 (2) differs from 0.85; day 4 18:30 0.85
+    # (2) differs from 0.7, signed at 18:00; day 5 0.85 (4) differs from 0.7.
+    assert reference == 8
     assert selectors.decisions_not_following_policy([route.pk]) == {route.pk: reference}
     assert selectors.decisions_not_following_policy() == {route.pk: reference}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT d.id FROM ledger_decision d
+             WHERE d.route_id = %s
+               AND d.cutoff <> (SELECT p.cutoff FROM governance_policyversion p
+                                 WHERE p.route_id = d.route_id AND p.signed_at <= d.occurred_at
+                                 ORDER BY p.signed_at DESC LIMIT 1)
+             ORDER BY d.occurred_at DESC, d.id DESC
+        """,
+            [route.pk],
+        )
+        newest = [pk for (pk,) in cursor.fetchall()]
+    for limit in (3, 20):  # the newest few, and all of them
+        listed = selectors.decisions_not_following_policy_list(route, limit=limit)
+        assert [row["id"] for row in listed] == newest[:limit]
     assert reviewer.get("/api/v1/routes/it-support/policies").json()["decisions_not_following_policy"] == reference
     # The refusals list filters the same decisions ("Gate not following policy"), served ones included.
     pages = Client()

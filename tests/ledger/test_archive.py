@@ -14,7 +14,14 @@ from django.db import connection
 
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
-from console.ledger.models import Decision, Passage, RequestKey, RouteDayCount, RouteScoreTotal
+from console.ledger.models import (
+    Decision,
+    Passage,
+    RequestKey,
+    RouteCutoffCount,
+    RouteDayCount,
+    RouteScoreTotal,
+)
 from console.verification.models import DecisionSupport, SpanCheck
 from console.verification.services import decisions_verify
 from tests.factories import TEST_ACTOR, ingest, make_route, record, served_record
@@ -71,6 +78,7 @@ def test_a_month_is_written_out_and_leaves_the_database(tmp_path):
     # The counters agree with what is left, so do the statistics read from them.
     assert sum(RouteDayCount.objects.values_list("decisions", flat=True)) == 1
     assert sum(RouteScoreTotal.objects.values_list("decisions", flat=True)) == 1
+    assert sum(RouteCutoffCount.objects.values_list("decisions", flat=True)) == 1
 
     folder = tmp_path / "oct"
     manifest = json.loads((folder / "manifest.json").read_text())
