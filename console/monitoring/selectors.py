@@ -359,8 +359,10 @@ def route_health(route: Route, *, user=None, now=None) -> dict[str, Any]:
     health["grading_backlog"] = GradingItem.objects.filter(
         route=route, status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]
     ).count()
+    # The label's trigger-kept copy of its decision's route: no join to the decisions (200 ms at
+    # 10,000,000 of them, on the dashboard of every route).
     health["labels_last_7_days"] = FinalLabel.objects.filter(
-        decision__route=route, decided_at__date__gte=week_start
+        decision_route=route, decided_at__date__gte=week_start
     ).count()
     health["shadow_runs_failed"] = ShadowRun.objects.filter(decision__route=route, status=ShadowStatus.FAILED).count()
     health["decisions_not_following_policy"] = decisions_not_following_policy([route.pk]).get(route.pk, 0)
