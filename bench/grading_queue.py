@@ -260,6 +260,8 @@ def cleanup(route_id: int, run: str) -> None:
             "DELETE FROM ledger_routedaycount WHERE route_id = %s",
             "DELETE FROM ledger_routescorecount WHERE route_id = %s",
             "DELETE FROM ledger_routescoretotal WHERE route_id = %s",
+            "DELETE FROM ledger_routecutoffcount WHERE route_id = %s",
+            "DELETE FROM ledger_requestkey WHERE route_id = %s",
             "DELETE FROM ledger_decisionprofile WHERE route_id = %s",
             "DELETE FROM grading_gradingplan WHERE route_id = %s",
             "DELETE FROM policy_statsresult WHERE route_id = %s",
