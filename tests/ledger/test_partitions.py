@@ -67,6 +67,16 @@ def test_a_passage_row_must_carry_its_decisions_month(route):
         )
 
 
+def test_deleting_a_decision_in_sql_deletes_its_rows_with_it(route):
+    (pk,) = ingest([record(occurred_at="2026-10-05T10:00:00Z")])
+    decisions_verify(actor=TEST_ACTOR, decision_ids=[pk])
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM grading_gradingitem WHERE decision_id = %s", [pk])
+        cursor.execute("DELETE FROM ledger_decision WHERE id = %s", [pk])
+    assert not DecisionPassage.objects.filter(decision_id=pk).exists()
+    assert not DecisionSupport.objects.filter(pk=pk).exists()
+
+
 def test_moving_a_decision_to_another_month_moves_its_rows_with_it(route):
     (pk,) = ingest([record(occurred_at="2026-10-05T10:00:00Z")])
     decisions_verify(actor=TEST_ACTOR, decision_ids=[pk])
@@ -97,9 +107,10 @@ def test_a_row_naming_a_decision_that_does_not_exist_is_refused(route):
     assert ShadowRun.objects.create(decision_id=pk, pipeline="reference").decision_id == pk
 
 
-def test_every_table_that_points_at_a_decision_has_a_key_or_a_check(db):
-    """A new table with a link to the decisions gets one or the other (ledger migration 0007 gave
-    them to the tables that existed; a later one must say which it wants)."""
+def test_every_table_that_points_at_a_decision_has_a_check(db):
+    """A new table with a link to the decisions gets a check of the decision's id, or of its id and
+    month (ledger migrations 0007 and 0010 gave them to the tables that existed; a later one must
+    say which it wants)."""
     from django.apps import apps
 
     with connection.cursor() as cursor:
@@ -109,8 +120,8 @@ def test_every_table_that_points_at_a_decision_has_a_key_or_a_check(db):
         )
         checked = {name for (name,) in cursor.fetchall()}
         cursor.execute(
-            "SELECT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid "
-            "WHERE k.contype = 'f' AND k.confrelid = 'ledger_decision'::regclass AND NOT c.relispartition"
+            "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE NOT t.tgisinternal AND NOT c.relispartition AND t.tgname = c.relname || '_decision_month_exists'"
         )
         keyed = {name for (name,) in cursor.fetchall()}
     pointing = {
