@@ -99,7 +99,7 @@ def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
                     f"CREATE TEMPORARY TABLE archive_passages ON COMMIT DROP AS SELECT DISTINCT passage_id AS id "
                     f"FROM {links}"
                 )
-            for part in parts:  # per-decision tables first: their keys refer to the decisions
+            for part in parts:  # per-decision tables first (month_partitions' order), then the decisions
                 with connection.cursor() as cursor:
                     cursor.execute(f"ALTER TABLE {part.parent} DETACH PARTITION {part.name}")
                     cursor.execute(f"DROP TABLE {part.name}")
@@ -177,26 +177,33 @@ def _collect_and_delete(queryset, result: ArchiveResult) -> None:
 
 
 def _export(query: str, table: str, result: ArchiveResult, *, params: list | None = None) -> None:
-    """Append the query's rows to `<table>.csv.gz` in the archive (CSV, a header line first).
-    COPY takes no parameters: a query with some is materialised in a temporary table first."""
+    """Append the query's rows to `<table>.csv.gz` in the archive (CSV, a header line first), in one
+    pass: the row count is the COPY's own. COPY takes no parameters: a query with some is
+    materialised in a temporary table first."""
     path = result.folder / f"{table}.csv.gz"
+    first = not path.exists()
+    out = None
     with connection.cursor() as cursor:
         if params:
             cursor.execute(f"CREATE TEMPORARY TABLE archive_rows ON COMMIT DROP AS {query}", params)
             query = "SELECT * FROM archive_rows"
-        cursor.execute(f"SELECT count(*) FROM ({query}) AS found")
-        rows = cursor.fetchone()[0]
-        if rows:
-            header = "false" if path.exists() else "true"
-            with (
-                gzip.open(path, "ab") as out,
-                cursor.cursor.copy(f"COPY ({query}) TO STDOUT WITH (FORMAT csv, HEADER {header})") as copy,
-            ):
+        try:
+            with cursor.cursor.copy(
+                f"COPY ({query}) TO STDOUT WITH (FORMAT csv, HEADER {'true' if first else 'false'})"
+            ) as copy:
                 for chunk in copy:
+                    out = out or gzip.open(path, "ab")
                     out.write(chunk)
-            result.files.setdefault(path.name, {"rows": 0})["rows"] += rows
+        finally:
+            if out is not None:
+                out.close()
+        rows = cursor.cursor.rowcount
         if params:
             cursor.execute("DROP TABLE archive_rows")
+    if rows > 0:
+        result.files.setdefault(path.name, {"rows": 0})["rows"] += rows
+    elif first and path.exists():  # a header and nothing else
+        path.unlink()
 
 
 def _counters_forget(month: date) -> None:
