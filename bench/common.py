@@ -141,8 +141,9 @@ def month_partitions(cursor, moments) -> None:
     """Create the month partitions that rows about to be COPYed need: the decisions and their
     per-decision tables are partitioned by month (console/core/partitions.py), and ingest makes
     them as it goes, which a raw COPY does not."""
-    months = sorted({(m.year, m.month) for m in moments})
-    cursor.execute("SELECT console_month_partitions(%s::date[])", [[f"{y:04d}-{m:02d}-01" for y, m in months]])
+    from console.core.partitions import months_ensure
+
+    months_ensure(moments, cursor=cursor)
 
 
 def report(name: str, lines: list[str]) -> None:
