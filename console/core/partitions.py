@@ -115,9 +115,8 @@ def reference_check_sql(table: str, column: str, referred: str) -> str:
 
 def month_of(moment: datetime | date) -> date:
     """The first day of the UTC month `moment` falls in."""
-    if isinstance(moment, datetime):
-        moment = moment.astimezone(UTC) if moment.tzinfo else moment
-        return date(moment.year, moment.month, 1)
+    if isinstance(moment, datetime) and moment.tzinfo:
+        moment = moment.astimezone(UTC)
     return date(moment.year, moment.month, 1)
 
 
@@ -163,7 +162,8 @@ def month_partitions(*, cursor=None) -> list[MonthPartition]:
     for parent, name, rows, size in cursor.fetchall():
         month = date(int(name[-7:-3]), int(name[-2:]), 1)
         found.append(MonthPartition(parent, name, month, max(int(rows), 0), int(size)))
-    # The decisions' partition goes last: the per-decision tables' keys refer to it.
+    # The decisions' partition goes last, so that a month is never left with rows whose decision
+    # is gone (the archive detaches in this order).
     return sorted(found, key=lambda p: (p.month, p.parent == "ledger_decision", p.parent))
 
 
@@ -178,7 +178,8 @@ def table_partition_by_month(
     that another table held to this one's id becomes a `console_reference_check` trigger on that
     table. With `refers` = (column, table referred to, its key), `key` is a new column copied from
     the referred row, and the reference becomes a foreign key on (column, key) that follows the
-    referred row when its month changes. `months` are made in advance besides the rows' own.
+    referred row when its month changes (ledger migration 0010 then trades that key for
+    `month_reference_by_statement`'s check). `months` are made in advance besides the rows' own.
     """
     old = f"{table}_unpartitioned"
     cursor.execute(
