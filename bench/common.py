@@ -19,6 +19,8 @@ _held: list = []  # child processes (the embedded broker) that live as long as t
 
 
 def _stop_children() -> None:
+    if not _held:  # nothing started (`--help`, or a run that failed early): importing now would fail
+        return
     from console import embedded
 
     for process in _held:
