@@ -215,8 +215,10 @@ JOBS_REQUEUE_AFTER_SECONDS = env_int("JOBS_REQUEUE_AFTER_SECONDS", 300, minimum=
 VERIFY_TIME_BUDGET_MS = env_int("VERIFY_TIME_BUDGET_MS", 2_000, minimum=1, maximum=600_000)
 VERIFY_DECISION_BUDGET_MS = env_int("VERIFY_DECISION_BUDGET_MS", 60_000, minimum=1, maximum=3_600_000)
 # Span checks commit in groups of decisions holding up to this many bytes of claims and passages (one
-# transaction and one audit event per route each); a larger decision is a group of its own.
-VERIFY_BATCH_BYTES = env_int("VERIFY_BATCH_BYTES", 512 * 1024, minimum=1, maximum=256 * 1024 * 1024)
+# transaction and one audit event per route each); a larger decision is a group of its own. The default
+# holds an ingest batch of 500 decisions with five 500-character passages (about 1.4 MB) in one group:
+# each group costs four statements, a commit and an audit event.
+VERIFY_BATCH_BYTES = env_int("VERIFY_BATCH_BYTES", 2 * 1024 * 1024, minimum=1, maximum=256 * 1024 * 1024)
 # A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
 SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
 # Gate trials: a call claimed longer ago than the candidate's timeout plus this is "worker lost" (never made again).

@@ -134,7 +134,7 @@ class ClaimPlan:
     def __init__(self, claim: str) -> None:
         self.folded = claim.casefold()
         # A claim with a lone surrogate folds to something no UTF-8 text can contain.
-        self.searchable = not any(0xD800 <= ord(char) <= 0xDFFF for char in self.folded)
+        self.searchable = _SURROGATE.search(self.folded) is None
         self.needle = self.folded.encode() if self.searchable else b""
         start, end = _anchor_bounds(self.folded) if self.searchable else (0, 0)
         self.anchor = self.folded[start:end].encode("ascii")
@@ -173,6 +173,10 @@ class ClaimPlan:
         return self.pattern.search, longest[len(self.before)], len(self.anchor) + longest_after
 
 
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _anchor_bounds(folded: str) -> tuple[int, int]:
     """[start, end) of the claim's anchor in its folding; (0, 0) when it has none.
 
@@ -182,18 +186,20 @@ def _anchor_bounds(folded: str) -> tuple[int, int]:
     produced it. The anchor is the longest safe run, if it is at least ``MIN_ANCHOR_BYTES``
     long or the whole claim.
     """
-    unsafe = [not char.isascii() for char in folded]
+    # The unsafe stretches as (start, end) spans, found by the regex engine and str.find rather than
+    # by a Python loop over every character: this runs once per claim unit, on every decision.
+    unsafe = [match.span() for match in _NON_ASCII_RUN.finditer(folded)]
     for ascii_fold in fold_tables().ascii_folds:
         at = folded.find(ascii_fold)
         while at >= 0:
-            unsafe[at : at + len(ascii_fold)] = [True] * len(ascii_fold)
+            unsafe.append((at, at + len(ascii_fold)))
             at = folded.find(ascii_fold, at + 1)
+    unsafe.sort()
     best_start = best_length = run_start = 0
-    for index, is_unsafe in enumerate([*unsafe, True]):
-        if is_unsafe:
-            if index - run_start > best_length:
-                best_start, best_length = run_start, index - run_start
-            run_start = index + 1
+    for start, end in [*unsafe, (len(folded), len(folded))]:
+        if start - run_start > best_length:  # the safe run [run_start, start); the first longest wins
+            best_start, best_length = run_start, start - run_start
+        run_start = max(run_start, end)
     if best_length < min(MIN_ANCHOR_BYTES, len(folded)):
         return 0, 0
     return best_start, best_start + best_length
