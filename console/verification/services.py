@@ -71,19 +71,23 @@ _CLAIM_SQL = (
 # Each decision of a chunk that exists, with what grouping needs: its claim, route, month, and the
 # bytes of its logged passages (a passage at two ranks counts twice: an upper bound), in id order.
 # One statement instead of three (existing ids, then claims, then sizes): on a busy machine the
-# after-ingest worker spends more of its time on round trips than on verifying.
+# after-ingest worker spends more of its time on round trips than on verifying. Both sides are
+# LATERAL for the reason above (joined plainly, the planner merged the whole decisions table), and
+# the passages are looked up with the decision's month, so only that month's partition is probed.
 _CHUNK_SQL = (
-    "SELECT d.id, d.claim, r.slug, d.occurred_at, x.bytes FROM unnest(%s::bigint[]) AS u(id) "
-    "JOIN ledger_decision d ON d.id = u.id JOIN ledger_route r ON r.id = d.route_id "
+    "SELECT d.id, d.claim, d.slug, d.occurred_at, x.bytes FROM unnest(%s::bigint[]) AS u(id) "
+    "CROSS JOIN LATERAL (SELECT d.id, d.claim, r.slug, d.occurred_at FROM ledger_decision d "
+    "JOIN ledger_route r ON r.id = d.route_id WHERE d.id = u.id OFFSET 0) AS d "
     "CROSS JOIN LATERAL (SELECT sum(octet_length(p.text)) AS bytes FROM ledger_decisionpassage dp "
-    "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = d.id OFFSET 0) AS x "
+    "JOIN ledger_passage p ON p.id = dp.passage_id "
+    "WHERE dp.decision_id = d.id AND dp.decision_occurred_at = d.occurred_at OFFSET 0) AS x "
     "ORDER BY d.id"
 )
 _PASSAGES_SQL = (
-    "SELECT d.id, x.passage_id, x.text FROM unnest(%s::bigint[]) AS d(id) "
+    "SELECT d.id, x.passage_id, x.text FROM unnest(%s::bigint[], %s::timestamptz[]) AS d(id, at) "
     "CROSS JOIN LATERAL (SELECT dp.passage_id, dp.rank, p.text FROM ledger_decisionpassage dp "
-    "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = d.id OFFSET 0) AS x "
-    "ORDER BY d.id, x.rank"
+    "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = d.id AND dp.decision_occurred_at = d.at "
+    "OFFSET 0) AS x ORDER BY d.id, x.rank"
 )
 # The figures of a whole group in one statement (Django's bulk_update builds a CASE per row and
 # field, which cost more than the verification itself). The rows to update are also named by
@@ -156,7 +160,7 @@ def _verify_group(actor: Actor, group: list[tuple[int, str, str, datetime]], res
             attempts = dict(cursor.fetchall())
         if not attempts:
             return
-        passages = _logged_passages(list(attempts))
+        passages = _logged_passages([(row[0], row[3]) for row in group if row[0] in attempts])
         now = timezone.now()
         supports, checks, verified, failed = [], [], [], []
         by_route: dict[str, list[DecisionSupport]] = {}
@@ -256,10 +260,11 @@ def _ranges_json(ranges) -> str:
     return json.dumps([list(r) for r in ranges]) if ranges else _NO_RANGES
 
 
-def _logged_passages(decision_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
-    """{decision id: [(passage id, text)] in rank order, each passage once}, in one query."""
+def _logged_passages(decisions: list[tuple[int, datetime]]) -> dict[int, list[tuple[int, str]]]:
+    """{decision id: [(passage id, text)] in rank order, each passage once}, in one query; the
+    decisions are given as (id, occurred_at), which names the month partition of their links."""
     with connection.cursor() as cursor:
-        cursor.execute(_PASSAGES_SQL, [decision_ids])
+        cursor.execute(_PASSAGES_SQL, [[pk for pk, _ in decisions], [at for _, at in decisions]])
         rows = cursor.fetchall()
     grouped: dict[int, list[tuple[int, int, str]]] = {}
     for row in rows:
