@@ -6,7 +6,9 @@ class GradingConfig(AppConfig):
     verbose_name = "Blind grading"
 
     def ready(self) -> None:
-        from console.ledger.hooks import register_after_ingest
-        from grading import tasks
+        from console.ledger.hooks import register_in_ingest
+        from grading.services import pool
 
-        register_after_ingest(tasks.grading_pool_enter)
+        # Ready decisions enter the pool in their ingest transaction; those that wait for a shadow
+        # run (or that a failed entry left out) enter through the pool sweeper (grading.tasks).
+        register_in_ingest(pool.pool_enter_ingested)

@@ -257,7 +257,6 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                             passage.retrieval_score,
                         )
                     )
-    run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
     result.created = len(fresh)
     result.created_ids = decision_ids
     by_route: dict[str, list[int]] = {}
@@ -276,6 +275,9 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
             for slug, ids in sorted(by_route.items())
         ],
     )
+    # After the event that stores the decisions, so the audit chain reads in the order things
+    # happened (their vectors, their pool entry); a writer that raises still rolls the batch back.
+    run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
     queue_after_ingest(decision_ids)
     return result
 

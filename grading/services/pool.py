@@ -6,11 +6,13 @@ stratum (the statistics rely on it), and served and refused items come interleav
 """
 
 import hashlib
+import logging
 import math
 import random
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
@@ -21,6 +23,7 @@ from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
 from console.core.jobs import commit_without_waiting
 from console.ledger.models import Decision, Outcome, Route
+from console.ledger.validation import DecisionInput
 from console.shadow.models import ShadowRun, ShadowStatus
 from grading.models import (
     AnswerSource,
@@ -30,6 +33,8 @@ from grading.models import (
     ItemStatus,
     Verdict,
 )
+
+logger = logging.getLogger(__name__)
 
 # Pool entry takes this transaction-scoped lock, so two entry jobs never race for one decision.
 _POOL_LOCK_KEY = 0x47726164  # "Grad"
@@ -95,17 +100,29 @@ def _answer_under_review(decision) -> tuple[str, str]:
 
 
 _ITEM_TABLE = GradingItem._meta.db_table
-# A whole batch of items in one statement; the question is copied from the decision in the database.
-# (Django's bulk_create spent a second on the SQL of 500 items before sending it.)
+# A whole batch of items in one statement. (Django's bulk_create spent a second on the SQL of 500
+# items before sending it.)
 _INSERT_ITEMS_SQL = (
     f"INSERT INTO {_ITEM_TABLE} (route_id, decision_id, question, answer, answer_source, stratum, "
     "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
-    "SELECT v.route_id, v.decision_id, d.question, v.answer, v.answer_source, v.stratum, v.inclusion_probability, "
+    "SELECT v.route_id, v.decision_id, v.question, v.answer, v.answer_source, v.stratum, v.inclusion_probability, "
     "v.queue_key, v.grades_required, v.status, false, '', %s "
-    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::double precision[], "
-    "%s::bigint[], %s::integer[], %s::text[]) WITH ORDINALITY AS v(route_id, decision_id, answer, answer_source, "
-    "stratum, inclusion_probability, queue_key, grades_required, status, position) "
-    "JOIN ledger_decision d ON d.id = v.decision_id ORDER BY v.position RETURNING id, decision_id"
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::double precision[], %s::bigint[], %s::integer[], %s::text[]) WITH ORDINALITY "
+    "AS v(route_id, decision_id, question, answer, answer_source, stratum, inclusion_probability, queue_key, "
+    "grades_required, status, position) ORDER BY v.position RETURNING id, decision_id"
+)
+_ITEM_COLUMNS = (
+    "route_id",
+    "decision_id",
+    "question",
+    "answer",
+    "answer_source",
+    "stratum",
+    "inclusion_probability",
+    "queue_key",
+    "grades_required",
+    "status",
 )
 
 
@@ -115,6 +132,7 @@ class _NewItem:
 
     route_id: int
     decision_id: int
+    question: str
     answer: str
     answer_source: str
     stratum: str
@@ -126,26 +144,25 @@ class _NewItem:
     created_at: datetime | None = None
 
 
+@dataclass
+class _Ready:
+    """A decision whose answer under review exists: the fields of `_ready_for_pool`'s rows."""
+
+    pk: int
+    route_id: int
+    gate_score: float
+    outcome: str
+    question: str
+    claim: str
+    served_answer: str
+    shadow_answer: str | None = None
+    labelled: bool = False
+
+
 def _insert_items(items: list[_NewItem]) -> None:
     """Insert the batch's items in one statement and set their ids."""
     now = timezone.now()
-    columns = zip(
-        *(
-            (
-                item.route_id,
-                item.decision_id,
-                item.answer,
-                item.answer_source,
-                item.stratum,
-                item.inclusion_probability,
-                item.queue_key,
-                item.grades_required,
-                item.status,
-            )
-            for item in items
-        ),
-        strict=True,
-    )
+    columns = zip(*map(attrgetter(*_ITEM_COLUMNS), items), strict=True)
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_ITEMS_SQL, [now, *(list(column) for column in columns)])
         ids = dict((decision_id, pk) for pk, decision_id in cursor.fetchall())
@@ -163,65 +180,109 @@ def grading_pool_enter(
     the sweeper does not draw it again and the stratum's population stays countable). A decision
     that already holds a final label (an imported one) enters as `labelled`.
     """
-    result = PoolEntryResult()
     with transaction.atomic():
         commit_without_waiting()  # the pool sweeper enters whatever a crash loses
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_POOL_LOCK_KEY])
         candidates = _ready_for_pool(decision_ids)
         decisions = list(candidates if decision_ids is not None else candidates[:limit])
-        if not decisions:
-            return result
-        route_ids = {d.route_id for d in decisions}
-        routes = {r.pk: r for r in Route.objects.filter(pk__in=route_ids).select_related("grading_plan")}
-        items = []
-        for decision in decisions:
-            route = routes[decision.route_id]
-            plan = getattr(route, "grading_plan", None)
-            stratum, probability = plan.stratum_for(decision.gate_score) if plan else ("all", 1.0)
-            answer, source = _answer_under_review(decision)
-            if decision.labelled:
-                status = ItemStatus.LABELLED
-            else:
-                status = ItemStatus.OPEN if _rng.random() < probability else ItemStatus.EXCLUDED
-            # Plain rows, not model instances run through clean_fields(): every value is made here
-            # or by the route's validated plan, the database holds the lengths and constraints, and
-            # building and checking an instance per decision cost half of pool entry's Python time.
-            items.append(
-                _NewItem(
-                    route_id=route.pk,
-                    decision_id=decision.pk,
-                    answer=answer or "",
-                    answer_source=source,
-                    stratum=stratum,
-                    inclusion_probability=probability,
-                    queue_key=_queue_key(),
-                    grades_required=route.graders_per_item,
-                    status=status,
-                )
-            )
-        _insert_items(items)
-        by_route: dict[int, dict[str, list[int]]] = {}
-        for item in items:
-            group = by_route.setdefault(item.route_id, {"entered": [], "not_sampled": []})
-            group["not_sampled" if item.status == ItemStatus.EXCLUDED else "entered"].append(item.decision_id)
-        audit_record_many(
-            actor=actor,
-            events=[
-                EventSpec(
-                    Action.POOL_ENTERED,
-                    "route",
-                    routes[route_id].slug,
-                    route=routes[route_id].slug,
-                    payload={
-                        "objects": {"decision": group["entered"]},
-                        "entered": len(group["entered"]),
-                        "not_sampled": group["not_sampled"],
-                    },
-                )
-                for route_id, group in sorted(by_route.items())
-            ],
+        return _enter(actor, decisions)
+
+
+def pool_enter_ingested(
+    *, actor: Actor, items: list[DecisionInput], decision_ids: list[int], routes: dict[str, Route]
+) -> None:
+    """Enter an ingest batch's ready decisions into the pool, inside the ingest transaction (a
+    ledger in-ingest hook): a decision is gradable the moment its batch commits, and no worker
+    reads the batch back to do it.
+
+    Ready, from the batch itself: served decisions, and refused ones on routes without a shadow
+    pipeline (the others wait for their shadow run and enter through the sweeper). The batch's
+    decisions are new and nobody else sees them before the commit, so the pool lock that keeps two
+    entry jobs apart is not taken: ingest requests never wait on each other or on a job for it.
+    Entry must never cost the batch: if it fails, the batch is stored without it and the pool
+    sweeper (`grading.grading_pool_sweep`, every JOBS_SWEEP_SECONDS) enters the decisions later.
+    The audit event is the system's, as when the sweeper enters them.
+    """
+    del actor  # the integrator stores decisions; entering them is the system's sampling
+    ready = [
+        _Ready(
+            pk=decision_id,
+            route_id=routes[item.route].pk,
+            gate_score=item.gate_score,
+            outcome=item.outcome,
+            question=item.question,
+            claim=item.claim,
+            served_answer=item.served_answer or "",
         )
+        for item, decision_id in zip(items, decision_ids, strict=True)
+        if item.outcome != Outcome.REFUSED or "kind" not in (routes[item.route].shadow_config or {})
+    ]
+    if not ready:
+        return
+    try:
+        with transaction.atomic():
+            _enter(Actor.system("grading_pool_enter"), ready)
+    except Exception:  # the sweeper enters them; the batch itself must not fail for this
+        logger.exception("entering %d ingested decisions into the pool failed; the sweeper will", len(ready))
+
+
+def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
+    """Draw and insert one item per decision (rows with `_Ready`'s fields), with one audit event per route."""
+    result = PoolEntryResult()
+    if not decisions:
+        return result
+    route_ids = {d.route_id for d in decisions}
+    routes = {r.pk: r for r in Route.objects.filter(pk__in=route_ids).select_related("grading_plan")}
+    items = []
+    for decision in decisions:
+        route = routes[decision.route_id]
+        plan = getattr(route, "grading_plan", None)
+        stratum, probability = plan.stratum_for(decision.gate_score) if plan else ("all", 1.0)
+        answer, source = _answer_under_review(decision)
+        if decision.labelled:
+            status = ItemStatus.LABELLED
+        else:
+            status = ItemStatus.OPEN if _rng.random() < probability else ItemStatus.EXCLUDED
+        # Plain rows, not model instances run through clean_fields(): every value is made here
+        # or by the route's validated plan, the database holds the lengths and constraints, and
+        # building and checking an instance per decision cost half of pool entry's Python time.
+        items.append(
+            _NewItem(
+                route_id=route.pk,
+                decision_id=decision.pk,
+                question=decision.question,
+                answer=answer or "",
+                answer_source=source,
+                stratum=stratum,
+                inclusion_probability=probability,
+                queue_key=_queue_key(),
+                grades_required=route.graders_per_item,
+                status=status,
+            )
+        )
+    _insert_items(items)
+    by_route: dict[int, dict[str, list[int]]] = {}
+    for item in items:
+        group = by_route.setdefault(item.route_id, {"entered": [], "not_sampled": []})
+        group["not_sampled" if item.status == ItemStatus.EXCLUDED else "entered"].append(item.decision_id)
+    audit_record_many(
+        actor=actor,
+        events=[
+            EventSpec(
+                Action.POOL_ENTERED,
+                "route",
+                routes[route_id].slug,
+                route=routes[route_id].slug,
+                payload={
+                    "objects": {"decision": group["entered"]},
+                    "entered": len(group["entered"]),
+                    "not_sampled": group["not_sampled"],
+                },
+            )
+            for route_id, group in sorted(by_route.items())
+        ],
+    )
     result.item_ids = [item.pk for item in items]
     result.not_sampled = sum(item.status == ItemStatus.EXCLUDED for item in items)
     result.entered = len(items) - result.not_sampled

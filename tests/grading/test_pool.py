@@ -1,8 +1,11 @@
 from collections import Counter
 
 import pytest
+from django.db import DatabaseError
 
 from audit.models import AuditEvent
+from console.ledger import hooks
+from console.ledger.models import Decision
 from console.shadow.models import ShadowRun
 from grading import tasks
 from grading.models import AnswerSource, FinalLabel, GradingItem, ItemStatus
@@ -51,23 +54,34 @@ def test_entering_the_pool_twice_leaves_one_item(route):
     assert GradingItem.objects.count() == 2
 
 
-def test_the_sweeper_enters_what_the_ingest_hook_missed(route):
-    decision_ids = ingest([record(), served_record(), record()])
+def test_a_failed_entry_at_ingest_keeps_the_batch_and_the_sweeper_enters_it_later(route, monkeypatch, caplog):
+    def broken(items):
+        raise DatabaseError("the pool table is unavailable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pool_services, "_insert_items", broken)
+        decision_ids = ingest([record(), served_record(), record()])
+    assert Decision.objects.filter(pk__in=decision_ids).count() == 3
+    assert not GradingItem.objects.exists() and not AuditEvent.objects.filter(action="pool_entered").exists()
+    assert "the sweeper will" in caplog.text
     assert tasks.grading_pool_sweep() == 3
     assert set(GradingItem.objects.values_list("decision_id", flat=True)) == set(decision_ids)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_ingest_queues_pool_entry_once_its_transaction_commits(route):
-    decision_ids = ingest([record(), served_record()])
-    assert set(GradingItem.objects.values_list("decision_id", flat=True)) == set(decision_ids)
+def test_ingest_enters_ready_decisions_in_its_own_transaction(route):
+    make_route("shadowed", shadow_config={"kind": "reference"})
+    waiting, *ready = ingest([record(route="shadowed"), record(), served_record(), served_record(route="shadowed")])
+    # No worker ran: the items were written with the decisions, and committed with them.
+    assert set(GradingItem.objects.values_list("decision_id", flat=True)) == set(ready)
+    assert not GradingItem.objects.filter(decision_id=waiting).exists()
 
 
 def test_pool_entry_is_audited_with_the_decisions_it_took(route):
     decision_ids = pooled([record(), served_record()])
     event = AuditEvent.objects.filter(action="pool_entered").get()
     assert event.payload["objects"] == {"decision": decision_ids}
-    assert event.actor == TEST_ACTOR.label
+    assert event.actor == "system:grading_pool_enter"  # the system samples, whoever sent the decisions
 
 
 def test_queue_keys_are_drawn_at_random_not_from_score_or_arrival(route):
@@ -87,7 +101,9 @@ def test_queue_keys_are_drawn_at_random_not_from_score_or_arrival(route):
     assert len(set(GradingItem.objects.values_list("queue_key", flat=True))) == 100
 
 
-def test_a_stratified_plan_samples_each_band_at_target_over_population(route):
+def test_a_stratified_plan_samples_each_band_at_target_over_population(route, monkeypatch):
+    # The decisions wait outside the pool (as a shadow route's refusals do) while the plan is set.
+    monkeypatch.setattr(hooks, "_in_ingest", [])
     ingest(
         [record(gate={"name": "nli", "score": 0.1 + 0.001 * n, "cutoff": 0.85}) for n in range(200)]
         + [record(gate={"name": "nli", "score": 0.7 + 0.001 * n, "cutoff": 0.85}) for n in range(20)]
@@ -120,9 +136,13 @@ def test_overlapping_bands_are_refused(route):
         pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.6, 10), (0.5, 1.0, 10)])
 
 
-def test_a_decision_labelled_by_import_enters_already_labelled(route):
-    [decision_id] = ingest([record()])
+def test_a_decision_labelled_by_import_enters_already_labelled(db):
+    make_route("shadowed", shadow_config={"kind": "reference"})
+    [decision_id] = ingest([record(route="shadowed")])  # waits for its shadow run, so labels come first
     FinalLabel.objects.create(decision_id=decision_id, correct=True, method="imported", source="legacy")
+    ShadowRun.objects.create(
+        decision_id=decision_id, pipeline="reference", status="succeeded", answer="A.", passages_sha256="0" * 64
+    )
     pool_services.grading_pool_enter(actor=TEST_ACTOR, decision_ids=[decision_id])
     assert _item(decision_id).status == ItemStatus.LABELLED
 

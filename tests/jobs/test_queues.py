@@ -19,7 +19,7 @@ def _registered_tasks() -> list[str]:
 def test_every_registered_task_is_routed_to_a_named_queue():
     names = _registered_tasks()
     assert {
-        "grading.grading_pool_enter",
+        "grading.grading_pool_sweep",
         "shadow.shadow_run_execute",
         "verification.decisions_verify",
         "analysis.stats_recompute",
@@ -40,7 +40,7 @@ def test_the_kinds_of_work_have_their_own_queues():
             {
                 app.amqp.router.route({}, name)["queue"].name
                 for name in (
-                    "grading.grading_pool_enter",
+                    "grading.grading_pool_sweep",
                     "shadow.shadow_run_execute",
                     "verification.decisions_verify",
                     "analysis.stats_recompute",

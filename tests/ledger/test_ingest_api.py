@@ -178,11 +178,15 @@ def test_the_same_external_passage_id_with_other_text_is_another_passage(integra
 
 
 def test_ingest_writes_one_audit_event_listing_the_new_decisions(integrator):
-    before = AuditEvent.objects.count()
+    before = AuditEvent.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
     post(integrator, [record(), record()])
-    event = AuditEvent.objects.order_by("-seq").first()
-    assert AuditEvent.objects.count() == before + 1
-    assert event.action == "decisions_ingested"
+    # Then the pool entry of the same transaction (grading's in-ingest hook), as the system's.
+    event, entry = AuditEvent.objects.filter(seq__gt=before).order_by("seq")
+    assert (event.action, entry.action, entry.actor) == (
+        "decisions_ingested",
+        "pool_entered",
+        "system:grading_pool_enter",
+    )
     assert event.actor.startswith("token:") and event.actor.endswith("/integrator")
     assert sorted(event.payload["objects"]["decision"]) == sorted(Decision.objects.values_list("pk", flat=True))
 
