@@ -1,16 +1,31 @@
 """Question vectors, the built-in embedder's versions and the corpus-gap clusters.
 
-How vectors are searched (docs/architecture.md, "Similarity"): one table holds every question
-vector, sent by the integrator or made by the built-in embedder, in a `vector` column without a
-fixed dimension. pgvector's HNSW index needs one, so each *space* (a route's sent vectors, or one
-built-in embedder version) gets its own partial expression index,
-`USING hnsw ((vector::vector(D)) vector_cosine_ops) WHERE <space> AND refused`, created when the
-space's dimension is known; queries repeat that expression and predicate so the planner uses it.
+How vectors are stored and searched (docs/architecture.md, "Similarity"): one table holds every
+question vector, sent by the integrator or made by the built-in embedder, in a `vector` column
+without a fixed dimension. It is partitioned by LIST on `space`, one partition per *space* (a
+route's sent vectors, `r<route id>`, or one built-in embedder version, `v<version id>`), made when
+the space is (migration 0006). pgvector's HNSW index needs a fixed dimension, so each space's
+partition gets its own partial expression index,
+`USING hnsw ((vector::vector(D)) vector_cosine_ops) WHERE refused`; queries name the space (the
+planner then reads its partition alone) and repeat that expression so the planner uses the index.
+A retired embedder version's vectors go by dropping its partition: a refit leaves no dead rows.
 """
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models import Value
+from django.db.models.functions import Cast, Concat
 from pgvector.django import VectorField
+
+
+def sent_space(route_id: int) -> str:
+    """The partition key of a route's sent vectors."""
+    return f"r{int(route_id)}"
+
+
+def builtin_space(embedder_id: int) -> str:
+    """The partition key of one built-in embedder version's vectors."""
+    return f"v{int(embedder_id)}"
 
 
 class Source(models.TextChoices):
@@ -35,6 +50,10 @@ class RouteEmbedding(models.Model):
     @property
     def index_name(self) -> str:
         return f"similarity_sent_r{self.route_id}_hnsw"
+
+    @property
+    def space_key(self) -> str:
+        return sent_space(self.route_id)
 
 
 class EmbedderState(models.TextChoices):
@@ -78,13 +97,25 @@ class EmbedderVersion(models.Model):
     def index_name(self) -> str:
         return f"similarity_builtin_v{self.pk}_hnsw"
 
+    @property
+    def space_key(self) -> str:
+        return builtin_space(self.pk)
+
 
 class QuestionVector(models.Model):
     """The vector of one decision's question in one space. `refused` and `occurred_at` copy the
-    decision's (never edited) so that the partial index and the 30-day count need no join."""
+    decision's (never edited) so that the partial index and the 30-day count need no join.
 
-    # No index of their own: unique_vector_per_embedder leads with the decision and
-    # similarity_vector_space_idx with the route.
+    The table is partitioned by `space` (see above): its primary key in the database is
+    (id, space), and PostgreSQL wants the partition key in every unique constraint, so the two
+    rules, one vector per decision per embedder version and one sent vector per decision, are the
+    one constraint `unique_vector_per_space`. `vector_space_key` makes `space` follow from the
+    route and the embedder, so that constraint says the same as those two rules (a decision's sent
+    vectors can only be in its route's space).
+    """
+
+    # No index of their own: unique_vector_per_space leads with the decision, and a space's rows
+    # are its partition.
     decision = models.ForeignKey(
         "ledger.Decision",
         on_delete=models.CASCADE,
@@ -104,15 +135,26 @@ class QuestionVector(models.Model):
     refused = models.BooleanField()
     occurred_at = models.DateTimeField()
     vector = VectorField()
+    space = models.CharField(
+        max_length=24,
+        help_text="The partition: r<route id> for sent vectors, v<embedder version id> for built-in ones.",
+    )
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["decision", "embedder"], name="unique_vector_per_embedder"),
-            models.UniqueConstraint(
-                fields=["decision"], condition=models.Q(embedder__isnull=True), name="unique_sent_vector"
+            models.UniqueConstraint(fields=["decision", "space"], name="unique_vector_per_space"),
+            models.CheckConstraint(
+                condition=models.Q(
+                    embedder__isnull=True,
+                    space=Concat(Value("r"), Cast("route_id", models.TextField()), output_field=models.TextField()),
+                )
+                | models.Q(
+                    embedder__isnull=False,
+                    space=Concat(Value("v"), Cast("embedder_id", models.TextField()), output_field=models.TextField()),
+                ),
+                name="vector_space_key",
             ),
         ]
-        indexes = [models.Index(fields=["route", "embedder"], name="similarity_vector_space_idx")]
 
     def __str__(self) -> str:
         return f"vector of decision {self.decision_id}"
