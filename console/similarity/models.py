@@ -66,15 +66,13 @@ class EmbedderVersion(models.Model):
     """One fit of the built-in embedder on one route's questions.
 
     A new version embeds every question of the route while the previous one keeps answering;
-    it becomes current once all of them have a vector and its index exists.
+    it becomes current once all of them have a vector and its index exists. Its fitted model is an
+    `EmbedderModel`, in storage of its own that goes when the version retires.
     """
 
     route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="embedder_versions")
     number = models.PositiveIntegerField(help_text="1, 2, ... per route.")
     state = models.CharField(max_length=8, choices=EmbedderState.choices, default=EmbedderState.BUILDING)
-    model = models.BinaryField(
-        help_text="The fitted TF-IDF + SVD pipeline, joblib-serialised; emptied when the version retires."
-    )
     dimension = models.PositiveIntegerField()
     components = models.PositiveIntegerField(help_text="SVD components actually fitted (the rest are zero).")
     fitted_on = models.PositiveIntegerField(help_text="Questions the model was fitted on.")
@@ -100,6 +98,24 @@ class EmbedderVersion(models.Model):
     @property
     def space_key(self) -> str:
         return builtin_space(self.pk)
+
+
+class EmbedderModel(models.Model):
+    """The fitted TF-IDF + SVD pipeline of one embedder version, joblib-serialised (about ten MB).
+
+    The table is partitioned by LIST on the version, one partition per live version, made with
+    its vector partition and dropped with it when the version retires (migration 0007): a model
+    deleted or emptied in place left its megabytes dead in the table's TOAST, behind the next
+    version's model, so the table held a retired model's bytes besides the current one's.
+    """
+
+    version = models.OneToOneField(
+        EmbedderVersion, on_delete=models.CASCADE, primary_key=True, related_name="fitted_model"
+    )
+    data = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"model of embedder version {self.version_id}"
 
 
 class QuestionVector(models.Model):

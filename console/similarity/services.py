@@ -28,6 +28,7 @@ from console.ledger.selectors import route_decision_total
 from console.ledger.validation import DecisionInput
 from console.similarity import embedder, topics
 from console.similarity.models import (
+    EmbedderModel,
     EmbedderState,
     EmbedderVersion,
     GapCluster,
@@ -159,8 +160,9 @@ def vectors_store_sent(
 
 
 def _space_partition_create(space: str) -> None:
-    """Make the space's partition of the vector table (`similarity_space_create`, migration 0006,
-    with the table owner's rights: only an owner may add partitions); nothing when it exists.
+    """Make the space's partition of the vector table, and of the models for a built-in version
+    (`similarity_space_create`, migrations 0006 and 0007, with the table owner's rights: only an
+    owner may add partitions); nothing when they exist.
     Creating it and attaching it locks the table against other schema changes only, not against
     reads and writes of vectors."""
     with connection.cursor() as cursor:
@@ -168,9 +170,10 @@ def _space_partition_create(space: str) -> None:
 
 
 def _space_partition_drop(space: str) -> None:
-    """Detach and drop a retired version's partition, vectors and index with it: the space goes
-    back to the file system at once, where deleting the rows left it dead in the table. The
-    function refuses the space of a version that is not retired."""
+    """Detach and drop a retired version's partitions, its vectors with their index and its model:
+    the space goes back to the file system at once, where deleting the rows (or emptying the
+    model) left it dead in the table. The function refuses the space of a version that is not
+    retired."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT similarity_space_drop(%s)", [space])
 
@@ -265,7 +268,9 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     for route_id in sorted(routes - sent):
         versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
         for version in versions:
-            model = embedder.loads(version.model)
+            model = _model_load(version)
+            if model is None:
+                continue  # retired since it was read: its model and vectors are gone
             for start in range(0, len(decision_ids), _EMBED_CHUNK):
                 with transaction.atomic():
                     rows = _decision_rows(
@@ -357,13 +362,13 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
         version = EmbedderVersion.objects.create(
             route=route,
             number=(last.number + 1) if last else 1,
-            model=embedder.dumps(model),
             dimension=embedder.DIMENSION,
             components=embedder.components(model),
             fitted_on=len(sample),
             route_questions=total,
         )
         _space_partition_create(version.space_key)
+        EmbedderModel.objects.create(version=version, data=embedder.dumps(model))
         if fixed:
             audit_record(
                 actor=actor,
@@ -387,7 +392,9 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
 
 def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> None:
     """Embed every decision of the route with `version`, then make it current."""
-    model = model if model is not None else embedder.loads(version.model)
+    model = model if model is not None else _model_load(version)
+    if model is None:
+        return  # retired: nothing to re-embed
     last_id = 0
     while True:
         with transaction.atomic():
@@ -407,8 +414,7 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
         old = list(
             EmbedderVersion.objects.select_for_update().filter(route_id=version.route_id, state=EmbedderState.CURRENT)
         )
-        # A retired model is never loaded again, and each is tens of megabytes: only its history stays.
-        EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED, model=b"")
+        EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED)
         EmbedderVersion.objects.filter(pk=version.pk).update(state=EmbedderState.CURRENT, current_since=timezone.now())
         audit_record(
             actor=actor,
@@ -419,9 +425,30 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
             payload={"old": [v.number for v in old], "new": version.number},
         )
     for retired in old:
-        # Vectors of a retired version are never read again: its partition goes whole, index
-        # included (the version's row stays as history).
+        # A retired version's vectors and model are never read again: their partitions go whole,
+        # index included (the version's row stays as history).
         _space_partition_drop(retired.space_key)
+
+
+def spaces_retired_drop() -> int:
+    """Sweeper: drop the partitions of retired versions still there (a promotion whose drop
+    failed, or was cut short, after its transaction committed)."""
+    dropped = 0
+    for version in EmbedderVersion.objects.filter(state=EmbedderState.RETIRED).only("pk"):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", [f"public.similarity_questionvector_{version.space_key}"]
+            )
+            if cursor.fetchone()[0]:
+                _space_partition_drop(version.space_key)
+                dropped += 1
+    return dropped
+
+
+def _model_load(version: EmbedderVersion):
+    """The version's fitted pipeline; None once it has retired (its model is gone)."""
+    data = EmbedderModel.objects.filter(version_id=version.pk).values_list("data", flat=True).first()
+    return None if data is None else embedder.loads(data)
 
 
 # --- corpus gaps --------------------------------------------------------------------------

@@ -7,8 +7,8 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from console.ledger.models import Decision
-from console.similarity import embedder, services
-from console.similarity.models import EmbedderState, QuestionVector
+from console.similarity import services
+from console.similarity.models import EmbedderState, EmbedderVersion, QuestionVector
 from tests import factories
 from tests.similarity.test_embedder import TOPICS, _ingest, _questions
 
@@ -81,7 +81,7 @@ def test_vectors_of_a_version_retired_meanwhile_are_not_stored(route):
     retired version's dropped partition (nor bring its vectors back)."""
     _ingest(_questions(2))
     v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
-    model = embedder.loads(v1.model)
+    model = services._model_load(v1)
     services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     v1.refresh_from_db()
     later = _ingest(["Laptop battery drains overnight"])
@@ -89,3 +89,15 @@ def test_vectors_of_a_version_retired_meanwhile_are_not_stored(route):
     with transaction.atomic():
         assert services._embed_and_store(v1, model, rows) == 0
     assert not QuestionVector.objects.filter(embedder=v1).exists()
+    assert services._model_load(v1) is None
+    assert services.vectors_embed(decision_ids=later) == 1  # the current version's vector alone
+
+
+def test_the_sweeper_drops_what_a_retired_version_left_behind(route):
+    _ingest(_questions(2))
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    # A promotion cut short after its commit: retired, its partitions still there.
+    EmbedderVersion.objects.filter(pk=v1.pk).update(state=EmbedderState.RETIRED)
+    assert services.spaces_retired_drop() == 1
+    assert _partitions() == {}
+    assert services.spaces_retired_drop() == 0
