@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from pgvector.psycopg import register_vector
 
@@ -169,13 +169,27 @@ def _space_partition_create(space: str) -> None:
         cursor.execute("SELECT similarity_space_create(%s)", [space])
 
 
-def _space_partition_drop(space: str) -> None:
+def _space_partition_drop(space: str) -> bool:
     """Detach and drop a retired version's partitions, its vectors with their index and its model:
     the space goes back to the file system at once, where deleting the rows (or emptying the
     model) left it dead in the table. The function refuses the space of a version that is not
-    retired."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT similarity_space_drop(%s)", [space])
+    retired.
+
+    Detaching needs the vector table to itself for a moment, and every lookup queues behind a
+    detach that waits: it gives up after SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT (a long index
+    build or ingest holds the table) and leaves the partitions to the sweeper (False)."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config('lock_timeout', %s, true)", [settings.SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT]
+            )
+            cursor.execute("SELECT similarity_space_drop(%s)", [space])
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        logger.info("similarity: partitions of %s still in use; the sweeper drops them later", space)
+        return False
+    return True
 
 
 def _create_index(*, name: str, dimension: int, space: str) -> None:
@@ -439,8 +453,7 @@ def spaces_retired_drop() -> int:
             cursor.execute(
                 "SELECT to_regclass(%s) IS NOT NULL", [f"public.similarity_questionvector_{version.space_key}"]
             )
-            if cursor.fetchone()[0]:
-                _space_partition_drop(version.space_key)
+            if cursor.fetchone()[0] and _space_partition_drop(version.space_key):
                 dropped += 1
     return dropped
 

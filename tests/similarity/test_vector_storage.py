@@ -101,3 +101,26 @@ def test_the_sweeper_drops_what_a_retired_version_left_behind(route):
     assert services.spaces_retired_drop() == 1
     assert _partitions() == {}
     assert services.spaces_retired_drop() == 0
+
+
+def test_a_drop_that_would_wait_for_the_vector_table_is_left_to_the_sweeper(route, settings):
+    from django.db import connections
+
+    settings.SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT = "100ms"
+    _ingest(_questions(2))
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    reader = connections.create_connection("default")  # a long reader of the vector table
+    try:
+        reader.set_autocommit(False)
+        with reader.cursor() as cursor:
+            cursor.execute("LOCK TABLE similarity_questionvector IN ACCESS SHARE MODE")
+        v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+        v1.refresh_from_db()
+        assert v1.state == EmbedderState.RETIRED  # promoted all the same
+        assert f"similarity_questionvector_v{v1.pk}" in _partitions()
+        assert services.spaces_retired_drop() == 0  # still in use
+    finally:
+        reader.rollback()
+        reader.close()
+    assert services.spaces_retired_drop() == 1
+    assert list(_partitions()) == [f"similarity_questionvector_v{v2.pk}"]
