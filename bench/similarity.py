@@ -76,7 +76,8 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
     at = datetime.now(UTC) - timedelta(days=60)
     chunk = 50_000
     with transaction.atomic(), connection.cursor() as cursor:
-        RouteEmbedding.objects.create(route=route, source=Source.SENT, dimension=DIM)
+        space = RouteEmbedding.objects.create(route=route, source=Source.SENT, dimension=DIM)
+        cursor.execute("SELECT similarity_space_create(%s)", [space.space_key])  # the space's partition
         month_partitions(cursor, [at + timedelta(days=day) for day in range(61)])
         cursor.execute("SELECT nextval(pg_get_serial_sequence('ledger_decision', 'id'))")
         first_id = cursor.fetchone()[0]
@@ -113,7 +114,7 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
             copy_vectors(
                 cursor,
                 (
-                    (pk, route.pk, None, True, moment, vector)
+                    (pk, route.pk, None, True, moment, vector, space.space_key)
                     for pk, moment, vector in zip(ids, when, vectors, strict=True)
                 ),
             )

@@ -353,6 +353,9 @@ SIMILARITY_HNSW_EF_CONSTRUCTION = env_int("SIMILARITY_HNSW_EF_CONSTRUCTION", 128
 # maintenance_work_mem for an index build: the HNSW graph of a million 384-dimension vectors
 # needs about 2 GB to be built in memory; past it the build goes on, much slower.
 SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")
+# How long dropping a retired embedder version's partitions waits for the vector table: the detach
+# needs it to itself, and lookups queue behind a waiting detach. Past it, the sweeper drops them later.
+SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT = "2s"
 SIMILARITY_MIN_FIT_QUESTIONS = env_int("SIMILARITY_MIN_FIT_QUESTIONS", 20, minimum=2)
 SIMILARITY_FIT_SAMPLE = 10_000  # questions the built-in embedder is fitted on (a random sample)
 SIMILARITY_GAPS_WINDOW_DAYS = env_int("SIMILARITY_GAPS_WINDOW_DAYS", 28, minimum=1, maximum=365)

@@ -20,7 +20,8 @@ on_delete rules still protect or cascade; the archive command takes care of a mo
 
 Partitions are made on demand: `months_ensure` (ingest calls it before writing a batch) runs
 `console_month_partitions`, a function owned by the migrating role (only a table's owner may add
-partitions to it) that creates what is missing for every partitioned table of the schema. Each
+partitions to it) that creates what is missing for every table of the schema partitioned by range
+(the question vectors are partitioned by list, per vector space: console/similarity/models.py). Each
 partition is created on its own and attached, which locks the parent against other schema
 changes only (SHARE UPDATE EXCLUSIVE), not against reads and writes, as `CREATE TABLE ... PARTITION
 OF` would. The check that finds everything there takes no lock at all.
@@ -53,7 +54,7 @@ BEGIN
     SELECT coalesce(array_agg(c.relname::text ORDER BY c.relname), '{{}}') INTO parents
       FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = 'public' AND NOT c.relispartition;
+     WHERE n.nspname = 'public' AND NOT c.relispartition AND p.partstrat = 'r';
     IF NOT EXISTS (
         SELECT 1 FROM unnest(parents) AS t(name), unnest(wanted) AS w(month)
          WHERE to_regclass(format('public.%I', t.name || to_char(w.month, '"_y"YYYY"m"MM'))) IS NULL

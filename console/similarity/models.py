@@ -1,16 +1,31 @@
 """Question vectors, the built-in embedder's versions and the corpus-gap clusters.
 
-How vectors are searched (docs/architecture.md, "Similarity"): one table holds every question
-vector, sent by the integrator or made by the built-in embedder, in a `vector` column without a
-fixed dimension. pgvector's HNSW index needs one, so each *space* (a route's sent vectors, or one
-built-in embedder version) gets its own partial expression index,
-`USING hnsw ((vector::vector(D)) vector_cosine_ops) WHERE <space> AND refused`, created when the
-space's dimension is known; queries repeat that expression and predicate so the planner uses it.
+How vectors are stored and searched (docs/architecture.md, "Similarity"): one table holds every
+question vector, sent by the integrator or made by the built-in embedder, in a `vector` column
+without a fixed dimension. It is partitioned by LIST on `space`, one partition per *space* (a
+route's sent vectors, `r<route id>`, or one built-in embedder version, `v<version id>`), made when
+the space is (migration 0006). pgvector's HNSW index needs a fixed dimension, so each space's
+partition gets its own partial expression index,
+`USING hnsw ((vector::vector(D)) vector_cosine_ops) WHERE refused`; queries name the space (the
+planner then reads its partition alone) and repeat that expression so the planner uses the index.
+A retired embedder version's vectors go by dropping its partition: a refit leaves no dead rows.
 """
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models import Value
+from django.db.models.functions import Cast, Concat
 from pgvector.django import VectorField
+
+
+def sent_space(route_id: int) -> str:
+    """The partition key of a route's sent vectors."""
+    return f"r{int(route_id)}"
+
+
+def builtin_space(embedder_id: int) -> str:
+    """The partition key of one built-in embedder version's vectors."""
+    return f"v{int(embedder_id)}"
 
 
 class Source(models.TextChoices):
@@ -36,6 +51,10 @@ class RouteEmbedding(models.Model):
     def index_name(self) -> str:
         return f"similarity_sent_r{self.route_id}_hnsw"
 
+    @property
+    def space_key(self) -> str:
+        return sent_space(self.route_id)
+
 
 class EmbedderState(models.TextChoices):
     BUILDING = "building", "Re-embedding"
@@ -47,15 +66,13 @@ class EmbedderVersion(models.Model):
     """One fit of the built-in embedder on one route's questions.
 
     A new version embeds every question of the route while the previous one keeps answering;
-    it becomes current once all of them have a vector and its index exists.
+    it becomes current once all of them have a vector and its index exists. Its fitted model is an
+    `EmbedderModel`, in storage of its own that goes when the version retires.
     """
 
     route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="embedder_versions")
     number = models.PositiveIntegerField(help_text="1, 2, ... per route.")
     state = models.CharField(max_length=8, choices=EmbedderState.choices, default=EmbedderState.BUILDING)
-    model = models.BinaryField(
-        help_text="The fitted TF-IDF + SVD pipeline, joblib-serialised; emptied when the version retires."
-    )
     dimension = models.PositiveIntegerField()
     components = models.PositiveIntegerField(help_text="SVD components actually fitted (the rest are zero).")
     fitted_on = models.PositiveIntegerField(help_text="Questions the model was fitted on.")
@@ -78,13 +95,43 @@ class EmbedderVersion(models.Model):
     def index_name(self) -> str:
         return f"similarity_builtin_v{self.pk}_hnsw"
 
+    @property
+    def space_key(self) -> str:
+        return builtin_space(self.pk)
+
+
+class EmbedderModel(models.Model):
+    """The fitted TF-IDF + SVD pipeline of one embedder version, joblib-serialised (about ten MB).
+
+    The table is partitioned by LIST on the version, one partition per live version, made with
+    its vector partition and dropped with it when the version retires (migration 0007): a model
+    deleted or emptied in place left its megabytes dead in the table's TOAST, behind the next
+    version's model, so the table held a retired model's bytes besides the current one's.
+    """
+
+    version = models.OneToOneField(
+        EmbedderVersion, on_delete=models.CASCADE, primary_key=True, related_name="fitted_model"
+    )
+    data = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"model of embedder version {self.version_id}"
+
 
 class QuestionVector(models.Model):
     """The vector of one decision's question in one space. `refused` and `occurred_at` copy the
-    decision's (never edited) so that the partial index and the 30-day count need no join."""
+    decision's (never edited) so that the partial index and the 30-day count need no join.
 
-    # No index of their own: unique_vector_per_embedder leads with the decision and
-    # similarity_vector_space_idx with the route.
+    The table is partitioned by `space` (see above): its primary key in the database is
+    (id, space), and PostgreSQL wants the partition key in every unique constraint, so the two
+    rules, one vector per decision per embedder version and one sent vector per decision, are the
+    one constraint `unique_vector_per_space`. `vector_space_key` makes `space` follow from the
+    route and the embedder, so that constraint says the same as those two rules (a decision's sent
+    vectors can only be in its route's space).
+    """
+
+    # No index of their own: unique_vector_per_space leads with the decision, and a space's rows
+    # are its partition.
     decision = models.ForeignKey(
         "ledger.Decision",
         on_delete=models.CASCADE,
@@ -104,15 +151,26 @@ class QuestionVector(models.Model):
     refused = models.BooleanField()
     occurred_at = models.DateTimeField()
     vector = VectorField()
+    space = models.CharField(
+        max_length=24,
+        help_text="The partition: r<route id> for sent vectors, v<embedder version id> for built-in ones.",
+    )
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["decision", "embedder"], name="unique_vector_per_embedder"),
-            models.UniqueConstraint(
-                fields=["decision"], condition=models.Q(embedder__isnull=True), name="unique_sent_vector"
+            models.UniqueConstraint(fields=["decision", "space"], name="unique_vector_per_space"),
+            models.CheckConstraint(
+                condition=models.Q(
+                    embedder__isnull=True,
+                    space=Concat(Value("r"), Cast("route_id", models.TextField()), output_field=models.TextField()),
+                )
+                | models.Q(
+                    embedder__isnull=False,
+                    space=Concat(Value("v"), Cast("embedder_id", models.TextField()), output_field=models.TextField()),
+                ),
+                name="vector_space_key",
             ),
         ]
-        indexes = [models.Index(fields=["route", "embedder"], name="similarity_vector_space_idx")]
 
     def __str__(self) -> str:
         return f"vector of decision {self.decision_id}"

@@ -45,12 +45,7 @@ class SimilarRefusals:
 def _nearest_sql(space: Space, outcome: str | None) -> tuple[str, list]:
     dimension = int(space.dimension)
     expression = f"vector::vector({dimension})"
-    if outcome == Outcome.REFUSED:
-        where = space.refused_predicate
-    elif space.embedder_id is None:
-        where = f"route_id = {int(space.route_id)} AND embedder_id IS NULL"
-    else:
-        where = f"embedder_id = {int(space.embedder_id)}"
+    where = space.refused_predicate if outcome == Outcome.REFUSED else space.predicate
     extra = ""
     if outcome not in (None, Outcome.REFUSED):
         extra = " AND decision_id IN (SELECT id FROM ledger_decision WHERE outcome = %s)"

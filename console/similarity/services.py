@@ -1,8 +1,9 @@
 """Writes of the similarity app: question vectors, built-in embedder fits, HNSW indexes, gap runs.
 
 Vector rows are written with binary COPY (pgvector's psycopg adapter), the fast path at a million
-rows. Indexes are built per space (see models.py) by a job, through a function with the table
-owner's rights (migration 0002), outside the ingest transaction.
+rows. Each space is a partition of the vector table (see models.py), made when the space is and
+dropped whole when an embedder version retires; its index is built by a job, outside the ingest
+transaction. Both go through functions with the table owner's rights (migration 0006).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from pgvector.psycopg import register_vector
 
@@ -27,11 +28,11 @@ from console.ledger.selectors import route_decision_total
 from console.ledger.validation import DecisionInput
 from console.similarity import embedder, topics
 from console.similarity.models import (
+    EmbedderModel,
     EmbedderState,
     EmbedderVersion,
     GapCluster,
     GapRun,
-    QuestionVector,
     RouteEmbedding,
     Source,
 )
@@ -40,14 +41,15 @@ from console.similarity.spaces import active_space
 logger = logging.getLogger(__name__)
 
 _COPY_VECTORS = (
-    "COPY {table} (decision_id, route_id, embedder_id, refused, occurred_at, vector) FROM STDIN WITH (FORMAT BINARY)"
+    "COPY {table} (decision_id, route_id, embedder_id, refused, occurred_at, vector, space) "
+    "FROM STDIN WITH (FORMAT BINARY)"
 )
-_VECTOR_TYPES = ["bigint", "bigint", "bigint", "bool", "timestamptz", "vector"]
+_VECTOR_TYPES = ["bigint", "bigint", "bigint", "bool", "timestamptz", "vector", "text"]
 _EMBED_CHUNK = 5_000
 
 
 def copy_vectors(cursor, rows, *, table: str = "similarity_questionvector") -> None:
-    """COPY rows (decision_id, route_id, embedder_id, refused, occurred_at, float32 array).
+    """COPY rows (decision_id, route_id, embedder_id, refused, occurred_at, float32 array, space).
 
     The vector type is registered on the psycopg connection under Django's cursor, and a cursor
     made afterwards carries it (a cursor copies its connection's adapters when it is created).
@@ -80,6 +82,7 @@ def _space_for_sent(*, actor: Actor, route: Route, dimension: int) -> tuple[Rout
         created = cursor.fetchone() is not None
     space = RouteEmbedding.objects.get(route=route)
     if created:
+        _space_partition_create(space.space_key)
         audit_record(
             actor=actor,
             action=Action.QUESTION_VECTORS_FIXED,
@@ -140,6 +143,7 @@ def vectors_store_sent(
                         item.outcome == Outcome.REFUSED,
                         item.occurred_at,
                         np.asarray(item.question_embedding, dtype=np.float32),
+                        space.space_key,
                     )
                 )
     if errors:
@@ -152,13 +156,47 @@ def vectors_store_sent(
         copy_vectors(cursor, rows)
 
 
-# --- indexes ------------------------------------------------------------------------------
+# --- partitions and indexes ---------------------------------------------------------------
 
 
-def _create_index(*, name: str, dimension: int, route_id: int | None = None, embedder_id: int | None = None) -> None:
-    """Build the HNSW index of one space through `similarity_index_create` (migration 0002), which
-    runs with the table owner's rights: the app's role may not create indexes itself. The build
-    holds a SHARE lock on the vector table for its duration (writes of vectors wait; reads do not)."""
+def _space_partition_create(space: str) -> None:
+    """Make the space's partition of the vector table, and of the models for a built-in version
+    (`similarity_space_create`, migrations 0006 and 0007, with the table owner's rights: only an
+    owner may add partitions); nothing when they exist.
+    Creating it and attaching it locks the table against other schema changes only, not against
+    reads and writes of vectors."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT similarity_space_create(%s)", [space])
+
+
+def _space_partition_drop(space: str) -> bool:
+    """Detach and drop a retired version's partitions, its vectors with their index and its model:
+    the space goes back to the file system at once, where deleting the rows (or emptying the
+    model) left it dead in the table. The function refuses the space of a version that is not
+    retired.
+
+    Detaching needs the vector table to itself for a moment, and every lookup queues behind a
+    detach that waits: it gives up after SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT (a long index
+    build or ingest holds the table) and leaves the partitions to the sweeper (False)."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config('lock_timeout', %s, true)", [settings.SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT]
+            )
+            cursor.execute("SELECT similarity_space_drop(%s)", [space])
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        logger.info("similarity: partitions of %s still in use; the sweeper drops them later", space)
+        return False
+    return True
+
+
+def _create_index(*, name: str, dimension: int, space: str) -> None:
+    """Build the HNSW index of one space on its partition through `similarity_index_create`
+    (migration 0006), which runs with the table owner's rights: the app's role may not create
+    indexes itself. The build holds a SHARE lock on the space's partition for its duration
+    (writes of its vectors wait; reads do not)."""
     with connection.cursor() as cursor:
         if connection.in_atomic_block:
             # CREATE INDEX refuses a table with deferred foreign-key checks pending in the transaction.
@@ -169,12 +207,11 @@ def _create_index(*, name: str, dimension: int, route_id: int | None = None, emb
             [settings.SIMILARITY_INDEX_BUILD_MEMORY, bool(connection.in_atomic_block)],
         )
         cursor.execute(
-            "SELECT similarity_index_create(%s, %s, %s, %s, %s, %s)",
+            "SELECT similarity_index_create(%s, %s, %s, %s, %s)",
             [
                 name,
+                space,
                 int(dimension),
-                route_id,
-                embedder_id,
                 settings.SIMILARITY_HNSW_M,
                 settings.SIMILARITY_HNSW_EF_CONSTRUCTION,
             ],
@@ -188,7 +225,7 @@ def space_index_create(*, route_id: int) -> bool:
     space = RouteEmbedding.objects.filter(route_id=route_id, source=Source.SENT).first()
     if space is None:
         return False
-    _create_index(name=space.index_name, dimension=space.dimension, route_id=route_id)
+    _create_index(name=space.index_name, dimension=space.dimension, space=space.space_key)
     RouteEmbedding.objects.filter(pk=route_id).update(index_ready=True)
     return True
 
@@ -197,7 +234,8 @@ def space_index_create(*, route_id: int) -> bool:
 
 
 def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int, str, str, datetime]]) -> int:
-    """Embed (id, question, outcome, occurred_at) rows with `version`; skip those already done."""
+    """Embed (id, question, outcome, occurred_at) rows with `version`; skip those already done, and
+    store nothing once the version is retired (its partition is about to go, or gone)."""
     if not decisions:
         return 0
     vectors = embedder.transform(model, [question for _, question, _, _ in decisions], dimension=version.dimension)
@@ -205,20 +243,23 @@ def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int,
         cursor.execute(
             "CREATE TEMP TABLE IF NOT EXISTS similarity_incoming "
             "(decision_id bigint, route_id bigint, embedder_id bigint, refused boolean, "
-            "occurred_at timestamptz, vector vector) ON COMMIT DELETE ROWS"
+            "occurred_at timestamptz, vector vector, space text) ON COMMIT DELETE ROWS"
         )
         copy_vectors(
             cursor,
             (
-                (pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector)
+                (pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector, version.space_key)
                 for (pk, _, outcome, occurred_at), vector in zip(decisions, vectors, strict=True)
             ),
             table="similarity_incoming",
         )
         cursor.execute(
-            "INSERT INTO similarity_questionvector (decision_id, route_id, embedder_id, refused, occurred_at, vector) "
-            "SELECT decision_id, route_id, embedder_id, refused, occurred_at, vector FROM similarity_incoming "
-            "ON CONFLICT DO NOTHING"
+            "INSERT INTO similarity_questionvector "
+            "(decision_id, route_id, embedder_id, refused, occurred_at, vector, space) "
+            "SELECT decision_id, route_id, embedder_id, refused, occurred_at, vector, space FROM similarity_incoming "
+            "WHERE EXISTS (SELECT 1 FROM similarity_embedderversion v WHERE v.id = %s AND v.state <> %s) "
+            "ON CONFLICT DO NOTHING",
+            [version.pk, EmbedderState.RETIRED],
         )
         stored = cursor.rowcount
         cursor.execute("DELETE FROM similarity_incoming")
@@ -241,7 +282,9 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     for route_id in sorted(routes - sent):
         versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
         for version in versions:
-            model = embedder.loads(version.model)
+            model = _model_load(version)
+            if model is None:
+                continue  # retired since it was read: its model and vectors are gone
             for start in range(0, len(decision_ids), _EMBED_CHUNK):
                 with transaction.atomic():
                     rows = _decision_rows(
@@ -260,7 +303,7 @@ def vectors_embed_missing(*, limit: int = 20_000) -> int:
     for version in EmbedderVersion.objects.filter(state=EmbedderState.CURRENT):
         missing = list(
             Decision.objects.filter(route_id=version.route_id)
-            .exclude(question_vectors__embedder=version)
+            .exclude(question_vectors__space=version.space_key)
             .order_by("pk")
             .values_list("pk", flat=True)[:limit]
         )
@@ -292,7 +335,7 @@ def embedder_fit(*, actor: Actor, route_id: int, seed: int = 0, when_due: bool =
     `when_due` (the after-ingest job): fit only if the route still needs it once the lock is held.
     Every ingest batch of a route that is due asks for a fit, so several jobs queue up behind the
     first; without the check each of them refitted the route again, re-embedding every question
-    (and leaving a retired model and vectors' worth of dead space) for nothing."""
+    for nothing."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_FIT_LOCK, route_id])
         if not cursor.fetchone()[0]:
@@ -333,12 +376,13 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
         version = EmbedderVersion.objects.create(
             route=route,
             number=(last.number + 1) if last else 1,
-            model=embedder.dumps(model),
             dimension=embedder.DIMENSION,
             components=embedder.components(model),
             fitted_on=len(sample),
             route_questions=total,
         )
+        _space_partition_create(version.space_key)
+        EmbedderModel.objects.create(version=version, data=embedder.dumps(model))
         if fixed:
             audit_record(
                 actor=actor,
@@ -362,7 +406,9 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
 
 def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> None:
     """Embed every decision of the route with `version`, then make it current."""
-    model = model if model is not None else embedder.loads(version.model)
+    model = model if model is not None else _model_load(version)
+    if model is None:
+        return  # retired: nothing to re-embed
     last_id = 0
     while True:
         with transaction.atomic():
@@ -373,7 +419,7 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
                 break
             _embed_and_store(version, model, rows)
         last_id = rows[-1][0]
-    _create_index(name=version.index_name, dimension=version.dimension, embedder_id=version.pk)
+    _create_index(name=version.index_name, dimension=version.dimension, space=version.space_key)
     embedder_promote(actor=actor, version=version)
 
 
@@ -382,8 +428,7 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
         old = list(
             EmbedderVersion.objects.select_for_update().filter(route_id=version.route_id, state=EmbedderState.CURRENT)
         )
-        # A retired model is never loaded again, and each is tens of megabytes: only its history stays.
-        EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED, model=b"")
+        EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED)
         EmbedderVersion.objects.filter(pk=version.pk).update(state=EmbedderState.CURRENT, current_since=timezone.now())
         audit_record(
             actor=actor,
@@ -394,10 +439,29 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
             payload={"old": [v.number for v in old], "new": version.number},
         )
     for retired in old:
-        # Vectors of a retired version are never read again; the row stays as history.
-        QuestionVector.objects.filter(embedder=retired).delete()
+        # A retired version's vectors and model are never read again: their partitions go whole,
+        # index included (the version's row stays as history).
+        _space_partition_drop(retired.space_key)
+
+
+def spaces_retired_drop() -> int:
+    """Sweeper: drop the partitions of retired versions still there (a promotion whose drop
+    failed, or was cut short, after its transaction committed)."""
+    dropped = 0
+    for version in EmbedderVersion.objects.filter(state=EmbedderState.RETIRED).only("pk"):
         with connection.cursor() as cursor:
-            cursor.execute("SELECT similarity_index_drop(%s)", [retired.index_name])
+            cursor.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", [f"public.similarity_questionvector_{version.space_key}"]
+            )
+            if cursor.fetchone()[0] and _space_partition_drop(version.space_key):
+                dropped += 1
+    return dropped
+
+
+def _model_load(version: EmbedderVersion):
+    """The version's fitted pipeline; None once it has retired (its model is gone)."""
+    data = EmbedderModel.objects.filter(version_id=version.pk).values_list("data", flat=True).first()
+    return None if data is None else embedder.loads(data)
 
 
 # --- corpus gaps --------------------------------------------------------------------------

@@ -1,8 +1,9 @@
-"""A route's vector space: which vectors of the shared table it searches, and its index.
+"""A route's vector space: which partition of the shared table it searches, and its index.
 
 HNSW needs a fixed dimension, so each space (a route's sent vectors, or one built-in embedder
-version) has its own partial expression index; its predicate lives here, used word for word by
-the index (services) and the queries (selectors) so that the planner can match them.
+version) is a partition of its own with its own partial expression index (models.py). The
+queries' predicate lives here: it names the space, so the planner reads that partition alone, and
+holds the index's `refused` so the planner can use the index.
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from console.ledger.models import Route
-from console.similarity.models import EmbedderState, EmbedderVersion, QuestionVector, RouteEmbedding, Source
-
-
-def sent_predicate(route_id: int) -> str:
-    return f"route_id = {int(route_id)} AND embedder_id IS NULL AND refused"
-
-
-def builtin_predicate(embedder_id: int) -> str:
-    return f"embedder_id = {int(embedder_id)} AND refused"
+from console.similarity.models import (
+    EmbedderState,
+    EmbedderVersion,
+    QuestionVector,
+    RouteEmbedding,
+    Source,
+    builtin_space,
+    sent_space,
+)
 
 
 @dataclass(frozen=True)
@@ -40,16 +41,24 @@ class Space:
         return Source(self.source).label
 
     @property
-    def refused_predicate(self) -> str:
-        """The partial index's predicate, repeated word for word so the planner can use it."""
+    def key(self) -> str:
+        """The space's partition key (models.QuestionVector.space)."""
         if self.embedder_id is None:
-            return sent_predicate(self.route_id)
-        return builtin_predicate(self.embedder_id)
+            return sent_space(self.route_id)
+        return builtin_space(self.embedder_id)
+
+    @property
+    def predicate(self) -> str:
+        """Every vector of the space: its partition alone (the key is a checked number after a letter)."""
+        return f"space = '{self.key}'"
+
+    @property
+    def refused_predicate(self) -> str:
+        """The space's refusals: its partition, and the predicate of the partition's HNSW index."""
+        return f"{self.predicate} AND refused"
 
     def vectors(self) -> QuerySet[QuestionVector]:
-        if self.embedder_id is None:
-            return QuestionVector.objects.filter(route_id=self.route_id, embedder__isnull=True)
-        return QuestionVector.objects.filter(embedder_id=self.embedder_id)
+        return QuestionVector.objects.filter(space=self.key)
 
 
 def active_space(route: Route) -> Space | None:
@@ -70,8 +79,9 @@ def active_space_and_vector(route: Route, decision_id: int) -> tuple[Space | Non
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT space.source, space.dimension, version.id, version.number, "
+            # The space's key, so that the executor reads that one partition.
             "(SELECT own.vector::text FROM similarity_questionvector own WHERE own.decision_id = %s "
-            "AND own.route_id = space.route_id AND own.embedder_id IS NOT DISTINCT FROM version.id) "
+            "AND own.space = CASE WHEN version.id IS NULL THEN 'r' || space.route_id ELSE 'v' || version.id END) "
             "FROM similarity_routeembedding space LEFT JOIN similarity_embedderversion version "
             "ON space.source = %s AND version.route_id = space.route_id AND version.state = %s "
             "WHERE space.route_id = %s ORDER BY version.id DESC NULLS LAST LIMIT 1",

@@ -36,8 +36,8 @@ def gaps_compute(route_id: int) -> int | None:
 @job("similarity.gaps_refresh")
 def gaps_refresh() -> int:
     """Beat job: recompute the gaps of every route with vectors whose latest run is a day old,
-    build any sent-vector index an interrupted job left missing, and embed decisions of built-in
-    routes whose after-ingest job was lost."""
+    build any sent-vector index an interrupted job left missing, embed decisions of built-in
+    routes whose after-ingest job was lost, and drop what a retired version left behind."""
     stale_before = timezone.now() - timedelta(days=1)
     queued = 0
     for route_id in RouteEmbedding.objects.values_list("route_id", flat=True):
@@ -48,4 +48,5 @@ def gaps_refresh() -> int:
     for route_id in RouteEmbedding.objects.filter(index_ready=False, source="sent").values_list("route_id", flat=True):
         enqueue(space_index_create, route_id)
     services.vectors_embed_missing()
+    services.spaces_retired_drop()
     return queued

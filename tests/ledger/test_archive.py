@@ -150,3 +150,19 @@ def test_the_list_shows_each_months_partitions(tmp_path):
     call_command("archive_month", "--list", stdout=out)
     assert "2026-10  ledger_decision " in out.getvalue()
     assert "2026-10  verification_decisionsupport" in out.getvalue()
+
+
+def test_a_months_question_vectors_go_with_it_from_their_space_partition(tmp_path):
+    from console.similarity.models import QuestionVector
+
+    make_route("it-support")
+    october = ingest(
+        [record(occurred_at=f"2026-10-0{day}T08:00:00Z", question_embedding=[0.1, 0.2, day]) for day in (3, 4)]
+    )
+    november = ingest([record(occurred_at="2026-11-02T08:00:00Z", question_embedding=[0.3, 0.2, 0.1])])
+    space = QuestionVector.objects.get(decision_id=november[0]).space
+    call_command("archive_month", "2026-10", "--to", str(tmp_path / "oct"), stdout=io.StringIO())
+    assert list(QuestionVector.objects.values_list("decision_id", "space")) == [(november[0], space)]
+    rows = _rows(tmp_path / "oct" / "similarity_questionvector.csv.gz")
+    assert sorted(int(row["decision_id"]) for row in rows) == sorted(october)
+    assert {row["space"] for row in rows} == {space}

@@ -1,0 +1,126 @@
+"""Question vectors live in one partition per space, and a retired embedder version's go whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import DatabaseError, IntegrityError, connection, transaction
+
+from console.ledger.models import Decision
+from console.similarity import services
+from console.similarity.models import EmbedderState, EmbedderVersion, QuestionVector
+from tests import factories
+from tests.similarity.test_embedder import TOPICS, _ingest, _questions
+
+pytestmark = pytest.mark.django_db
+
+
+def _partitions() -> dict[str, int]:
+    """Each partition of the vector table and its bytes on disk (heap, indexes, TOAST)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relid::text, pg_total_relation_size(relid) FROM pg_partition_tree('similarity_questionvector') "
+            "WHERE isleaf"
+        )
+        return dict(cursor.fetchall())
+
+
+def test_a_refit_drops_the_old_versions_partition_and_lookups_still_answer(reviewer):
+    ids = _ingest(_questions(4))
+    route_id = Decision.objects.get(pk=ids[0]).route_id
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    assert list(_partitions()) == [f"similarity_questionvector_v{v1.pk}"]
+    v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v1.refresh_from_db()
+    assert v1.state == EmbedderState.RETIRED
+    # Nothing of version 1 is left on disk: the table is version 2's partition alone.
+    assert list(_partitions()) == [f"similarity_questionvector_v{v2.pk}"]
+    assert QuestionVector.objects.filter(space=v2.space_key).count() == len(ids)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s)", [v1.index_name])
+        assert cursor.fetchone()[0] is None
+    for position in range(len(TOPICS)):
+        body = reviewer.get(f"/api/v1/decisions/{ids[position]}/similar?k=3").json()
+        assert body["vectors"]["embedder_version"] == 2
+        assert [r["question"][: len(TOPICS[position])] for r in body["results"]] == [TOPICS[position]] * 3
+
+
+def test_sent_vectors_live_in_their_routes_partition(integrator):
+    vectors = np.random.default_rng(3).normal(size=(5, 8)).astype(np.float32)
+    records = [factories.record(question=f"q{i}", question_embedding=v.tolist()) for i, v in enumerate(vectors)]
+    assert integrator.post("/api/v1/decisions", {"decisions": records}, format="json").status_code == 201
+    route_id = factories.make_route().pk
+    assert list(_partitions()) == [f"similarity_questionvector_r{route_id}"]
+    assert set(QuestionVector.objects.values_list("space", flat=True)) == {f"r{route_id}"}
+
+
+def test_a_decision_has_one_vector_per_space_and_its_space_follows_route_and_embedder(integrator, other_route):
+    record = factories.record(question_embedding=[0.1, 0.2, 0.3])
+    assert integrator.post("/api/v1/decisions", {"decisions": [record]}, format="json").status_code == 201
+    row = QuestionVector.objects.get()
+    (other,) = factories.ingest([factories.record()])
+    fields = dict(route_id=row.route_id, refused=True, occurred_at=row.occurred_at, vector=[1, 2, 3], space=row.space)
+    with pytest.raises(IntegrityError, match="duplicate key"), transaction.atomic():
+        QuestionVector.objects.create(decision_id=row.decision_id, **fields)  # a second sent vector of the decision
+    with pytest.raises(IntegrityError, match="vector_space_key"), transaction.atomic():
+        QuestionVector.objects.create(decision_id=other, **{**fields, "route_id": other_route.pk})
+    assert QuestionVector.objects.create(decision_id=other, **fields).space == row.space
+
+
+def test_a_live_versions_partition_cannot_be_dropped(route):
+    _ingest(_questions(2))
+    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    with pytest.raises(DatabaseError, match="not the space of a retired"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT similarity_space_drop(%s)", [version.space_key])
+    assert QuestionVector.objects.filter(space=version.space_key).count() == 12
+
+
+def test_vectors_of_a_version_retired_meanwhile_are_not_stored(route):
+    """An after-ingest job that read the versions before a refit finished must not fail on the
+    retired version's dropped partition (nor bring its vectors back)."""
+    _ingest(_questions(2))
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    model = services._model_load(v1)
+    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    v1.refresh_from_db()
+    later = _ingest(["Laptop battery drains overnight"])
+    rows = list(Decision.objects.filter(pk__in=later).values_list("pk", "question", "outcome", "occurred_at"))
+    with transaction.atomic():
+        assert services._embed_and_store(v1, model, rows) == 0
+    assert not QuestionVector.objects.filter(embedder=v1).exists()
+    assert services._model_load(v1) is None
+    assert services.vectors_embed(decision_ids=later) == 1  # the current version's vector alone
+
+
+def test_the_sweeper_drops_what_a_retired_version_left_behind(route):
+    _ingest(_questions(2))
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    # A promotion cut short after its commit: retired, its partitions still there.
+    EmbedderVersion.objects.filter(pk=v1.pk).update(state=EmbedderState.RETIRED)
+    assert services.spaces_retired_drop() == 1
+    assert _partitions() == {}
+    assert services.spaces_retired_drop() == 0
+
+
+def test_a_drop_that_would_wait_for_the_vector_table_is_left_to_the_sweeper(route, settings):
+    from django.db import connections
+
+    settings.SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT = "100ms"
+    _ingest(_questions(2))
+    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    reader = connections.create_connection("default")  # a long reader of the vector table
+    try:
+        reader.set_autocommit(False)
+        with reader.cursor() as cursor:
+            cursor.execute("LOCK TABLE similarity_questionvector IN ACCESS SHARE MODE")
+        v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+        v1.refresh_from_db()
+        assert v1.state == EmbedderState.RETIRED  # promoted all the same
+        assert f"similarity_questionvector_v{v1.pk}" in _partitions()
+        assert services.spaces_retired_drop() == 0  # still in use
+    finally:
+        reader.rollback()
+        reader.close()
+    assert services.spaces_retired_drop() == 1
+    assert list(_partitions()) == [f"similarity_questionvector_v{v2.pk}"]
