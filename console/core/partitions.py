@@ -85,15 +85,19 @@ $fn$;
 """
 
 # A statement trigger standing in for a foreign key to a partitioned table's id (see above):
-# TG_ARGV[0] is the referring column, TG_ARGV[1] the table referred to.
+# TG_ARGV[0] is the referring column, TG_ARGV[1] the table referred to. Both checks here look up
+# each distinct referred key by index, one at a time: the `OFFSET 0` keeps the NOT EXISTS a
+# subquery run per key instead of an anti-join, which the planner (knowing a statement's few
+# hundred new rows against a table of millions) ran as a hash of the whole referred table, every
+# partition read in full once per statement (27 ms at 88,000 decisions; seconds at ten million).
 REFERENCE_CHECK_FUNCTION = """
 CREATE OR REPLACE FUNCTION console_reference_check() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
     missing bigint;
 BEGIN
     EXECUTE format(
-        'SELECT n.%1$I FROM new_rows n WHERE n.%1$I IS NOT NULL '
-        'AND NOT EXISTS (SELECT 1 FROM %2$I r WHERE r.id = n.%1$I) LIMIT 1', TG_ARGV[0], TG_ARGV[1])
+        'SELECT n.%1$I FROM (SELECT DISTINCT %1$I FROM new_rows WHERE %1$I IS NOT NULL) n '
+        'WHERE NOT EXISTS (SELECT 1 FROM %2$I r WHERE r.id = n.%1$I OFFSET 0) LIMIT 1', TG_ARGV[0], TG_ARGV[1])
     INTO missing;
     IF missing IS NOT NULL THEN
         RAISE EXCEPTION 'insert or update on table "%" violates the reference to "%"', TG_TABLE_NAME, TG_ARGV[1]
@@ -284,9 +288,9 @@ CREATE OR REPLACE FUNCTION console_decision_month_check() RETURNS trigger LANGUA
 DECLARE
     missing bigint;
 BEGIN
-    SELECT n.decision_id INTO missing FROM new_rows n
+    SELECT n.decision_id INTO missing FROM (SELECT DISTINCT decision_id, decision_occurred_at FROM new_rows) n
      WHERE NOT EXISTS (SELECT 1 FROM ledger_decision d
-                        WHERE d.id = n.decision_id AND d.occurred_at = n.decision_occurred_at)
+                        WHERE d.id = n.decision_id AND d.occurred_at = n.decision_occurred_at OFFSET 0)
      LIMIT 1;
     IF missing IS NOT NULL THEN
         RAISE EXCEPTION 'insert on table "%" violates the reference to "ledger_decision"', TG_TABLE_NAME

@@ -166,11 +166,16 @@ def _worth_retrying(exc: Exception) -> bool:
 
 
 def _existing_hashes(items: list[DecisionInput], routes: dict[str, Route]) -> dict[tuple[int, str], str]:
+    """The content hash of every decision of the batch already stored, by (route id, request_id).
+
+    Each key is looked up by index (a LATERAL subquery that OFFSET 0 keeps from being flattened):
+    joined plainly, the planner hashed the whole decisions table for a batch's 500 keys, a third
+    of an ingest request at 88,000 decisions, and more as the table grows."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT d.route_id, d.request_id, d.content_hash FROM ledger_decision d "
-            "JOIN unnest(%s::bigint[], %s::text[]) AS k(route_id, request_id) "
-            "ON d.route_id = k.route_id AND d.request_id = k.request_id",
+            "SELECT k.route_id, k.request_id, d.content_hash FROM unnest(%s::bigint[], %s::text[]) "
+            "AS k(route_id, request_id) CROSS JOIN LATERAL (SELECT d.content_hash FROM ledger_decision d "
+            "WHERE d.route_id = k.route_id AND d.request_id = k.request_id OFFSET 0) AS d",
             [[routes[i.route].pk for i in items], [i.request_id for i in items]],
         )
         return {(r, q): h for r, q, h in cursor.fetchall()}

@@ -1,0 +1,18 @@
+"""The statement checks that stand in for foreign keys to the decisions look up each referred key
+by index instead of hashing the whole decisions table once per statement (console/core/partitions.py)."""
+
+from django.db import migrations
+
+from console.core import partitions
+
+
+def install(apps, schema_editor):
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(partitions.REFERENCE_CHECK_FUNCTION)
+        cursor.execute(partitions.MONTH_REFERENCE_FUNCTIONS)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("ledger", "0010_month_references_by_statement")]
+
+    operations = [migrations.RunPython(install, migrations.RunPython.noop)]
