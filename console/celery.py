@@ -1,9 +1,21 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 app = Celery("console")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _lower_priority(**kwargs) -> None:
+    """CELERY_WORKER_NICE (set by console/run.py for the background worker) lowers the worker's CPU
+    priority before its pool forks, so its children and beat inherit it: on a small machine an
+    embedder refit or a statistics recompute then takes the CPU the web server and the span checks
+    leave, instead of a fair share of it."""
+    niceness = int(os.environ.get("CELERY_WORKER_NICE") or 0)
+    if niceness > 0:
+        os.nice(niceness)

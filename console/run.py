@@ -58,7 +58,10 @@ def main() -> int:
             print("Loading the demo workspace (first start) ...", flush=True)
             manage(*DEMO_COMMAND)
             marker.write_text("loaded\n")
-        children += [subprocess.Popen(command, env=env, cwd=ROOT) for command in worker_commands(data_dir)]
+        children += [
+            subprocess.Popen(command, env={**env, **extra}, cwd=ROOT)
+            for command, extra in zip(worker_commands(data_dir), worker_environments(), strict=True)
+        ]
         # Its own session: Ctrl-C reaches only this script, which stops gunicorn with one SIGTERM.
         # A preloaded gunicorn worker that gets the terminal's SIGINT and its master's signal at
         # once can hang in its nested signal handlers and outlive the master.
@@ -113,6 +116,15 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
             str(data_dir / "celerybeat-schedule"),
         ],
     ]
+
+
+def worker_environments() -> list[dict[str, str]]:
+    """What each of `worker_commands` adds to the environment: the background worker runs at a lower
+    CPU priority (CELERY_BACKGROUND_NICE, default 10; 0 turns it off; console/celery.py applies it).
+    On the 2-core machine a 20-second embedder refit during a burst of ingest took a core from the
+    span checks, and decisions became gradable a second after the last batch instead of at once."""
+    niceness = env_int("CELERY_BACKGROUND_NICE", 10, minimum=0, maximum=19)
+    return [{}, {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}]
 
 
 def _worker(name: str, queues: tuple[str, ...], concurrency: int) -> list[str]:

@@ -161,13 +161,15 @@ def _verify_group(actor: Actor, group: list[tuple[int, str, str, datetime]], res
         if not attempts:
             return
         passages = _logged_passages([(row[0], row[3]) for row in group if row[0] in attempts])
-        now = timezone.now()
+        outcomes = [
+            (decision_id, slug, _check(decision_id, claim, passages.get(decision_id, [])))
+            for decision_id, claim, slug, _ in group
+            if decision_id in attempts  # the others were verified by another job
+        ]
+        now = timezone.now()  # verified_at: when the group's checks are done, just before they are written
         supports, checks, verified, failed = [], [], [], []
         by_route: dict[str, list[DecisionSupport]] = {}
-        for decision_id, claim, slug, _ in group:
-            if decision_id not in attempts:
-                continue  # verified by another job
-            outcome = _check(decision_id, claim, passages.get(decision_id, []))
+        for decision_id, slug, outcome in outcomes:
             support = DecisionSupport(decision_id=decision_id)
             _apply(support, outcome, now)
             supports.append(support)

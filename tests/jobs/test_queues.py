@@ -1,11 +1,15 @@
 """One Celery queue per kind of work: every task is routed to a named queue, and a worker that
-consumes only the pool queue enters decisions while the shadow queue is backed up."""
+consumes only the verification queue checks decisions while the shadow queue is backed up."""
+
+import os
+from pathlib import Path
 
 import pytest
 
 from console.celery import app
 from console.core.queues import GRADABLE_PATH_QUEUES, QUEUE_OF_PREFIX, QUEUES
-from console.run import worker_commands
+from console.run import worker_commands, worker_environments
+from console.verification.models import DecisionSupport
 from grading.models import GradingItem
 from tests.factories import ingest, make_route, served_record
 from tests.jobs.conftest import wait_for
@@ -65,15 +69,34 @@ def test_make_run_workers_consume_every_queue_once_with_the_gradable_path_on_its
 
 
 @pytest.mark.django_db(transaction=True)
-def test_pool_entry_is_not_starved_by_a_backed_up_shadow_queue(start_worker, live_broker):
+def test_span_checks_are_not_starved_by_a_backed_up_shadow_queue(start_worker, live_broker):
     make_route("it-support", "IT support")
     for run_id in range(50):  # shadow work nobody is consuming
         app.send_task("shadow.shadow_run_execute", args=[10_000_000 + run_id])
     assert live_broker.client.llen("shadow") == 50
-    start_worker(queues=("pool",))
+    start_worker(queues=("verification",))
     [decision_id] = ingest([served_record()])
-    wait_for(lambda: GradingItem.objects.filter(decision_id=decision_id).exists(), what="pool entry")
-    assert live_broker.client.llen("shadow") >= 50  # still waiting (with ingest's own): the pool worker took none
+    assert GradingItem.objects.filter(decision_id=decision_id).exists()  # entered with the batch, no worker
+    wait_for(lambda: DecisionSupport.objects.filter(decision_id=decision_id, status="done").exists(), what="checks")
+    assert live_broker.client.llen("shadow") >= 50  # still waiting: the verification worker took none
+
+
+def test_make_run_lowers_the_background_workers_cpu_priority_only(monkeypatch):
+    gradable, background = worker_environments()
+    assert gradable == {} and background == {"CELERY_WORKER_NICE": "10"}
+    monkeypatch.setenv("CELERY_BACKGROUND_NICE", "0")
+    assert worker_environments() == [{}, {}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_told_to_be_nice_runs_its_pool_at_that_priority(start_worker):
+    worker = start_worker(pool="prefork", concurrency=1, queues=("similarity",), CELERY_WORKER_NICE="7")
+    pid = worker.process.pid
+    children = [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    assert children, "the prefork pool has a child"
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    for process in [pid, *children]:
+        assert os.getpriority(os.PRIO_PROCESS, process) == min(mine + 7, 19)
 
 
 def test_the_worker_builds_the_verifier_tables_before_forking_its_pool():
