@@ -3,6 +3,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from pgvector.django import VectorField
 
+from console.ledger.compression import compress_text, decompress_text
+
 _FINITE = models.Q(gate_score__lt=float("inf")) & models.Q(gate_score__gt=float("-inf"))
 
 
@@ -48,6 +50,22 @@ class DigestField(models.BinaryField):
         return super().get_db_prep_value(value, connection, prepared)
 
 
+class CompressedTextField(models.TextField):
+    """Text stored in a bytea column, deflated when that is shorter (console/ledger/compression.py),
+    and read and written as `str`, so the ORM, forms and the API see the text they always did. Raw
+    SQL reads and writes the stored bytes: `compress_text` / `decompress_text`."""
+
+    def db_type(self, connection) -> str:
+        return "bytea"
+
+    def from_db_value(self, value, expression, connection):
+        return None if value is None else decompress_text(value)
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        value = super().get_db_prep_value(value, connection, prepared)
+        return compress_text(value) if isinstance(value, str) else value
+
+
 class Passage(models.Model):
     """A retrieved chunk exactly as it was at request time. Rows are never edited.
 
@@ -59,7 +77,7 @@ class Passage(models.Model):
 
     external_id = models.CharField(max_length=500, help_text="The retriever's id for the chunk.")
     corpus_snapshot = models.CharField(max_length=200, blank=True, help_text="versions.corpus at request time.")
-    text = models.TextField()
+    text = CompressedTextField(help_text="Stored deflated when that is shorter; reads give the text.")
     text_sha256 = DigestField(help_text="SHA-256 of the UTF-8 text.")
     source = models.CharField(max_length=200, blank=True)
     uri = models.CharField(max_length=2000, blank=True)

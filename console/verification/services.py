@@ -34,6 +34,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record_many
 from console.core.jobs import commit_without_waiting
+from console.ledger.compression import decompress_text, utf8_length_sql
 from console.ledger.models import Decision
 from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
 from console.verification.spans import (
@@ -69,10 +70,11 @@ _CLAIM_SQL = (
 # `= ANY(ids)`: right after a burst of ingest the table statistics lag behind, the planner takes
 # the new ids for most of the table and hashes every passage (75 ms a group of 250 where index
 # lookups take a few), and the after-ingest work runs exactly then.
-# Bytes of each decision's logged passages (a passage at two ranks counts twice: an upper bound).
+# Bytes of each decision's logged passages (a passage at two ranks counts twice: an upper bound), as
+# UTF-8 text: the stored text may be deflated, and its header holds the length (ledger.compression).
 _SIZES_SQL = (
     "SELECT d.id, x.bytes FROM unnest(%s::bigint[]) AS d(id) CROSS JOIN LATERAL ("
-    "SELECT sum(octet_length(p.text)) AS bytes FROM ledger_decisionpassage dp "
+    f"SELECT sum({utf8_length_sql('p.text')}) AS bytes FROM ledger_decisionpassage dp "
     "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = d.id OFFSET 0) AS x "
     "WHERE x.bytes IS NOT NULL"
 )
@@ -266,18 +268,19 @@ def _logged_passages(decision_ids: list[int]) -> dict[int, list[tuple[int, str]]
     with connection.cursor() as cursor:
         cursor.execute(_PASSAGES_SQL, [decision_ids])
         rows = cursor.fetchall()
-    grouped: dict[int, list[tuple[int, int, str]]] = {}
+    grouped: dict[int, list[tuple[int, int, bytes]]] = {}
     for row in rows:
         grouped.setdefault(row[0], []).append(row)
     return {decision_id: list(_first_of_each(decision_rows)) for decision_id, decision_rows in grouped.items()}
 
 
-def _first_of_each(rows: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
+def _first_of_each(rows: Iterable[tuple[int, int, bytes]]) -> Iterator[tuple[int, str]]:
+    """Each passage once, its stored text (raw SQL reads the column as stored) as text."""
     taken: set[int] = set()
-    for _, passage_id, text in rows:
+    for _, passage_id, stored in rows:
         if passage_id not in taken:
             taken.add(passage_id)
-            yield passage_id, text
+            yield passage_id, decompress_text(stored)
 
 
 def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Outcome:

@@ -1,0 +1,124 @@
+"""Passage text is stored deflated (console/ledger/compression.py) and read back exactly: through
+the ORM, the verifier's raw SQL, the API and the byte offsets of span checks."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from types import SimpleNamespace
+
+import pytest
+from django.db import connection, transaction
+
+from audit.services import Actor
+from console.core.db_roles import as_owner
+from console.ledger.compression import MARKER, compress_text, decompress_text, utf8_length_sql
+from console.ledger.models import Passage
+from console.verification.services import decisions_verify
+from tests.factories import ingest, make_route, record
+
+# Non-ASCII throughout (2-, 3- and 4-byte characters), a backslash and a quote: byte offsets differ
+# from character offsets, and a text cast (rather than converted) to bytes would lose the backslash.
+LONG = (
+    "Überprüfen Sie die Einstellungen: Sicherheit → Zurücksetzen. 多要素認証をリセットします 🔐. "
+    'Pfad C:\\Programme\\VPN, "Anmelden" mit Ausweis. ' * 4 + "Öffnen Sie Einstellungen und wählen Sie Zurücksetzen."
+)
+SHORT = "Kurz: ß"
+
+
+def _stored(passage_id: int) -> bytes:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT text FROM ledger_passage WHERE id = %s", [passage_id])
+        return bytes(cursor.fetchone()[0])
+
+
+def _ingest_passages(*texts: str) -> int:
+    passages = [{"id": f"kb/{rank}", "text": text, "rank": rank} for rank, text in enumerate(texts, start=1)]
+    [decision_id] = ingest([record(claim="Öffnen Sie Einstellungen und wählen Sie Zurücksetzen.", passages=passages)])
+    return decision_id
+
+
+def test_a_long_passage_is_stored_deflated_and_reads_back_as_sent(route):
+    _ingest_passages(LONG, SHORT)
+    long, short = Passage.objects.get(external_id="kb/1"), Passage.objects.get(external_id="kb/2")
+
+    stored = _stored(long.pk)
+    assert stored[0] == MARKER and len(stored) < 0.6 * len(LONG.encode())
+    assert long.text == LONG
+    # The digest is of the UTF-8 text, never of the stored bytes.
+    assert long.text_sha256 == hashlib.sha256(LONG.encode()).hexdigest()
+    # A text that deflate would not shorten is kept as its UTF-8 bytes.
+    assert _stored(short.pk) == SHORT.encode() and short.text == SHORT
+
+
+def test_texts_that_do_not_shrink_stay_raw_and_every_form_round_trips():
+    for text in ["", "a", "ß", "🔐" * 2, "x" * 10_000, LONG, "".join(chr(c) for c in range(0x20, 0x3000, 7))]:
+        stored = compress_text(text)
+        assert decompress_text(stored) == text
+        assert len(stored) <= len(text.encode())
+        assert (stored[:1] == bytes((MARKER,))) == (len(stored) < len(text.encode()))
+
+
+def test_a_damaged_compressed_text_is_an_error_rather_than_another_text():
+    stored = compress_text(LONG)
+    wrong_length = stored[:1] + (len(LONG.encode()) - 1).to_bytes(4, "big") + stored[5:]
+    with pytest.raises(ValueError, match="damaged"):
+        decompress_text(wrong_length)
+
+
+def test_sql_reads_the_utf8_length_of_a_stored_text_without_inflating_it(route):
+    _ingest_passages(LONG, SHORT, "")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT external_id, {utf8_length_sql('text')} FROM ledger_passage ORDER BY external_id")
+        assert cursor.fetchall() == [("kb/1", len(LONG.encode())), ("kb/2", len(SHORT.encode())), ("kb/3", 0)]
+
+
+def test_span_checks_and_the_api_give_offsets_into_the_text_as_sent(route, reviewer):
+    decision_id = _ingest_passages(SHORT, LONG)
+    decisions_verify(actor=Actor.system("test"), decision_ids=[decision_id])
+
+    body = reviewer.get(f"/api/v1/decisions/{decision_id}").json()
+    assert [p["text"] for p in body["passages"]] == [SHORT, LONG]
+    assert body["passages"][1]["sha256"] == hashlib.sha256(LONG.encode()).hexdigest()
+    claim = "Öffnen Sie Einstellungen und wählen Sie Zurücksetzen."
+    char_start = LONG.index(claim)
+    byte_start = LONG.encode().index(claim.encode())
+    assert byte_start > char_start  # the offsets differ: a mix-up of the two would show
+    long_id = body["passages"][1]["passage_id"]
+    [check] = [c for c in body["span_checks"] if c["passage_id"] == long_id]
+    assert check["supported"] is True
+    assert check["char_ranges"] == [[char_start, char_start + len(claim)]]
+    assert check["match_ranges"] == [[byte_start, byte_start + len(claim.encode())]]
+    assert body["support"]["fully_supported"] is True
+
+    verified = reviewer.post("/api/v1/verify", {"passage_id": long_id, "claim": claim}, format="json").json()
+    assert verified["char_ranges"] == check["char_ranges"] and verified["match_ranges"] == check["match_ranges"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_compresses_existing_rows_and_its_reverse_restores_the_text_column(monkeypatch):
+    migration = importlib.import_module("console.ledger.migrations.0011_passage_text_compressed")
+    monkeypatch.setattr(migration, "BATCH", 2)  # several batches over three rows
+    make_route("it-support")
+    _ingest_passages(LONG, SHORT, LONG + " (2)")
+    editor = SimpleNamespace(connection=connection)
+
+    # Only the tables' owner may alter them; backwards then forwards again ends where it started,
+    # and a failure half-way rolls the column back.
+    with as_owner(), transaction.atomic():
+        migration._inflate(None, editor)
+        with connection.cursor() as cursor:
+            cursor.execute(migration.TO_TEXT)
+            cursor.execute("SELECT external_id, text FROM ledger_passage ORDER BY external_id")
+            assert cursor.fetchall() == [("kb/1", LONG), ("kb/2", SHORT), ("kb/3", LONG + " (2)")]
+            cursor.execute(migration.TO_BYTEA)
+        migration._compress(None, editor)
+
+        ids = dict(Passage.objects.values_list("external_id", "pk"))
+        assert _stored(ids["kb/1"]) == compress_text(LONG) and _stored(ids["kb/1"])[0] == MARKER
+        assert _stored(ids["kb/2"]) == SHORT.encode()
+        assert dict(Passage.objects.values_list("external_id", "text")) == {
+            "kb/1": LONG,
+            "kb/2": SHORT,
+            "kb/3": LONG + " (2)",
+        }
