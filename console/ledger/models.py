@@ -281,25 +281,27 @@ class RouteScoreTotal(_ScoreBin):
 
 
 class DecisionPassage(models.Model):
-    """A passage as ranked and scored for one decision."""
+    """A passage as ranked and scored for one decision.
 
-    # No index of its own: unique_rank_per_decision leads with the decision. The database's foreign
-    # key is on (decision_id, decision_occurred_at): the table is partitioned like the decisions.
+    The primary key is (decision, rank, decision_occurred_at), as the database's unique key on them
+    was: the rows are only ever read by decision (and by passage), so a surrogate id and its
+    index were bytes nothing read (ledger migration 0012)."""
+
+    pk = models.CompositePrimaryKey("decision", "rank", "decision_occurred_at")
+    # No index of its own: the primary key leads with the decision. The database's reference is to
+    # (decision_id, decision_occurred_at): the table is partitioned like the decisions.
     decision = models.ForeignKey(
         Decision, on_delete=models.CASCADE, related_name="ranked_passages", db_index=False, db_constraint=False
     )
     decision_occurred_at = models.DateTimeField(help_text="The decision's occurred_at: the month partition key.")
+    # Indexed: "which decisions logged this passage" (the verify API's access check on a passage
+    # id, an archive's orphaned passages, a passage's PROTECT on delete).
     passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="rankings")
     rank = models.PositiveIntegerField(help_text="1 is the top retrieved passage.")
     retrieval_score = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["rank"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["decision", "rank", "decision_occurred_at"], name="unique_rank_per_decision"
-            )
-        ]
 
     def __str__(self) -> str:
         return f"decision {self.decision_id} rank {self.rank}: passage {self.passage_id}"

@@ -122,3 +122,63 @@ def test_the_migration_compresses_existing_rows_and_its_reverse_restores_the_tex
             "kb/2": SHORT,
             "kb/3": LONG + " (2)",
         }
+
+
+def _links() -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT decision_id, rank, decision_occurred_at, passage_id, retrieval_score "
+            "FROM ledger_decisionpassage ORDER BY 1, 2"
+        )
+        return cursor.fetchall()
+
+
+def _keys_of_links() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'ledger_decisionpassage'::regclass AND contype IN ('p', 'u')"
+        )
+        return dict(cursor.fetchall())
+
+
+def test_a_ranked_passage_is_keyed_by_its_decision_and_rank_and_two_at_one_rank_are_refused(route):
+    from django.db import IntegrityError
+
+    from console.ledger.models import DecisionPassage
+
+    decision_id = _ingest_passages(LONG, SHORT)
+    assert _keys_of_links() == {"ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"}
+    link = DecisionPassage.objects.get(decision_id=decision_id, rank=2)
+    assert link.pk == (decision_id, 2, link.decision_occurred_at)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        DecisionPassage.objects.create(
+            decision_id=decision_id, decision_occurred_at=link.decision_occurred_at, passage=link.passage, rank=2
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_ranked_passages_keep_their_rows_when_the_surrogate_id_goes_and_comes_back():
+    migration = importlib.import_module("console.ledger.migrations.0012_decision_passage_natural_key")
+    make_route("it-support")
+    _ingest_passages(LONG, SHORT)
+    ingest([record(occurred_at="2026-10-05T10:00:00Z")])
+    before = _links()
+
+    with as_owner(), transaction.atomic():
+        with connection.cursor() as cursor:
+            for statement in migration.BACKWARD:
+                cursor.execute(statement)
+            assert _keys_of_links() == {
+                "ledger_decisionpassage_pkey": "PRIMARY KEY (id, decision_occurred_at)",
+                "unique_rank_per_decision": "UNIQUE (decision_id, rank, decision_occurred_at)",
+            }
+            cursor.execute("SELECT id FROM ledger_decisionpassage ORDER BY decision_id, rank")
+            assert [row[0] for row in cursor.fetchall()] == list(range(1, len(before) + 1))
+            assert _links() == before
+            for statement in migration.FORWARD:
+                cursor.execute(statement)
+        assert _links() == before
+        assert _keys_of_links() == {
+            "ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"
+        }
