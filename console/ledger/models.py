@@ -137,16 +137,27 @@ class Decision(models.Model):
                 name="served_has_answer",
             ),
         ]
+        # Each index below has readers that need it at ten million decisions (bench/README.md,
+        # "Passage storage, third pass", lists them); the primary key and unique_request_per_route
+        # (lookups by route and request id, replays) come with the constraints.
         indexes = [
+            # a route's decisions in a time window: the refusals list of a route in any outcome,
+            # monitoring's daily aggregates, the governance cutoff checks, the pool's recent counts
             models.Index(fields=["route", "occurred_at"], name="decision_route_time_idx"),
+            # the refusals list of a route, newest first (the default page of a route)
             models.Index(fields=["route", "outcome", "occurred_at"], name="decision_route_outcome_idx"),
+            # a route by score: the list sorted by score, score bands, and the decisions of the score
+            # bins a cutoff straddles (console.analysis.selectors)
             models.Index(fields=["route", "gate_score"], name="decision_route_score_idx"),
             # the newest refusals of every route, the refusals list of a reader of all routes
             models.Index(fields=["outcome", "occurred_at"], name="decision_outcome_time_idx"),
-            # the newest decision of a route, read by the statistics cache's data version
+            # the newest decision of a route, read by the statistics cache's data version; a route's
+            # decisions in id order (similarity's embedding chunks)
             models.Index(fields=["route", "id"], name="decision_route_id_idx"),
+            # the refusals list of every route sorted by score (keyset pages)
             models.Index(fields=["outcome", "gate_score", "id"], name="decision_outcome_score_idx"),
             # and decision_text_search_idx, a GIN expression index for text search (migration 0004)
+            # the model and segment filters (JSON containment) of the list and the rechecks
             GinIndex(fields=["versions"], opclasses=["jsonb_path_ops"], name="decision_versions_gin"),
             GinIndex(fields=["segments"], opclasses=["jsonb_path_ops"], name="decision_segments_gin"),
         ]
