@@ -11,7 +11,8 @@ A stored value is either
   (RFC 1951: no zlib header or checksum; the length checks the result instead).
 
 0xFF never occurs in UTF-8, so the first byte tells the two apart. Readers in Python call
-`decompress_text`; SQL that needs the text's length in bytes uses `utf8_length_sql`. PostgreSQL
+`decompress_text`; SQL that needs the text's length in bytes uses `utf8_length_sql`, and a reader
+of only the first characters selects `head_sql` and reads it with `decompress_head`. PostgreSQL
 cannot inflate, so SQL never reads the text itself: `text_sha256` stays the SHA-256 of the UTF-8
 text, and byte offsets (span checks) are offsets into the UTF-8 text, never into the stored bytes.
 """
@@ -57,3 +58,26 @@ def utf8_length_sql(column: str) -> str:
         f"| (get_byte({column}, 3) << 8) | get_byte({column}, 4) "
         f"ELSE octet_length({column}) END"
     )
+
+
+def head_sql(column: str, chars: int) -> str:
+    """SQL for a prefix of the value stored in `column` that holds at least the text's first `chars`
+    characters (read it with `decompress_head`): UTF-8 takes at most 4 bytes a character, and
+    deflate's codes take at most 15 bits a byte, so twice that (and room for block headers) of a
+    deflated value always inflates to them."""
+    raw, deflated = 4 * chars, _HEADER + 8 * chars + 1024
+    return (
+        f"CASE WHEN substring({column} FROM 1 FOR 1) = '\\xff'::bytea "
+        f"THEN substring({column} FROM 1 FOR {deflated}) ELSE substring({column} FROM 1 FOR {raw}) END"
+    )
+
+
+def decompress_head(stored: bytes | memoryview, chars: int) -> str:
+    """The first `chars` characters (all, if fewer) of the text whose stored prefix `head_sql` read."""
+    stored = bytes(stored)
+    if stored[:1] == bytes((MARKER,)):
+        data = zlib.decompressobj(-zlib.MAX_WBITS).decompress(stored[_HEADER:], 4 * chars)
+    else:
+        data = stored[: 4 * chars]
+    # A prefix may end inside a character: only that last, incomplete one is dropped.
+    return data.decode(errors="ignore")[:chars]

@@ -12,7 +12,14 @@ from django.db import connection, transaction
 
 from audit.services import Actor
 from console.core.db_roles import as_owner
-from console.ledger.compression import MARKER, compress_text, decompress_text, utf8_length_sql
+from console.ledger.compression import (
+    MARKER,
+    compress_text,
+    decompress_head,
+    decompress_text,
+    head_sql,
+    utf8_length_sql,
+)
 from console.ledger.models import Passage
 from console.verification.services import decisions_verify
 from tests.factories import ingest, make_route, record
@@ -182,3 +189,16 @@ def test_the_ranked_passages_keep_their_rows_when_the_surrogate_id_goes_and_come
         assert _keys_of_links() == {
             "ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"
         }
+
+
+def test_the_head_of_a_stored_text_is_its_first_characters_whether_deflated_or_raw(route):
+    emoji = "🔐é" * 200  # 4- and 2-byte characters: a byte prefix ends inside one
+    _ingest_passages(LONG * 3, emoji, SHORT)
+    with connection.cursor() as cursor:  # a long text kept as its UTF-8 bytes, as rows the migration left
+        cursor.execute("UPDATE ledger_passage SET text = %s WHERE external_id = 'kb/2'", [emoji.encode()])
+    assert _stored(Passage.objects.get(external_id="kb/1").pk)[0] == MARKER
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT external_id, {head_sql('text', 152)} FROM ledger_passage ORDER BY external_id")
+        heads = {name: decompress_head(stored, 152) for name, stored in cursor.fetchall()}
+    assert heads == {"kb/1": (LONG * 3)[:152], "kb/2": emoji[:152], "kb/3": SHORT}
