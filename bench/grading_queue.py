@@ -65,6 +65,8 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
     """COPY `count` decisions with 3 passages each and their pool items (half refused, half served)."""
     import psycopg
 
+    from console.ledger.compression import compress_text
+
     now = datetime.now(UTC)
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         with cur.copy(
@@ -75,7 +77,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                     (
                         f"kb/{run}/{n}",
                         "snap",
-                        f"Passage {n} of the benchmark corpus, run {run}. " * 8,
+                        compress_text(f"Passage {n} of the benchmark corpus, run {run}. " * 8),
                         secrets.token_bytes(32),
                         "bench",
                         "",

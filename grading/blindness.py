@@ -20,10 +20,11 @@ from collections import defaultdict
 from typing import Any
 
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Count, Max, Q
-from django.db.models.functions import Left
 
-from console.ledger.models import DecisionPassage, Route
+from console.ledger.compression import decompress_head, head_sql
+from console.ledger.models import Route
 from console.stats.blindness import MIN_PER_CLASS, BlindnessProbe, GraderView, blindness_probe
 from grading.models import AnswerSource, GradingItem
 
@@ -51,17 +52,21 @@ def _draw(route: Route, counts: dict[bool, int]) -> list[tuple[int, str, str, bo
     return sorted(rows)
 
 
+# The head of each passage: whole for ordinary passages, and 2,000 decisions with very long ones
+# (up to 10 x 100k characters each) cannot fill the worker's memory. The table may hold a passage
+# deflated, so SQL cuts the stored bytes that hold the head, and Python inflates them.
+_PASSAGE_HEADS_SQL = (
+    f"SELECT dp.decision_id, {head_sql('p.text', MAX_PASSAGE_CHARS)} FROM ledger_decisionpassage dp "
+    "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = ANY(%s) ORDER BY dp.decision_id, dp.rank"
+)
+
+
 def _passages(decision_ids: list[int]) -> dict[int, list[str]]:
     texts: dict[int, list[str]] = defaultdict(list)
-    # The head of each passage: whole for ordinary passages, and 2,000 decisions with very long ones
-    # (up to 10 x 100k characters each) cannot fill the worker's memory.
-    for decision_id, text in (
-        DecisionPassage.objects.filter(decision_id__in=decision_ids)
-        .annotate(head=Left("passage__text", MAX_PASSAGE_CHARS))
-        .order_by("decision_id", "rank")
-        .values_list("decision_id", "head")
-    ):
-        texts[decision_id].append(text)
+    with connection.cursor() as cursor:
+        cursor.execute(_PASSAGE_HEADS_SQL, [decision_ids])
+        for decision_id, head in cursor.fetchall():
+            texts[decision_id].append(decompress_head(head, MAX_PASSAGE_CHARS))
     return texts
 
 

@@ -17,6 +17,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.ledger.compression import decompress_text
 from console.ledger.models import DecisionPassage, Route
 from console.stats import agreement
 from grading.models import Assignment, FinalLabel, Grade, GradingItem, ItemStatus, Verdict
@@ -63,7 +64,8 @@ def _passages(decision_id: int | None) -> list[dict[str, Any]]:
 def grader_item(assignment: Assignment) -> GraderItem:
     """The grader's view of a leased item; `assignment.item` must carry `route_guidelines`.
 
-    A freshly claimed item also carries `passage_texts` (the claim read them in rank order).
+    A freshly claimed item also carries `passage_texts` (the claim read them in rank order, as the
+    passage table stores them).
     """
     item = assignment.item
     texts = getattr(item, "passage_texts", None)
@@ -73,7 +75,7 @@ def grader_item(assignment: Assignment) -> GraderItem:
     passages = (
         _passages(item.decision_id)
         if texts is None
-        else [{"id": position, "text": text} for position, text in enumerate(texts, start=1)]
+        else [{"id": position, "text": decompress_text(stored)} for position, stored in enumerate(texts, start=1)]
     )
     return GraderItem(
         id=str(item.public_id),

@@ -15,7 +15,8 @@ so a month's rows are a set of partitions. Archiving one, in a single transactio
    totals and the statistics agree with what is left (the monitor's stored daily figures stay:
    they are its history);
 4. detaches the month's partitions and drops them, per-decision tables first, then the decisions;
-5. deletes the passages no remaining decision refers to, after writing them out too;
+5. deletes the passages no remaining decision refers to, after writing them out too (their text
+   readable, though the table may hold it deflated: console/ledger/compression.py);
 6. writes one audit event per route, with the month, the counts and the manifest's SHA-256.
 
 The current month and later ones are refused: decisions still arrive for them. The month's request
@@ -40,8 +41,11 @@ from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record_many
 from console.core.errors import Conflict, InvalidInput, NotFound
 from console.core.partitions import month_of, month_partitions
+from console.ledger.compression import decompress_text
 from console.ledger.hooks import archive_holds
 from console.ledger.models import Decision, DecisionPassage, Passage
+
+_PASSAGE_BATCH = 5_000  # passages inflated and written out at a time
 
 
 @dataclass
@@ -233,11 +237,43 @@ def _orphan_passages_delete(result: ArchiveResult) -> None:
         for rel in Passage._meta.related_objects
         if not rel.many_to_many
     )
-    orphans = f"SELECT p.* FROM ledger_passage p JOIN archive_passages a ON a.id = p.id WHERE {references}"
-    _export(orphans, Passage._meta.db_table, result)
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM ledger_passage WHERE id IN (SELECT id FROM ({orphans}) AS o)")
+        cursor.execute(
+            "CREATE TEMPORARY TABLE archive_orphans ON COMMIT DROP AS "
+            f"SELECT p.id FROM ledger_passage p JOIN archive_passages a ON a.id = p.id WHERE {references}"
+        )
+    _passages_export(result)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM ledger_passage WHERE id IN (SELECT id FROM archive_orphans)")
+        cursor.execute("DROP TABLE archive_orphans")
         cursor.execute("DROP TABLE archive_passages")
+
+
+def _passages_export(result: ArchiveResult) -> None:
+    """Write out the orphaned passages with their text readable: the table may hold it deflated
+    (compression.py), which PostgreSQL cannot undo, so each batch is inflated here and the COPY
+    reads it back from the parameters, in the table's column order."""
+    columns = [f.column for f in Passage._meta.concrete_fields]
+    listed = ", ".join("t.text AS text" if column == "text" else f"p.{column}" for column in columns)
+    last = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT p.id, p.text FROM ledger_passage p JOIN archive_orphans o ON o.id = p.id "
+                "WHERE p.id > %s ORDER BY p.id LIMIT %s",
+                [last, _PASSAGE_BATCH],
+            )
+            rows = cursor.fetchall()
+        if not rows:
+            return
+        last = rows[-1][0]
+        _export(
+            f"SELECT {listed} FROM unnest(%s::bigint[], %s::text[]) AS t(id, text) "
+            "JOIN ledger_passage p ON p.id = t.id ORDER BY p.id",
+            Passage._meta.db_table,
+            result,
+            params=[[pk for pk, _ in rows], [decompress_text(stored) for _, stored in rows]],
+        )
 
 
 def _write_manifest(result: ArchiveResult) -> str:

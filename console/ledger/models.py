@@ -3,6 +3,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from pgvector.django import VectorField
 
+from console.ledger.compression import compress_text, decompress_text
+
 _FINITE = models.Q(gate_score__lt=float("inf")) & models.Q(gate_score__gt=float("-inf"))
 
 
@@ -48,6 +50,22 @@ class DigestField(models.BinaryField):
         return super().get_db_prep_value(value, connection, prepared)
 
 
+class CompressedTextField(models.TextField):
+    """Text stored in a bytea column, deflated when that is shorter (console/ledger/compression.py),
+    and read and written as `str`, so the ORM, forms and the API see the text they always did. Raw
+    SQL reads and writes the stored bytes: `compress_text` / `decompress_text`."""
+
+    def db_type(self, connection) -> str:
+        return "bytea"
+
+    def from_db_value(self, value, expression, connection):
+        return None if value is None else decompress_text(value)
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        value = super().get_db_prep_value(value, connection, prepared)
+        return compress_text(value) if isinstance(value, str) else value
+
+
 class Passage(models.Model):
     """A retrieved chunk exactly as it was at request time. Rows are never edited.
 
@@ -59,7 +77,7 @@ class Passage(models.Model):
 
     external_id = models.CharField(max_length=500, help_text="The retriever's id for the chunk.")
     corpus_snapshot = models.CharField(max_length=200, blank=True, help_text="versions.corpus at request time.")
-    text = models.TextField()
+    text = CompressedTextField(help_text="Stored deflated when that is shorter; reads give the text.")
     text_sha256 = DigestField(help_text="SHA-256 of the UTF-8 text.")
     source = models.CharField(max_length=200, blank=True)
     uri = models.CharField(max_length=2000, blank=True)
@@ -119,16 +137,27 @@ class Decision(models.Model):
                 name="served_has_answer",
             ),
         ]
+        # Each index below has readers that need it at ten million decisions (bench/README.md,
+        # "Passage storage, third pass", lists them); the primary key and unique_request_per_route
+        # (lookups by route and request id, replays) come with the constraints.
         indexes = [
+            # a route's decisions in a time window: the refusals list of a route in any outcome,
+            # monitoring's daily aggregates, the governance cutoff checks, the pool's recent counts
             models.Index(fields=["route", "occurred_at"], name="decision_route_time_idx"),
+            # the refusals list of a route, newest first (the default page of a route)
             models.Index(fields=["route", "outcome", "occurred_at"], name="decision_route_outcome_idx"),
+            # a route by score: the list sorted by score, score bands, and the decisions of the score
+            # bins a cutoff straddles (console.analysis.selectors)
             models.Index(fields=["route", "gate_score"], name="decision_route_score_idx"),
             # the newest refusals of every route, the refusals list of a reader of all routes
             models.Index(fields=["outcome", "occurred_at"], name="decision_outcome_time_idx"),
-            # the newest decision of a route, read by the statistics cache's data version
+            # the newest decision of a route, read by the statistics cache's data version; a route's
+            # decisions in id order (similarity's embedding chunks)
             models.Index(fields=["route", "id"], name="decision_route_id_idx"),
+            # the refusals list of every route sorted by score (keyset pages)
             models.Index(fields=["outcome", "gate_score", "id"], name="decision_outcome_score_idx"),
             # and decision_text_search_idx, a GIN expression index for text search (migration 0004)
+            # the model and segment filters (JSON containment) of the list and the rechecks
             GinIndex(fields=["versions"], opclasses=["jsonb_path_ops"], name="decision_versions_gin"),
             GinIndex(fields=["segments"], opclasses=["jsonb_path_ops"], name="decision_segments_gin"),
         ]
@@ -263,25 +292,27 @@ class RouteScoreTotal(_ScoreBin):
 
 
 class DecisionPassage(models.Model):
-    """A passage as ranked and scored for one decision."""
+    """A passage as ranked and scored for one decision.
 
-    # No index of its own: unique_rank_per_decision leads with the decision. The database's foreign
-    # key is on (decision_id, decision_occurred_at): the table is partitioned like the decisions.
+    The primary key is (decision, rank, decision_occurred_at), as the database's unique key on them
+    was: the rows are only ever read by decision (and by passage), so a surrogate id and its
+    index were bytes nothing read (ledger migration 0012)."""
+
+    pk = models.CompositePrimaryKey("decision", "rank", "decision_occurred_at")
+    # No index of its own: the primary key leads with the decision. The database's reference is to
+    # (decision_id, decision_occurred_at): the table is partitioned like the decisions.
     decision = models.ForeignKey(
         Decision, on_delete=models.CASCADE, related_name="ranked_passages", db_index=False, db_constraint=False
     )
     decision_occurred_at = models.DateTimeField(help_text="The decision's occurred_at: the month partition key.")
+    # Indexed: "which decisions logged this passage" (the verify API's access check on a passage
+    # id, an archive's orphaned passages, a passage's PROTECT on delete).
     passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="rankings")
     rank = models.PositiveIntegerField(help_text="1 is the top retrieved passage.")
     retrieval_score = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["rank"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["decision", "rank", "decision_occurred_at"], name="unique_rank_per_decision"
-            )
-        ]
 
     def __str__(self) -> str:
         return f"decision {self.decision_id} rank {self.rank}: passage {self.passage_id}"

@@ -15,6 +15,7 @@ from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
 from console.core.partitions import months_ensure
+from console.ledger.compression import compress_text
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
 from console.ledger.models import Route
 from console.ledger.validation import DecisionInput
@@ -335,7 +336,7 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
                 (
                     passage.external_id,
                     corpus,
-                    passage.text,
+                    compress_text(passage.text),  # the column holds the stored form (compression.py)
                     bytes.fromhex(passage.text_sha256),
                     passage.source,
                     passage.uri,

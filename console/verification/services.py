@@ -34,6 +34,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record_many
 from console.core.jobs import commit_without_waiting
+from console.ledger.compression import decompress_text, utf8_length_sql
 from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
 from console.verification.spans import (
     VERIFIER_VERSION,
@@ -69,7 +70,8 @@ _CLAIM_SQL = (
 # the new ids for most of the table and hashes every passage (75 ms a group of 250 where index
 # lookups take a few), and the after-ingest work runs exactly then.
 # Each decision of a chunk that exists, with what grouping needs: its claim, route, month, and the
-# bytes of its logged passages (a passage at two ranks counts twice: an upper bound), in id order.
+# bytes of its logged passages as UTF-8 text (a passage at two ranks counts twice: an upper bound;
+# the stored text may be deflated, and its header holds the length: ledger.compression), in id order.
 # One statement instead of three (existing ids, then claims, then sizes): on a busy machine the
 # after-ingest worker spends more of its time on round trips than on verifying. Both sides are
 # LATERAL for the reason above (joined plainly, the planner merged the whole decisions table), and
@@ -78,7 +80,7 @@ _CHUNK_SQL = (
     "SELECT d.id, d.claim, d.slug, d.occurred_at, x.bytes FROM unnest(%s::bigint[]) AS u(id) "
     "CROSS JOIN LATERAL (SELECT d.id, d.claim, r.slug, d.occurred_at FROM ledger_decision d "
     "JOIN ledger_route r ON r.id = d.route_id WHERE d.id = u.id OFFSET 0) AS d "
-    "CROSS JOIN LATERAL (SELECT sum(octet_length(p.text)) AS bytes FROM ledger_decisionpassage dp "
+    f"CROSS JOIN LATERAL (SELECT sum({utf8_length_sql('p.text')}) AS bytes FROM ledger_decisionpassage dp "
     "JOIN ledger_passage p ON p.id = dp.passage_id "
     "WHERE dp.decision_id = d.id AND dp.decision_occurred_at = d.occurred_at OFFSET 0) AS x "
     "ORDER BY d.id"
@@ -268,18 +270,19 @@ def _logged_passages(decisions: list[tuple[int, datetime]]) -> dict[int, list[tu
     with connection.cursor() as cursor:
         cursor.execute(_PASSAGES_SQL, [[pk for pk, _ in decisions], [at for _, at in decisions]])
         rows = cursor.fetchall()
-    grouped: dict[int, list[tuple[int, int, str]]] = {}
+    grouped: dict[int, list[tuple[int, int, bytes]]] = {}
     for row in rows:
         grouped.setdefault(row[0], []).append(row)
     return {decision_id: list(_first_of_each(decision_rows)) for decision_id, decision_rows in grouped.items()}
 
 
-def _first_of_each(rows: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
+def _first_of_each(rows: Iterable[tuple[int, int, bytes]]) -> Iterator[tuple[int, str]]:
+    """Each passage once, its stored text (raw SQL reads the column as stored) as text."""
     taken: set[int] = set()
-    for _, passage_id, text in rows:
+    for _, passage_id, stored in rows:
         if passage_id not in taken:
             taken.add(passage_id)
-            yield passage_id, text
+            yield passage_id, decompress_text(stored)
 
 
 def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Outcome:

@@ -25,7 +25,9 @@ def lease_seconds() -> int:
 
 
 # The passages of the item, in rank order, read with it so that handing out an item is two statements.
-_PASSAGES = """(SELECT coalesce(json_agg(p.text ORDER BY dp.rank), '[]') FROM ledger_decisionpassage dp
+# They come as stored (bytea, maybe deflated: console/ledger/compression.py); grading.selectors
+# gives the grader their text.
+_PASSAGES = """(SELECT coalesce(array_agg(p.text ORDER BY dp.rank), '{}') FROM ledger_decisionpassage dp
     JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = i.decision_id)"""
 
 # The next item for one grader: open, not gold, never assigned to this grader, with fewer than k

@@ -41,6 +41,18 @@ def test_next_hands_out_exactly_the_documented_shape(route, grader):
     assert response["Cache-Control"] == "no-store"
 
 
+def test_a_grader_reads_a_passage_stored_deflated_exactly_as_it_was_sent(route, grader):
+    long = "Öffnen Sie Einstellungen → Sicherheit; 多要素認証 zurücksetzen, Pfad C:\\VPN. " * 8
+    pooled([record(claim="Choose Reset.", passages=[{"id": "kb/1", "text": long, "rank": 1}])])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT get_byte(text, 0) FROM ledger_passage")
+        assert cursor.fetchone() == (0xFF,)  # deflated in the table (console/ledger/compression.py)
+
+    body = grader.post("/api/v1/grading/next", {}, format="json").json()
+
+    assert body["item"]["passages"] == [{"id": 1, "text": long}]
+
+
 def test_next_is_204_when_nothing_is_left(route, grader):
     response = grader.post("/api/v1/grading/next", {}, format="json")
     assert response.status_code == 204 and response.content == b""

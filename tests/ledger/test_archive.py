@@ -166,3 +166,21 @@ def test_a_months_question_vectors_go_with_it_from_their_space_partition(tmp_pat
     rows = _rows(tmp_path / "oct" / "similarity_questionvector.csv.gz")
     assert sorted(int(row["decision_id"]) for row in rows) == sorted(october)
     assert {row["space"] for row in rows} == {space}
+
+
+def test_archived_passages_hold_their_text_readable_though_the_table_stores_it_deflated(tmp_path):
+    make_route("it-support")
+    long = "Öffnen Sie Einstellungen → Sicherheit, dann 多要素認証 zurücksetzen; Pfad C:\\VPN. " * 6
+    sent = [{"id": "kb/long", "text": long, "rank": 1}, {"id": "kb/short", "text": "Kurz.", "rank": 2}]
+    ingest([record(occurred_at="2026-10-03T08:00:00Z", passages=sent)])
+    ingest([record(occurred_at="2026-11-02T08:00:00Z")])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT get_byte(text, 0) FROM ledger_passage WHERE external_id = 'kb/long'")
+        assert cursor.fetchone() == (0xFF,)  # deflated in the table (console/ledger/compression.py)
+
+    call_command("archive_month", "2026-10", "--to", str(tmp_path / "oct"), stdout=io.StringIO())
+
+    rows = {row["external_id"]: row for row in _rows(tmp_path / "oct" / "ledger_passage.csv.gz")}
+    assert {name: row["text"] for name, row in rows.items()} == {"kb/long": long, "kb/short": "Kurz."}
+    assert rows["kb/long"]["text_sha256"] == "\\x" + hashlib.sha256(long.encode()).hexdigest()
+    assert not Passage.objects.filter(external_id__in=["kb/long", "kb/short"]).exists()

@@ -13,6 +13,6 @@ def install(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("ledger", "0010_month_references_by_statement")]
+    dependencies = [("ledger", "0012_decision_passage_natural_key")]
 
     operations = [migrations.RunPython(install, migrations.RunPython.noop)]

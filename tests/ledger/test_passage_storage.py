@@ -1,0 +1,204 @@
+"""Passage text is stored deflated (console/ledger/compression.py) and read back exactly: through
+the ORM, the verifier's raw SQL, the API and the byte offsets of span checks."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from types import SimpleNamespace
+
+import pytest
+from django.db import connection, transaction
+
+from audit.services import Actor
+from console.core.db_roles import as_owner
+from console.ledger.compression import (
+    MARKER,
+    compress_text,
+    decompress_head,
+    decompress_text,
+    head_sql,
+    utf8_length_sql,
+)
+from console.ledger.models import Passage
+from console.verification.services import decisions_verify
+from tests.factories import ingest, make_route, record
+
+# Non-ASCII throughout (2-, 3- and 4-byte characters), a backslash and a quote: byte offsets differ
+# from character offsets, and a text cast (rather than converted) to bytes would lose the backslash.
+LONG = (
+    "Überprüfen Sie die Einstellungen: Sicherheit → Zurücksetzen. 多要素認証をリセットします 🔐. "
+    'Pfad C:\\Programme\\VPN, "Anmelden" mit Ausweis. ' * 4 + "Öffnen Sie Einstellungen und wählen Sie Zurücksetzen."
+)
+SHORT = "Kurz: ß"
+
+
+def _stored(passage_id: int) -> bytes:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT text FROM ledger_passage WHERE id = %s", [passage_id])
+        return bytes(cursor.fetchone()[0])
+
+
+def _ingest_passages(*texts: str) -> int:
+    passages = [{"id": f"kb/{rank}", "text": text, "rank": rank} for rank, text in enumerate(texts, start=1)]
+    [decision_id] = ingest([record(claim="Öffnen Sie Einstellungen und wählen Sie Zurücksetzen.", passages=passages)])
+    return decision_id
+
+
+def test_a_long_passage_is_stored_deflated_and_reads_back_as_sent(route):
+    _ingest_passages(LONG, SHORT)
+    long, short = Passage.objects.get(external_id="kb/1"), Passage.objects.get(external_id="kb/2")
+
+    stored = _stored(long.pk)
+    assert stored[0] == MARKER and len(stored) < 0.6 * len(LONG.encode())
+    assert long.text == LONG
+    # The digest is of the UTF-8 text, never of the stored bytes.
+    assert long.text_sha256 == hashlib.sha256(LONG.encode()).hexdigest()
+    # A text that deflate would not shorten is kept as its UTF-8 bytes.
+    assert _stored(short.pk) == SHORT.encode() and short.text == SHORT
+
+
+def test_texts_that_do_not_shrink_stay_raw_and_every_form_round_trips():
+    for text in ["", "a", "ß", "🔐" * 2, "x" * 10_000, LONG, "".join(chr(c) for c in range(0x20, 0x3000, 7))]:
+        stored = compress_text(text)
+        assert decompress_text(stored) == text
+        assert len(stored) <= len(text.encode())
+        assert (stored[:1] == bytes((MARKER,))) == (len(stored) < len(text.encode()))
+
+
+def test_a_damaged_compressed_text_is_an_error_rather_than_another_text():
+    stored = compress_text(LONG)
+    wrong_length = stored[:1] + (len(LONG.encode()) - 1).to_bytes(4, "big") + stored[5:]
+    with pytest.raises(ValueError, match="damaged"):
+        decompress_text(wrong_length)
+
+
+def test_sql_reads_the_utf8_length_of_a_stored_text_without_inflating_it(route):
+    _ingest_passages(LONG, SHORT, "")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT external_id, {utf8_length_sql('text')} FROM ledger_passage ORDER BY external_id")
+        assert cursor.fetchall() == [("kb/1", len(LONG.encode())), ("kb/2", len(SHORT.encode())), ("kb/3", 0)]
+
+
+def test_span_checks_and_the_api_give_offsets_into_the_text_as_sent(route, reviewer):
+    decision_id = _ingest_passages(SHORT, LONG)
+    decisions_verify(actor=Actor.system("test"), decision_ids=[decision_id])
+
+    body = reviewer.get(f"/api/v1/decisions/{decision_id}").json()
+    assert [p["text"] for p in body["passages"]] == [SHORT, LONG]
+    assert body["passages"][1]["sha256"] == hashlib.sha256(LONG.encode()).hexdigest()
+    claim = "Öffnen Sie Einstellungen und wählen Sie Zurücksetzen."
+    char_start = LONG.index(claim)
+    byte_start = LONG.encode().index(claim.encode())
+    assert byte_start > char_start  # the offsets differ: a mix-up of the two would show
+    long_id = body["passages"][1]["passage_id"]
+    [check] = [c for c in body["span_checks"] if c["passage_id"] == long_id]
+    assert check["supported"] is True
+    assert check["char_ranges"] == [[char_start, char_start + len(claim)]]
+    assert check["match_ranges"] == [[byte_start, byte_start + len(claim.encode())]]
+    assert body["support"]["fully_supported"] is True
+
+    verified = reviewer.post("/api/v1/verify", {"passage_id": long_id, "claim": claim}, format="json").json()
+    assert verified["char_ranges"] == check["char_ranges"] and verified["match_ranges"] == check["match_ranges"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_compresses_existing_rows_and_its_reverse_restores_the_text_column(monkeypatch):
+    migration = importlib.import_module("console.ledger.migrations.0011_passage_text_compressed")
+    monkeypatch.setattr(migration, "BATCH", 2)  # several batches over three rows
+    make_route("it-support")
+    _ingest_passages(LONG, SHORT, LONG + " (2)")
+    editor = SimpleNamespace(connection=connection)
+
+    # Only the tables' owner may alter them; backwards then forwards again ends where it started,
+    # and a failure half-way rolls the column back.
+    with as_owner(), transaction.atomic():
+        migration._inflate(None, editor)
+        with connection.cursor() as cursor:
+            cursor.execute(migration.TO_TEXT)
+            cursor.execute("SELECT external_id, text FROM ledger_passage ORDER BY external_id")
+            assert cursor.fetchall() == [("kb/1", LONG), ("kb/2", SHORT), ("kb/3", LONG + " (2)")]
+            cursor.execute(migration.TO_BYTEA)
+        migration._compress(None, editor)
+
+        ids = dict(Passage.objects.values_list("external_id", "pk"))
+        assert _stored(ids["kb/1"]) == compress_text(LONG) and _stored(ids["kb/1"])[0] == MARKER
+        assert _stored(ids["kb/2"]) == SHORT.encode()
+        assert dict(Passage.objects.values_list("external_id", "text")) == {
+            "kb/1": LONG,
+            "kb/2": SHORT,
+            "kb/3": LONG + " (2)",
+        }
+
+
+def _links() -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT decision_id, rank, decision_occurred_at, passage_id, retrieval_score "
+            "FROM ledger_decisionpassage ORDER BY 1, 2"
+        )
+        return cursor.fetchall()
+
+
+def _keys_of_links() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'ledger_decisionpassage'::regclass AND contype IN ('p', 'u')"
+        )
+        return dict(cursor.fetchall())
+
+
+def test_a_ranked_passage_is_keyed_by_its_decision_and_rank_and_two_at_one_rank_are_refused(route):
+    from django.db import IntegrityError
+
+    from console.ledger.models import DecisionPassage
+
+    decision_id = _ingest_passages(LONG, SHORT)
+    assert _keys_of_links() == {"ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"}
+    link = DecisionPassage.objects.get(decision_id=decision_id, rank=2)
+    assert link.pk == (decision_id, 2, link.decision_occurred_at)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        DecisionPassage.objects.create(
+            decision_id=decision_id, decision_occurred_at=link.decision_occurred_at, passage=link.passage, rank=2
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_ranked_passages_keep_their_rows_when_the_surrogate_id_goes_and_comes_back():
+    migration = importlib.import_module("console.ledger.migrations.0012_decision_passage_natural_key")
+    make_route("it-support")
+    _ingest_passages(LONG, SHORT)
+    ingest([record(occurred_at="2026-10-05T10:00:00Z")])
+    before = _links()
+
+    with as_owner(), transaction.atomic():
+        with connection.cursor() as cursor:
+            for statement in migration.BACKWARD:
+                cursor.execute(statement)
+            assert _keys_of_links() == {
+                "ledger_decisionpassage_pkey": "PRIMARY KEY (id, decision_occurred_at)",
+                "unique_rank_per_decision": "UNIQUE (decision_id, rank, decision_occurred_at)",
+            }
+            cursor.execute("SELECT id FROM ledger_decisionpassage ORDER BY decision_id, rank")
+            assert [row[0] for row in cursor.fetchall()] == list(range(1, len(before) + 1))
+            assert _links() == before
+            for statement in migration.FORWARD:
+                cursor.execute(statement)
+        assert _links() == before
+        assert _keys_of_links() == {
+            "ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"
+        }
+
+
+def test_the_head_of_a_stored_text_is_its_first_characters_whether_deflated_or_raw(route):
+    emoji = "🔐é" * 200  # 4- and 2-byte characters: a byte prefix ends inside one
+    _ingest_passages(LONG * 3, emoji, SHORT)
+    with connection.cursor() as cursor:  # a long text kept as its UTF-8 bytes, as rows the migration left
+        cursor.execute("UPDATE ledger_passage SET text = %s WHERE external_id = 'kb/2'", [emoji.encode()])
+    assert _stored(Passage.objects.get(external_id="kb/1").pk)[0] == MARKER
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT external_id, {head_sql('text', 152)} FROM ledger_passage ORDER BY external_id")
+        heads = {name: decompress_head(stored, 152) for name, stored in cursor.fetchall()}
+    assert heads == {"kb/1": (LONG * 3)[:152], "kb/2": emoji[:152], "kb/3": SHORT}
