@@ -173,7 +173,7 @@ def main() -> None:
     raw = sum(len(json.dumps(record, ensure_ascii=False).encode()) for record in records)
     shared = sum(1 for record in records for p in record["passages"] if p["id"].startswith("kb/popular/"))
 
-    started = time.perf_counter()
+    started = time.time()
     with web_server(workers=1 if args.quick else 2, threads=2) as url, celery_worker(folder, name="storage-worker"):
         seconds, failures = post_all(url, token, records)
         if failures:

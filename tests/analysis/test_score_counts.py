@@ -9,7 +9,7 @@ import pytest
 from console.analysis import selectors
 from console.analysis.params import Window
 from console.ledger.models import Decision, RouteScoreCount, RouteScoreTotal
-from grading.models import FinalLabel
+from grading.models import FinalLabel, GradingItem
 from tests.analysis.populations import label
 from tests.factories import ingest, record, served_record
 
@@ -103,6 +103,7 @@ def test_served_counts_from_score_bins_equal_the_counts_over_the_rows(seed, rout
     populate(rng, n=40, route="hr-policy")  # another route's bins never count
     # Edits and deletions go through the same counters (the bounds of a bin only widen).
     chosen = list(Decision.objects.filter(route=route).order_by("?").values_list("pk", flat=True)[:30])
+    GradingItem.objects.filter(decision_id__in=chosen[:10]).delete()  # a pool item protects its decision
     Decision.objects.filter(pk__in=chosen[:10]).delete()
     Decision.objects.filter(pk__in=chosen[10:20]).update(gate_score=0.7)
     Decision.objects.filter(pk__in=chosen[20:]).update(occurred_at=datetime(2026, 11, 2, 23, 59, tzinfo=UTC))

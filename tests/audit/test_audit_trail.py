@@ -135,7 +135,7 @@ def test_events_api_lists_the_history_of_one_decision(route, reviewer, auditor):
         response = client.get(f"/api/v1/audit/events?object=decision:{decision_id}")
         assert response.status_code == 200
         events = response.json()["events"]
-        assert [e["action"] for e in events] == ["decisions_ingested"]
+        assert [e["action"] for e in events] == ["decisions_ingested", "pool_entered"]  # newest first
         assert decision_id in events[0]["payload"]["objects"]["decision"]
 
 
