@@ -219,6 +219,9 @@ VERIFY_DECISION_BUDGET_MS = env_int("VERIFY_DECISION_BUDGET_MS", 60_000, minimum
 # holds an ingest batch of 500 decisions with five 500-character passages (about 1.4 MB) in one group:
 # each group costs four statements, a commit and an audit event.
 VERIFY_BATCH_BYTES = env_int("VERIFY_BATCH_BYTES", 2 * 1024 * 1024, minimum=1, maximum=256 * 1024 * 1024)
+# Span-check jobs take this many decisions each (an ingest batch of 500 makes two), so the gradable
+# worker's processes share a batch and its last decisions are checked sooner.
+VERIFY_IDS_PER_JOB = env_int("VERIFY_IDS_PER_JOB", 250, minimum=1, maximum=100_000)
 # A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
 SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
 # Gate trials: a call claimed longer ago than the candidate's timeout plus this is "worker lost" (never made again).

@@ -14,12 +14,17 @@ from typing import Any
 from console.core.jobs import enqueue
 
 _after_ingest: list[Any] = []
+_ids_per_job: dict[Any, int] = {}
 
 
-def register_after_ingest(task: Any) -> None:
-    """`task(decision_ids)` will be queued after every ingest batch that stores new decisions."""
+def register_after_ingest(task: Any, *, ids_per_job: int | None = None) -> None:
+    """`task(decision_ids)` will be queued after every ingest batch that stores new decisions: once
+    per batch, or once per `ids_per_job` of its decisions, so that several worker processes share a
+    batch's work (and its last decisions are done sooner)."""
     if task not in _after_ingest:
         _after_ingest.append(task)
+    if ids_per_job:
+        _ids_per_job[task] = ids_per_job
 
 
 def after_ingest_tasks() -> tuple[Any, ...]:
@@ -27,9 +32,12 @@ def after_ingest_tasks() -> tuple[Any, ...]:
 
 
 def queue_after_ingest(decision_ids: list[int]) -> None:
-    # One message per batch and job, not per decision: a publish costs about as much as storing a decision.
+    # A message per batch (or per share of one), not per decision: a publish costs about as much as
+    # storing a decision.
     for task in _after_ingest:
-        enqueue(task, decision_ids)
+        size = _ids_per_job.get(task) or len(decision_ids) or 1
+        for start in range(0, len(decision_ids), size):
+            enqueue(task, decision_ids[start : start + size])
 
 
 _in_ingest: list[Any] = []

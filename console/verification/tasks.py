@@ -12,7 +12,6 @@ from console.verification import selectors, services
 from console.verification.folding import fold_tables
 
 _SWEEP_LIMIT = 2_000
-_IDS_PER_JOB = 500
 
 
 @worker_init.connect
@@ -35,6 +34,6 @@ def decisions_verify_sweep() -> int:
     """Beat job: queue again decisions that have no DecisionSupport some time after ingest."""
     ingested_before = timezone.now() - timedelta(seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)
     ids = selectors.decisions_awaiting_verification(ingested_before=ingested_before, limit=_SWEEP_LIMIT)
-    for start in range(0, len(ids), _IDS_PER_JOB):
-        enqueue(decisions_verify, ids[start : start + _IDS_PER_JOB])
+    for start in range(0, len(ids), settings.VERIFY_IDS_PER_JOB):
+        enqueue(decisions_verify, ids[start : start + settings.VERIFY_IDS_PER_JOB])
     return len(ids)
