@@ -207,6 +207,11 @@ class FinalLabel(models.Model):
     decision_occurred_at = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="The decision's occurred_at."
     )
+    # Copies of its pool item's sampling stratum and inclusion probability (fixed when the item
+    # entered), set by the same trigger (migration 0005); empty without an item. The graded sample
+    # then needs no join to the pool, which holds an item for every decision.
+    item_stratum = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001 (NULL: no item)
+    item_inclusion_probability = models.FloatField(null=True, blank=True, editable=False)
 
     class Meta:
         indexes = [models.Index(fields=["decision_route", "decision_occurred_at"], name="label_route_time_idx")]

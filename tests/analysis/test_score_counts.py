@@ -173,3 +173,13 @@ def test_a_label_copies_its_decisions_route_score_and_time(route):
         0.42,
         decision.occurred_at,
     )
+
+
+def test_a_label_copies_its_pool_items_stratum_and_inclusion_probability(route):
+    sampled, unsampled = ingest([record(), record()])
+    made = label(sampled, True, method="majority", inclusion_probability=0.25, stratum="0.5-1")
+    imported = label(unsampled, False)  # no item behind it
+    made.refresh_from_db()
+    imported.refresh_from_db()
+    assert (made.item_stratum, made.item_inclusion_probability) == ("0.5-1", 0.25)
+    assert (imported.item_stratum, imported.item_inclusion_probability) == (None, None)
