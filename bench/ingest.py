@@ -6,8 +6,9 @@ COPY of the same rows into the same three tables (passages, decisions, links), t
 statements alone. Target: the API reaches at least 25% of the COPY rate.
 
 "Until gradable" runs real Celery workers as `make run` starts them (console/run.py: one of
-CELERY_CONCURRENCY or 2 processes on the gradable path, span checks and pool entry; one process on
-every other queue; `--one-worker` puts every queue on a single worker instead) during the API run
+CELERY_CONCURRENCY or 2 processes on the gradable path, span checks and the pool sweeper, since ready
+decisions enter the pool in their ingest transaction; one process, at make run's lower CPU priority,
+on every other queue; `--one-worker` puts every queue on a single worker instead) during the API run
 and times from the first POST until the last decision of the run has its span checks done (a
 DecisionSupport row) and its grading pool item: the rate at which after-ingest work keeps up with
 ingest. That moment is read from the span checks' and pool items' own timestamps, once the run's

@@ -11,6 +11,7 @@ a copy of their decision's route, score and time.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -233,12 +234,14 @@ class GradedSample:
     def label_counts(self) -> dict[str, object]:
         """Which labels are imported graded sets and which are blind console grades."""
         imported = int(np.count_nonzero(self.imported))
-        names, counts = np.unique(self.methods.astype(str), return_counts=True)
+        # A Counter over the few distinct names: numpy's unique first copied every label's name
+        # into a fixed-width string array and sorted it.
+        by_method = Counter(self.methods.tolist())
         return {
             "imported": imported,
             "blind": self.size - imported,
             "imported_sources": list(self.sources),
-            "by_method": dict(zip(names.tolist(), counts.tolist(), strict=True)),
+            "by_method": {str(name): by_method[name] for name in sorted(by_method, key=str)},
         }
 
 
