@@ -219,6 +219,13 @@ VERIFY_DECISION_BUDGET_MS = env_int("VERIFY_DECISION_BUDGET_MS", 60_000, minimum
 # holds an ingest batch of 500 decisions with five 500-character passages (about 1.4 MB) in one group:
 # each group costs four statements, a commit and an audit event.
 VERIFY_BATCH_BYTES = env_int("VERIFY_BATCH_BYTES", 2 * 1024 * 1024, minimum=1, maximum=256 * 1024 * 1024)
+# The minute pool sweep enters refusals whose shadow run, created this many days ago at most, has
+# succeeded; the daily full sweep takes any older.
+POOL_SWEEP_SHADOW_DAYS = env_int("POOL_SWEEP_SHADOW_DAYS", 7, minimum=1, maximum=3650)
+# The minute span-check sweep looks for lost jobs among this many newest decisions (by id); the
+# daily sweep reads every decision. At 3,000 decisions/s that is about a minute of a burst; at 50/s
+# about an hour.
+VERIFY_SWEEP_NEWEST = env_int("VERIFY_SWEEP_NEWEST", 200_000, minimum=1_000, maximum=100_000_000)
 # Span-check jobs take this many decisions each (an ingest batch of 500 makes two), so the gradable
 # worker's processes share a batch and its last decisions are checked sooner.
 VERIFY_IDS_PER_JOB = env_int("VERIFY_IDS_PER_JOB", 250, minimum=1, maximum=100_000)
@@ -273,7 +280,9 @@ EVIDENCE_MAX_LABEL_AGE_DAYS = 90
 # recomputes the default documents of every route whose decisions or labels changed.
 CELERY_BEAT_SCHEDULE = {
     "grading-pool-sweep": {"task": "grading.grading_pool_sweep", "schedule": 60.0},
+    "grading-pool-sweep-all": {"task": "grading.grading_pool_sweep_all", "schedule": 86400.0},
     "verification-sweep": {"task": "verification.decisions_verify_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
+    "verification-sweep-all": {"task": "verification.decisions_verify_sweep_all", "schedule": 86400.0},
     "shadow-sweep": {"task": "shadow.shadow_runs_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from django.db import connection
+
 from console.accounts import permissions
 from console.core.errors import Forbidden, NotFound
 from console.ledger.models import Decision, Passage
@@ -35,13 +37,29 @@ def passage_text_for_user(user, passage_id: int) -> str:
     return text
 
 
-def decisions_awaiting_verification(*, ingested_before: datetime, limit: int) -> list[int]:
-    """Decisions with no DecisionSupport (their job was lost or is still queued), oldest first."""
-    return list(
-        Decision.objects.filter(support__isnull=True, ingested_at__lt=ingested_before)
-        .order_by("pk")
-        .values_list("pk", flat=True)[:limit]
-    )
+# Decisions with no DecisionSupport, each looked up by index (a subquery that OFFSET 0 keeps from
+# becoming an anti-join, which the planner ran as a hash of every span-check figure), among the ids
+# from a lower bound on: the minute sweep reads only the newest decisions, the daily one all.
+_AWAITING_SQL = (
+    "SELECT d.id FROM ledger_decision d WHERE d.id >= %s AND d.ingested_at < %s "
+    "AND NOT EXISTS (SELECT 1 FROM verification_decisionsupport s "
+    "WHERE s.decision_id = d.id AND s.decision_occurred_at = d.occurred_at OFFSET 0) "
+    "ORDER BY d.id LIMIT %s"
+)
+
+
+def decisions_awaiting_verification(*, ingested_before: datetime, limit: int, newest: int | None = None) -> list[int]:
+    """Decisions with no DecisionSupport (their job was lost or is still queued), oldest first.
+
+    ``newest``: only among the newest that many decisions (by id), so the minute sweep reads a
+    bounded stretch of the ledger, not all of it, every time; None reads every decision."""
+    with connection.cursor() as cursor:
+        lowest = 0
+        if newest is not None:
+            cursor.execute("SELECT max(id) FROM ledger_decision")
+            lowest = max(0, (cursor.fetchone()[0] or 0) - newest + 1)
+        cursor.execute(_AWAITING_SQL, [lowest, ingested_before, limit])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def support_of(decision: Decision) -> DecisionSupport | None:

@@ -31,9 +31,21 @@ def decisions_verify(decision_ids: list[int]) -> dict[str, int]:
 
 @job("verification.decisions_verify_sweep")
 def decisions_verify_sweep() -> int:
-    """Beat job: queue again decisions that have no DecisionSupport some time after ingest."""
+    """Beat job: queue again decisions that have no DecisionSupport some time after ingest, among
+    the newest VERIFY_SWEEP_NEWEST decisions (the daily sweep reads the rest)."""
+    return _sweep(newest=settings.VERIFY_SWEEP_NEWEST)
+
+
+@job("verification.decisions_verify_sweep_all", soft_time_limit=3600)
+def decisions_verify_sweep_all() -> int:
+    """Beat job, daily: the same over every decision (a message lost longer ago, decisions loaded by
+    COPY). It reads the whole ledger, which at millions of decisions takes seconds."""
+    return _sweep(newest=None)
+
+
+def _sweep(*, newest: int | None) -> int:
     ingested_before = timezone.now() - timedelta(seconds=settings.JOBS_REQUEUE_AFTER_SECONDS)
-    ids = selectors.decisions_awaiting_verification(ingested_before=ingested_before, limit=_SWEEP_LIMIT)
+    ids = selectors.decisions_awaiting_verification(ingested_before=ingested_before, limit=_SWEEP_LIMIT, newest=newest)
     for start in range(0, len(ids), settings.VERIFY_IDS_PER_JOB):
         enqueue(decisions_verify, ids[start : start + settings.VERIFY_IDS_PER_JOB])
     return len(ids)

@@ -21,7 +21,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
-from console.core.jobs import commit_without_waiting
+from console.core.jobs import commit_without_waiting, enqueue
 from console.ledger.models import Decision, Outcome, Route
 from console.ledger.validation import DecisionInput
 from console.shadow.models import ShadowRun, ShadowStatus
@@ -200,9 +200,10 @@ def pool_enter_ingested(
     pipeline (the others wait for their shadow run and enter through the sweeper). The batch's
     decisions are new and nobody else sees them before the commit, so the pool lock that keeps two
     entry jobs apart is not taken: ingest requests never wait on each other or on a job for it.
-    Entry must never cost the batch: if it fails, the batch is stored without it and the pool
-    sweeper (`grading.grading_pool_sweep`, every JOBS_SWEEP_SECONDS) enters the decisions later.
-    The audit event is the system's, as when the sweeper enters them.
+    Entry must never cost the batch: if it fails, the batch is stored without it, a job
+    (`grading.grading_pool_enter`) is queued for the decisions after the commit, and the daily full
+    sweep (`grading.grading_pool_sweep_all`) enters any a lost message left. The audit event is the
+    system's, as when a job enters them.
     """
     del actor  # the integrator stores decisions; entering them is the system's sampling
     ready = [
@@ -223,8 +224,21 @@ def pool_enter_ingested(
     try:
         with transaction.atomic():
             _enter(Actor.system("grading_pool_enter"), ready)
-    except Exception:  # the sweeper enters them; the batch itself must not fail for this
-        logger.exception("entering %d ingested decisions into the pool failed; the sweeper will", len(ready))
+    except Exception:  # the batch itself must not fail for this: a job enters them after the commit
+        logger.exception("entering %d ingested decisions into the pool failed; a job will", len(ready))
+        enqueue("grading.grading_pool_enter", [decision.pk for decision in ready])
+
+
+def shadow_answered_outside_pool(*, since, limit: int) -> list[int]:
+    """Refusals whose shadow run (created since `since`) has succeeded and that hold no pool item:
+    what the minute sweep enters. Read from the shadow runs of the window (their status and
+    creation time are indexed), never by walking every decision for one without an item."""
+    return list(
+        ShadowRun.objects.filter(status=ShadowStatus.SUCCEEDED, created_at__gte=since)
+        .filter(~Exists(GradingItem.objects.filter(decision_id=OuterRef("decision_id"), is_gold=False)))
+        .order_by("decision_id")
+        .values_list("decision_id", flat=True)[:limit]
+    )
 
 
 def _enter(actor: Actor, decisions: list) -> PoolEntryResult:

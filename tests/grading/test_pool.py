@@ -1,7 +1,9 @@
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.db import DatabaseError
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from console.ledger import hooks
@@ -54,7 +56,10 @@ def test_entering_the_pool_twice_leaves_one_item(route):
     assert GradingItem.objects.count() == 2
 
 
-def test_a_failed_entry_at_ingest_keeps_the_batch_and_the_sweeper_enters_it_later(route, monkeypatch, caplog):
+def test_a_failed_entry_at_ingest_keeps_the_batch_and_queues_a_job_for_it(route, monkeypatch, caplog):
+    queued = []
+    monkeypatch.setattr(pool_services, "enqueue", lambda task, ids: queued.append((task, ids)))
+
     def broken(items):
         raise DatabaseError("the pool table is unavailable")
 
@@ -63,9 +68,30 @@ def test_a_failed_entry_at_ingest_keeps_the_batch_and_the_sweeper_enters_it_late
         decision_ids = ingest([record(), served_record(), record()])
     assert Decision.objects.filter(pk__in=decision_ids).count() == 3
     assert not GradingItem.objects.exists() and not AuditEvent.objects.filter(action="pool_entered").exists()
-    assert "the sweeper will" in caplog.text
-    assert tasks.grading_pool_sweep() == 3
+    assert "a job will" in caplog.text
+    assert queued == [("grading.grading_pool_enter", decision_ids)]
+    assert tasks.grading_pool_enter(decision_ids) == 3
     assert set(GradingItem.objects.values_list("decision_id", flat=True)) == set(decision_ids)
+
+
+def test_the_daily_sweep_enters_what_a_lost_message_left_out_and_the_minute_sweep_does_not_walk_it(route, monkeypatch):
+    monkeypatch.setattr(hooks, "_in_ingest", [])  # as if entry failed and its message was lost
+    decision_ids = ingest([record(), served_record()])
+    assert tasks.grading_pool_sweep() == 0  # the minute sweep reads shadow runs only
+    assert tasks.grading_pool_sweep_all() == 2
+    assert set(GradingItem.objects.values_list("decision_id", flat=True)) == set(decision_ids)
+
+
+def test_the_minute_sweep_leaves_shadow_runs_older_than_its_window_to_the_daily_one(db, settings):
+    make_route("shadowed", shadow_config={"kind": "reference"})
+    [decision_id] = ingest([record(route="shadowed")])
+    run = ShadowRun.objects.create(
+        decision_id=decision_id, pipeline="reference", status="succeeded", answer="A.", passages_sha256="0" * 64
+    )
+    ShadowRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(days=8))
+    settings.POOL_SWEEP_SHADOW_DAYS = 7
+    assert tasks.grading_pool_sweep() == 0
+    assert tasks.grading_pool_sweep_all() == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -110,7 +136,7 @@ def test_a_stratified_plan_samples_each_band_at_target_over_population(route, mo
     )
     plan = pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 50), (0.5, 1.0, 40)])
     assert [(s["name"], s["population"], s["rate"]) for s in plan.strata] == [("0-0.5", 200, 0.25), ("0.5-1", 20, 1.0)]
-    tasks.grading_pool_sweep()
+    tasks.grading_pool_sweep_all()
     low = GradingItem.objects.filter(stratum="0-0.5")
     assert low.count() == 200 and set(low.values_list("inclusion_probability", flat=True)) == {0.25}
     assert 20 <= low.filter(status=ItemStatus.OPEN).count() <= 90  # Bernoulli(0.25) of 200; ~1e-6 outside

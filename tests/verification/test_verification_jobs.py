@@ -274,6 +274,17 @@ def test_the_sweeper_queues_decisions_whose_job_was_lost(route, settings):
     assert not DecisionSupport.objects.filter(decision_id=recent).exists()
 
 
+def test_the_minute_sweep_reads_only_the_newest_decisions_and_the_daily_sweep_all(route, settings, monkeypatch):
+    settings.JOBS_REQUEUE_AFTER_SECONDS = 60
+    settings.VERIFY_SWEEP_NEWEST = 1
+    older, newer = ingest([record(), record()])  # jobs never ran: the test transaction never commits
+    Decision.objects.filter(pk__in=[older, newer]).update(ingested_at=timezone.now() - timedelta(minutes=5))
+    queued = []
+    monkeypatch.setattr(tasks, "enqueue", lambda task, ids: queued.append(ids))
+    assert tasks.decisions_verify_sweep() == 1 and queued == [[newer]]
+    assert tasks.decisions_verify_sweep_all() == 2 and queued[-1] == [older, newer]
+
+
 def test_the_detail_page_marks_the_verified_spans_and_escapes_everything(route, reviewer_pages):
     text = "<script>alert(1)</script> To reset, choose <b>Reset</b> & confirm. Then choose <b>Reset</b> again."
     claim = "choose <b>reset</b>"
