@@ -10,5 +10,5 @@ class GradingConfig(AppConfig):
         from grading.services import pool
 
         # Ready decisions enter the pool in their ingest transaction; those that wait for a shadow
-        # run (or that a failed entry left out) enter through the pool sweeper (grading.tasks).
+        # run enter through the pool sweeps, and a failed entry queues a job (grading.tasks).
         register_in_ingest(pool.pool_enter_ingested)

@@ -120,13 +120,15 @@ def _embedded_broker_absent() -> bool:
 
 
 def commit_without_waiting() -> None:
-    """Inside the transaction of a job whose work a sweeper redoes when it is missing: let its
+    """Inside the transaction of work that is redone when it is missing (a job a sweeper queues
+    again, a statistics document the next request computes again): let its
     COMMIT return before the write-ahead log reaches disk (PostgreSQL's `synchronous_commit = off`,
     for this transaction only). A crash of the database server can then lose the last fraction of
     a second of such commits, whole: never part of one (its audit event goes with its rows), and
     never one that a later, waited-for commit builds on, whose flush carries every earlier commit.
-    The sweepers queue the lost decisions again. The span checks and pool entry do this: a commit
-    that waits for the disk was a tenth of their time right after a burst."""
+    The sweepers queue the lost decisions again. The span checks and pool entry do this (a commit
+    that waits for the disk was a tenth of their time right after a burst), and so does the store
+    of a statistics document."""
     from django.db import connection
 
     if len(connection.atomic_blocks) != 1:

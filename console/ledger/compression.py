@@ -50,10 +50,15 @@ def decompress_text(stored: bytes | memoryview) -> str:
     return data.decode()
 
 
+def _deflated_sql(column: str) -> str:
+    """SQL that is true when the value stored in `column` is deflated (it starts with the marker)."""
+    return f"substring({column} FROM 1 FOR 1) = '\\x{MARKER:02x}'::bytea"
+
+
 def utf8_length_sql(column: str) -> str:
     """SQL for the length in bytes of the UTF-8 text stored in `column`, without inflating it."""
     return (
-        f"CASE WHEN substring({column} FROM 1 FOR 1) = '\\xff'::bytea "
+        f"CASE WHEN {_deflated_sql(column)} "
         f"THEN (get_byte({column}, 1) << 24) | (get_byte({column}, 2) << 16) "
         f"| (get_byte({column}, 3) << 8) | get_byte({column}, 4) "
         f"ELSE octet_length({column}) END"
@@ -67,7 +72,7 @@ def head_sql(column: str, chars: int) -> str:
     deflated value always inflates to them."""
     raw, deflated = 4 * chars, _HEADER + 8 * chars + 1024
     return (
-        f"CASE WHEN substring({column} FROM 1 FOR 1) = '\\xff'::bytea "
+        f"CASE WHEN {_deflated_sql(column)} "
         f"THEN substring({column} FROM 1 FOR {deflated}) ELSE substring({column} FROM 1 FOR {raw}) END"
     )
 

@@ -11,7 +11,7 @@ import math
 import random
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from operator import attrgetter
 
 from django.db import connection, transaction
@@ -141,7 +141,6 @@ class _NewItem:
     grades_required: int
     status: str
     pk: int | None = None
-    created_at: datetime | None = None
 
 
 @dataclass
@@ -167,7 +166,7 @@ def _insert_items(items: list[_NewItem]) -> None:
         cursor.execute(_INSERT_ITEMS_SQL, [now, *(list(column) for column in columns)])
         ids = dict((decision_id, pk) for pk, decision_id in cursor.fetchall())
     for item in items:
-        item.pk, item.created_at = ids[item.decision_id], now
+        item.pk = ids[item.decision_id]
 
 
 def grading_pool_enter(
@@ -181,7 +180,7 @@ def grading_pool_enter(
     that already holds a final label (an imported one) enters as `labelled`.
     """
     with transaction.atomic():
-        commit_without_waiting()  # the pool sweeper enters whatever a crash loses
+        commit_without_waiting()  # the daily sweep enters whatever a crash loses
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_POOL_LOCK_KEY])
         candidates = _ready_for_pool(decision_ids)
