@@ -212,9 +212,16 @@ class FinalLabel(models.Model):
     # then needs no join to the pool, which holds an item for every decision.
     item_stratum = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001 (NULL: no item)
     item_inclusion_probability = models.FloatField(null=True, blank=True, editable=False)
+    # Set by a trigger on every insert and update (migration 0006), from a sequence drawn under the
+    # audit chain's lock, so it grows in commit order: a route's newest revision moves whenever one
+    # of its labels is written, which is what the statistics' data version reads (one index probe).
+    revision = models.BigIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
-        indexes = [models.Index(fields=["decision_route", "decision_occurred_at"], name="label_route_time_idx")]
+        indexes = [
+            models.Index(fields=["decision_route", "decision_occurred_at"], name="label_route_time_idx"),
+            models.Index(fields=["decision_route", "revision"], name="label_revision_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"decision {self.decision_id}: {self.verdict} ({self.method})"

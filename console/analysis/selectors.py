@@ -62,19 +62,21 @@ def route_for_reader(user, slug: str) -> Route:
 
 
 def data_version(route: Route) -> str:
-    """A string that changes whenever the route's decisions or final labels change (one query).
+    """A string that changes whenever the route's decisions or final labels change (one query of
+    three index probes).
 
     Decisions are insert-only. Their part is the newest decision id of the route together with
     the newest audit event about the route: every ingest (and every label import) writes one in
     its transaction, under the audit chain's lock, so its sequence number follows commit order
-    and also moves when a batch with lower ids commits after a later one. The labels' part covers
-    the labels of the route's decisions (their copy of the route, kept by a trigger): their count,
-    newest id, the sum of the ids labelled correct (it moves when a label flips) and how many are
-    imported. Documents stored
-    under one version are never served under another (see `console.analysis.reports`).
+    and also moves when a batch with lower ids commits after a later one. The labels' part is the
+    newest revision among the labels of the route's decisions (their copy of the route, kept by a
+    trigger): every insert or update of a label stamps a new one, drawn under the same lock, so it
+    too follows commit order (grading migration 0006). Documents stored under one version are
+    never served under another (see `console.analysis.reports`).
 
     Not covered: an in-place edit of a grading item's stratum or inclusion probability (they are
-    fixed when the item enters the pool).
+    fixed when the item enters the pool), and a label deleted by hand in SQL (the application never
+    deletes one; archiving a month writes an event about the route).
     """
     return _remembered(("version", route.pk), lambda: _data_version(route))
 
@@ -86,13 +88,12 @@ def _data_version(route: Route) -> str:
             SELECT (SELECT max(id) FROM ledger_decision WHERE route_id = %s),
                    (SELECT max(seq) FROM audit_auditevent
                      WHERE object_type = 'route' AND object_id IN (%s, %s)),
-                   count(*), max(id), sum(id) FILTER (WHERE correct), count(*) FILTER (WHERE method = %s)
-              FROM grading_finallabel WHERE decision_route_id = %s
+                   (SELECT max(revision) FROM grading_finallabel WHERE decision_route_id = %s)
             """,
-            [route.pk, str(route.pk), route.slug, LabelMethod.IMPORTED, route.pk],
+            [route.pk, str(route.pk), route.slug, route.pk],
         )
-        newest, audit_seq, labels, newest_label, correct_ids, imported = cursor.fetchone()
-    return f"d{newest or 0}.a{audit_seq or 0}.l{labels}.{newest_label or 0}.{correct_ids or 0}.{imported}"
+        newest, audit_seq, label_revision = cursor.fetchone()
+    return f"d{newest or 0}.a{audit_seq or 0}.l{label_revision or 0}"
 
 
 def _decisions(route: Route, window: Window) -> QuerySet[Decision]:
@@ -304,24 +305,38 @@ def _sample_from_labels(route: Route, window: Window) -> GradedSample:
     """The labels grouped by what they share (method, source, stratum, inclusion probability),
     each group's scores and verdicts as two arrays: a handful of rows instead of one per label.
     Everything comes from the labels' own copies (their decision's score, their item's stratum and
-    probability), so the query reads the route's labels and nothing else."""
-    groups = list(
+    probability), so the query reads the route's labels and nothing else.
+    """
+    queryset = (
         _labels(route, window)
         .values("method", "source", "item_inclusion_probability", "item_stratum")
         .annotate(scores=_PackedScores("decision_score"), correct=_PackedFlags("correct"))
         .order_by()
         .values_list("scores", "correct", "method", "source", "item_inclusion_probability", "item_stratum")
     )
+    groups = list(queryset)
     if not groups:
         return _sample_from_rows([], None)
     scores = [np.frombuffer(bytes(group[0]), dtype=">f8") for group in groups]
     sizes = [len(group_scores) for group_scores in scores]
-    columns = [
-        np.concatenate(scores).astype(float),
-        np.concatenate([np.frombuffer(bytes(group[1]), dtype=np.uint8) for group in groups]).astype(bool),
-    ]
-    columns += [np.repeat(np.array([group[k] for group in groups], dtype=object), sizes) for k in range(2, 6)]
-    return _sample_from_columns(columns, None)
+    # What `_sample_from_columns` works out per label, worked out once per group and repeated.
+    imported = [group[2] == LabelMethod.IMPORTED for group in groups]
+    probability = [1.0 if imported[k] or group[4] is None else group[4] for k, group in enumerate(groups)]
+    strata = [IMPORTED_STRATUM if imported[k] or group[5] is None else group[5] for k, group in enumerate(groups)]
+    sources = {group[3] for k, group in enumerate(groups) if imported[k] and group[3] != ""}
+
+    def per_label(values: list, dtype) -> np.ndarray:
+        return np.repeat(np.array(values, dtype=dtype), sizes)
+
+    return GradedSample(
+        scores=np.concatenate(scores).astype(float),
+        correct=np.concatenate([np.frombuffer(bytes(group[1]), dtype=np.uint8) for group in groups]).astype(bool),
+        inclusion_probability=per_label(probability, float),
+        strata=per_label(strata, object),
+        imported=per_label(imported, bool),
+        sources=tuple(sorted(sources)),
+        methods=per_label([group[2] for group in groups], object),
+    )
 
 
 def _labels_answer(window: Window) -> bool:
