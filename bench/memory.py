@@ -3,12 +3,14 @@
 Starts `python -m console.run` (console/run.py: gunicorn and a Celery worker with beat, as `make
 run` does, with its default pool sizes unless WEB_WORKERS, WEB_THREADS or CELERY_CONCURRENCY are
 set) against the benchmark database holding 100,000 decisions (loaded once with COPY, as
-bench/stats.py loads them), asks each page kind once so the processes have served a request, lets
-them idle, then sums PSS (proportional set size: each shared page counted once across the processes
-that share it) over every process console/run.py started, read from /proc/<pid>/smaps_rollup. RSS
-is printed beside it (it counts shared pages once per process). The embedded PostgreSQL and Redis
-are reported on their own line: `make run` starts them too, but their size is PostgreSQL's own
-configuration, not the console's. Target: the console's processes <= 700 MB PSS.
+bench/stats.py loads them), asks each page kind once so the processes have served a request, waits
+until they are at rest (together under 5% of a core for 2 s: the background work on the loaded
+decisions is done), lets them idle, then sums PSS (proportional set size: each shared page counted
+once across the processes that share it) over every process console/run.py started, read from
+/proc/<pid>/smaps_rollup. RSS is printed beside it (it counts shared pages once per process). The
+embedded PostgreSQL and Redis are reported on their own line: `make run` starts them too, but their
+size is PostgreSQL's own configuration, not the console's. Target: the console's processes <= 700
+MB PSS.
 
     .venv/bin/python bench/memory.py [--decisions 100000] [--idle 20] [--quick] [--data-dir DIR]
 
@@ -32,6 +34,9 @@ from stats import DataSet, ensure_loaded
 DECISIONS, QUICK_DECISIONS = 100_000, 5_000
 IDLE, QUICK_IDLE = 20.0, 3.0
 TARGET_MB = 700
+# At rest: every process console/run.py started, together, used under this share of one core for
+# this long (the minute sweepers' short passes aside, an idle console uses next to nothing).
+REST_SHARE, REST_WINDOW, REST_TIMEOUT = 0.05, 2.0, 600.0
 
 
 def children_of() -> dict[int, list[int]]:
@@ -70,6 +75,32 @@ def memory_kb(pid: int) -> tuple[int, int]:
     except OSError:
         pass
     return values["Pss:"], values["Rss:"]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time of the processes (fields 14 and 15 of /proc/<pid>/stat)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15, counted from 1
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wait_at_rest(process: subprocess.Popen, timeout: float = REST_TIMEOUT) -> float | None:
+    """Seconds until the console's processes use under REST_SHARE of a core for REST_WINDOW seconds:
+    the after-ingest and sweeping work on the loaded decisions is done. None if that never happens
+    within `timeout` (the figure is then not a figure at rest, and the report says so)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        pids = [process.pid, *descendants(process.pid)]
+        before = cpu_seconds(pids)
+        time.sleep(REST_WINDOW)
+        if cpu_seconds(pids) - before <= REST_SHARE * REST_WINDOW:
+            return time.monotonic() - started
+    return None
 
 
 def command_name(pid: int) -> str:
@@ -185,6 +216,7 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, process)
         warm(url, token, data.route)
+        rested = wait_at_rest(process)
         time.sleep(idle)
         pids = [process.pid, *descendants(process.pid)]
         pss, rss, kinds = summed(pids)
@@ -212,6 +244,11 @@ def main() -> None:
         "memory",
         [
             f"decisions: {data.decisions:,}, idle {idle:g} s after one request of each kind; pools: {settings}",
+            (
+                f"at rest after {rested:.0f} s (under {REST_SHARE:.0%} of a core for {REST_WINDOW:g} s)"
+                if rested is not None
+                else f"NOT at rest within {REST_TIMEOUT:.0f} s: the figure includes work in progress"
+            ),
             f"processes started by console/run.py: {processes}",
             f"console, PSS (RSS)           : {pss:7.0f} MB ({rss:,.0f} MB)",
             f"PostgreSQL + Redis, PSS (RSS): {server_pss:7.0f} MB ({server_rss:,.0f} MB)",

@@ -122,6 +122,7 @@ EXPECTED = {
     "memory.py": [
         r"== memory",
         r"decisions: 5,000, idle 3 s",
+        r"at rest after \d+ s \(under 5% of a core for 2 s\)",
         r"processes started by console/run.py: \d+ celery .*\d+ gunicorn",
         r"console, PSS \(RSS\) +: +\d+ MB \([\d,]+ MB\)",
         r"console PSS <= 700 MB +: (PASS|FAIL)",
