@@ -65,6 +65,7 @@ class Action(models.TextChoices):
     GAPS_COMPUTED = "gaps_computed", "Corpus gaps computed"
 
     MONTH_ARCHIVED = "month_archived", "Month of decisions archived"
+    PASSAGE_DICTIONARY_CREATED = "passage_dictionary_created", "Passage compression dictionary created"
 
 
 # Actions the console takes by itself as a consequence of another act, with that act.

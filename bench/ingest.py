@@ -121,18 +121,19 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     """COPY the same rows into the same tables; only the COPY statements are timed."""
     import psycopg
 
-    from console.ledger.compression import compress_text
+    from console.ledger.compression import compress_text, newest_dictionary
     from console.ledger.validation import validate_batch
 
     items, errors = validate_batch(records)
     assert not errors
+    dictionary = newest_dictionary()  # the one ingest compresses with, once the job has built it
     passages = {}
     for item in items:
         for p in item.passages:
             passages[p.content_key] = (
                 p.external_id,
                 item.versions.get("corpus", ""),
-                compress_text(p.text),  # stored as the service stores it (deflated when shorter)
+                compress_text(p.text, dictionary),  # stored as the service stores it (deflated when shorter)
                 bytes.fromhex(p.text_sha256),  # the table keeps digests as bytes, the app as hex
                 p.source,
                 p.uri,

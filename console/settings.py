@@ -290,6 +290,8 @@ CELERY_BEAT_SCHEDULE = {
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
     "disputes-escalate": {"task": "disputes.disputes_escalate", "schedule": 60.0},
     "monitoring-daily": {"task": "monitoring.monitor_run", "schedule": float(MONITOR_RUN_SECONDS)},
+    # A newer sample of passage text may compress new passages better (console/ledger/services.py).
+    "ledger-passage-dictionary": {"task": "ledger.passage_dictionary_build", "schedule": 86400.0},
 }
 SPECTACULAR_SETTINGS.update(
     {

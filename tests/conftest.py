@@ -103,6 +103,19 @@ def _jobs_run_inline():
 
 
 @pytest.fixture(autouse=True)
+def _passage_dictionaries_forgotten():
+    """A test's passage dictionaries roll back with it: no later test may compress or read with what
+    this process remembers of them (console/ledger/compression.py), nor inherit its count of text
+    stored without one."""
+    yield
+    from console.ledger import services
+    from console.ledger.compression import dictionaries_forget
+
+    dictionaries_forget()
+    services._text_without_dictionary = 0
+
+
+@pytest.fixture(autouse=True)
 def _audit_checkpoints_in_tmp(settings, tmp_path):
     """Each test signs with its own key into its own checkpoint log, never the data directory's."""
     settings.AUDIT_SIGNING_KEY = None

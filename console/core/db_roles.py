@@ -24,8 +24,9 @@ from django.conf import settings
 from django.db import connections, transaction
 
 _CREDENTIALS = ("USER", "PASSWORD")
-# Tables whose rows the app may add and read but never change or remove.
-APPEND_ONLY_TABLES = ("audit_auditevent",)
+# Tables whose rows the app may add and read but never change or remove: the audit trail, and the
+# passage dictionaries that stored passages name (console/ledger/compression.py).
+APPEND_ONLY_TABLES = ("audit_auditevent", "ledger_passagedictionary")
 
 
 def owner_credentials() -> dict[str, str] | None:
@@ -74,6 +75,9 @@ def app_privileges_grant(*, alias: str, app_role: str) -> None:
         cursor.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
         cursor.execute(f"GRANT SELECT, USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {role}")
         for table in APPEND_ONLY_TABLES:
+            cursor.execute("SELECT to_regclass(%s)", [table])
+            if cursor.fetchone()[0] is None:  # migrated back to before the table
+                continue
             name = connection.ops.quote_name(table)
             cursor.execute(f"REVOKE ALL ON {name} FROM {role}")
             cursor.execute(f"GRANT SELECT, INSERT ON {name} TO {role}")

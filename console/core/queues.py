@@ -12,7 +12,8 @@ Kept free of Django so that console/run.py can name the queues without loading s
 
 from __future__ import annotations
 
-# Task-name prefix -> queue. Several apps may share a queue (audit checkpoints are monitoring work).
+# Task-name prefix -> queue. Several apps may share a queue (audit checkpoints and the ledger's
+# passage dictionaries are housekeeping, done on the monitoring queue).
 QUEUE_OF_PREFIX: dict[str, str] = {
     "verification": "verification",
     "shadow": "shadow",
@@ -20,6 +21,7 @@ QUEUE_OF_PREFIX: dict[str, str] = {
     "analysis": "statistics",
     "notify": "notifications",
     "audit": "monitoring",
+    "ledger": "monitoring",
     "monitoring": "monitoring",
     "governance": "monitoring",
     "disputes": "disputes",

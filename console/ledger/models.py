@@ -1,9 +1,11 @@
 from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 from pgvector.django import VectorField
 
-from console.ledger.compression import compress_text, decompress_text
+from console.ledger.compression import DICTIONARY_MAX_BYTES, compress_text, decompress_text
 
 _FINITE = models.Q(gate_score__lt=float("inf")) & models.Q(gate_score__gt=float("-inf"))
 
@@ -53,7 +55,9 @@ class DigestField(models.BinaryField):
 class CompressedTextField(models.TextField):
     """Text stored in a bytea column, deflated when that is shorter (console/ledger/compression.py),
     and read and written as `str`, so the ORM, forms and the API see the text they always did. Raw
-    SQL reads and writes the stored bytes: `compress_text` / `decompress_text`."""
+    SQL reads and writes the stored bytes: `compress_text` / `decompress_text`. Writes through the
+    ORM deflate without a preset dictionary; ingest, the product's writer of passages, uses the
+    newest `PassageDictionary`."""
 
     def db_type(self, connection) -> str:
         return "bytea"
@@ -64,6 +68,32 @@ class CompressedTextField(models.TextField):
     def get_db_prep_value(self, value, connection, prepared=False):
         value = super().get_db_prep_value(value, connection, prepared)
         return compress_text(value) if isinstance(value, str) else value
+
+
+class PassageDictionary(models.Model):
+    """Sample passage text that deflate starts from, so a short passage can refer back to words it
+    has "seen" before (console/ledger/compression.py). Stored passages name it by id, so a
+    dictionary is never changed or deleted: the app's database role may only add and read rows,
+    and a trigger refuses UPDATE and DELETE to anyone else (ledger migration 0014). Built by
+    `passage_dictionary_build` from the newest stored passages."""
+
+    id = models.SmallAutoField(primary_key=True)  # two bytes in every value compressed with it
+    data = models.BinaryField(help_text="The preset dictionary: passage text, the most recent last.")
+    sha256 = DigestField(help_text="SHA-256 of data.")
+    sample_passages = models.PositiveIntegerField(help_text="Passages whose text went into data.")
+    sample_bytes = models.PositiveIntegerField(help_text="UTF-8 bytes of those passages (data keeps the last 32 KiB).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["sha256"], name="unique_passage_dictionary_sha256"),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("data"), DICTIONARY_MAX_BYTES), name="passage_dictionary_max_bytes"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"passage dictionary {self.pk} ({self.sha256[:8]})"
 
 
 class Passage(models.Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import time
@@ -14,10 +15,17 @@ from psycopg import errors as psycopg_errors
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
+from console.core.jobs import enqueue
 from console.core.partitions import months_ensure
-from console.ledger.compression import compress_text
+from console.ledger.compression import (
+    DICTIONARY_MAX_BYTES,
+    PresetDictionary,
+    compress_text,
+    decompress_text,
+    newest_dictionary,
+)
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
-from console.ledger.models import Route
+from console.ledger.models import PassageDictionary, Route
 from console.ledger.validation import DecisionInput
 
 logger = logging.getLogger(__name__)
@@ -320,6 +328,7 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     new_keys = [key for key in unique if key not in ids]
     if not new_keys:
         return ids
+    dictionary = newest_dictionary()  # cached in the process: no query in most batches
     cursor.execute(
         "CREATE TEMPORARY TABLE ingest_passage ON COMMIT DROP AS "
         "SELECT external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, content_key "
@@ -336,7 +345,7 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
                 (
                     passage.external_id,
                     corpus,
-                    compress_text(passage.text),  # the column holds the stored form (compression.py)
+                    compress_text(passage.text, dictionary),  # the column holds the stored form (compression.py)
                     bytes.fromhex(passage.text_sha256),
                     passage.source,
                     passage.uri,
@@ -356,4 +365,93 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     if skipped:  # stored by a concurrent batch that committed while this one waited
         cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [_digests(skipped)])
         ids.update(_by_hex(cursor.fetchall()))
+    if dictionary is None:
+        _dictionary_wanted(sum(len(unique[key][0].text) for key in new_keys))
     return ids
+
+
+# Preset dictionaries for passage text (console/ledger/compression.py, docs/architecture.md).
+#
+# The first dictionary is built once enough text is stored: each ingest process that stored
+# DICTIONARY_ASK_AFTER characters of passages without one queues the build (after its batch commits).
+# A daily beat job builds a dictionary from the newest passages again and keeps it only if it
+# compresses them clearly better than the current one: passages change with the corpus, and every
+# dictionary a passage names is kept for good, so a new one must earn its 32 KiB.
+DICTIONARY_ASK_AFTER = 64 * 1024  # characters of new passages a process stores before it asks again
+DICTIONARY_HELD_OUT = 200  # the newest passages: what a new dictionary is judged on, never built from
+DICTIONARY_MIN_SAMPLE = 16 * 1024  # bytes of older text without which no dictionary is built
+DICTIONARY_MIN_GAIN = 0.03  # the share of the held-out passages' bytes a new dictionary must save
+_DICTIONARY_READ = 5_000  # newest passages read: the held-out ones, then the sample
+_DICTIONARY_LOCK = 0x50446963  # "PDic": one build at a time, across workers
+_text_without_dictionary = 0  # characters this process stored since it last asked for a dictionary
+
+
+def _dictionary_wanted(characters: int) -> None:
+    global _text_without_dictionary
+    _text_without_dictionary += characters
+    if _text_without_dictionary >= DICTIONARY_ASK_AFTER:
+        _text_without_dictionary = 0
+        enqueue("ledger.passage_dictionary_build")
+
+
+def _stored_size(texts: list[str], dictionary: PresetDictionary | None) -> int:
+    return sum(len(compress_text(text, dictionary)) for text in texts)
+
+
+def passage_dictionary_build(*, actor: Actor) -> PassageDictionary | None:
+    """Build a preset dictionary from the newest stored passages; store it if there is none yet, or
+    if it stores the newest DICTIONARY_HELD_OUT passages in DICTIONARY_MIN_GAIN fewer bytes than the
+    current one. None when there is too little text or no gain.
+
+    The sample is the text of the passages before the held-out ones, newest first until 32 KiB,
+    each text once, laid out oldest first: deflate codes a near reference in fewer bits than a far
+    one, so the newest text, the likeliest to be referred to, ends the dictionary. Builds are
+    serialised, so a second one queued meanwhile finds the first and stores nothing."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DICTIONARY_LOCK])
+            cursor.execute("SELECT text FROM ledger_passage ORDER BY id DESC LIMIT %s", [_DICTIONARY_READ])
+            texts = [decompress_text(stored) for (stored,) in cursor.fetchall()]
+        held_out = texts[:DICTIONARY_HELD_OUT]
+        sample: list[bytes] = []
+        taken: set[bytes] = set()
+        sample_bytes = 0
+        for text in texts[DICTIONARY_HELD_OUT:]:
+            if sample_bytes >= DICTIONARY_MAX_BYTES:
+                break
+            data = text.encode()
+            if data and data not in taken:
+                taken.add(data)
+                sample.append(data)
+                sample_bytes += len(data)
+        if len(held_out) < DICTIONARY_HELD_OUT or sample_bytes < DICTIONARY_MIN_SAMPLE:
+            return None
+        data = b"".join(reversed(sample))[-DICTIONARY_MAX_BYTES:]
+        current = PassageDictionary.objects.order_by("-id").first()
+        before = _stored_size(held_out, None if current is None else PresetDictionary(current.pk, bytes(current.data)))
+        after = _stored_size(held_out, PresetDictionary(0, data))  # the id's size is fixed, its value no matter
+        digest = hashlib.sha256(data).hexdigest()
+        if after > before * (1 - DICTIONARY_MIN_GAIN) or PassageDictionary.objects.filter(sha256=digest).exists():
+            return None
+        dictionary = PassageDictionary(data=data, sha256=digest, sample_passages=len(sample), sample_bytes=sample_bytes)
+        dictionary.full_clean()
+        dictionary.save()
+        audit_record(
+            actor=actor,
+            action=Action.PASSAGE_DICTIONARY_CREATED,
+            object_type="passage_dictionary",
+            object_id=dictionary.pk,
+            payload={
+                "old": None if current is None else {"id": current.pk, "sha256": current.sha256},
+                "new": {
+                    "id": dictionary.pk,
+                    "sha256": digest,
+                    "bytes": len(data),
+                    "sample_passages": len(sample),
+                    "sample_bytes": sample_bytes,
+                },
+                # What the newest passages would take on disk with the old and the new dictionary.
+                "held_out": {"passages": len(held_out), "stored_bytes_before": before, "stored_bytes_after": after},
+            },
+        )
+    return dictionary
