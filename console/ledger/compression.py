@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import time
 import zlib
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 MARKER = 0xFF  # plain deflate
 DICTIONARY_MARKER = 0xFE  # deflate with a preset dictionary
@@ -46,9 +47,19 @@ _NEWEST_SECONDS = 60.0
 _NONE_YET_SECONDS = 1.0
 
 
-class PresetDictionary(NamedTuple):
+@dataclass(frozen=True)
+class PresetDictionary:
+    """A dictionary and a deflater that has already read it. Setting 32 KiB as the preset of a fresh
+    deflater makes zlib hash all of it, for every passage (about 60 us against 12 for deflate
+    alone); a copy of one that has read it skips that (about 35 us)."""
+
     id: int
     data: bytes
+    primed: Any = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        deflater = zlib.compressobj(_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=self.data)
+        object.__setattr__(self, "primed", deflater)
 
 
 # Every dictionary this process has read, by id (they never change), and the newest one as last read.
@@ -69,7 +80,7 @@ def compress_text(text: str, dictionary: PresetDictionary | None = None) -> byte
     else:
         if len(data) <= _DICTIONARY_HEADER:
             return data
-        deflater = zlib.compressobj(_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=dictionary.data)
+        deflater = dictionary.primed.copy()
         packed = deflater.compress(data) + deflater.flush()
         header = bytes((DICTIONARY_MARKER,)) + dictionary.id.to_bytes(2, "big") + len(data).to_bytes(4, "big")
     if len(header) + len(packed) >= len(data):

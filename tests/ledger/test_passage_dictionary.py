@@ -8,6 +8,7 @@ import hashlib
 import importlib
 import io
 import random
+import zlib
 from types import SimpleNamespace
 
 import psycopg
@@ -103,6 +104,11 @@ def test_every_form_round_trips_and_the_dictionary_form_is_the_smallest(route):
     with_dictionary, plain = compress_text(prose, preset), compress_text(prose)
     assert with_dictionary[0] == DICTIONARY_MARKER and plain[0] == MARKER
     assert int.from_bytes(with_dictionary[1:3], "big") == dictionary.pk
+    # The preset's primed deflater is copied for each text, never used up, and a copy deflates as a
+    # deflater given the dictionary afresh does.
+    assert compress_text(prose, preset) == with_dictionary
+    fresh = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=preset.data)
+    assert with_dictionary[7:] == fresh.compress(prose.encode()) + fresh.flush()
     # A lone passage of 500 characters: about 275 bytes deflated alone, about 175 with the dictionary.
     assert len(with_dictionary) < 0.75 * len(plain)
     # Texts too short to gain stay as their UTF-8 bytes, with or without a dictionary.
