@@ -305,37 +305,31 @@ def _sample_from_labels(route: Route, window: Window) -> GradedSample:
     """The labels grouped by what they share (method, source, stratum, inclusion probability),
     each group's scores and verdicts as two arrays: a handful of rows instead of one per label.
     Everything comes from the labels' own copies (their decision's score, their item's stratum and
-    probability), so the query reads the route's labels and nothing else.
-    """
-    queryset = (
+    probability), so the query reads the route's labels and nothing else."""
+    groups = list(
         _labels(route, window)
         .values("method", "source", "item_inclusion_probability", "item_stratum")
         .annotate(scores=_PackedScores("decision_score"), correct=_PackedFlags("correct"))
         .order_by()
         .values_list("scores", "correct", "method", "source", "item_inclusion_probability", "item_stratum")
     )
-    groups = list(queryset)
     if not groups:
         return _sample_from_rows([], None)
     scores = [np.frombuffer(bytes(group[0]), dtype=">f8") for group in groups]
     sizes = [len(group_scores) for group_scores in scores]
-    # What `_sample_from_columns` works out per label, worked out once per group and repeated.
-    imported = [group[2] == LabelMethod.IMPORTED for group in groups]
-    probability = [1.0 if imported[k] or group[4] is None else group[4] for k, group in enumerate(groups)]
-    strata = [IMPORTED_STRATUM if imported[k] or group[5] is None else group[5] for k, group in enumerate(groups)]
-    sources = {group[3] for k, group in enumerate(groups) if imported[k] and group[3] != ""}
-
-    def per_label(values: list, dtype) -> np.ndarray:
-        return np.repeat(np.array(values, dtype=dtype), sizes)
-
+    # `_sample_from_columns` applies its rules (imported labels, missing probabilities) to one row
+    # per group, and each group's results are repeated for its labels: the rules run on a handful
+    # of values instead of 20,000. Its scores and verdicts are placeholders, replaced below.
+    placeholders = [np.zeros(len(groups)), np.zeros(len(groups), dtype=bool)]
+    per_group = _sample_from_columns([*placeholders, *([group[k] for group in groups] for k in range(2, 6))], None)
     return GradedSample(
         scores=np.concatenate(scores).astype(float),
         correct=np.concatenate([np.frombuffer(bytes(group[1]), dtype=np.uint8) for group in groups]).astype(bool),
-        inclusion_probability=per_label(probability, float),
-        strata=per_label(strata, object),
-        imported=per_label(imported, bool),
-        sources=tuple(sorted(sources)),
-        methods=per_label([group[2] for group in groups], object),
+        inclusion_probability=np.repeat(per_group.inclusion_probability, sizes),
+        strata=np.repeat(per_group.strata, sizes),
+        imported=np.repeat(per_group.imported, sizes),
+        sources=per_group.sources,
+        methods=np.repeat(per_group.methods, sizes),
     )
 
 

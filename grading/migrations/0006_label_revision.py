@@ -12,7 +12,8 @@ document stored before matches, and the next write to any label stamps one.
 
 from django.db import migrations, models
 
-# audit.services._CHAIN_LOCK_KEY (0x41756469); tests/grading check that the two agree.
+# audit.services._CHAIN_LOCK_KEY (0x41756469); tests/analysis/test_data_version.py checks the trigger
+# takes that lock.
 CHAIN_LOCK_KEY = 1098212457
 
 STAMP = f"""
