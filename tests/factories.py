@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from audit.services import Actor
@@ -24,6 +25,12 @@ def record(**overrides: Any) -> dict[str, Any]:
     for key, value in overrides.items():
         data[key] = value
     return data
+
+
+def recent(days: int = 1) -> str:
+    """An `occurred_at` inside every rolling window (30-day counts, pool sweeps): the sample record's
+    fixed date ages out of them as the calendar moves on."""
+    return (datetime.now(UTC) - timedelta(days=days)).isoformat().replace("+00:00", "Z")
 
 
 def served_record(**overrides: Any) -> dict[str, Any]:

@@ -4,12 +4,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading.models import GradingItem, GradingPlan
-from tests.factories import record
+from tests.factories import recent, record
 from tests.grading.helpers import pooled
 
 
 def test_grading_plan_sets_rates_from_the_bands(route):
-    pooled([record(gate={"name": "nli", "score": 0.3, "cutoff": 0.85}) for _ in range(4)])
+    pooled([record(gate={"name": "nli", "score": 0.3, "cutoff": 0.85}, occurred_at=recent()) for _ in range(4)])
     out = StringIO()
     call_command(
         "grading_plan", "it-support", "--band", "0:0.5:2", "--band", "0.5:1:10", "--gold-rate", "0.05", stdout=out

@@ -12,7 +12,7 @@ from console.shadow.models import ShadowRun
 from grading import tasks
 from grading.models import AnswerSource, FinalLabel, GradingItem, ItemStatus
 from grading.services import pool as pool_services
-from tests.factories import TEST_ACTOR, ingest, make_route, record, served_record
+from tests.factories import TEST_ACTOR, ingest, make_route, recent, record, served_record
 from tests.grading.helpers import pooled
 
 
@@ -131,8 +131,14 @@ def test_a_stratified_plan_samples_each_band_at_target_over_population(route, mo
     # The decisions wait outside the pool (as a shadow route's refusals do) while the plan is set.
     monkeypatch.setattr(hooks, "_in_ingest", [])
     ingest(
-        [record(gate={"name": "nli", "score": 0.1 + 0.001 * n, "cutoff": 0.85}) for n in range(200)]
-        + [record(gate={"name": "nli", "score": 0.7 + 0.001 * n, "cutoff": 0.85}) for n in range(20)]
+        [
+            record(gate={"name": "nli", "score": 0.1 + 0.001 * n, "cutoff": 0.85}, occurred_at=recent())
+            for n in range(200)
+        ]
+        + [
+            record(gate={"name": "nli", "score": 0.7 + 0.001 * n, "cutoff": 0.85}, occurred_at=recent())
+            for n in range(20)
+        ]
     )
     plan = pool_services.grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 50), (0.5, 1.0, 40)])
     assert [(s["name"], s["population"], s["rate"]) for s in plan.strata] == [("0-0.5", 200, 0.25), ("0.5-1", 20, 1.0)]

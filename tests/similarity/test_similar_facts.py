@@ -27,7 +27,9 @@ QUESTIONS = [f"How do I reach the VPN from site {chr(65 + i)}?" for i in range(1
 @pytest.fixture
 def refusals(integrator) -> list[int]:
     records = [
-        factories.record(request_id=f"sim-{i}", question=q, question_embedding=v.tolist())
+        factories.record(
+            request_id=f"sim-{i}", question=q, question_embedding=v.tolist(), occurred_at=factories.recent()
+        )
         for i, (q, v) in enumerate(zip(QUESTIONS, VECTORS, strict=True))
     ]
     assert integrator.post("/api/v1/decisions", {"decisions": records}, format="json").status_code == 201
