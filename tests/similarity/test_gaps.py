@@ -105,6 +105,27 @@ def test_gaps_clustering_scales_past_the_sample(route):
     assert adjusted_rand_score(truth, found.labels) >= 0.9
 
 
+def test_clustering_accepts_rows_whose_general_product_is_not_symmetric():
+    # Found on an AMD EPYC: OpenBLAS's general product of these rows with a copy of themselves
+    # differs from its transpose by 4e-7, and HDBSCAN refused the matrix ("appear to be asymmetric").
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(205, 32)).astype(np.float32)
+    found = topics.cluster(vectors, min_cluster_size=5, seed=0)
+    assert found.sampled == 205 and len(found.labels) == 205
+
+
+def test_cosine_distances_are_exactly_symmetric_and_match_scikit_learn():
+    from sklearn.metrics.pairwise import cosine_distances as reference
+
+    rng = np.random.default_rng(1)
+    unit = topics.normalise(rng.normal(size=(300, 64)))
+    rows = unit[rng.permutation(300)[:257]]  # taken by index, as the clustering samples them
+    distances = topics.cosine_distances(rows)
+    assert distances.dtype == np.float64 and np.array_equal(distances, distances.T)
+    assert np.all(np.diag(distances) == 0.0)
+    np.testing.assert_allclose(distances, reference(rows.astype(np.float64)), atol=1e-6)
+
+
 def test_gaps_pages_csv_and_permissions(route, other_route, client):
     _plant(np.random.default_rng(1), timezone.now())
     run = services.gaps_compute(actor=factories.TEST_ACTOR, route_id=route.pk)
