@@ -5,8 +5,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
+from psycopg.errors import LockNotAvailable
 
 from audit.models import Action
 from audit.services import Actor, audit_record
@@ -101,8 +102,11 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
     }
     claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES)
     with transaction.atomic():
-        for _attempt in range(5):
+        # Each lost race passes over one more item, so the loop ends when the queue does.
+        while True:
             [item] = list(GradingItem.objects.raw(claim_sql, params)) or [None]
+            if item is None:
+                item = _claim_waiting_for_locked(claim_sql, params)
             if item is None:
                 return None
             if item.route_gold_rate and _rng.random() < item.route_gold_rate:
@@ -119,7 +123,31 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
                 params["passed"].append(item.pk)
                 continue
             return Assignment(pk=row[0], item=item, grader=grader, leased_at=now, lease_expires_at=expires)
-    return None
+
+
+# SKIP LOCKED passes over items another claim or grade is deciding at this moment. When those are all
+# that is left, the grader would be told the queue is empty while the other transaction may still
+# leave a place free; so the claim is asked once more, waiting for those locks (a claim or a grade
+# holds them for milliseconds), for at most this long.
+CLAIM_LOCK_WAIT = "2s"
+
+
+def _claim_waiting_for_locked(claim_sql: str, params: dict[str, Any]) -> GradingItem | None:
+    try:
+        with transaction.atomic():  # a savepoint: a lock timeout undoes only this attempt
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)", [CLAIM_LOCK_WAIT]
+                )
+                [previous, _] = cursor.fetchone()
+            [item] = list(GradingItem.objects.raw(claim_sql.replace("SKIP LOCKED", ""), params)) or [None]
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+            return item
+    except OperationalError as error:
+        if not isinstance(error.__cause__, LockNotAvailable):
+            raise
+        return None
 
 
 def _gold_claim(*, grader, route_id: int, now, expires) -> Assignment | None:

@@ -1,14 +1,16 @@
 import threading
+import time
 import uuid
 from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.models import AuditEvent
 from grading.models import Assignment, Grade, GradingItem
+from grading.services import queue
 from tests.factories import make_route, make_token, make_user, record, served_record
 from tests.grading.helpers import api_client, grade, next_item, pooled
 
@@ -250,3 +252,48 @@ def test_concurrent_graders_never_exceed_k_or_see_an_item_twice(route):
     per_item = Counter(item for _user, item in handed)
     assert len(handed) == len(set(handed))
     assert len(per_item) == 12 and set(per_item.values()) == {2}
+
+
+def _hold_item_lock(pk: int, seconds: float) -> threading.Thread:
+    """Another transaction (a claim or a grade in flight) holding the item's row lock for a while."""
+    locked = threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                GradingItem.objects.select_for_update().get(pk=pk)
+                locked.set()
+                time.sleep(seconds)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert locked.wait(10)
+    return holder
+
+
+@pytest.mark.django_db(transaction=True)
+def test_next_waits_for_an_item_another_transaction_holds_instead_of_saying_the_queue_is_empty(route, grader):
+    # Found as a flaky failure of the concurrent-graders test on a slow machine: the last open item,
+    # locked by another grader's claim for a moment, was skipped and the grader told nothing was left.
+    pooled([record()])
+    holder = _hold_item_lock(GradingItem.objects.get().pk, 0.5)
+    try:
+        item = next_item(grader)
+    finally:
+        holder.join()
+    assert item is not None and item["id"] == str(GradingItem.objects.get().public_id)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_next_gives_up_on_a_lock_held_past_the_wait_with_an_empty_answer(route, grader, monkeypatch):
+    monkeypatch.setattr(queue, "CLAIM_LOCK_WAIT", "100ms")
+    pooled([record()])
+    holder = _hold_item_lock(GradingItem.objects.get().pk, 1.5)
+    try:
+        response = grader.post("/api/v1/grading/next", {}, format="json")
+    finally:
+        holder.join()
+    assert response.status_code == 204
+    assert next_item(grader) is not None  # the lock gone, the item is there
