@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from pgvector.psycopg import register_vector
 
@@ -23,6 +23,7 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.core.errors import InvalidInput
 from console.core.jobs import enqueue
+from console.core.locks import LockWaitExpired, lock_wait_at_most
 from console.ledger.models import Decision, Outcome, Route
 from console.ledger.selectors import route_decision_total
 from console.ledger.validation import DecisionInput
@@ -179,14 +180,9 @@ def _space_partition_drop(space: str) -> bool:
     detach that waits: it gives up after SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT (a long index
     build or ingest holds the table) and leaves the partitions to the sweeper (False)."""
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT set_config('lock_timeout', %s, true)", [settings.SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT]
-            )
+        with lock_wait_at_most(settings.SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT), connection.cursor() as cursor:
             cursor.execute("SELECT similarity_space_drop(%s)", [space])
-    except OperationalError as error:
-        if getattr(error.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
-            raise
+    except LockWaitExpired:
         logger.info("similarity: partitions of %s still in use; the sweeper drops them later", space)
         return False
     return True

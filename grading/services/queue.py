@@ -5,14 +5,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from psycopg.errors import LockNotAvailable
 
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.core.errors import Conflict, Forbidden
+from console.core.locks import LockWaitExpired, lock_wait_at_most
 from grading.models import (
     Assignment,
     GradingItem,
@@ -134,20 +134,11 @@ CLAIM_LOCK_WAIT = "2s"
 
 def _claim_waiting_for_locked(claim_sql: str, params: dict[str, Any]) -> GradingItem | None:
     try:
-        with transaction.atomic():  # a savepoint: a lock timeout undoes only this attempt
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)", [CLAIM_LOCK_WAIT]
-                )
-                [previous, _] = cursor.fetchone()
+        with lock_wait_at_most(CLAIM_LOCK_WAIT):
             [item] = list(GradingItem.objects.raw(claim_sql.replace("SKIP LOCKED", ""), params)) or [None]
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
-            return item
-    except OperationalError as error:
-        if not isinstance(error.__cause__, LockNotAvailable):
-            raise
+    except LockWaitExpired:
         return None
+    return item
 
 
 def _gold_claim(*, grader, route_id: int, now, expires) -> Assignment | None:
