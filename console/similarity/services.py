@@ -9,6 +9,7 @@ transaction. Both go through functions with the table owner's rights (migration 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import defaultdict
 from datetime import datetime, timedelta
@@ -70,14 +71,19 @@ def copy_vectors(cursor, rows, *, table: str = "similarity_questionvector") -> N
 
 
 def unit(vector) -> np.ndarray:
-    """`vector` scaled to length 1; a zero vector as it is. Divided by its largest number first, so
-    that the sum of squares cannot overflow however large the numbers sent."""
+    """`vector` scaled to length 1; a zero vector as it is. When its sum of squares leaves float64's
+    range (numbers beyond about 1e154, or all below about 1e-154), it is divided by its largest
+    number first."""
     vector = np.asarray(vector, dtype=np.float64)
-    largest = np.max(np.abs(vector), initial=0.0)
-    if largest == 0:
-        return vector
-    vector = vector / largest
-    return vector / np.linalg.norm(vector)
+    with np.errstate(over="ignore", under="ignore"):  # both are handled below
+        norm = math.sqrt(vector.dot(vector))
+    if not 0 < norm < math.inf:
+        largest = np.abs(vector).max(initial=0.0)
+        if largest == 0:
+            return vector
+        vector = vector / largest
+        norm = math.sqrt(vector.dot(vector))
+    return vector / norm
 
 
 # --- vectors sent by the integrator -------------------------------------------------------
@@ -158,7 +164,9 @@ def vectors_store_sent(
                         None,
                         item.outcome == Outcome.REFUSED,
                         item.occurred_at,
-                        np.asarray(item.question_embedding, dtype=np.float32),
+                        # float64 until scaled: a finite number beyond float32's range (3.4e38)
+                        # would become infinite, which pgvector refuses
+                        np.asarray(item.question_embedding, dtype=np.float64),
                         space.space_key,
                     )
                 )

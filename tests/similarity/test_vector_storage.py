@@ -141,7 +141,7 @@ def test_sent_vectors_are_kept_at_unit_length_in_half_precision_whatever_their_s
     # Numbers far beyond half precision's range (65,504) and far below its smallest: each vector is
     # scaled to length 1 first, which changes no cosine.
     rng = np.random.default_rng(5)
-    vectors = rng.normal(size=(40, 12)) * np.repeat([1e30, 1e-30, 1.0, 7e4], 10)[:, None]
+    vectors = rng.normal(size=(50, 12)) * np.repeat([1e200, 1e-200, 1e-30, 1.0, 7e4], 10)[:, None]
     records = [factories.record(question=f"q{i}", question_embedding=v.tolist()) for i, v in enumerate(vectors)]
     assert integrator.post("/api/v1/decisions", {"decisions": records}, format="json").status_code == 201
     ids = list(Decision.objects.order_by("pk").values_list("pk", flat=True))
@@ -149,11 +149,20 @@ def test_sent_vectors_are_kept_at_unit_length_in_half_precision_whatever_their_s
     stored = _stored(f"r{route_id}")
     assert {kind for kind, _, _ in stored} == {"halfvec"}
     assert max(size for _, size, _ in stored) <= 8 + 2 * 12  # a header and two bytes a number
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    assert np.array(([numbers for *_, numbers in stored])) == pytest.approx(unit, abs=1e-3)
+    scaled = vectors / np.abs(vectors).max(axis=1, keepdims=True)
+    unit = scaled / np.linalg.norm(scaled, axis=1, keepdims=True)
+    assert np.array([numbers for *_, numbers in stored]) == pytest.approx(unit, abs=1e-3)
     results = reviewer.get(f"/api/v1/decisions/{ids[0]}/similar?k=5").json()["results"]
     expected = np.argsort(-(unit[1:] @ unit[0]))[:5] + 1
     assert [r["id"] for r in results] == [ids[i] for i in expected]
+
+
+@pytest.mark.parametrize(
+    ("vector", "expected"),
+    [([3e5, 4e5, 0], [0.6, 0.8, 0]), ([1e300, 1e300], [0.5**0.5] * 2), ([1e-320, 0], [1, 0]), ([0, 0], [0, 0])],
+)
+def test_unit_scales_any_finite_vector_to_length_one_and_leaves_zero_alone(vector, expected):
+    assert services.unit(vector) == pytest.approx(expected, abs=1e-12)
 
 
 def test_a_built_in_vector_takes_two_bytes_a_dimension(route):
