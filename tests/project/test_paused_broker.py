@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from django.db import connections
 
 from console import embedded
 from console.celery import app
@@ -58,8 +59,13 @@ def _post_in_thread(client, records):
 
     def post():
         started = time.monotonic()
-        outcome["response"] = client.post("/api/v1/decisions", {"decisions": records}, format="json")
-        outcome["seconds"] = time.monotonic() - started
+        try:
+            outcome["response"] = client.post("/api/v1/decisions", {"decisions": records}, format="json")
+            outcome["seconds"] = time.monotonic() - started
+        finally:
+            # The thread's own database connection: the test client leaves it open, and left to
+            # garbage collection it can outlive the session and block dropping the test database.
+            connections.close_all()
 
     thread = threading.Thread(target=post, daemon=True)
     thread.start()
