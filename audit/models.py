@@ -101,7 +101,11 @@ class AuditEvent(models.Model):
         indexes = [
             models.Index(fields=["object_type", "object_id", "seq"], name="audit_object_idx"),
             models.Index(fields=["route", "seq"], name="audit_route_idx"),
-            GinIndex(fields=["payload"], opclasses=["jsonb_path_ops"], name="audit_payload_gin"),
+            # A short pending list, as console.ledger.models.GIN_PENDING_LIST_KB explains (not imported:
+            # the audit trail sits below the ledger).
+            GinIndex(
+                fields=["payload"], opclasses=["jsonb_path_ops"], name="audit_payload_gin", gin_pending_list_limit=256
+            ),
         ]
 
     def __str__(self) -> str:

@@ -7,6 +7,12 @@ from pgvector.django import VectorField
 
 from console.ledger.compression import DICTIONARY_MAX_BYTES, compress_text, decompress_text
 
+# A GIN index collects new entries in a pending list and merges them into its tree when the list
+# reaches this size (PostgreSQL's default is 4 MB). The merged list's pages stay in the index file
+# as free space that VACUUM never gives back, so each month's index carried about 4 MB of them
+# whatever its rows; a 256 kB list costs a few microseconds more per insert (bench/README.md).
+GIN_PENDING_LIST_KB = 256
+
 _FINITE = models.Q(gate_score__lt=float("inf")) & models.Q(gate_score__gt=float("-inf"))
 
 
@@ -186,10 +192,21 @@ class Decision(models.Model):
             models.Index(fields=["route", "id"], name="decision_route_id_idx"),
             # the refusals list of every route sorted by score (keyset pages)
             models.Index(fields=["outcome", "gate_score", "id"], name="decision_outcome_score_idx"),
-            # and decision_text_search_idx, a GIN expression index for text search (migration 0004)
-            # the model and segment filters (JSON containment) of the list and the rechecks
-            GinIndex(fields=["versions"], opclasses=["jsonb_path_ops"], name="decision_versions_gin"),
-            GinIndex(fields=["segments"], opclasses=["jsonb_path_ops"], name="decision_segments_gin"),
+            # and decision_text_search_idx, a GIN expression index for text search (migrations 0004, 0015)
+            # the model and segment filters (JSON containment) of the list and the rechecks; a short
+            # pending list (GIN_PENDING_LIST_KB, migration 0015) keeps each month's index file small
+            GinIndex(
+                fields=["versions"],
+                opclasses=["jsonb_path_ops"],
+                name="decision_versions_gin",
+                gin_pending_list_limit=GIN_PENDING_LIST_KB,
+            ),
+            GinIndex(
+                fields=["segments"],
+                opclasses=["jsonb_path_ops"],
+                name="decision_segments_gin",
+                gin_pending_list_limit=GIN_PENDING_LIST_KB,
+            ),
         ]
 
     def __str__(self) -> str:
