@@ -181,7 +181,7 @@ def test_similar_refusals_read_the_current_version_and_say_when_a_question_has_n
     assert body["vectors"]["decision_has_vector"] is False and body["results"] == []
 
 
-def test_a_stored_model_keeps_its_components_in_half_precision_and_embeds_as_the_fitted_one():
+def test_a_stored_model_keeps_its_components_in_12_bits_and_embeds_as_the_fitted_one():
     import io
 
     import joblib
@@ -191,11 +191,38 @@ def test_a_stored_model_keeps_its_components_in_half_precision_and_embeds_as_the
 
     questions = _questions(4)
     model = embedder.fit(questions)
+    components = model.named_steps["svd"].components_
     stored = embedder.dumps(model)
-    assert joblib.load(io.BytesIO(stored)).named_steps["svd"].components_.dtype == np.float16
-    assert model.named_steps["svd"].components_.dtype == np.float32  # the model in hand is left as it was
-    assert np.array_equal(embedder.transform(embedder.loads(stored), questions), embedder.transform(model, questions))
-    # A model stored before, in float32, still loads.
-    buffer = io.BytesIO()
-    joblib.dump(model, buffer)
-    assert embedder.loads(buffer.getvalue()).named_steps["svd"].components_.dtype == np.float32
+    assert stored.startswith(embedder.MAGIC)
+    assert model.named_steps["svd"].components_ is components  # the model in hand is left as it was
+    loaded = embedder.loads(stored)
+    assert loaded.named_steps["svd"].components_.dtype == np.float32
+    assert np.array_equal(loaded.named_steps["svd"].components_, components)
+    assert np.array_equal(embedder.transform(loaded, questions), embedder.transform(model, questions))
+    # Each component takes at most 2 x 2047 + 1 values, its largest number exactly one of them.
+    for row in components:
+        steps = row / (np.abs(row).max() / 2047)
+        assert np.allclose(steps, np.rint(steps), atol=1e-3)
+    # Models stored before, in float16 and before that in float32, still load as they were stored.
+    for dtype in (np.float16, np.float32):
+        model.named_steps["svd"].components_ = components.astype(dtype)
+        buffer = io.BytesIO()
+        joblib.dump(model, buffer)
+        old = embedder.loads(buffer.getvalue()).named_steps["svd"].components_
+        assert old.dtype == np.float32 and np.array_equal(old, components.astype(dtype).astype(np.float32))
+
+
+def test_12_bit_components_are_near_the_fitted_ones_and_smaller_than_half_precision():
+    import numpy as np
+
+    from console.similarity import embedder
+
+    rng = np.random.default_rng(7)
+    components = rng.normal(size=(64, 3000)).astype(np.float32) * rng.uniform(0.01, 1, size=(64, 1)).astype(np.float32)
+    components[3] = 0  # a component with nothing in it keeps nothing
+    packed = embedder._pack(components)
+    unpacked = embedder._unpack(memoryview(packed))
+    largest = np.abs(components).max(axis=1, keepdims=True)
+    assert np.all(np.abs(unpacked - components) <= largest / 2047 / 2 * 1.0001)
+    assert not unpacked[3].any()
+    assert len(packed) < components.size * 2 * 0.8  # float16 would take 2 bytes a number
