@@ -221,13 +221,12 @@ class RequestKey(models.Model):
     """A request_id taken within its route. The decisions' own unique key includes the month (a
     partitioned table's must), so this narrow table is what makes a second decision with the same
     request_id in another month fail as it did before: ingest writes each decision's key first, and
-    a concurrent batch with the same key waits on it, then fails and compares."""
+    a concurrent batch with the same key waits on it, then fails and compares. The key is the primary
+    key: a surrogate id would cost a column and an index that no read uses (ledger migration 0016)."""
 
+    pk = models.CompositePrimaryKey("route", "request_id")
     route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="+", db_index=False)
     request_id = models.CharField(max_length=200)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["route", "request_id"], name="unique_request_key")]
 
     def __str__(self) -> str:
         return f"{self.route_id}/{self.request_id}"
