@@ -123,16 +123,17 @@ class QuestionVector(models.Model):
     """The vector of one decision's question in one space. `refused` and `occurred_at` copy the
     decision's (never edited) so that the partial index and the 30-day count need no join.
 
-    The table is partitioned by `space` (see above): its primary key in the database is
-    (id, space), and PostgreSQL wants the partition key in every unique constraint, so the two
-    rules, one vector per decision per embedder version and one sent vector per decision, are the
-    one constraint `unique_vector_per_space`. `vector_space_key` makes `space` follow from the
-    route and the embedder, so that constraint says the same as those two rules (a decision's sent
-    vectors can only be in its route's space).
+    The table is partitioned by `space` (see above), and PostgreSQL wants the partition key in
+    every unique key, so the two rules, one vector per decision per embedder version and one sent
+    vector per decision, are the one primary key (decision, space); there is no surrogate id, whose
+    column and index no read used (similarity migration 0010). `vector_space_key` makes `space`
+    follow from the route and the embedder, so that key says the same as those two rules (a
+    decision's sent vectors can only be in its route's space).
     """
 
-    # No index of their own: unique_vector_per_space leads with the decision, and a space's rows
-    # are its partition.
+    pk = models.CompositePrimaryKey("decision", "space")
+    # No index of their own: the primary key leads with the decision, and a space's rows are its
+    # partition.
     decision = models.ForeignKey(
         "ledger.Decision",
         on_delete=models.CASCADE,
@@ -161,7 +162,6 @@ class QuestionVector(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["decision", "space"], name="unique_vector_per_space"),
             models.CheckConstraint(
                 condition=models.Q(
                     embedder__isnull=True,
