@@ -35,6 +35,7 @@ from pathlib import Path
 
 from django.db import connection, models, transaction
 from django.db.models.deletion import Collector, ProtectedError
+from django.db.models.fields.composite import CompositePrimaryKey
 from django.utils import timezone
 
 from audit.models import Action
@@ -170,14 +171,26 @@ def _collect_and_delete(queryset, result: ArchiveResult) -> None:
     collector.collect(queryset)
     for model, instances in collector.data.items():
         ids = [obj.pk for obj in instances]
-        if ids:
-            table, pk = model._meta.db_table, model._meta.pk.column
-            _export(f"SELECT * FROM {table} WHERE {pk} = ANY(%s)", table, result, params=[ids])
+        if not ids:
+            continue
+        table, key = model._meta.db_table, _key_columns(model)
+        if len(key) == 1:  # one array parameter, however many rows the month has
+            _export(f"SELECT * FROM {table} WHERE {key[0]} = ANY(%s)", table, result, params=[ids])
+        else:
+            sql, params = model._base_manager.filter(pk__in=ids).values("pk").query.sql_with_params()
+            _export(f"SELECT * FROM {table} WHERE ({', '.join(key)}) IN ({sql})", table, result, params=list(params))
     for fast in collector.fast_deletes:
-        table, pk = fast.model._meta.db_table, fast.model._meta.pk.column
+        table, key = fast.model._meta.db_table, _key_columns(fast.model)
         sql, params = fast.values("pk").query.sql_with_params()
-        _export(f"SELECT * FROM {table} WHERE {pk} IN ({sql})", table, result, params=list(params))
+        _export(f"SELECT * FROM {table} WHERE ({', '.join(key)}) IN ({sql})", table, result, params=list(params))
     collector.delete()
+
+
+def _key_columns(model) -> tuple[str, ...]:
+    """The primary key's columns: one, or several for a composite key (question vectors, request
+    keys, ranked passages), whose `pk.column` is None."""
+    pk = model._meta.pk
+    return tuple(field.column for field in pk.fields) if isinstance(pk, CompositePrimaryKey) else (pk.column,)
 
 
 def _export(query: str, table: str, result: ArchiveResult, *, params: list | None = None) -> None:
