@@ -218,6 +218,7 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
         conn.execute("VACUUM ANALYZE ledger_decision")
         conn.execute("VACUUM ANALYZE grading_gradingitem")
         conn.execute("VACUUM ANALYZE grading_finallabel")
+        conn.execute("VACUUM ANALYZE grading_labelsample")
 
 
 def ensure_loaded(database_url: str, data: DataSet, folder: Path) -> tuple[int, bool]:

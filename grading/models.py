@@ -229,3 +229,43 @@ class FinalLabel(models.Model):
     @property
     def verdict(self) -> str:
         return Verdict.CORRECT if self.correct else Verdict.INCORRECT
+
+
+class LabelSample(models.Model):
+    """The final labels of a route's decisions of one UTC day that share a sample group (method,
+    source, inclusion probability, stratum), packed into two byte strings.
+
+    Kept by statement triggers on grading_finallabel (migration 0007), which rebuild every (route,
+    day) a write touched; read-only for the application. The graded sample joins a group's days
+    instead of grouping and packing every label of the window on each read (console.analysis.selectors).
+    """
+
+    # No index of its own: the unique constraint's index leads with the route and the day.
+    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField(help_text="UTC date of the labelled decisions' occurred_at.")
+    method = models.CharField(max_length=12, choices=LabelMethod.choices, help_text="The labels' method.")
+    source = models.CharField(max_length=200, blank=True, help_text="The labels' imported set, empty for grades.")
+    item_inclusion_probability = models.FloatField(
+        null=True, blank=True, help_text="The labels' pool items' inclusion probability; empty without an item."
+    )
+    item_stratum = models.CharField(  # noqa: DJ001 (NULL: no item, as on the labels)
+        max_length=64, null=True, blank=True, help_text="The labels' pool items' stratum; empty without an item."
+    )
+    labels = models.PositiveIntegerField(help_text="How many labels the row packs.")
+    scores = models.BinaryField(
+        help_text="The labels' decision scores in label id order, big-endian float8 each, NaN for none."
+    )
+    correct = models.BinaryField(help_text="The labels' verdicts in the same order, one byte each (1: correct).")
+
+    class Meta:
+        constraints = [
+            # NULLs equal: labels without a pool item share one group a day, as GROUP BY puts them.
+            models.UniqueConstraint(
+                fields=["route", "day", "method", "source", "item_inclusion_probability", "item_stratum"],
+                name="unique_label_sample_group",
+                nulls_distinct=False,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route_id}/{self.day}/{self.method}/{self.source}/{self.item_stratum}: {self.labels}"

@@ -5,6 +5,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import pytest
+from django.db.models import Q
 
 from console.analysis import selectors
 from console.analysis.params import Window
@@ -134,6 +135,10 @@ def test_graded_samples_from_the_labels_equal_those_read_through_the_decisions(s
     # A decision edited after it was labelled: the label's copy follows.
     moved = FinalLabel.objects.filter(decision__route=route).first().decision_id
     Decision.objects.filter(pk=moved).update(gate_score=0.123, occurred_at=datetime(2026, 11, 3, 1, tzinfo=UTC))
+    # Verdicts flipped and labels deleted: the days they touched are packed again.
+    written = list(FinalLabel.objects.order_by("?").values_list("pk", flat=True)[:20])
+    FinalLabel.objects.filter(pk__in=written[:10]).update(correct=~Q(correct=True))
+    FinalLabel.objects.filter(pk__in=written[10:]).delete()
     for _ in range(30):
         window = random_window(rng)
         window = Window(window.date_from, window.date_to)  # the labels answer windows of dates
