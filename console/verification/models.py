@@ -5,8 +5,9 @@ from django.db import models
 
 
 class SupportStatus(models.TextChoices):
-    # PENDING exists only inside the verifying transaction (see services.decisions_verify);
-    # committed rows are DONE or FAILED.
+    # PENDING is only the column's default: services.decisions_verify writes each row once, with its
+    # outcome, DONE or FAILED (older code wrote PENDING inside its transaction; such a row, like a
+    # FAILED one, is verified again).
     PENDING = "pending", "Pending"
     DONE = "done", "Verified"
     FAILED = "failed", "Failed"

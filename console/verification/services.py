@@ -11,10 +11,13 @@ characters cannot be searched and counts as not found. Per decision:
 Decisions are verified in groups, one transaction per group: a group holds decisions (in id
 order) until their claims and passages reach VERIFY_BATCH_BYTES, and a decision larger than that
 is a group of its own, so one decision with long passages cannot hold the others of its batch.
-A group is claimed in one upsert, its passages read in one query, its span checks written in one
-bulk insert, and it writes one audit event per route. A job stopped half-way (a time limit, a
-killed worker) keeps every group it finished. A decision whose search runs past
-VERIFY_DECISION_BUDGET_MS is marked failed and the group goes on.
+Only decisions still to verify are grouped (no DecisionSupport yet, or one left pending or
+failed). A group's passages are read in one query; its DecisionSupport rows are written once,
+with their figures, in one upsert that inserts new rows and updates only rows still to verify;
+its span checks are written in one bulk insert and it writes one audit event per route, both
+for the rows that upsert wrote only. A job stopped half-way (a time limit, a killed worker) keeps
+every group it finished. A decision whose search runs past VERIFY_DECISION_BUDGET_MS is marked
+failed and the group goes on.
 """
 
 from __future__ import annotations
@@ -50,20 +53,15 @@ from console.verification.spans import (
 logger = logging.getLogger(__name__)
 
 _MAX_ERROR_CHARS = 4_000
-# Claims, routes and sizes are read this many decisions at a time, passages one group at a time.
+# Which decisions are still to verify, with their claims, routes and sizes, is read this many
+# decisions at a time; passages one group at a time.
 _READ_CHUNK = 500
 
 _TABLE = DecisionSupport._meta.db_table
-# Insert the decision's DecisionSupport as claimed, or claim the existing one if it is pending or
-# failed; no row back means another job verified it (or holds it: this waits on its row lock).
-_CLAIM_SQL = (
-    f"INSERT INTO {_TABLE} (decision_id, decision_occurred_at, status, units, units_supported, expected_support, "
-    "fully_supported, no_supporting_passage, verifier_version, attempts, error, verified_at) "
-    "SELECT id, at, 'pending', 0, 0, NULL, false, false, '', 1, '', NULL "
-    "FROM unnest(%s::bigint[], %s::timestamptz[]) AS x(id, at) ORDER BY id "
-    f"ON CONFLICT (decision_id, decision_occurred_at) DO UPDATE SET attempts = {_TABLE}.attempts + 1 "
-    f"WHERE {_TABLE}.status IN ('pending', 'failed') RETURNING decision_id, attempts"
-)
+# A DecisionSupport in one of these states is verified again; one in any other (done) is final.
+# Pending rows are no longer written (rows are written once, with their outcome), but older code
+# wrote them inside its transaction, and one is still claimed if ever found.
+_TO_RETRY = f"('{SupportStatus.PENDING.value}', '{SupportStatus.FAILED.value}')"
 # The decisions' passages are read one decision at a time from the list of ids (a LATERAL subquery
 # that OFFSET 0 keeps from being flattened into a join), not by filtering the link table with
 # `= ANY(ids)`: right after a burst of ingest the table statistics lag behind, the planner takes
@@ -76,10 +74,15 @@ _CLAIM_SQL = (
 # after-ingest worker spends more of its time on round trips than on verifying. Both sides are
 # LATERAL for the reason above (joined plainly, the planner merged the whole decisions table), and
 # the passages are looked up with the decision's month, so only that month's partition is probed.
+# Decisions verified before are left out here, each by a probe of its DecisionSupport's key (a
+# subquery that OFFSET 0 keeps from becoming an anti-join the planner may run as a hash of the
+# table, as in selectors._AWAITING_SQL), so their passages are neither sized nor read.
 _CHUNK_SQL = (
     "SELECT d.id, d.claim, d.slug, d.occurred_at, x.bytes FROM unnest(%s::bigint[]) AS u(id) "
     "CROSS JOIN LATERAL (SELECT d.id, d.claim, r.slug, d.occurred_at FROM ledger_decision d "
-    "JOIN ledger_route r ON r.id = d.route_id WHERE d.id = u.id OFFSET 0) AS d "
+    "JOIN ledger_route r ON r.id = d.route_id WHERE d.id = u.id "
+    f"AND NOT EXISTS (SELECT 1 FROM {_TABLE} s WHERE s.decision_id = d.id AND s.decision_occurred_at = d.occurred_at "
+    f"AND s.status NOT IN {_TO_RETRY} OFFSET 0) OFFSET 0) AS d "
     f"CROSS JOIN LATERAL (SELECT sum({utf8_length_sql('p.text')}) AS bytes FROM ledger_decisionpassage dp "
     "JOIN ledger_passage p ON p.id = dp.passage_id "
     "WHERE dp.decision_id = d.id AND dp.decision_occurred_at = d.occurred_at OFFSET 0) AS x "
@@ -91,20 +94,39 @@ _PASSAGES_SQL = (
     "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = d.id AND dp.decision_occurred_at = d.at "
     "OFFSET 0) AS x ORDER BY d.id, x.rank"
 )
-# The figures of a whole group in one statement (Django's bulk_update builds a CASE per row and
-# field, which cost more than the verification itself). The rows to update are also named by
-# `decision_id = ANY(ids)`, which the planner reads as an index scan of the group's rows: joined on
-# the unnested values alone, it hashed every DecisionSupport row of the table for each group.
-_RESULT_SQL = (
-    f"UPDATE {_TABLE} AS s SET status = v.status, units = v.units, units_supported = v.units_supported, "
-    "expected_support = v.expected_support, fully_supported = v.fully_supported, "
-    "no_supporting_passage = v.no_supporting_passage, verifier_version = v.verifier_version, error = v.error, "
-    "verified_at = %(now)s "
-    "FROM unnest(%(ids)s::bigint[], %(status)s::text[], %(units)s::integer[], %(units_supported)s::integer[], "
-    "%(expected_support)s::double precision[], %(fully_supported)s::boolean[], %(no_supporting_passage)s::boolean[], "
-    "%(verifier_version)s::text[], %(error)s::text[]) AS v(decision_id, status, units, units_supported, "
-    "expected_support, fully_supported, no_supporting_passage, verifier_version, error) "
-    "WHERE s.decision_id = v.decision_id AND s.decision_id = ANY(%(ids)s::bigint[])"
+# A whole group's DecisionSupport rows with their figures in one statement, each written once: a
+# new row is inserted as it is final, and only a row still to verify (an earlier attempt failed)
+# is updated, its attempts counted up. Writing a row as claimed and then updating it with the
+# figures left a dead row version and a second set of index entries per decision that VACUUM does
+# not give back (bench/storage.py, 20,000 decisions: 210 bytes a decision then, 153 now). A row
+# another job verified meanwhile is left alone and not returned (a row that job has written but
+# not committed yet is waited for), so the span checks and audit events follow the returned rows
+# only. The ids are sorted, so concurrent jobs take rows in one order.
+_WRITE_SQL = (
+    f"INSERT INTO {_TABLE} AS s (decision_id, decision_occurred_at, status, units, units_supported, "
+    "expected_support, fully_supported, no_supporting_passage, verifier_version, attempts, error, verified_at) "
+    "SELECT v.decision_id, v.decision_occurred_at, v.status, v.units, v.units_supported, v.expected_support, "
+    "v.fully_supported, v.no_supporting_passage, v.verifier_version, 1, v.error, %(now)s "
+    "FROM unnest(%(ids)s::bigint[], %(occurred_at)s::timestamptz[], %(status)s::text[], %(units)s::integer[], "
+    "%(units_supported)s::integer[], %(expected_support)s::double precision[], %(fully_supported)s::boolean[], "
+    "%(no_supporting_passage)s::boolean[], %(verifier_version)s::text[], %(error)s::text[]) "
+    "AS v(decision_id, decision_occurred_at, status, units, units_supported, expected_support, fully_supported, "
+    "no_supporting_passage, verifier_version, error) ORDER BY v.decision_id "
+    "ON CONFLICT (decision_id, decision_occurred_at) DO UPDATE SET status = excluded.status, units = excluded.units, "
+    "units_supported = excluded.units_supported, expected_support = excluded.expected_support, "
+    "fully_supported = excluded.fully_supported, no_supporting_passage = excluded.no_supporting_passage, "
+    "verifier_version = excluded.verifier_version, attempts = s.attempts + 1, error = excluded.error, "
+    f"verified_at = excluded.verified_at WHERE s.status IN {_TO_RETRY} RETURNING s.decision_id, s.attempts"
+)
+_WRITTEN_FIELDS = (
+    "status",
+    "units",
+    "units_supported",
+    "expected_support",
+    "fully_supported",
+    "no_supporting_passage",
+    "verifier_version",
+    "error",
 )
 
 
@@ -125,12 +147,13 @@ class _Outcome:
 def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResult:
     """Verify the claims of these decisions; decisions verified before are skipped.
 
-    Each group (see the module docstring) is one transaction: insert the DecisionSupport rows as
-    claimed, or claim those pending (or failed), in one upsert; compute; write the SpanChecks, the
-    figures and one audit event per route; commit. A worker killed half-way loses only the group
-    it was on (the sweeper queues it again); a duplicate job running at the same time waits on the
-    rows, then finds them verified and claims nothing. Claims, routes and sizes never change, so
-    they are read beforehand, a chunk of decisions at a time.
+    Which decisions are still to verify (no DecisionSupport, or one pending or failed) is read with
+    their claims, routes and sizes, which never change, a chunk of decisions at a time. Each group
+    (see the module docstring) is then computed, and written in one transaction: the DecisionSupport
+    rows with their figures in one upsert, then, for the rows it wrote, the SpanChecks and one audit
+    event per route; commit. A worker killed half-way loses only the group it was on (the sweeper
+    queues it again); a duplicate job running at the same time computes the same group in vain:
+    its upsert waits on the other job's rows, finds them verified and writes nothing.
     """
     result = VerifyResult()
     # Existing decisions only (a stale message may name ids that never were), in one lock order.
@@ -155,54 +178,45 @@ def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResu
 
 
 def _verify_group(actor: Actor, group: list[tuple[int, str, str, datetime]], result: VerifyResult) -> None:
+    # Computed before the transaction: it holds no row while the search runs.
+    passages = _logged_passages([(row[0], row[3]) for row in group])
+    outcomes = [
+        (decision_id, slug, _check(decision_id, claim, passages.get(decision_id, [])))
+        for decision_id, claim, slug, _ in group
+    ]
+    now = timezone.now()  # verified_at: when the group's checks are done, just before they are written
+    supports = []
+    for decision_id, _, outcome in outcomes:
+        support = DecisionSupport(decision_id=decision_id)
+        _apply(support, outcome, now)
+        supports.append(support)
     with transaction.atomic():
         commit_without_waiting()  # the sweeper queues again what a crash loses (no DecisionSupport)
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM_SQL, [[row[0] for row in group], [row[3] for row in group]])
+            cursor.execute(
+                _WRITE_SQL,
+                {
+                    "now": now,
+                    "ids": [row[0] for row in group],
+                    "occurred_at": [row[3] for row in group],
+                    **{name: [getattr(x, name) for x in supports] for name in _WRITTEN_FIELDS},
+                },
+            )
             attempts = dict(cursor.fetchall())
         if not attempts:
-            return
-        passages = _logged_passages([(row[0], row[3]) for row in group if row[0] in attempts])
-        outcomes = [
-            (decision_id, slug, _check(decision_id, claim, passages.get(decision_id, [])))
-            for decision_id, claim, slug, _ in group
-            if decision_id in attempts  # the others were verified by another job
-        ]
-        now = timezone.now()  # verified_at: when the group's checks are done, just before they are written
-        supports, checks, verified, failed = [], [], [], []
-        by_route: dict[str, list[DecisionSupport]] = {}
-        for decision_id, slug, outcome in outcomes:
-            support = DecisionSupport(decision_id=decision_id)
-            _apply(support, outcome, now)
-            supports.append(support)
-            checks += outcome.checks
-            by_route.setdefault(slug, []).append(support)
-            (failed if outcome.error else verified).append(decision_id)
+            return  # another job verified the whole group meanwhile
         retried = [decision_id for decision_id, attempt in attempts.items() if attempt > 1]
         if retried:  # an earlier attempt may have left checks
             SpanCheck.objects.filter(decision_id__in=retried).delete()
+        checks, verified, failed = [], [], []
+        by_route: dict[str, list[DecisionSupport]] = {}
+        for (decision_id, slug, outcome), support in zip(outcomes, supports, strict=True):
+            if decision_id not in attempts:  # verified by another job meanwhile
+                continue
+            checks += outcome.checks
+            by_route.setdefault(slug, []).append(support)
+            (failed if outcome.error else verified).append(decision_id)
         _copy_checks(checks)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _RESULT_SQL,
-                {
-                    "now": now,
-                    "ids": [x.decision_id for x in supports],
-                    **{
-                        name: [getattr(x, name) for x in supports]
-                        for name in (
-                            "status",
-                            "units",
-                            "units_supported",
-                            "expected_support",
-                            "fully_supported",
-                            "no_supporting_passage",
-                            "verifier_version",
-                            "error",
-                        )
-                    },
-                },
-            )
         audit_record_many(
             actor=actor, events=[_event(slug, route_supports) for slug, route_supports in sorted(by_route.items())]
         )
@@ -311,7 +325,7 @@ def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Ou
                 raise TimeBudgetExceeded("The verification ran out of its time budget.")
         return outcome
     except SoftTimeLimitExceeded:
-        raise  # the job's own limit: stop here, this decision is rolled back and queued again
+        raise  # the job's own limit: stop here; nothing of this group is written yet, it is queued again
     except Exception as exc:  # one bad decision must not hold back the rest of the batch
         logger.exception("verifying decision %s failed", decision_id)
         return _Outcome(checks=[], error=f"{type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS])

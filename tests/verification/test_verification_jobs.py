@@ -1,3 +1,5 @@
+import json
+import re
 from datetime import timedelta
 from html import escape
 
@@ -129,6 +131,87 @@ def test_the_same_passage_at_two_ranks_is_checked_once(route):
     assert SpanCheck.objects.filter(decision_id=decision_id).count() == 1
 
 
+def _support_rows_written() -> tuple[int, int]:
+    """(inserted, updated) row versions of DecisionSupport in this transaction, over its month
+    partitions: the test's transaction never commits, and these counters see it uncommitted."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(pg_stat_get_xact_tuples_inserted(i.inhrelid)), 0), "
+            "coalesce(sum(pg_stat_get_xact_tuples_updated(i.inhrelid)), 0) "
+            "FROM pg_inherits i WHERE i.inhparent = %s::regclass",
+            [DecisionSupport._meta.db_table],
+        )
+        inserted, updated = cursor.fetchone()
+    return int(inserted), int(updated)
+
+
+def test_a_fresh_verification_inserts_each_support_row_once_and_updates_none(route):
+    # Inserted as claimed and then updated with the figures, every row left a dead version and a
+    # second index entry behind that VACUUM does not give back (bench/storage.py: 210 bytes a
+    # decision in the table then, 153 written once).
+    ids = ingest([record(passages=PASSAGES) for _ in range(3)] + [record(claim="Printers live on floor 3.")])
+    before = _support_rows_written()
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
+    assert result.verified == ids
+    inserted, updated = (after - first for after, first in zip(_support_rows_written(), before, strict=True))
+    assert (inserted, updated) == (len(ids), 0)
+    assert DecisionSupport.objects.filter(decision_id__in=ids, status=SupportStatus.DONE, attempts=1).count() == 4
+
+
+def test_verifying_the_same_decisions_twice_writes_nothing_the_second_time(route):
+    ids = ingest([record(passages=PASSAGES), record(passages=PASSAGES)])
+    services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
+    checks = sorted(SpanCheck.objects.filter(decision_id__in=ids).values_list("pk", flat=True))
+    events = AuditEvent.objects.filter(action="decisions_verified").count()
+    before = _support_rows_written()
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=ids)
+    assert result.verified == [] and result.failed == []
+    assert _support_rows_written() == before
+    assert sorted(SpanCheck.objects.filter(decision_id__in=ids).values_list("pk", flat=True)) == checks
+    assert AuditEvent.objects.filter(action="decisions_verified").count() == events
+
+
+def test_a_duplicate_job_that_loses_the_race_computes_in_vain_and_writes_nothing(route, monkeypatch):
+    # The duplicate read the decision as still to verify; the other job writes it while the
+    # duplicate computes (here: inside its first check). The duplicate's upsert then finds the
+    # row verified and returns nothing, so it writes no span checks and no audit event.
+    [decision_id] = ingest([record(passages=PASSAGES)])
+    real = services._check
+    raced: list[services.VerifyResult] = []
+    started: list[bool] = []
+
+    def the_other_job_finishes_first(*args, **kwargs):
+        if not started:
+            started.append(True)
+            raced.append(services.decisions_verify(actor=Actor.system("other"), decision_ids=[decision_id]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_check", the_other_job_finishes_first)
+    result = services.decisions_verify(actor=Actor.system("duplicate"), decision_ids=[decision_id])
+    assert raced[0].verified == [decision_id] and result.verified == [] and result.failed == []
+    checks = list(SpanCheck.objects.filter(decision_id=decision_id).values_list("unit_index", "passage_id"))
+    assert checks and len(checks) == len(set(checks))
+    assert _verified_events(decision_id) == 1
+    support = DecisionSupport.objects.get(decision_id=decision_id)
+    assert (support.status, support.attempts) == (SupportStatus.DONE, 1)
+
+
+def test_a_retried_row_is_updated_in_place_and_its_earlier_checks_are_replaced(route):
+    [decision_id] = ingest([record(claim="choose Reset. Reboot.", passages=PASSAGES)])
+    services.decisions_verify(actor=Actor.system("tests"), decision_ids=[decision_id])
+    checks = sorted(SpanCheck.objects.filter(decision_id=decision_id).values_list("unit_index", "passage_id"))
+    DecisionSupport.objects.filter(decision_id=decision_id).update(status=SupportStatus.FAILED, error="lost")
+    before = _support_rows_written()
+    result = services.decisions_verify(actor=Actor.system("tests"), decision_ids=[decision_id])
+    assert result.verified == [decision_id]
+    inserted, updated = (after - first for after, first in zip(_support_rows_written(), before, strict=True))
+    assert (inserted, updated) == (0, 1)
+    support = DecisionSupport.objects.get(decision_id=decision_id)
+    assert (support.status, support.attempts, support.error) == (SupportStatus.DONE, 2, "")
+    assert sorted(SpanCheck.objects.filter(decision_id=decision_id).values_list("unit_index", "passage_id")) == checks
+    assert _verified_events(decision_id) == 2
+
+
 def test_verifying_again_changes_nothing_and_writes_no_second_event(route):
     [decision_id] = ingest_with_jobs([record(passages=PASSAGES)])
     checks_before = list(SpanCheck.objects.filter(decision_id=decision_id).values_list("pk", flat=True))
@@ -156,31 +239,31 @@ def test_one_batch_is_verified_by_one_job_in_one_transaction_with_one_event_per_
     assert mine.payload["failed"] == []
 
 
-def test_a_group_writes_its_figures_to_its_own_rows_found_by_index_whatever_join_the_planner_picks(route):
-    # Joined on the unnested figures alone, the update hashed every DecisionSupport row of the table
-    # for each group whenever the planner took the group for a large part of the table (as it does
-    # right after a burst of ingest, its statistics lagging): the group's rows must be named by an
-    # index condition of their own. Nested loops and sequential scans are switched off so that the
+def test_the_decisions_still_to_verify_are_read_by_a_probe_of_each_ones_support_row(route):
+    # Run as an anti-join, the read of which decisions are verified already may hash every
+    # DecisionSupport row of the table whenever the planner takes the chunk for a large part of
+    # it (as it does right after a burst of ingest, its statistics lagging): each decision's row
+    # must be looked up by its key. Nested loops and sequential scans are switched off so that the
     # planner shows how it would reach the rows in a table too large to scan.
     ids = ingest([record(passages=PASSAGES) for _ in range(3)])
-    services.decisions_verify(actor=Actor.system("test"), decision_ids=ids)
-    figures = {name: [None] * len(ids) for name in ("expected_support", "error")}
-    figures |= {name: [0] * len(ids) for name in ("units", "units_supported")}
-    figures |= {name: [False] * len(ids) for name in ("fully_supported", "no_supporting_passage")}
-    figures |= {"status": [SupportStatus.DONE] * len(ids), "verifier_version": ["spans-1"] * len(ids)}
+    services.decisions_verify(actor=Actor.system("test"), decision_ids=ids[:1])
     with connection.cursor() as cursor:
+        cursor.execute(services._CHUNK_SQL, [ids])
+        assert [row[0] for row in cursor.fetchall()] == ids[1:]
         cursor.execute("SET LOCAL enable_nestloop = off")
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN (FORMAT JSON) " + services._RESULT_SQL, {"now": timezone.now(), "ids": ids, **figures})
+        cursor.execute("EXPLAIN (FORMAT JSON) " + services._CHUNK_SQL, [ids])
         [plan] = cursor.fetchone()[0]
     nodes, found = [plan["Plan"]], []
     while nodes:
         node = nodes.pop()
         nodes += node.get("Plans", [])
-        if node.get("Index Name", "").startswith("verification_decisionsupport"):
+        assert node["Node Type"] != "Hash" or "verification_decisionsupport" not in json.dumps(node)
+        if node.get("Relation Name", "").startswith("verification_decisionsupport"):
+            assert node["Node Type"] in ("Index Scan", "Index Only Scan")
             found.append(node.get("Index Cond", ""))
-        assert node["Node Type"] != "Seq Scan" or node.get("Relation Name") != "verification_decisionsupport"
-    assert found and all("decision_id = ANY" in cond for cond in found)
+    # d is the decision of the subquery (the planner may rename it d_1): one key probe per decision
+    assert found and all(re.search(r"decision_id = d(_\d+)?\.id\b", cond) for cond in found)
 
 
 def test_a_decision_larger_than_the_group_budget_commits_on_its_own(route, settings):
