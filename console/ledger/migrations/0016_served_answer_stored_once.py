@@ -10,8 +10,7 @@ it). Backwards, `served_answer` is rebuilt for every served decision before its 
 
 from django.db import migrations, models
 
-# The rows the move touches are few: only answers that are not the claim (and every write fires the
-# counters' statement triggers, which find nothing to change).
+# Only the rows whose answer is not the claim are written: in the usual workload, few of them.
 FORWARD = """
 UPDATE ledger_decision SET distinct_served_answer = served_answer
  WHERE outcome <> 'refused' AND served_answer IS DISTINCT FROM claim
