@@ -66,6 +66,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
     import psycopg
 
     from console.ledger.compression import compress_text
+    from console.ledger.models import SERVED_ANSWER_SQL
 
     now = datetime.now(UTC)
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
@@ -89,7 +90,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
         passage_ids = [row[0] for row in cur.fetchall()]
         with cur.copy(
             "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
-            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+            "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) "
             "FROM STDIN"
         ) as copy:
             for n in range(count):
@@ -113,7 +114,9 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                         secrets.token_hex(32),
                     )
                 )
-        cur.execute("SELECT id, served_answer, claim, question FROM ledger_decision WHERE route_id = %s", [route_id])
+        cur.execute(
+            f"SELECT id, {SERVED_ANSWER_SQL}, claim, question FROM ledger_decision WHERE route_id = %s", [route_id]
+        )
         decisions = cur.fetchall()
         links = (
             "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "

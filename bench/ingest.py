@@ -160,7 +160,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                 copy.write_row((route_id, i.request_id))
         with cur.copy(
             "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
-            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+            "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) "
             "FROM STDIN"
         ) as copy:
             for i in items:
@@ -175,7 +175,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                         i.gate_score,
                         i.cutoff,
                         i.outcome,
-                        i.served_answer,
+                        i.distinct_served_answer,
                         json.dumps(i.versions),
                         json.dumps(i.segments),
                         i.occurred_at,

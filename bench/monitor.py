@@ -67,7 +67,7 @@ def load(database_url: str, size: int) -> list[int]:
         first_id = cur.fetchone()[0] + 1
         with cur.copy(
             "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
-            "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+            "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) "
             "FROM STDIN"
         ) as copy:
             for i in range(size):

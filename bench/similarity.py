@@ -88,7 +88,7 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
             when = [at + timedelta(seconds=int(s)) for s in rng.integers(0, 60 * 86400, size)]
             with cursor.cursor.copy(
                 "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
-                "cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
+                "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
             ) as copy:
                 for pk, moment in zip(ids, when, strict=True):
                     copy.write_row(

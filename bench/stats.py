@@ -132,7 +132,7 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
         for chunk in range(0, population, COPY_CHUNK):
             with cur.copy(
                 "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, "
-                "gate_score, cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) "
+                "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) "
                 "FROM STDIN"
             ) as copy:
                 for i in range(chunk, min(chunk + COPY_CHUNK, population)):

@@ -1,7 +1,7 @@
 from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MinValueValidator
 from django.db import models
-from django.db.models.functions import Length
+from django.db.models.functions import Coalesce, Length
 from django.db.models.lookups import LessThanOrEqual
 from pgvector.django import VectorField
 
@@ -154,8 +154,12 @@ class Decision(models.Model):
     gate_score = models.FloatField()
     cutoff = models.FloatField(help_text="The cutoff in force when the decision was made.")
     outcome = models.CharField(max_length=24, choices=Outcome.choices)
-    # NULL (not "") means nothing was served; the served_has_answer constraint relies on it.
-    served_answer = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # NULL (not "") means the claim itself was served, or nothing was; the constraints below rely on it.
+    distinct_served_answer = models.TextField(  # noqa: DJ001
+        null=True,
+        blank=True,
+        help_text="The served answer when it differs from the claim; NULL when the claim was served or on a refusal.",
+    )
     versions = models.JSONField(default=dict, help_text="model, retriever, corpus, gate versions in force.")
     segments = models.JSONField(default=dict, help_text="Query type, language, source, ...")
     ingested_at = models.DateTimeField(auto_now_add=True)
@@ -168,9 +172,16 @@ class Decision(models.Model):
             # request_id unique within its route across months.
             models.UniqueConstraint(fields=["route", "request_id", "occurred_at"], name="unique_request_per_route"),
             models.CheckConstraint(condition=_FINITE, name="gate_score_finite"),
+            # One spelling of each state: a refusal has no answer, and a served claim is NULL, not a
+            # second copy of the claim.
             models.CheckConstraint(
-                condition=models.Q(outcome="refused") | models.Q(served_answer__isnull=False),
-                name="served_has_answer",
+                condition=~models.Q(outcome=Outcome.REFUSED) | models.Q(distinct_served_answer__isnull=True),
+                name="refusal_has_no_distinct_answer",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(distinct_served_answer__isnull=True)
+                | ~models.Q(distinct_served_answer=models.F("claim")),
+                name="distinct_answer_is_not_the_claim",
             ),
         ]
         # Each index below has readers that need it at ten million decisions (bench/README.md,
@@ -215,6 +226,24 @@ class Decision(models.Model):
     @property
     def refused(self) -> bool:
         return self.outcome == Outcome.REFUSED
+
+    @property
+    def served_answer(self) -> str | None:
+        """The answer the user was served: the claim unless a distinct answer is stored; None when
+        refused. Queries read it as the `SERVED_ANSWER` expression."""
+        if self.refused:
+            return None
+        return self.claim if self.distinct_served_answer is None else self.distinct_served_answer
+
+
+# A decision's served answer in a query, as `Decision.served_answer` gives it on an instance:
+# `.annotate(served_answer=SERVED_ANSWER)` on values() and values_list() (a model instance cannot
+# take the name: it is the property). `SERVED_ANSWER_SQL` is the same for raw SQL over ledger_decision.
+SERVED_ANSWER = Coalesce(
+    "distinct_served_answer",
+    models.Case(models.When(~models.Q(outcome=Outcome.REFUSED), then="claim"), output_field=models.TextField()),
+)
+SERVED_ANSWER_SQL = "coalesce(distinct_served_answer, CASE WHEN outcome <> 'refused' THEN claim END)"
 
 
 class RequestKey(models.Model):

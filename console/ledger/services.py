@@ -234,7 +234,7 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                 copy.write_row((routes[i.route].pk, i.request_id))
         with cursor.cursor.copy(
             "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
-            "cutoff, outcome, served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
+            "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
         ) as copy:
             for decision_id, i in in_key_order:
                 copy.write_row(
@@ -249,7 +249,7 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                         i.gate_score,
                         i.cutoff,
                         i.outcome,
-                        i.served_answer,
+                        i.distinct_served_answer,
                         _json(i.versions),
                         _json(i.segments),
                         now,

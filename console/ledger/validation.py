@@ -89,6 +89,12 @@ class DecisionInput:
     # The answering system's own query vector; stored and searched by console/similarity.
     question_embedding: list[float] | None = None
 
+    @property
+    def distinct_served_answer(self) -> str | None:
+        """What the decision's column stores: the served answer only when it is not the claim
+        (Decision.served_answer gives the claim back). The content hash keeps the answer as sent."""
+        return None if self.served_answer == self.claim else self.served_answer
+
 
 def _string_map(errors: FieldErrors, index: int, path: str, value: Any, *, scalars: bool) -> dict | None:
     if value is None:

@@ -22,7 +22,7 @@ from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
 from console.core.jobs import commit_without_waiting, enqueue
-from console.ledger.models import Decision, Outcome, Route
+from console.ledger.models import SERVED_ANSWER, Decision, Outcome, Route
 from console.ledger.validation import DecisionInput
 from console.shadow.models import ShadowRun, ShadowStatus
 from grading.models import (
@@ -67,7 +67,9 @@ def _ready_for_pool(decision_ids: list[int] | None):
     queryset = (
         Decision.objects.filter(~Exists(GradingItem.objects.filter(decision=OuterRef("pk"), is_gold=False)))
         .annotate(
-            shadow_answer=Subquery(shadow_answer), labelled=Exists(FinalLabel.objects.filter(decision=OuterRef("pk")))
+            served_answer=SERVED_ANSWER,
+            shadow_answer=Subquery(shadow_answer),
+            labelled=Exists(FinalLabel.objects.filter(decision=OuterRef("pk"))),
         )
         .filter(~Q(outcome=Outcome.REFUSED) | Q(shadow_answer__isnull=False) | ~Q(route__shadow_config__has_key="kind"))
         # Rows, not model instances: pool entry only reads their values, and a deferred-field

@@ -35,7 +35,7 @@ def test_ingested_decisions_are_counted_per_route_utc_day_and_outcome(route, oth
 def test_updates_and_deletes_move_the_counts_too(route):
     ingest([record(request_id="a"), record(request_id="b"), record(request_id="c")])
     moved = Decision.objects.filter(request_id="a")
-    moved.update(outcome="served", served_answer="x", occurred_at="2026-11-03T00:00:00Z")
+    moved.update(outcome="served", occurred_at="2026-11-03T00:00:00Z")
     assert counts() == {("it-support", date(2026, 11, 1), "refused"): 2, ("it-support", date(2026, 11, 3), "served"): 1}
     # Its passage links and checks go with it; its pool item protects it, so that goes first.
     GradingItem.objects.filter(decision__request_id="b").delete()
