@@ -111,7 +111,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                         "{}",
                         "{}",
                         now,
-                        secrets.token_hex(32),
+                        secrets.token_bytes(32),  # content_hash
                     )
                 )
         cur.execute(

@@ -179,7 +179,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                         json.dumps(i.versions),
                         json.dumps(i.segments),
                         i.occurred_at,
-                        i.content_hash,
+                        bytes.fromhex(i.content_hash),  # the table keeps digests as bytes, the app as hex
                     )
                 )
         elapsed += time.perf_counter() - started

@@ -89,7 +89,7 @@ def load(database_url: str, size: int) -> list[int]:
                         json.dumps({"model": "gen-2026-10", "gate": "nli-4"}),
                         json.dumps({"query_type": str(data["segment"][i])}),
                         at,
-                        f"{i:064x}",
+                        i.to_bytes(32, "big"),  # content_hash: a digest is 32 bytes
                     )
                 )
         cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)", [first_id + size])

@@ -107,7 +107,7 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
                             '{"corpus": "bench"}',
                             "{}",
                             moment,
-                            f"{pk:064x}",
+                            pk.to_bytes(32, "big"),  # content_hash: a digest is 32 bytes
                         )
                     )
             vectors = _vectors(rng, centres, size)

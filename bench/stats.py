@@ -161,7 +161,7 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
                             ),
                             json.dumps({"language": str(languages[i]), "query_type": "how-to"}),
                             at,
-                            f"{i:064x}",
+                            i.to_bytes(32, "big"),  # content_hash: a digest is 32 bytes
                         )
                     )
         cur.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)", [first_id + population])

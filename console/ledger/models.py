@@ -2,7 +2,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models.functions import Coalesce, Length
-from django.db.models.lookups import LessThanOrEqual
+from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
 from console.ledger.compression import DICTIONARY_MAX_BYTES, compress_text, decompress_text
@@ -163,7 +163,7 @@ class Decision(models.Model):
     versions = models.JSONField(default=dict, help_text="model, retriever, corpus, gate versions in force.")
     segments = models.JSONField(default=dict, help_text="Query type, language, source, ...")
     ingested_at = models.DateTimeField(auto_now_add=True)
-    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the decision as sent; replays compare it.")
+    content_hash = DigestField(help_text="SHA-256 of the decision as sent; replays compare it.")
     passages = models.ManyToManyField(Passage, through="DecisionPassage", related_name="decisions")
 
     class Meta:
@@ -172,6 +172,8 @@ class Decision(models.Model):
             # request_id unique within its route across months.
             models.UniqueConstraint(fields=["route", "request_id", "occurred_at"], name="unique_request_per_route"),
             models.CheckConstraint(condition=_FINITE, name="gate_score_finite"),
+            # A writer that sends the hex text instead of the bytes (COPY takes it) is refused.
+            models.CheckConstraint(condition=Exact(Length("content_hash"), 32), name="content_hash_is_a_digest"),
             # One spelling of each state: a refusal has no answer, and a served claim is NULL, not a
             # second copy of the claim.
             models.CheckConstraint(

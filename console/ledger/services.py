@@ -182,7 +182,7 @@ def _existing_hashes(items: list[DecisionInput], routes: dict[str, Route]) -> di
     of an ingest request at 88,000 decisions, and more as the table grows."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT k.route_id, k.request_id, d.content_hash FROM unnest(%s::bigint[], %s::text[]) "
+            "SELECT k.route_id, k.request_id, encode(d.content_hash, 'hex') FROM unnest(%s::bigint[], %s::text[]) "
             "AS k(route_id, request_id) CROSS JOIN LATERAL (SELECT d.content_hash FROM ledger_decision d "
             "WHERE d.route_id = k.route_id AND d.request_id = k.request_id OFFSET 0) AS d",
             [[routes[i.route].pk for i in items], [i.request_id for i in items]],
@@ -253,7 +253,7 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                         _json(i.versions),
                         _json(i.segments),
                         now,
-                        i.content_hash,
+                        bytes.fromhex(i.content_hash),  # DigestField: bytes in the table, hex in the app
                     )
                 )
         with cursor.cursor.copy(
