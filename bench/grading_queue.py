@@ -66,7 +66,6 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
     import psycopg
 
     from console.ledger.compression import compress_text
-    from console.ledger.models import SERVED_ANSWER_SQL
 
     now = datetime.now(UTC)
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
@@ -114,9 +113,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                         secrets.token_bytes(32),  # content_hash
                     )
                 )
-        cur.execute(
-            f"SELECT id, {SERVED_ANSWER_SQL}, claim, question FROM ledger_decision WHERE route_id = %s", [route_id]
-        )
+        cur.execute("SELECT id, outcome <> 'refused' FROM ledger_decision WHERE route_id = %s", [route_id])
         decisions = cur.fetchall()
         links = (
             "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "
@@ -126,19 +123,19 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
             for decision_id, *_rest in decisions:
                 for rank, passage_id in enumerate(random.sample(passage_ids, 3), start=1):
                     copy.write_row((decision_id, now, passage_id, rank, 0.5))
+        # The items read their question and answer (the served answer or the claim) from the decision,
+        # as the pool's own items do.
         with cur.copy(
-            "COPY grading_gradingitem (route_id, decision_id, question, answer, answer_source, stratum, "
+            "COPY grading_gradingitem (route_id, decision_id, answer_source, stratum, "
             "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
             "FROM STDIN"
         ) as copy:
-            for decision_id, served_answer, claim, question in decisions:
+            for decision_id, served in decisions:
                 copy.write_row(
                     (
                         route_id,
                         decision_id,
-                        question,
-                        served_answer or claim,
-                        "served" if served_answer else "claim",
+                        "served" if served else "claim",
                         "all",
                         1.0,
                         secrets.randbits(63),

@@ -169,7 +169,7 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
         cur.execute("SELECT coalesce(max(id), 0) FROM grading_gradingitem")
         first_item = cur.fetchone()[0] + 1
         with cur.copy(
-            "COPY grading_gradingitem (id, route_id, decision_id, question, answer, answer_source, stratum, "
+            "COPY grading_gradingitem (id, route_id, decision_id, answer_source, stratum, "
             "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
             "FROM STDIN"
         ) as copy:
@@ -179,8 +179,6 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
                         first_item + j,
                         route_id,
                         first_id + i,
-                        "q",
-                        "a",
                         "served",
                         str(strata[j]),
                         float(probabilities[j]),

@@ -35,7 +35,9 @@ REFUSED_SOURCES = (AnswerSource.SHADOW, AnswerSource.CLAIM)
 
 
 def _pool(route: Route):
-    return GradingItem.objects.filter(route=route, is_gold=False, decision__isnull=False).exclude(answer="")
+    return (
+        GradingItem.objects.with_texts().filter(route=route, is_gold=False, decision__isnull=False).exclude(answer="")
+    )
 
 
 def _draw(route: Route, counts: dict[bool, int]) -> list[tuple[int, str, str, bool]]:

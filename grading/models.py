@@ -8,6 +8,9 @@ on the server.
 from django.conf import settings
 from django.contrib.postgres.functions import RandomUUID
 from django.db import models
+from django.db.models.functions import Coalesce, NullIf
+
+from console.ledger.models import Outcome
 
 
 class Verdict(models.TextChoices):
@@ -67,8 +70,70 @@ class GradingPlan(models.Model):
         return "unbanded", 1.0
 
 
+def _item_texts() -> dict[str, models.Expression]:
+    """The question and the answer graders read, as SQL: the item's own text where it has one, else
+    its decision's (the served answer or the logged claim, by the answer's source). `ItemText` says
+    the same in Python, and grading.services.queue's claim in hand-written SQL."""
+    text = models.TextField()
+    # The decision's served answer (console.ledger.models.SERVED_ANSWER, read through the item).
+    served_answer = Coalesce(
+        "decision__distinct_served_answer",
+        models.Case(
+            models.When(~models.Q(decision__outcome=Outcome.REFUSED), then="decision__claim"), output_field=text
+        ),
+    )
+    decision_answer = models.Case(
+        models.When(answer_source=AnswerSource.SERVED, then=served_answer),
+        models.When(answer_source=AnswerSource.CLAIM, then="decision__claim"),
+        output_field=text,
+    )
+    return {
+        "question": Coalesce(
+            NullIf("own_question", models.Value("")), "decision__question", models.Value(""), output_field=text
+        ),
+        "answer": Coalesce(
+            NullIf("own_answer", models.Value("")), decision_answer, models.Value(""), output_field=text
+        ),
+    }
+
+
+class GradingItemQuerySet(models.QuerySet):
+    def with_texts(self) -> "GradingItemQuerySet":
+        """Items with `question` and `answer` read in the same query, joined from their decision."""
+        return self.annotate(**_item_texts())
+
+
+class ItemText:
+    """An item's `question` or `answer` as graders read it: its own text, or its decision's when the
+    item stores none.
+
+    Set on the item when it was read with its texts (`GradingItem.objects.with_texts()`, the queue's
+    claim); otherwise taken from `item.decision`, a query of its own unless the decision was
+    select_related. Not a constructor argument: an item's text is written as `own_question` /
+    `own_answer`, and only where the decision does not hold it.
+    """
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, item, owner=None):
+        if item is None:
+            return self
+        if self.name not in item.__dict__:
+            item.__dict__[self.name] = item.text_from_decision(self.name)
+        return item.__dict__[self.name]
+
+    def __set__(self, item, value: str) -> None:
+        item.__dict__[self.name] = value
+
+
 class GradingItem(models.Model):
-    """A decision's answer under review, in its route's pool."""
+    """A decision's answer under review, in its route's pool.
+
+    Its question and answer are the decision's (the question, and the served answer or the logged
+    claim) unless the item has its own: a shadow run's answer, a gold item's. Only those are stored,
+    so a pool item does not keep a second copy of its decision's text.
+    """
 
     public_id = models.UUIDField(
         db_default=RandomUUID(),
@@ -86,8 +151,20 @@ class GradingItem(models.Model):
         db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/core/partitions.py)
         help_text="Empty for gold items written by hand.",
     )
-    question = models.TextField()
-    answer = models.TextField(help_text="The answer graders judge.")
+    own_question = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The question graders read when it is not the decision's (a gold item without one); "
+        "empty means the decision's.",
+    )
+    own_answer = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The answer graders judge when the decision does not hold it (a shadow run's, a gold "
+        "item's); empty means the decision's served answer or claim, by the answer source.",
+    )
     answer_source = models.CharField(
         max_length=12, choices=AnswerSource.choices, help_text="Where the answer came from; never shown to graders."
     )
@@ -105,6 +182,11 @@ class GradingItem(models.Model):
         max_length=12, choices=Verdict.choices, blank=True, help_text="Known right verdict of a gold item."
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = GradingItemQuerySet.as_manager()
+
+    question = ItemText()
+    answer = ItemText()
 
     class Meta:
         constraints = [
@@ -127,6 +209,19 @@ class GradingItem(models.Model):
 
     def __str__(self) -> str:
         return f"item {self.pk} ({self.route_id})"
+
+    def text_from_decision(self, name: str) -> str:
+        """`question` or `answer` worked out from the stored fields, as `_item_texts` does in SQL."""
+        decision = self.decision if self.decision_id is not None else None
+        if name == "question":
+            return self.own_question or (decision.question if decision else "")
+        if self.own_answer or decision is None:
+            return self.own_answer
+        if self.answer_source == AnswerSource.SERVED:
+            return decision.served_answer or ""
+        if self.answer_source == AnswerSource.CLAIM:
+            return decision.claim
+        return ""
 
 
 class Assignment(models.Model):

@@ -115,7 +115,8 @@ def current_lease(grader, route_ids: list[int] | None) -> Assignment | None:
     )
     if route_ids is not None:
         queryset = queryset.filter(item__route_id__in=route_ids)
-    assignment = queryset.select_related("item", "item__route").order_by("leased_at").first()
+    # with the item's decision, whose texts the item reads unless it holds its own
+    assignment = queryset.select_related("item__route", "item__decision").order_by("leased_at").first()
     if assignment is not None:
         assignment.item.route_guidelines = assignment.item.route.guidelines
     return assignment
@@ -177,7 +178,7 @@ def adjudication_queue(user) -> QuerySet[GradingItem]:
     """Items the graders did not agree on, in routes the user reviews, oldest first."""
     return (
         permissions.visible(
-            GradingItem.objects.filter(status=ItemStatus.ADJUDICATION), user, permissions.LABEL_REVIEWERS
+            GradingItem.objects.with_texts().filter(status=ItemStatus.ADJUDICATION), user, permissions.LABEL_REVIEWERS
         )
         .select_related("route")
         .annotate(grade_count=Count("grades"))
@@ -198,7 +199,9 @@ class AdjudicationView:
 def adjudication_item(user, public_id) -> AdjudicationView:
     item = (
         permissions.visible(
-            GradingItem.objects.filter(public_id=public_id, is_gold=False), user, permissions.LABEL_REVIEWERS
+            GradingItem.objects.with_texts().filter(public_id=public_id, is_gold=False),
+            user,
+            permissions.LABEL_REVIEWERS,
         )
         .select_related("route", "final_label__decided_by")
         .first()

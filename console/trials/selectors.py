@@ -62,7 +62,7 @@ def graded_decision_ids(route: Route, window: Window) -> list[int]:
 def draft_answer(decision: Decision) -> str:
     """The answer under review: the grading item's answer; for a label imported without an item,
     the served answer, else the logged claim."""
-    label = FinalLabel.objects.select_related("item").filter(decision=decision).first()
+    label = FinalLabel.objects.select_related("item__decision").filter(decision=decision).first()
     if label is not None and label.item is not None:
         return label.item.answer
     return decision.served_answer or decision.claim

@@ -86,7 +86,10 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
     with transaction.atomic():
         # The item row first: grade_submit holds it while it counts grades and resolves the item.
         item = (
-            GradingItem.objects.select_for_update(of=("self",)).select_related("route").filter(public_id=public_id)
+            GradingItem.objects.with_texts()  # handed back to the grader with its texts
+            .select_for_update(of=("self",))
+            .select_related("route")
+            .filter(public_id=public_id)
         ).first()
         grade = Grade.objects.filter(item=item, grader=grader).first() if item is not None else None
         if grade is None:
@@ -113,6 +116,7 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
                 "skipped": False,
             },
         )
+        assignment.item = item  # an updated lease comes back without it: the grader is shown this one
         seconds = grade.seconds_spent
         old = {
             "grader": grader.get_username(),

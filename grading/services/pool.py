@@ -79,9 +79,6 @@ def _ready_for_pool(decision_ids: list[int] | None):
             "route_id",
             "gate_score",
             "outcome",
-            "question",
-            "claim",
-            "served_answer",
             "shadow_answer",
             "labelled",
             named=True,
@@ -94,31 +91,33 @@ def _ready_for_pool(decision_ids: list[int] | None):
 
 
 def _answer_under_review(decision) -> tuple[str, str]:
+    """The item's own answer and the answer's source. The served answer and the logged claim are the
+    decision's text, which the item reads from it (so its own answer is empty); a shadow run's answer
+    is the item's own."""
     if decision.outcome != Outcome.REFUSED:
-        return decision.served_answer, AnswerSource.SERVED
+        return "", AnswerSource.SERVED
     if decision.shadow_answer is not None:
         return decision.shadow_answer, AnswerSource.SHADOW
-    return decision.claim, AnswerSource.CLAIM
+    return "", AnswerSource.CLAIM
 
 
 _ITEM_TABLE = GradingItem._meta.db_table
 # A whole batch of items in one statement. (Django's bulk_create spent a second on the SQL of 500
-# items before sending it.)
+# items before sending it.) The question is always the decision's, so own_question keeps its default.
 _INSERT_ITEMS_SQL = (
-    f"INSERT INTO {_ITEM_TABLE} (route_id, decision_id, question, answer, answer_source, stratum, "
+    f"INSERT INTO {_ITEM_TABLE} (route_id, decision_id, own_answer, answer_source, stratum, "
     "inclusion_probability, queue_key, grades_required, status, is_gold, gold_verdict, created_at) "
-    "SELECT v.route_id, v.decision_id, v.question, v.answer, v.answer_source, v.stratum, v.inclusion_probability, "
+    "SELECT v.route_id, v.decision_id, v.own_answer, v.answer_source, v.stratum, v.inclusion_probability, "
     "v.queue_key, v.grades_required, v.status, false, '', %s "
-    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
     "%s::double precision[], %s::bigint[], %s::integer[], %s::text[]) WITH ORDINALITY "
-    "AS v(route_id, decision_id, question, answer, answer_source, stratum, inclusion_probability, queue_key, "
+    "AS v(route_id, decision_id, own_answer, answer_source, stratum, inclusion_probability, queue_key, "
     "grades_required, status, position) ORDER BY v.position RETURNING id, decision_id"
 )
 _ITEM_COLUMNS = (
     "route_id",
     "decision_id",
-    "question",
-    "answer",
+    "own_answer",
     "answer_source",
     "stratum",
     "inclusion_probability",
@@ -134,8 +133,7 @@ class _NewItem:
 
     route_id: int
     decision_id: int
-    question: str
-    answer: str
+    own_answer: str
     answer_source: str
     stratum: str
     inclusion_probability: float
@@ -153,9 +151,6 @@ class _Ready:
     route_id: int
     gate_score: float
     outcome: str
-    question: str
-    claim: str
-    served_answer: str
     shadow_answer: str | None = None
     labelled: bool = False
 
@@ -213,9 +208,6 @@ def pool_enter_ingested(
             route_id=routes[item.route].pk,
             gate_score=item.gate_score,
             outcome=item.outcome,
-            question=item.question,
-            claim=item.claim,
-            served_answer=item.served_answer or "",
         )
         for item, decision_id in zip(items, decision_ids, strict=True)
         if item.outcome != Outcome.REFUSED or "kind" not in (routes[item.route].shadow_config or {})
@@ -254,7 +246,7 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
         route = routes[decision.route_id]
         plan = getattr(route, "grading_plan", None)
         stratum, probability = plan.stratum_for(decision.gate_score) if plan else ("all", 1.0)
-        answer, source = _answer_under_review(decision)
+        own_answer, source = _answer_under_review(decision)
         if decision.labelled:
             status = ItemStatus.LABELLED
         else:
@@ -266,8 +258,7 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
             _NewItem(
                 route_id=route.pk,
                 decision_id=decision.pk,
-                question=decision.question,
-                answer=answer or "",
+                own_answer=own_answer,
                 answer_source=source,
                 stratum=stratum,
                 inclusion_probability=probability,
@@ -374,13 +365,15 @@ def gold_item_create(*, actor: Actor, decision: Decision, verdict: str, answer: 
     if verdict not in (Verdict.CORRECT, Verdict.INCORRECT):
         raise InvalidInput("A gold item's verdict must be 'correct' or 'incorrect'.")
     if answer is None:
-        pool_item = GradingItem.objects.filter(decision=decision, is_gold=False).first()
+        pool_item = GradingItem.objects.with_texts().filter(decision=decision, is_gold=False).first()
         answer = pool_item.answer if pool_item else (decision.served_answer or decision.claim)
+    if not answer:
+        raise InvalidInput("A gold item needs an answer.")
+    # The question is the decision's; the answer is the gold item's own, whatever it was taken from.
     item = GradingItem(
         route_id=decision.route_id,
         decision=decision,
-        question=decision.question,
-        answer=answer,
+        own_answer=answer,
         answer_source=AnswerSource.GOLD,
         stratum="gold",
         queue_key=_queue_key(),

@@ -13,6 +13,7 @@ from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.core.errors import Conflict, Forbidden
 from console.core.locks import LockWaitExpired, lock_wait_at_most
+from console.ledger.models import SERVED_ANSWER_SQL
 from grading.models import (
     Assignment,
     GradingItem,
@@ -31,11 +32,21 @@ def lease_seconds() -> int:
 _PASSAGES = """(SELECT coalesce(array_agg(p.text ORDER BY dp.rank), '{}') FROM ledger_decisionpassage dp
     JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = i.decision_id)"""
 
+# The item's question and answer: its own text, else its decision's (grading.models._item_texts
+# says the same for the ORM). Read like the passages, by subqueries on the item's row, so no join
+# changes how the item is chosen; each probes the decision by id, the leading column of every
+# month partition's primary key, and only when the item holds no text of its own.
+_DECISION_TEXT = "(SELECT d.{field} FROM ledger_decision d WHERE d.id = i.decision_id)"
+_TEXTS = f"""COALESCE(NULLIF(i.own_question, ''), {_DECISION_TEXT.format(field="question")}, '') AS question,
+       COALESCE(NULLIF(i.own_answer, ''), CASE i.answer_source
+           WHEN 'served' THEN {_DECISION_TEXT.format(field=SERVED_ANSWER_SQL)}
+           WHEN 'claim' THEN {_DECISION_TEXT.format(field="claim")} END, '') AS answer"""
+
 # The next item for one grader: open, not gold, never assigned to this grader, with fewer than k
 # places taken (a grade or a running lease takes one), first in queue_key order. SKIP LOCKED lets
 # concurrent graders pass over items another claim holds instead of waiting for it.
 _CLAIM_SQL = """
-SELECT i.id, i.public_id, i.route_id, i.decision_id, i.question, i.answer, i.grades_required,
+SELECT i.id, i.public_id, i.route_id, i.decision_id, {texts}, i.grades_required,
        r.guidelines AS route_guidelines, COALESCE(p.gold_rate, 0) AS route_gold_rate, {passages} AS passage_texts
 FROM grading_gradingitem i
 JOIN ledger_route r ON r.id = i.route_id
@@ -63,7 +74,7 @@ RETURNING id
 """
 
 _GOLD_SQL = """
-SELECT i.id, i.public_id, i.route_id, i.decision_id, i.question, i.answer, i.grades_required,
+SELECT i.id, i.public_id, i.route_id, i.decision_id, {texts}, i.grades_required,
        r.guidelines AS route_guidelines, {passages} AS passage_texts
 FROM grading_gradingitem i
 JOIN ledger_route r ON r.id = i.route_id
@@ -100,7 +111,7 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
         "passed": [],
         "route": route_ids[0] if route_ids else None,
     }
-    claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES)
+    claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS)
     with transaction.atomic():
         # Each lost race passes over one more item, so the loop ends when the queue does.
         while True:
@@ -143,7 +154,9 @@ def _claim_waiting_for_locked(claim_sql: str, params: dict[str, Any]) -> Grading
 
 def _gold_claim(*, grader, route_id: int, now, expires) -> Assignment | None:
     items = list(
-        GradingItem.objects.raw(_GOLD_SQL.format(passages=_PASSAGES), {"route": route_id, "grader": grader.pk})
+        GradingItem.objects.raw(
+            _GOLD_SQL.format(passages=_PASSAGES, texts=_TEXTS), {"route": route_id, "grader": grader.pk}
+        )
     )
     if not items:
         return None

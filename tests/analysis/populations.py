@@ -63,8 +63,6 @@ def label(
             item = GradingItem.objects.create(
                 route_id=decision.route_id,
                 decision=decision,
-                question=decision.question,
-                answer=decision.claim,
                 answer_source="claim",
                 stratum=stratum,
                 inclusion_probability=inclusion_probability,

@@ -91,9 +91,7 @@ def _dangling_rows(route):
     from grading.models import GradingItem
 
     yield lambda: ShadowRun.objects.create(decision_id=987654321, pipeline="reference")
-    yield lambda: GradingItem.objects.create(
-        route=route, decision_id=987654321, question="q", answer="a", answer_source="served", queue_key=1
-    )
+    yield lambda: GradingItem.objects.create(route=route, decision_id=987654321, answer_source="served", queue_key=1)
 
 
 def test_a_row_naming_a_decision_that_does_not_exist_is_refused(route):

@@ -185,7 +185,7 @@ def test_the_candidate_gets_the_logged_passages_in_rank_order_and_the_answer_und
     from grading.models import GradingItem
 
     items = graded_items([(True, 0.9), (False, 0.3)], inclusion=[0.5, 1.0])
-    GradingItem.objects.filter(decision_id=items[0].decision_id).update(answer="The answer graders judged.")
+    GradingItem.objects.filter(decision_id=items[0].decision_id).update(own_answer="The answer graders judged.")
     with StandInCandidate({}) as standin:
         _start(reviewer, trial_body(standin.url, repeats=1))
         bodies = {b["request_id"]: b for b in standin.bodies}
