@@ -36,11 +36,11 @@ _PASSAGES = """(SELECT coalesce(array_agg(p.text ORDER BY dp.rank), '{}') FROM l
 # says the same for the ORM). Read like the passages, by subqueries on the item's row, so no join
 # changes how the item is chosen; each probes the decision by id, the leading column of every
 # month partition's primary key, and only when the item holds no text of its own.
-_DECISION_TEXT = "(SELECT d.{field} FROM ledger_decision d WHERE d.id = i.decision_id)"
-_TEXTS = f"""COALESCE(NULLIF(i.own_question, ''), {_DECISION_TEXT.format(field="question")}, '') AS question,
+_DECISION_TEXT = "(SELECT {field} FROM ledger_decision d WHERE d.id = i.decision_id)"
+_TEXTS = f"""COALESCE(NULLIF(i.own_question, ''), {_DECISION_TEXT.format(field="d.question")}, '') AS question,
        COALESCE(NULLIF(i.own_answer, ''), CASE i.answer_source
            WHEN 'served' THEN {_DECISION_TEXT.format(field=SERVED_ANSWER_SQL)}
-           WHEN 'claim' THEN {_DECISION_TEXT.format(field="claim")} END, '') AS answer"""
+           WHEN 'claim' THEN {_DECISION_TEXT.format(field="d.claim")} END, '') AS answer"""
 
 # The next item for one grader: open, not gold, never assigned to this grader, with fewer than k
 # places taken (a grade or a running lease takes one), first in queue_key order. SKIP LOCKED lets
