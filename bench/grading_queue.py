@@ -70,7 +70,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
     now = datetime.now(UTC)
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         with cur.copy(
-            "COPY ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, content_key) FROM STDIN"
+            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key) FROM STDIN"
         ) as copy:
             for n in range(300):
                 copy.write_row(
@@ -78,7 +78,6 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
                         f"kb/{run}/{n}",
                         "snap",
                         compress_text(f"Passage {n} of the benchmark corpus, run {run}. " * 8),
-                        secrets.token_bytes(32),
                         "bench",
                         "",
                         secrets.token_bytes(32),

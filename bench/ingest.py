@@ -134,7 +134,6 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                 p.external_id,
                 item.versions.get("corpus", ""),
                 compress_text(p.text, dictionary),  # stored as the service stores it (deflated when shorter)
-                bytes.fromhex(p.text_sha256),  # the table keeps digests as bytes, the app as hex
                 p.source,
                 p.uri,
                 bytes.fromhex(p.content_key),
@@ -143,7 +142,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         started = time.perf_counter()
         with cur.copy(
-            "COPY ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, content_key) FROM STDIN"
+            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key) FROM STDIN"
         ) as copy:
             for row in passages.values():
                 copy.write_row(row)

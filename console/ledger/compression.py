@@ -18,8 +18,9 @@ A stored value is one of
 0xFE and 0xFF never occur in UTF-8, so the first byte tells the three apart. Readers in Python call
 `decompress_text`; SQL that needs the text's length in bytes uses `utf8_length_sql`, and a reader
 of only the first characters selects `head_sql` and reads it with `decompress_head`. PostgreSQL
-cannot inflate, so SQL never reads the text itself: `text_sha256` stays the SHA-256 of the UTF-8
-text, and byte offsets (span checks) are offsets into the UTF-8 text, never into the stored bytes.
+cannot inflate, so SQL never reads the text itself: `Passage.text_sha256` is the SHA-256 of the
+UTF-8 text (worked out in Python, not stored), and byte offsets (span checks) are offsets into the
+UTF-8 text, never into the stored bytes.
 
 Dictionaries are immutable rows (the database refuses to change or delete them, ledger migration
 0014), so each process keeps every dictionary it has read, by id, for good: reading a dictionary's

@@ -331,11 +331,11 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     dictionary = newest_dictionary()  # cached in the process: no query in most batches
     cursor.execute(
         "CREATE TEMPORARY TABLE ingest_passage ON COMMIT DROP AS "
-        "SELECT external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, content_key "
+        "SELECT external_id, corpus_snapshot, text, source, uri, embedding, content_key "
         "FROM ledger_passage WITH NO DATA"
     )
     with cursor.cursor.copy(
-        "COPY ingest_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
+        "COPY ingest_passage (external_id, corpus_snapshot, text, source, uri, embedding, "
         "content_key) FROM STDIN"
     ) as copy:
         for key in new_keys:
@@ -346,7 +346,6 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
                     passage.external_id,
                     corpus,
                     compress_text(passage.text, dictionary),  # the column holds the stored form (compression.py)
-                    bytes.fromhex(passage.text_sha256),
                     passage.source,
                     passage.uri,
                     embedding,
@@ -354,7 +353,7 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
                 )
             )
     cursor.execute(
-        "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, text_sha256, source, uri, embedding, "
+        "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, embedding, "
         "content_key) SELECT * FROM ingest_passage ORDER BY content_key "
         "ON CONFLICT DO NOTHING RETURNING content_key, id"
     )

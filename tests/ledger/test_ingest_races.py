@@ -179,7 +179,6 @@ def test_two_batches_naming_the_same_new_passages_in_opposite_orders_do_not_dead
                     external_id=z.external_id,
                     corpus_snapshot="snap-2026-11-01",
                     text=z.text,
-                    text_sha256=z.text_sha256,
                     source=z.source,
                     content_key=z.content_key,
                 )

@@ -202,3 +202,28 @@ def test_the_head_of_a_stored_text_is_its_first_characters_whether_deflated_or_r
         cursor.execute(f"SELECT external_id, {head_sql('text', 152)} FROM ledger_passage ORDER BY external_id")
         heads = {name: decompress_head(stored, 152) for name, stored in cursor.fetchall()}
     assert heads == {"kb/1": (LONG * 3)[:152], "kb/2": emoji[:152], "kb/3": SHORT}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_text_hash_is_worked_out_from_the_text_and_comes_back_as_a_column_when_migrated_back():
+    from django.core.management import call_command
+    from django.db.migrations.executor import MigrationExecutor
+
+    make_route("it-support")
+    _ingest_passages(LONG, SHORT)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'ledger_passage'::regclass "
+            "AND attname = 'text_sha256' AND NOT attisdropped"
+        )
+        assert cursor.fetchone() == (0,)
+    expected = {"kb/1": hashlib.sha256(LONG.encode()).digest(), "kb/2": hashlib.sha256(SHORT.encode()).digest()}
+    assert {p.external_id: p.text_sha256 for p in Passage.objects.all()} == {k: v.hex() for k, v in expected.items()}
+    try:
+        with as_owner(), connection.cursor() as cursor:  # migrations run as the tables' owner
+            MigrationExecutor(connection).migrate([("ledger", "0018_decision_content_hash_bytea")])
+            cursor.execute("SELECT external_id, text_sha256 FROM ledger_passage")
+            assert {name: bytes(digest) for name, digest in cursor.fetchall()} == expected
+    finally:
+        call_command("migrate", verbosity=0)  # every app forward again, not the ledger alone
+    assert {p.external_id: p.text_sha256 for p in Passage.objects.all()} == {k: v.hex() for k, v in expected.items()}
