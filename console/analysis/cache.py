@@ -19,12 +19,12 @@ from functools import cached_property
 from typing import Any
 
 import orjson
-from django.db import transaction
+from django.db import connection
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from console.analysis import selectors
 from console.analysis.models import StatsResult
-from console.core.jobs import commit_without_waiting
 from console.ledger.models import Route
 
 
@@ -92,6 +92,23 @@ def cached(
     return Document(text)
 
 
+# One statement, so one round trip. Outside a transaction, the one PostgreSQL wraps around it
+# commits without waiting for the write-ahead log (`set_config(..., true)` lasts until that commit),
+# as console.core.jobs.commit_without_waiting does for a block: a document lost to a crash is
+# computed again by the next request. Its table is unlogged too (migration 0003), but the commit
+# still writes a record for the key lock on the route, which would wait for the disk. Inside a
+# request's (or a test's) transaction the statement leaves the setting alone: those writes keep
+# their wait.
+_STORE_SQL = """
+INSERT INTO {table} (route_id, kind, params_key, params, data_version, document, compute_ms, computed_at)
+SELECT %s, %s, %s, %s, %s, %s, %s, %s {source}
+ON CONFLICT (route_id, kind, params_key) DO UPDATE SET
+    params = EXCLUDED.params, data_version = EXCLUDED.data_version, document = EXCLUDED.document,
+    compute_ms = EXCLUDED.compute_ms, computed_at = EXCLUDED.computed_at
+"""
+_ASYNCHRONOUS = "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS asynchronous"
+
+
 def _store(
     *,
     route: Route,
@@ -111,17 +128,15 @@ def _store(
         data_version=data_version,
         document=document,
         compute_ms=compute_ms,
+        computed_at=timezone.now(),
     )
     result.clean_fields(exclude=["route"])  # the route was just read; checking it again costs a query
-    with transaction.atomic():
-        # A document lost to a crash is computed again by the next request: its commit need not
-        # wait for the disk (a few ms of a cold request, for half a megabyte of calibration curve).
-        commit_without_waiting()
-        StatsResult.objects.bulk_create(
-            [result],
-            update_conflicts=True,
-            unique_fields=["route", "kind", "params_key"],
-            update_fields=["params", "data_version", "document", "compute_ms", "computed_at"],
+    sql = _STORE_SQL.format(
+        table=StatsResult._meta.db_table, source="" if connection.in_atomic_block else _ASYNCHRONOUS
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql, [route.pk, kind, params_key, Jsonb(params), data_version, document, compute_ms, result.computed_at]
         )
 
 

@@ -8,7 +8,8 @@ class StatsResult(models.Model):
     A row is only ever read back when its `data_version` equals the route's current one (see
     `console.analysis.selectors.data_version`), so a stale row is never served; it is overwritten
     the next time the same parameters are computed. Rows are derived data that can be rebuilt at
-    any time from decisions and labels, so writing one is not an audited action.
+    any time from decisions and labels, so writing one is not an audited action, and the table is
+    unlogged (migration 0003): PostgreSQL empties it after a crash, and documents are computed again.
     """
 
     route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="stats_results")

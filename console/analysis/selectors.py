@@ -214,6 +214,9 @@ class GradedSample:
     sources: tuple[str, ...]
     methods: NDArray[np.object_]
     groups: NDArray[np.object_] | None = None
+    # Labels per method, when the reader knew them already (packed groups): `label_counts` then
+    # need not count 20,000 names.
+    method_counts: dict[str, int] | None = None
 
     @property
     def size(self) -> int:
@@ -239,7 +242,7 @@ class GradedSample:
         imported = int(np.count_nonzero(self.imported))
         # A Counter over the few distinct names: numpy's unique first copied every label's name
         # into a fixed-width string array and sorted it.
-        by_method = Counter(self.methods.tolist())
+        by_method = self.method_counts if self.method_counts is not None else Counter(self.methods.tolist())
         return {
             "imported": imported,
             "blind": self.size - imported,
@@ -327,7 +330,15 @@ def _sample_from_labels(route: Route, window: Window) -> GradedSample:
         imported=np.repeat(per_group.imported, sizes),
         sources=per_group.sources,
         methods=np.repeat(per_group.methods, sizes),
+        method_counts=_sizes_by(per_group.methods, sizes),
     )
+
+
+def _sizes_by(names: NDArray[np.object_], sizes: list[int]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, size in zip(names.tolist(), sizes, strict=True):
+        counts[name] = counts.get(name, 0) + size
+    return counts
 
 
 def _label_samples(route: Route, window: Window) -> QuerySet[LabelSample]:

@@ -147,6 +147,7 @@ def test_graded_samples_from_the_labels_equal_those_read_through_the_decisions(s
         assert sample_rows(fast) == sample_rows(rows), window
         assert fast.sources == rows.sources
         assert fast.estimator == rows.estimator
+        assert fast.label_counts() == rows.label_counts()  # counted per packed group, or name by name
 
 
 def test_the_score_bins_are_counted_per_route_day_profile_and_thousandth_of_a_score(route):
