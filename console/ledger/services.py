@@ -335,8 +335,7 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
         "FROM ledger_passage WITH NO DATA"
     )
     with cursor.cursor.copy(
-        "COPY ingest_passage (external_id, corpus_snapshot, text, source, uri, embedding, "
-        "content_key) FROM STDIN"
+        "COPY ingest_passage (external_id, corpus_snapshot, text, source, uri, embedding, content_key) FROM STDIN"
     ) as copy:
         for key in new_keys:
             passage, corpus = unique[key]
