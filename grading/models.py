@@ -10,7 +10,7 @@ from django.contrib.postgres.functions import RandomUUID
 from django.db import models
 from django.db.models.functions import Coalesce, NullIf
 
-from console.ledger.models import Outcome
+from console.ledger.models import served_answer_of
 
 
 class Verdict(models.TextChoices):
@@ -75,15 +75,8 @@ def _item_texts() -> dict[str, models.Expression]:
     its decision's (the served answer or the logged claim, by the answer's source). `ItemText` says
     the same in Python, and grading.services.queue's claim in hand-written SQL."""
     text = models.TextField()
-    # The decision's served answer (console.ledger.models.SERVED_ANSWER, read through the item).
-    served_answer = Coalesce(
-        "decision__distinct_served_answer",
-        models.Case(
-            models.When(~models.Q(decision__outcome=Outcome.REFUSED), then="decision__claim"), output_field=text
-        ),
-    )
     decision_answer = models.Case(
-        models.When(answer_source=AnswerSource.SERVED, then=served_answer),
+        models.When(answer_source=AnswerSource.SERVED, then=served_answer_of("decision__")),
         models.When(answer_source=AnswerSource.CLAIM, then="decision__claim"),
         output_field=text,
     )

@@ -95,8 +95,8 @@ def cached(
 # One statement, so one round trip. Outside a transaction, the one PostgreSQL wraps around it
 # commits without waiting for the write-ahead log (`set_config(..., true)` lasts until that commit),
 # as console.core.jobs.commit_without_waiting does for a block: a document lost to a crash is
-# computed again by the next request. Its table is unlogged too (migration 0003), but the commit
-# still writes a record for the key lock on the route, which would wait for the disk. Inside a
+# computed again by the next request. Its table is unlogged too (migration 0003), but the foreign
+# key's lock on the route row is logged, so the commit would still wait for the disk. Inside a
 # request's (or a test's) transaction the statement leaves the setting alone: those writes keep
 # their wait.
 _STORE_SQL = """

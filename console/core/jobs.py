@@ -127,8 +127,9 @@ def commit_without_waiting() -> None:
     a second of such commits, whole: never part of one (its audit event goes with its rows), and
     never one that a later, waited-for commit builds on, whose flush carries every earlier commit.
     The sweepers queue the lost decisions again. The span checks and pool entry do this (a commit
-    that waits for the disk was a tenth of their time right after a burst), and so does the store
-    of a statistics document."""
+    that waits for the disk was a tenth of their time right after a burst). The store of a
+    statistics document, a single statement, does the same within that statement
+    (console/analysis/cache.py)."""
     from django.db import connection
 
     if len(connection.atomic_blocks) != 1:

@@ -247,13 +247,22 @@ class Decision(models.Model):
         return self.claim if self.distinct_served_answer is None else self.distinct_served_answer
 
 
-# A decision's served answer in a query, as `Decision.served_answer` gives it on an instance:
-# `.annotate(served_answer=SERVED_ANSWER)` on values() and values_list() (a model instance cannot
-# take the name: it is the property). `SERVED_ANSWER_SQL` is the same for raw SQL over ledger_decision.
-SERVED_ANSWER = Coalesce(
-    "distinct_served_answer",
-    models.Case(models.When(~models.Q(outcome=Outcome.REFUSED), then="claim"), output_field=models.TextField()),
-)
+def served_answer_of(path: str = "") -> Coalesce:
+    """A decision's served answer in a query, as `Decision.served_answer` gives it on an instance;
+    `path` reaches the decision from the query's model (``"decision__"`` from a pool item)."""
+    return Coalesce(
+        f"{path}distinct_served_answer",
+        models.Case(
+            models.When(~models.Q(**{f"{path}outcome": Outcome.REFUSED}), then=f"{path}claim"),
+            output_field=models.TextField(),
+        ),
+    )
+
+
+# `.annotate(served_answer=SERVED_ANSWER)` on values() and values_list() of decisions (a model
+# instance cannot take the name: it is the property). `SERVED_ANSWER_SQL` is the same for raw SQL
+# over ledger_decision.
+SERVED_ANSWER = served_answer_of()
 SERVED_ANSWER_SQL = "coalesce(distinct_served_answer, CASE WHEN outcome <> 'refused' THEN claim END)"
 
 
