@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +29,15 @@ def _stop_children() -> None:
 
 
 atexit.register(_stop_children)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    # bench/run_all.py stops a quick benchmark past its time with SIGTERM: exiting through SystemExit
+    # runs the `finally` blocks and atexit hooks that stop the consoles, workers and broker it started.
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

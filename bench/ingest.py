@@ -299,7 +299,10 @@ def not_yet_gradable(decision_ids: list[int]) -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def wait_gradable(route_id: int, prefix: str, count: int, started: float, timeout: float = 1800) -> float:
+GRADABLE_TIMEOUT, QUICK_GRADABLE_TIMEOUT = 1800.0, 90.0
+
+
+def wait_gradable(route_id: int, prefix: str, count: int, started: float, *, timeout: float) -> float:
     """Seconds from `started` (a time.time()) until the last of the `count` decisions (all stored by
     now) became gradable: its span checks done and its pool item written, read from their own
     timestamps once every one is there. Polling for that moment instead would add the polls' own
@@ -424,11 +427,13 @@ def main() -> None:
             workers.enter_context(celery_worker(folder))
         warm = f"warm-{run}"
         post_all(url, token, make_records(BATCH, warm))  # warm connections, caches and the worker
-        wait_gradable(route.pk, warm, BATCH, time.time())
+        # Bounded in seconds with --quick: a stuck worker is reported, not waited on for half an hour.
+        limit = QUICK_GRADABLE_TIMEOUT if args.quick else GRADABLE_TIMEOUT
+        wait_gradable(route.pk, warm, BATCH, time.time(), timeout=limit)
         started = time.time()
         api_seconds, failures = post_all(url, token, api_records)
         if not failures:
-            gradable_seconds = wait_gradable(route.pk, f"api-{run}", args.decisions, started)
+            gradable_seconds = wait_gradable(route.pk, f"api-{run}", args.decisions, started, timeout=limit)
     if failures:
         raise RuntimeError(f"API refused batches: {failures[:2]}")
     copy_seconds = min(copy_seconds, copy_all(database_url, route.pk, make_records(args.decisions, f"copy-b-{run}")))

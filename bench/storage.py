@@ -29,7 +29,7 @@ import time
 import uuid
 
 from common import add_arguments, data_dir, report, setup_django, web_server
-from ingest import celery_worker, post_all, wait_gradable
+from ingest import GRADABLE_TIMEOUT, QUICK_GRADABLE_TIMEOUT, celery_worker, post_all, wait_gradable
 
 DECISIONS, QUICK_DECISIONS = 20_000, 1_000
 DATABASE = "bench_storage"
@@ -178,7 +178,7 @@ def main() -> None:
         seconds, failures = post_all(url, token, records)
         if failures:
             raise RuntimeError(f"API refused batches: {failures[:2]}")
-        wait_gradable(route.pk, run, count, started)
+        wait_gradable(route.pk, run, count, started, timeout=QUICK_GRADABLE_TIMEOUT if args.quick else GRADABLE_TIMEOUT)
 
     import psycopg
 

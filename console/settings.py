@@ -179,7 +179,20 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # seconds with one retry), and the Redis client already reconnects a connection the broker dropped,
 # so there are none. After a failure console.core.jobs leaves jobs to the sweepers for
 # BROKER_BACKOFF_SECONDS instead of waiting on the broker again.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 2, "socket_timeout": 2}
+#
+# An idle worker waits on the broker with one blocking pop that lasts BROKER_POLL_SECONDS (kombu's
+# default is one second, which wakes each worker, and the broker, every second for nothing: a message
+# still arrives at once, since the pop returns as soon as any of its queues has one). Messages a
+# worker died holding are looked for once a minute; the visibility timeout is an hour anyway.
+BROKER_POLL_SECONDS = env_int("BROKER_POLL_SECONDS", 30, minimum=1, maximum=300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "socket_connect_timeout": 2,
+    "socket_timeout": 2,
+    "polling_interval": BROKER_POLL_SECONDS,
+    "unacked_restore_interval": 60,
+    "unacked_restore_throttle": 1,
+}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 0}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 BROKER_BACKOFF_SECONDS = env_int("BROKER_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)

@@ -70,5 +70,8 @@ def test_compose_runs_workers_per_queue_that_scale_and_together_consume_every_qu
         if command[:4] == ["celery", "-A", "console", "worker"]:
             assert "container_name" not in service and "ports" not in service, f"{name} could not be scaled"
             consumed += command[command.index("-Q") + 1].split(",")
+            # as under `make run`: no gossip, mingle or event heartbeat while the console idles
+            assert {"--without-gossip", "--without-mingle", "--without-heartbeat"} <= set(command), name
     assert sorted(consumed) == sorted(QUEUES)  # each queue has exactly one worker service
-    assert services["worker-shadow"]["command"][-2:] == ["-Q", "shadow"]
+    shadow = services["worker-shadow"]["command"]
+    assert shadow[shadow.index("-Q") + 1] == "shadow"
