@@ -56,6 +56,14 @@ _SIMILAR = inline_serializer(
             help_text="{source, dimension, embedder_version}; null when the route has none."
         ),
         "similar_form_30d": serializers.JSONField(help_text="{count, at_least, threshold}."),
+        "reason": serializers.ChoiceField(
+            choices=["no_vectors", "no_vector", "zero_vector"],
+            allow_null=True,
+            help_text="Why results is empty, when known before searching: the route has no question vectors yet; "
+            "this decision has none; or its vector is all zeros (a question of numbers, punctuation or emoji only, "
+            "which the built-in embedder cannot place, or zeros sent as its question_embedding), so no similarity "
+            "can be computed. Null otherwise. Decisions with a zero vector are never listed as neighbours.",
+        ),
     },
 )
 
@@ -92,6 +100,7 @@ def similar_as_dict(result) -> dict:
             "at_least": result.similar_form_capped,
             "threshold": result.threshold,
         },
+        "reason": result.reason,
     }
 
 
