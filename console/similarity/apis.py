@@ -167,6 +167,13 @@ class RouteGapsApi(APIView):
                 {
                     "computed_at": serializers.DateTimeField(allow_null=True),
                     "clusters": serializers.ListField(child=serializers.JSONField()),
+                    "reason": serializers.ChoiceField(
+                        choices=["not_computed", "no_refusals", "too_few_refusals", "no_groups"],
+                        allow_null=True,
+                        help_text="Why clusters is empty: no run yet; no refusal with a question vector in the "
+                        "window; fewer than 3 (no group can form); or no refusals close enough to each other "
+                        "(all one-offs). Null when there are clusters.",
+                    ),
                 },
             ),
             403: ERROR,
@@ -178,7 +185,8 @@ class RouteGapsApi(APIView):
         route = get_route_for_gaps(request.user, slug)
         run = selectors.latest_gap_run(route)
         if run is None:
-            return Response({"computed_at": None, "clusters": []})
+            return Response({"computed_at": None, "clusters": [], "reason": selectors.gaps_reason(None, [])})
+        clusters = selectors.gap_clusters(run)
         return Response(
             {
                 "computed_at": run.computed_at.isoformat(),
@@ -186,6 +194,7 @@ class RouteGapsApi(APIView):
                 "refusals": run.refusals,
                 "unclustered": run.unclustered,
                 "source": run.source,
-                "clusters": [cluster_dict(c) for c in selectors.gap_clusters(run)],
+                "clusters": [cluster_dict(c) for c in clusters],
+                "reason": selectors.gaps_reason(run, clusters),
             }
         )

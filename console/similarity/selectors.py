@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from console.accounts import permissions
 from console.ledger.models import Decision, Outcome, Route
+from console.similarity import topics
 from console.similarity.hooks import cluster_figures, neighbour_facts
 from console.similarity.models import GapCluster, GapRun
 from console.similarity.spaces import Space, active_space_and_vector
@@ -224,6 +225,26 @@ def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
 
 def latest_gap_run(route: Route) -> GapRun | None:
     return GapRun.objects.filter(route=route).order_by("-computed_at", "-pk").first()
+
+
+# Why a route's corpus gaps list no cluster (`gaps_reason`).
+GAPS_NOT_COMPUTED = "not_computed"  # no run yet (the route may have no question vectors yet)
+GAPS_NO_REFUSALS = "no_refusals"  # no refusal with a vector in the run's window
+GAPS_TOO_FEW = "too_few_refusals"  # fewer than topics.MIN_REFUSALS: no group can form
+GAPS_NO_GROUPS = "no_groups"  # enough refusals, but none close enough to others to form a group
+
+
+def gaps_reason(run: GapRun | None, clusters: list[GapCluster]) -> str | None:
+    """Why there is no cluster to show; None when there is one."""
+    if run is None:
+        return GAPS_NOT_COMPUTED
+    if clusters:
+        return None
+    if run.refusals == 0:
+        return GAPS_NO_REFUSALS
+    if run.refusals < topics.MIN_REFUSALS:
+        return GAPS_TOO_FEW
+    return GAPS_NO_GROUPS
 
 
 def gap_clusters(run: GapRun) -> list[GapCluster]:

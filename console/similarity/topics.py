@@ -8,6 +8,9 @@ import numpy as np
 
 # scikit-learn is imported inside the functions that use it (bench/memory.py: memory at rest).
 
+# Fewer refusals than this form no group: the smallest cluster HDBSCAN is asked for has 3 members.
+MIN_REFUSALS = 3
+
 
 @dataclass
 class Clusters:
@@ -54,7 +57,7 @@ def cluster(
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(n, size=sample_max, replace=False)) if n > sample_max else np.arange(n)
     labels = np.full(n, -1, dtype=np.int64)
-    if len(sample) < 3:
+    if len(sample) < MIN_REFUSALS:
         return Clusters(labels, np.zeros((0, unit.shape[1]), dtype=np.float32), len(sample))
     size = min_cluster_size or max(5, len(sample) // 200)
     # A precomputed cosine-distance matrix: tree searches degrade to brute force in hundreds of

@@ -78,3 +78,59 @@ def test_a_zero_vector_sent_by_the_integrator_finds_no_neighbours_and_is_no_neig
     body = _json(reviewer.get(f"/api/v1/decisions/{ids[0]}/similar?outcome=any&k=50"))
     assert ids[-1] not in {r["id"] for r in body["results"]} and len(body["results"]) == 3
     assert _json(reviewer.get(f"/api/v1/decisions/{ids[-1]}/similar"))["reason"] == "zero_vector"
+
+
+def _recompute_and_read(client, reviewer, django_capture_on_commit_callbacks) -> dict:
+    """The recompute button (the job runs on commit), then the gaps API and page."""
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post("/gaps/recompute", {"route": "it-support"}).status_code == 302
+    assert client.get("/gaps/?route=it-support").status_code == 200
+    return _json(reviewer.get("/api/v1/routes/it-support/gaps"))
+
+
+@pytest.mark.parametrize(
+    "questions",
+    [
+        pytest.param([str(i) for i in range(12)], id="numbers only"),
+        pytest.param(["\U0001f600", "\U0001f44d", "\U0001f937"] * 4, id="emoji only"),
+        pytest.param(["?"] * 12, id="punctuation only, identical"),
+        pytest.param(["How do I reset my password"] * 12, id="identical"),
+    ],
+)
+def test_a_route_whose_questions_have_no_words_gets_vectors_and_gaps_without_an_error(
+    route, reviewer, client, django_capture_on_commit_callbacks, questions
+):
+    ids = factories.ingest([factories.record(question=q, occurred_at=factories.recent()) for q in questions])
+    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    assert version is not None
+    assert QuestionVector.objects.filter(decision_id__in=ids).count() == len(ids)
+    ids += _later([questions[0]], occurred_at=factories.recent())  # embedded with the stored model
+    assert QuestionVector.objects.filter(decision_id__in=ids).count() == len(ids)
+    body = _json(reviewer.get(f"/api/v1/decisions/{ids[0]}/similar?k=5"))
+    assert body["reason"] in (None, "zero_vector")
+    client.force_login(factories.make_user("gap-reviewer", "reviewer"))
+    gaps = _recompute_and_read(client, reviewer, django_capture_on_commit_callbacks)
+    assert gaps["computed_at"] is not None and gaps["refusals"] == len(ids)
+    for cluster in gaps["clusters"]:
+        assert cluster["size"] >= 1 and isinstance(cluster["terms"], list)
+
+
+def test_a_single_refusal_gives_a_run_without_clusters_and_says_why(
+    route, reviewer, client, django_capture_on_commit_callbacks
+):
+    factories.ingest(
+        [
+            factories.record(
+                question="Where is the printer", question_embedding=[1.0, 0.0], occurred_at=factories.recent()
+            )
+        ]
+    )
+    client.force_login(factories.make_user("gap-reviewer", "reviewer"))
+    gaps = _recompute_and_read(client, reviewer, django_capture_on_commit_callbacks)
+    assert gaps["refusals"] == 1 and gaps["clusters"] == []
+    assert gaps["reason"] == "too_few_refusals"
+
+
+def test_a_route_without_vectors_says_why_it_has_no_gaps(route, reviewer):
+    body = _json(reviewer.get("/api/v1/routes/it-support/gaps"))
+    assert body == {"computed_at": None, "clusters": [], "reason": "not_computed"}
