@@ -172,7 +172,7 @@ class RouteGapsApi(APIView):
                         allow_null=True,
                         help_text="Why clusters is empty: no run yet; no refusal with a question vector in the "
                         "window; fewer than 3 (no group can form); or no refusals close enough to each other "
-                        "(all one-offs). Null when there are clusters.",
+                        "(none alike enough). Null when there are clusters.",
                     ),
                 },
             ),

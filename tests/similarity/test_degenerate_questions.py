@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from console.similarity import services
@@ -134,3 +135,23 @@ def test_a_single_refusal_gives_a_run_without_clusters_and_says_why(
 def test_a_route_without_vectors_says_why_it_has_no_gaps(route, reviewer):
     body = _json(reviewer.get("/api/v1/routes/it-support/gaps"))
     assert body == {"computed_at": None, "clusters": [], "reason": "not_computed"}
+
+
+@pytest.mark.parametrize("question", ["How do I reset my password", "?"])
+def test_refusals_that_all_ask_the_same_question_are_one_gap_not_one_offs(
+    route, reviewer, client, django_capture_on_commit_callbacks, question
+):
+    ids = factories.ingest([factories.record(question=question, occurred_at=factories.recent()) for _ in range(12)])
+    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    client.force_login(factories.make_user("gap-reviewer", "reviewer"))
+    gaps = _recompute_and_read(client, reviewer, django_capture_on_commit_callbacks)
+    assert gaps["reason"] is None and gaps["unclustered"] == 0
+    assert [c["size"] for c in gaps["clusters"]] == [12]
+    assert {e["id"] for e in gaps["clusters"][0]["examples"]} <= set(ids)
+
+
+def test_refusals_without_direction_never_form_a_group_on_their_own():
+    from console.similarity import topics
+
+    found = topics.cluster(np.zeros((12, 8), dtype=np.float32), one_group_min=0.8)
+    assert len(found.centres) == 0 and (found.labels == -1).all()
