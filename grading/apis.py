@@ -294,7 +294,20 @@ _BLINDNESS = inline_serializer(
             "BlindnessPopulation", {"served": serializers.IntegerField(), "refused": serializers.IntegerField()}
         ),
         "enough": serializers.BooleanField(help_text="False below 20 items of either origin; auroc is then null."),
+        "reason": serializers.ChoiceField(
+            choices=["too_few_items", "no_variation"],
+            allow_null=True,
+            help_text="Why auroc is null: fewer than 20 items of either origin (one origin only included), or "
+            "every item has the same features (identical answers, or answers of numbers, emoji or punctuation "
+            "only). Null when there is a reading.",
+        ),
         "auroc": _ESTIMATE,
+        "sign": serializers.ChoiceField(
+            choices=["none", "weak", "warning"],
+            allow_null=True,
+            help_text="none: the interval includes 0.5; weak: it excludes 0.5 but its lower end is not above 0.6; "
+            "warning: its lower end is above 0.6. Null when there is no reading.",
+        ),
         "warning": serializers.BooleanField(help_text="The interval's lower end is above 0.6."),
         "features": serializers.ListField(
             child=inline_serializer(
@@ -319,8 +332,10 @@ class BlindnessApi(APIView):
         description="A logistic regression on what graders see (the answer's words, its opening, the share of "
         "its sentences copied from the passages, its length) predicts whether the item's answer "
         "was written for a refused question; `auroc` is its cross-validated AUROC with a percentile "
-        "bootstrap interval (0.5: graders cannot tell). `warning` when the interval's lower end is "
-        "above 0.6, with the strongest features. Reviewers of the route only.",
+        "bootstrap interval (0.5: graders cannot tell). `sign` reads it in three states (no sign, a weak sign, "
+        "the warning); `warning` when the interval's lower end is above 0.6, with the strongest features. A route "
+        "whose items cannot be measured answers 200 with `auroc` null and `reason` saying why, never an error. "
+        "Reviewers of the route only.",
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.reviewable_routes(request.user).filter(slug=slug).first()

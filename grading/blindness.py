@@ -25,7 +25,16 @@ from django.db.models import Count, Max, Q
 
 from console.ledger.compression import decompress_head, head_sql
 from console.ledger.models import Route
-from console.stats.blindness import MIN_PER_CLASS, BlindnessProbe, GraderView, blindness_probe
+from console.stats.blindness import (
+    MIN_PER_CLASS,
+    NO_VARIATION,
+    SIGN_WARNING,
+    SIGN_WEAK,
+    TOO_FEW_ITEMS,
+    BlindnessProbe,
+    GraderView,
+    blindness_probe,
+)
 from grading.models import AnswerSource, GradingItem
 
 MAX_ITEMS = 2_000
@@ -73,8 +82,10 @@ def _passages(decision_ids: list[int]) -> dict[int, list[str]]:
 
 
 def route_blindness(route: Route) -> dict[str, Any]:
-    """The probe's reading for the route: {"n", "served", "refused", "enough", "auroc": {"value", "low",
-    "high"} or None, "warning", "features": [{"feature", "weight", "leans"}], "method", "message"}."""
+    """The probe's reading for the route: {"n", "served", "refused", "enough", "reason", "auroc": {"value",
+    "low", "high"} or None, "sign", "warning", "features": [{"feature", "weight", "leans"}], "method",
+    "message"}. `reason` ("too_few_items", "no_variation") says why `auroc` is None; `sign` is "none",
+    "weak" or "warning" when there is a reading (console.stats.blindness.probe_sign)."""
     summary = _pool(route).aggregate(
         served=Count("pk", filter=Q(answer_source=AnswerSource.SERVED)),
         refused=Count("pk", filter=Q(answer_source__in=REFUSED_SOURCES)),
@@ -84,7 +95,8 @@ def route_blindness(route: Route) -> dict[str, Any]:
     if min(counts.values()) < MIN_PER_CLASS:  # answered from the counts alone: nothing worth caching
         return _compute(route, counts)
     # The cache is the database's, shared by every worker: a reading is computed once per pool version.
-    key = f"grading:blindness:{route.pk}:{summary['served']}:{summary['refused']}:{summary['newest']}:{MAX_ITEMS}"
+    # v2: documents carry "reason" and "sign"; one cached before them is not read.
+    key = f"grading:blindness:v2:{route.pk}:{summary['served']}:{summary['refused']}:{summary['newest']}:{MAX_ITEMS}"
     document = cache.get(key)
     if document is None:
         document = _compute(route, counts)
@@ -111,19 +123,37 @@ def _compute(route: Route, counts: dict[bool, int]) -> dict[str, Any]:
 
 
 def _message(document: dict[str, Any]) -> str:
+    """The reading in words, in one of its states: no figure (and why), the warning, a weak sign, no sign."""
     minimum = document["method"]["min_per_class"]
-    if not document["enough"]:
+    if document["reason"] == TOO_FEW_ITEMS:
         return (
             f"Not enough items to probe: {document['served']} served and {document['refused']} refused "
             f"answers in the pool; the probe needs at least {minimum} of each."
         )
+    if document["reason"] == NO_VARIATION:
+        return (
+            "Every item shows graders the same answer form (identical answers, or answers without words, "
+            "such as numbers, emoji or punctuation only), so the form cannot give the origin away; "
+            "there is nothing to measure and no AUROC is given."
+        )
     auroc = document["auroc"]
     reading = f"{auroc['value']:.2f} (interval {auroc['low']:.2f} to {auroc['high']:.2f})"
-    if document["warning"]:
+    if document["sign"] == SIGN_WARNING:
         strongest = "; ".join(f["feature"] for f in document["features"][:3])
         return (
             f"Graders can likely tell refused from served answers by their form: the probe's AUROC is "
             f"{reading}, above 0.6 with confidence. Grades of refused answers may be harsher than blind ones, "
             f"so the false-abstention rate may read too low. Strongest signs: {strongest}."
+        )
+    if document["sign"] == SIGN_WEAK:
+        if auroc["low"] > 0.5:
+            return (
+                f"A weak sign that the answer's form gives its origin away: the probe's AUROC is {reading}, "
+                f"above chance (0.5) but not above 0.6 with confidence. Worth a look at the strongest features."
+            )
+        return (
+            f"A weak sign: the probe's AUROC is {reading}, below chance (0.5). Cross-validation reads a little "
+            f"below 0.5 when there is no signal; well below it, the form differs but the model learned it the "
+            f"wrong way round."
         )
     return f"No sign that the answer's form gives its origin away: the probe's AUROC is {reading} (0.5 is chance)."

@@ -56,6 +56,14 @@ _SIMILAR = inline_serializer(
             help_text="{source, dimension, embedder_version}; null when the route has none."
         ),
         "similar_form_30d": serializers.JSONField(help_text="{count, at_least, threshold}."),
+        "reason": serializers.ChoiceField(
+            choices=["no_vectors", "no_vector", "zero_vector"],
+            allow_null=True,
+            help_text="Why results is empty, when known before searching: the route has no question vectors yet; "
+            "this decision has none; or its vector is all zeros (a question of numbers, punctuation or emoji only, "
+            "which the built-in embedder cannot place, or zeros sent as its question_embedding), so no similarity "
+            "can be computed. Null otherwise. Decisions with a zero vector are never listed as neighbours.",
+        ),
     },
 )
 
@@ -92,6 +100,7 @@ def similar_as_dict(result) -> dict:
             "at_least": result.similar_form_capped,
             "threshold": result.threshold,
         },
+        "reason": result.reason,
     }
 
 
@@ -158,6 +167,13 @@ class RouteGapsApi(APIView):
                 {
                     "computed_at": serializers.DateTimeField(allow_null=True),
                     "clusters": serializers.ListField(child=serializers.JSONField()),
+                    "reason": serializers.ChoiceField(
+                        choices=["not_computed", "no_refusals", "too_few_refusals", "no_groups"],
+                        allow_null=True,
+                        help_text="Why clusters is empty: no run yet; no refusal with a question vector in the "
+                        "window; fewer than 3 (no group can form); or no refusals close enough to each other "
+                        "(none alike enough). Null when there are clusters.",
+                    ),
                 },
             ),
             403: ERROR,
@@ -169,7 +185,8 @@ class RouteGapsApi(APIView):
         route = get_route_for_gaps(request.user, slug)
         run = selectors.latest_gap_run(route)
         if run is None:
-            return Response({"computed_at": None, "clusters": []})
+            return Response({"computed_at": None, "clusters": [], "reason": selectors.gaps_reason(None, [])})
+        clusters = selectors.gap_clusters(run)
         return Response(
             {
                 "computed_at": run.computed_at.isoformat(),
@@ -177,6 +194,7 @@ class RouteGapsApi(APIView):
                 "refusals": run.refusals,
                 "unclustered": run.unclustered,
                 "source": run.source,
-                "clusters": [cluster_dict(c) for c in selectors.gap_clusters(run)],
+                "clusters": [cluster_dict(c) for c in clusters],
+                "reason": selectors.gaps_reason(run, clusters),
             }
         )

@@ -32,45 +32,50 @@ WORD_FEATURES = 20_000
 CHAR_FEATURES = 30_000
 
 
+def _vectorizers():
+    """TF-IDF of words and word pairs, and of character 3- to 5-grams within words."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    words = TfidfVectorizer(
+        analyzer="word", ngram_range=(1, 2), sublinear_tf=True, min_df=1, max_features=WORD_FEATURES, dtype=np.float32
+    )
+    chars = TfidfVectorizer(
+        analyzer="char_wb",
+        ngram_range=(3, 5),
+        sublinear_tf=True,
+        min_df=1,
+        max_features=CHAR_FEATURES,
+        dtype=np.float32,
+    )
+    return words, chars
+
+
 def fit(questions: list[str], *, dimension: int = DIMENSION, seed: int = 0) -> Pipeline:
     """Fit the TF-IDF + SVD pipeline on a route's questions (at least 2)."""
     from sklearn.decomposition import TruncatedSVD
-    from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.pipeline import FeatureUnion, Pipeline
 
     if len(questions) < 2:
         raise ValueError("the built-in embedder needs at least 2 questions")
-    features = FeatureUnion(
-        [
-            (
-                "words",
-                TfidfVectorizer(
-                    analyzer="word",
-                    ngram_range=(1, 2),
-                    sublinear_tf=True,
-                    min_df=1,
-                    max_features=WORD_FEATURES,
-                    dtype=np.float32,
-                ),
-            ),
-            (
-                "chars",
-                TfidfVectorizer(
-                    analyzer="char_wb",
-                    ngram_range=(3, 5),
-                    sublinear_tf=True,
-                    min_df=1,
-                    max_features=CHAR_FEATURES,
-                    dtype=np.float32,
-                ),
-            ),
-        ]
-    )
-    matrix = features.fit_transform(questions)
+    words, chars = _vectorizers()
+    features = FeatureUnion([("words", words), ("chars", chars)])
+    try:
+        matrix = features.fit_transform(questions)
+    except ValueError:
+        # No word at all (questions of digits, punctuation or emoji only: a word here is two word
+        # characters or more): the character pieces alone still tell such questions apart.
+        features = FeatureUnion([("chars", chars)])
+        matrix = features.fit_transform(questions)
     components = max(1, min(dimension, matrix.shape[0] - 1, matrix.shape[1] - 1))
     svd = TruncatedSVD(n_components=components, algorithm="randomized", n_iter=3, random_state=seed)
-    with np.errstate(divide="ignore", invalid="ignore"):  # identical questions: explained variance 0/0
-        svd.fit(matrix)
+    if matrix.shape[1] < 2:
+        # One feature in all (every question is the same piece, such as "?"): TruncatedSVD needs
+        # two, and the projection onto the only axis is the axis itself.
+        svd.components_ = np.ones((1, 1), dtype=np.float32)
+        svd.n_features_in_ = 1
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):  # identical questions: explained variance 0/0
+            svd.fit(matrix)
     # Stored in 12 bits (see `dumps`); rounded here already so that the vectors made with the model
     # in hand equal those made later with the stored one.
     svd.components_ = _dequantized(*_quantized(svd.components_))

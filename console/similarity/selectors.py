@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,6 +14,7 @@ from django.utils import timezone
 
 from console.accounts import permissions
 from console.ledger.models import Decision, Outcome, Route
+from console.similarity import topics
 from console.similarity.hooks import cluster_figures, neighbour_facts
 from console.similarity.models import GapCluster, GapRun
 from console.similarity.spaces import Space, active_space_and_vector
@@ -40,6 +42,22 @@ class SimilarRefusals:
     threshold: float = 0.0
     days: int = 30
     facts: tuple[str, ...] = ()  # the names of the facts each neighbour carries
+    # Why there are no neighbours to give, when that is known in advance: NO_SPACE, NO_VECTOR or ZERO_VECTOR.
+    reason: str | None = None
+
+
+NO_SPACE = "no_vectors"  # the route has no question vectors yet
+NO_VECTOR = "no_vector"  # the decision has none (sent without one, or not embedded yet)
+# The decision's vector is all zeros: its question has no word or word piece the built-in embedder
+# learnt (numbers, punctuation or emoji only), or the integrator sent zeros. A zero vector has no
+# direction, so its cosine with anything is undefined (pgvector answers NaN).
+ZERO_VECTOR = "zero_vector"
+
+
+def is_zero_vector(text: str) -> bool:
+    """Whether a vector in pgvector's text form ("[0,-0,0]") is all zeros: any other number's
+    decimal form has a digit from 1 to 9."""
+    return not any(digit in text for digit in "123456789")
 
 
 def _nearest_sql(space: Space, outcome: str | None) -> tuple[str, list]:
@@ -77,7 +95,9 @@ def _walk(
     with connection.cursor() as cursor:
         _set_ef_search(cursor, int(max(ef_search or settings.SIMILARITY_EF_SEARCH, k)))
         cursor.execute(sql, [literal, exclude, *extra, literal, k])
-        return [(row[0], 1.0 - float(row[1]), row[2]) for row in cursor.fetchall()]
+        # A zero vector's distance to anything is NaN, which PostgreSQL sorts after every number:
+        # dropping those rows here loses no neighbour that a number would have placed in the k.
+        return [(row[0], 1.0 - float(row[1]), row[2]) for row in cursor.fetchall() if not math.isnan(row[1])]
 
 
 def _set_ef_search(cursor, value: int) -> None:
@@ -138,8 +158,12 @@ def similar_refusals(
     space, own = active_space_and_vector(decision.route, decision.pk)
     result = SimilarRefusals(space=space, threshold=settings.SIMILARITY_SAME_FORM_MIN, facts=tuple(facts))
     if space is None or own is None:
+        result.reason = NO_SPACE if space is None else NO_VECTOR
         return result
     result.has_vector = True
+    if is_zero_vector(own):
+        result.reason = ZERO_VECTOR
+        return result
     pool = _walk(space, own, exclude=decision.pk, k=k, outcome=Outcome.REFUSED)
     found = pool if outcome == Outcome.REFUSED else _walk(space, own, exclude=decision.pk, k=k, outcome=outcome)
     depth = settings.SIMILARITY_SAME_FORM_DEPTH
@@ -201,6 +225,26 @@ def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
 
 def latest_gap_run(route: Route) -> GapRun | None:
     return GapRun.objects.filter(route=route).order_by("-computed_at", "-pk").first()
+
+
+# Why a route's corpus gaps list no cluster (`gaps_reason`).
+GAPS_NOT_COMPUTED = "not_computed"  # no run yet (the route may have no question vectors yet)
+GAPS_NO_REFUSALS = "no_refusals"  # no refusal with a vector in the run's window
+GAPS_TOO_FEW = "too_few_refusals"  # fewer than topics.MIN_REFUSALS: no group can form
+GAPS_NO_GROUPS = "no_groups"  # enough refusals, but none close enough to others to form a group
+
+
+def gaps_reason(run: GapRun | None, clusters: list[GapCluster]) -> str | None:
+    """Why there is no cluster to show; None when there is one."""
+    if run is None:
+        return GAPS_NOT_COMPUTED
+    if clusters:
+        return None
+    if run.refusals == 0:
+        return GAPS_NO_REFUSALS
+    if run.refusals < topics.MIN_REFUSALS:
+        return GAPS_TOO_FEW
+    return GAPS_NO_GROUPS
 
 
 def gap_clusters(run: GapRun) -> list[GapCluster]:

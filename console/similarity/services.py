@@ -514,7 +514,16 @@ def gaps_compute(
     )
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     vectors = np.stack([np.asarray(r[2], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1))
-    found = topics.cluster(vectors, sample_max=settings.SIMILARITY_GAPS_SAMPLE, seed=seed) if rows else None
+    found = (
+        topics.cluster(
+            vectors,
+            sample_max=settings.SIMILARITY_GAPS_SAMPLE,
+            seed=seed,
+            one_group_min=settings.SIMILARITY_SAME_FORM_MIN,
+        )
+        if rows
+        else None
+    )
     clusters = []
     if found is not None and len(found.centres):
         questions = [r[3] for r in rows]
@@ -558,6 +567,7 @@ def gaps_compute(
                 "sample_max": settings.SIMILARITY_GAPS_SAMPLE,
                 "window_days": window_days,
                 "seed": seed,
+                "one_group_min": settings.SIMILARITY_SAME_FORM_MIN,
             },
             seconds=round(time.monotonic() - started, 3),
         )

@@ -8,6 +8,9 @@ import numpy as np
 
 # scikit-learn is imported inside the functions that use it (bench/memory.py: memory at rest).
 
+# Fewer refusals than this form no group: the smallest cluster HDBSCAN is asked for has 3 members.
+MIN_REFUSALS = 3
+
 
 @dataclass
 class Clusters:
@@ -37,8 +40,29 @@ def cosine_distances(unit: np.ndarray) -> np.ndarray:
     return distances
 
 
+def _one_group(unit: np.ndarray, min_size: int, one_group_min: float | None) -> np.ndarray | None:
+    """Labels (0 or -1) making one group of the rows within `one_group_min` cosine of their mean
+    direction, when they are at least `min_size` and every row with a direction is among them;
+    None otherwise. Rows without a direction (zero vectors) stay out."""
+    if one_group_min is None:
+        return None
+    directed = np.linalg.norm(unit, axis=1) > 0
+    if directed.sum() < min_size:
+        return None
+    centre = normalise(unit[directed].mean(axis=0, keepdims=True))[0]
+    close = directed & (unit @ centre >= one_group_min)
+    if close.sum() != directed.sum():
+        return None
+    return np.where(close, 0, -1).astype(np.int64)
+
+
 def cluster(
-    vectors: np.ndarray, *, sample_max: int = 5_000, min_cluster_size: int | None = None, seed: int = 0
+    vectors: np.ndarray,
+    *,
+    sample_max: int = 5_000,
+    min_cluster_size: int | None = None,
+    seed: int = 0,
+    one_group_min: float | None = None,
 ) -> Clusters:
     """HDBSCAN over cosine distance on a random sample of at most `sample_max` unit vectors; every other row joins its
     nearest centre when it is at least as close as the farthest sampled member of that cluster,
@@ -46,6 +70,11 @@ def cluster(
 
     HDBSCAN (Campello, Moulavi and Sander 2013; scikit-learn's implementation) needs no number of
     clusters and leaves diffuse points as noise, which is what a long tail of one-off refusals is.
+    It never names the whole sample as one cluster (scikit-learn's `allow_single_cluster` is off,
+    and turned on it also makes groups of random points): when it finds none and every sampled
+    row with a direction lies within `one_group_min` cosine of their mean direction (the same
+    question asked again and again), those rows are one group. Zero vectors (questions the
+    embedder cannot place) join no group.
     """
     from sklearn.cluster import HDBSCAN
 
@@ -54,7 +83,7 @@ def cluster(
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(n, size=sample_max, replace=False)) if n > sample_max else np.arange(n)
     labels = np.full(n, -1, dtype=np.int64)
-    if len(sample) < 3:
+    if len(sample) < MIN_REFUSALS:
         return Clusters(labels, np.zeros((0, unit.shape[1]), dtype=np.float32), len(sample))
     size = min_cluster_size or max(5, len(sample) // 200)
     # A precomputed cosine-distance matrix: tree searches degrade to brute force in hundreds of
@@ -67,7 +96,10 @@ def cluster(
     del distances
     ids = sorted(set(sample_labels.tolist()) - {-1})
     if not ids:
-        return Clusters(labels, np.zeros((0, unit.shape[1]), dtype=np.float32), len(sample))
+        whole = _one_group(unit[sample], min(size, len(sample)), one_group_min)
+        if whole is None:
+            return Clusters(labels, np.zeros((0, unit.shape[1]), dtype=np.float32), len(sample))
+        sample_labels, ids = whole, [0]
     remap = {old: new for new, old in enumerate(ids)}
     sample_labels = np.array([remap.get(label, -1) for label in sample_labels.tolist()], dtype=np.int64)
     members = unit[sample]

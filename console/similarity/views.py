@@ -31,6 +31,7 @@ def gaps(request):
     slug = request.GET.get("route") or (routes[0].slug if routes else None)
     route = get_route_for_gaps(request.user, slug) if slug else None
     run = selectors.latest_gap_run(route) if route else None
+    clusters = selectors.gap_clusters(run) if run else []
     return render(
         request,
         "similarity/gaps.html",
@@ -38,7 +39,8 @@ def gaps(request):
             "routes": routes,
             "route": route,
             "run": run,
-            "clusters": selectors.gap_clusters(run) if run else [],
+            "clusters": clusters,
+            "reason": selectors.gaps_reason(run, clusters),
             "space": selectors.active_space(route) if route else None,
         },
     )

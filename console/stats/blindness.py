@@ -35,6 +35,14 @@ resample), so it reflects the sampling of items, not the variability of fitting;
 enough to flag a leak. The warning is raised when the interval's lower end is above 0.6: the
 probe then tells the origin better than chance with confidence, by a margin a person would notice.
 
+Degenerate inputs answer without a figure rather than fail: fewer than `MIN_PER_CLASS` items of
+either origin (a single origin included) is `TOO_FEW_ITEMS`; features that take one value over all
+items (identical answers, answers of numbers, punctuation or emoji only) is `NO_VARIATION`, since
+out-of-fold probabilities would then differ only by each fold's class balance. A text with no term
+to keep (every opening different, as in an "Option N is under ..." template) adds no column
+(`console.stats._optional_text`). A reading is told in three states (`probe_sign`): no sign (the
+interval includes 0.5), a weak sign (it excludes 0.5, the lower end not above 0.6), the warning.
+
 Strongest features: the model refitted on all items; each coefficient is multiplied by its
 feature's standard deviation over the items (the standardized coefficient, comparable across word
 and shape features); the largest in absolute value are named in words with the side they lean to.
@@ -142,6 +150,10 @@ def feature_table(views: Sequence[GraderView]) -> np.ndarray:
     return table
 
 
+def _whole_text(text: str) -> list[str]:
+    return [text] if text else []
+
+
 def probe_model(seed: int = SEED) -> Pipeline:
     """The classifier: TF-IDF of the answer + opening + scaled shape features -> logistic regression."""
     from sklearn.compose import ColumnTransformer
@@ -150,11 +162,17 @@ def probe_model(seed: int = SEED) -> Pipeline:
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from console.stats._optional_text import OptionalText
+
+    # Either text may have no term to keep (answers of numbers or emoji only; openings that are all
+    # different, as in "Option 7 is under ..."): it then adds no column instead of failing.
+    words = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20_000)
+    # The opening as one token: CountVectorizer with a whole-string analyzer.
+    openings = CountVectorizer(analyzer=_whole_text, binary=True, min_df=2)
     features = ColumnTransformer(
         [
-            ("answer", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20_000), 0),
-            # The opening as one token: CountVectorizer with a whole-string analyzer.
-            ("opening", CountVectorizer(analyzer=lambda text: [text] if text else [], binary=True, min_df=2), 1),
+            ("answer", OptionalText(words), 0),
+            ("opening", OptionalText(openings), 1),
             ("shape", StandardScaler(), list(range(2, 2 + len(SHAPE_FEATURES)))),
         ]
     )
@@ -178,9 +196,39 @@ class Feature:
         return {"feature": self.name, "weight": round(self.weight, 4), "leans": self.leans}
 
 
+# Why a probe gives no figure (`BlindnessProbe.reason`); None when it gives one.
+TOO_FEW_ITEMS = "too_few_items"  # fewer than MIN_PER_CLASS of either origin (one origin only included)
+NO_VARIATION = "no_variation"  # every item has the same features: nothing to tell the origins by
+
+# What a reading says (`probe_sign`).
+SIGN_NONE = "none"
+SIGN_WEAK = "weak"
+SIGN_WARNING = "warning"
+
+
+def probe_sign(auroc: Interval) -> str | None:
+    """The reading in three states (docs/statistics.md, "Blindness probe"):
+
+    * "warning" when the interval's lower end is above `WARNING_LOW` (0.6);
+    * "none" (no sign) only when the interval includes 0.5;
+    * "weak" otherwise: the interval excludes 0.5 (above it, or below it: a model that guesses
+      worse than chance out of fold) but stays under the warning line.
+
+    None when there is no reading (an undefined interval).
+    """
+    if not auroc.is_defined:
+        return None
+    if auroc.low > WARNING_LOW:
+        return SIGN_WARNING
+    if auroc.low <= 0.5 <= auroc.high:
+        return SIGN_NONE
+    return SIGN_WEAK
+
+
 @dataclass(frozen=True)
 class BlindnessProbe:
-    """The probe's reading. `auroc` is undefined and `enough` false below `MIN_PER_CLASS` per class."""
+    """The probe's reading. `auroc` is undefined when `reason` says why: `enough` false below
+    `MIN_PER_CLASS` per class (`TOO_FEW_ITEMS`), or every item's features alike (`NO_VARIATION`)."""
 
     n_served: int
     n_refused: int
@@ -193,6 +241,35 @@ class BlindnessProbe:
     confidence: float
     seed: int
     out_of_fold: np.ndarray = field(repr=False)  # probability of "refused", one per item, in input order
+    reason: str | None = None
+
+    @classmethod
+    def without_reading(
+        cls,
+        n_served: int,
+        n_refused: int,
+        *,
+        reason: str,
+        folds: int = FOLDS,
+        resamples: int = RESAMPLES,
+        confidence: float = 0.95,
+        seed: int = SEED,
+    ) -> BlindnessProbe:
+        """No figure, no warning, and the `reason` (TOO_FEW_ITEMS or NO_VARIATION)."""
+        return cls(
+            n_served,
+            n_refused,
+            reason != TOO_FEW_ITEMS,
+            Interval.undefined(),
+            False,
+            [],
+            folds,
+            resamples,
+            confidence,
+            seed,
+            np.full(n_served + n_refused, np.nan),
+            reason,
+        )
 
     @classmethod
     def too_few(
@@ -206,23 +283,23 @@ class BlindnessProbe:
         seed: int = SEED,
     ) -> BlindnessProbe:
         """The answer when either origin has fewer than `MIN_PER_CLASS` items: no reading, no warning."""
-        return cls(
+        return cls.without_reading(
             n_served,
             n_refused,
-            False,
-            Interval.undefined(),
-            False,
-            [],
-            folds,
-            resamples,
-            confidence,
-            seed,
-            np.full(n_served + n_refused, np.nan),
+            reason=TOO_FEW_ITEMS,
+            folds=folds,
+            resamples=resamples,
+            confidence=confidence,
+            seed=seed,
         )
 
     @property
     def n(self) -> int:
         return self.n_served + self.n_refused
+
+    @property
+    def sign(self) -> str | None:
+        return probe_sign(self.auroc)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -230,7 +307,9 @@ class BlindnessProbe:
             "served": self.n_served,
             "refused": self.n_refused,
             "enough": self.enough,
-            "auroc": self.auroc.as_dict() if self.enough else None,
+            "reason": self.reason,
+            "auroc": self.auroc.as_dict() if self.auroc.is_defined else None,
+            "sign": self.sign,
             "warning": self.warning,
             "features": [f.as_dict() for f in self.features],
             "method": {
@@ -288,8 +367,20 @@ def _feature_name(column: str) -> str:
     return list(SHAPE_FEATURES.values())[index]
 
 
-def _strongest_features(model: Pipeline, table: np.ndarray, top: int) -> list[Feature]:
-    transformed = model.named_steps["features"].transform(table)
+def _varies(transformed) -> bool:
+    """Whether any feature column takes two values over the items (dense or sparse matrix)."""
+    from scipy import sparse
+
+    if transformed.shape[1] == 0:
+        return False
+    if sparse.issparse(transformed):
+        spread = transformed.max(axis=0).toarray() - transformed.min(axis=0).toarray()
+    else:
+        spread = np.ptp(np.asarray(transformed, dtype=float), axis=0)
+    return bool((np.abs(spread) > 1e-12).any())
+
+
+def _strongest_features(model: Pipeline, transformed, top: int) -> list[Feature]:
     dense_mean = np.asarray(transformed.mean(axis=0)).ravel()
     squared = transformed.multiply(transformed) if hasattr(transformed, "multiply") else transformed**2
     spread = np.sqrt(np.maximum(np.asarray(squared.mean(axis=0)).ravel() - dense_mean**2, 0.0))
@@ -327,19 +418,27 @@ def blindness_probe(
             n_served, n_refused, folds=folds, resamples=resamples, confidence=confidence, seed=seed
         )
     table = feature_table(views)
+    fitted = probe_model(seed).fit(table, origin)
+    transformed = fitted.named_steps["features"].transform(table)
+    if not _varies(transformed):
+        # Every item looks the same to the model (identical answers, or answers whose only
+        # difference is in characters no feature reads, such as emoji): out-of-fold probabilities
+        # would differ only by each fold's class balance, a figure that means nothing.
+        return BlindnessProbe.without_reading(
+            n_served, n_refused, reason=NO_VARIATION, folds=folds, resamples=resamples, confidence=confidence, seed=seed
+        )
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     probabilities = cross_val_predict(probe_model(seed), table, origin, cv=splitter, method="predict_proba")[:, 1]
     interval = bootstrap_auroc_interval(probabilities, origin, resamples=resamples, confidence=confidence, seed=seed)
-    fitted = probe_model(seed).fit(table, origin)
     return BlindnessProbe(
         n_served,
         n_refused,
         True,
         interval,
         bool(interval.low > WARNING_LOW),
-        _strongest_features(fitted, table, top),
+        _strongest_features(fitted, transformed, top),
         folds,
         resamples,
         confidence,

@@ -145,3 +145,25 @@ def test_the_operating_points_page_flags_a_route_whose_graders_can_tell_the_orig
     assert "Blinding in doubt" in page
     assert "the false-abstention rate and the correct answers withheld may read too low" in page
     assert "/grading/agreement/?route=it-support#blindness" in page
+
+
+def test_an_interval_that_excludes_chance_below_the_warning_line_reads_as_a_weak_sign(route, reviewer, page_of):
+    rng = random.Random(1)
+    served = [served_record(served_answer=_answer(rng)) for _ in range(60)]
+    # Fewer than a third of the refused claims carry the telltale opening: a sign, but a weak one.
+    refused = [record(claim=("I believe you can " if i < 18 else "") + _answer(rng)) for i in range(60)]
+    pooled(served + refused)
+    body = reviewer.get("/api/v1/routes/it-support/blindness").json()
+    assert 0.5 < body["auroc"]["low"] <= 0.6, body["auroc"]
+    assert body["sign"] == "weak" and body["warning"] is False
+    assert body["message"].startswith("A weak sign that the answer's form gives its origin away")
+    page = page_of(make_user("page-reviewer", "reviewer")).get("/grading/agreement/?route=it-support")
+    assert "A weak sign" in page.content.decode()
+
+
+def test_no_sign_is_said_only_when_the_interval_includes_chance(route, reviewer):
+    pool_with_style(60, 40, refused_prefix="")
+    body = reviewer.get("/api/v1/routes/it-support/blindness").json()
+    assert body["auroc"]["low"] <= 0.5 <= body["auroc"]["high"]
+    assert body["sign"] == "none" and body["reason"] is None
+    assert body["message"].startswith("No sign that")

@@ -9,7 +9,10 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from console.stats.blindness import (
+    NO_VARIATION,
     SEED,
+    SHAPE_FEATURES,
+    TOO_FEW_ITEMS,
     GraderView,
     blindness_probe,
     bootstrap_auroc_interval,
@@ -17,8 +20,10 @@ from console.stats.blindness import (
     grader_view_features,
     opening,
     probe_model,
+    probe_sign,
 )
 from console.stats.calibration import auroc
+from console.stats.intervals import Interval
 
 WORDS = (
     "open settings security choose reset portal badge number client install share recycle bin days "
@@ -169,3 +174,79 @@ def test_a_mismatched_origin_is_refused():
     views, _ = same_generator(10, 0.5)
     with pytest.raises(ValueError):
         blindness_probe(views, [True] * 9)
+
+
+@pytest.mark.parametrize(
+    "interval, sign",
+    [
+        (Interval(0.55, 0.45, 0.65), "none"),
+        (Interval(0.60, 0.50, 0.70), "none"),  # an end at 0.5 still includes it
+        (Interval(0.58, 0.52, 0.64), "weak"),
+        (Interval(0.70, 0.60, 0.80), "weak"),  # the warning needs a lower end above 0.6
+        (Interval(0.38, 0.30, 0.46), "weak"),  # below chance: the interval excludes 0.5 too
+        (Interval(0.80, 0.61, 0.90), "warning"),
+        (Interval.undefined(), None),
+    ],
+)
+def test_the_reading_has_three_states_and_no_sign_needs_the_interval_to_include_chance(interval, sign):
+    assert probe_sign(interval) == sign
+
+
+def test_the_text_columns_are_scikit_learns_vectorizers_whenever_they_keep_a_term():
+    """The wrapper that tolerates an empty vocabulary changes nothing when there is one."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+    from sklearn.preprocessing import StandardScaler
+
+    views, _ = same_generator(120, 0.5, seed=6)
+    table = feature_table(views)
+    plain = ColumnTransformer(
+        [
+            ("answer", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20_000), 0),
+            ("opening", CountVectorizer(analyzer=lambda t: [t] if t else [], binary=True, min_df=2), 1),
+            ("shape", StandardScaler(), list(range(2, 2 + len(SHAPE_FEATURES)))),
+        ]
+    )
+    ours = probe_model(SEED).named_steps["features"]
+    np.testing.assert_allclose(ours.fit_transform(table).toarray(), plain.fit_transform(table).toarray())
+    assert list(ours.get_feature_names_out()) == list(plain.get_feature_names_out())
+
+
+def _views(answers: list[str]) -> list[GraderView]:
+    return [GraderView("Where is the export?", a, PASSAGES) for a in answers]
+
+
+def test_answers_sharing_one_template_give_a_reading_without_openings_or_an_error():
+    answers = [f"Option {i} is under Settings > Billing > Export." for i in range(60)]
+    probe = blindness_probe(_views(answers), [i >= 30 for i in range(60)])
+    assert probe.reason is None and probe.auroc.is_defined
+    assert not any("opens with" in f.name for f in probe.features)
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        pytest.param(["Open Settings and choose Reset."] * 60, id="identical"),
+        pytest.param(["\U0001f600", "\U0001f44d"] * 30, id="emoji only"),
+        pytest.param(["?"] * 60, id="punctuation only"),
+        pytest.param([""] * 60, id="empty"),
+    ],
+)
+def test_items_that_all_look_alike_give_no_figure_and_say_why(answers):
+    probe = blindness_probe(_views(answers), [i % 2 == 0 for i in range(60)])
+    assert probe.reason == NO_VARIATION and probe.enough
+    assert not probe.auroc.is_defined and not probe.warning and probe.features == []
+    document = probe.as_dict()
+    assert document["auroc"] is None and document["sign"] is None and document["reason"] == NO_VARIATION
+
+
+def test_numbers_only_answers_give_a_reading_or_say_why_not():
+    probe = blindness_probe(_views([str(i) for i in range(60)]), [i >= 30 for i in range(60)])
+    assert probe.reason in (None, NO_VARIATION)
+    assert probe.auroc.is_defined == (probe.reason is None)
+
+
+def test_a_single_origin_gives_no_figure():
+    views, _ = same_generator(60, 0.5)
+    probe = blindness_probe(views, [True] * 60)
+    assert probe.reason == TOO_FEW_ITEMS and not probe.enough and probe.as_dict()["auroc"] is None
