@@ -47,6 +47,15 @@ _VERIFY = inline_serializer(
         "first_bad_seq": serializers.IntegerField(required=False, help_text="First broken link (when not ok)"),
         "reason": serializers.CharField(required=False, help_text="What is wrong with it (when not ok)"),
         "events_checked": serializers.IntegerField(required=False, help_text="Intact events before it (when not ok)"),
+        "action": serializers.CharField(required=False, help_text="The first bad event's action"),
+        "link": serializers.ChoiceField(
+            ["seq", "prev_hash", "payload", "hash", "checkpoint"],
+            required=False,
+            help_text="Which check failed: the sequence, the link to the previous hash, the payload against its "
+            "canonical text, the recomputed hash, or a signed checkpoint",
+        ),
+        "expected_hash": serializers.CharField(required=False, help_text="The hash recomputed from what is stored"),
+        "stored_hash": serializers.CharField(required=False, help_text="The hash stored with the event"),
     },
 )
 

@@ -76,8 +76,8 @@ class AuditEvent(models.Model):
     """One link of the append-only, hash-chained audit trail.
 
     The database refuses UPDATE, DELETE and TRUNCATE on this table (see migration 0002). `hash`
-    is SHA-256 over `prev_hash` and the canonical serialisation of the other fields, so a row
-    altered behind the trigger's back breaks the chain at that row.
+    is SHA-256 over `prev_hash` and the canonical serialisation of the other fields (the scheme
+    `hash_scheme` names), so a row altered behind the trigger's back breaks the chain at that row.
     """
 
     seq = models.BigIntegerField(primary_key=True, help_text="Position in the chain, from 1.")
@@ -87,6 +87,17 @@ class AuditEvent(models.Model):
     object_type = models.CharField(max_length=40)
     object_id = models.CharField(max_length=200)
     payload = models.JSONField(default=dict, help_text="What changed; {old, new} where it applies.")
+    # NULL rather than "" for scheme 1: no text at all, and "" is not JSON (a cast of it fails).
+    payload_text = models.TextField(  # noqa: DJ001
+        null=True,
+        blank=True,
+        help_text="The payload's RFC 8785 canonical text, which scheme 2 hashes; `payload` is this text read "
+        "as jsonb. Empty for scheme 1 events.",
+    )
+    hash_scheme = models.PositiveSmallIntegerField(
+        help_text="How `hash` was computed (audit/chain.py): 1 Python's json of the payload as read back, "
+        "2 RFC 8785 over the stored payload text."
+    )
     route = models.CharField(
         max_length=64,
         blank=True,
@@ -98,6 +109,12 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["seq"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(hash_scheme=1) | models.Q(hash_scheme=2, payload_text__isnull=False),
+                name="audit_scheme_has_its_payload_text",
+            )
+        ]
         indexes = [
             models.Index(fields=["object_type", "object_id", "seq"], name="audit_object_idx"),
             models.Index(fields=["route", "seq"], name="audit_route_idx"),

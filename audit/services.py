@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
 from django.db import connection
+from django.db.models import JSONField, Value
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from audit import checkpoints
-from audit.chain import GENESIS_HASH, event_hash
+from audit.chain import CURRENT_SCHEME, GENESIS_HASH, canonical_payload, event_hash_jcs
 from audit.models import Action, AuditEvent
 from audit.selectors import audit_head_verified_since_checkpoint
 from console.core.errors import Conflict
@@ -78,9 +81,12 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
     last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first()
     seq, prev_hash = last if last else (0, GENESIS_HASH)
     now = timezone.now()
-    rows = []
+    rows, texts = [], []
     for spec in events:
         seq += 1
+        # Canonical once, here: the hash covers this text, the row stores it, and the jsonb
+        # `payload` is PostgreSQL's reading of the same text (so its numbers are what the text says).
+        text = canonical_payload(spec.payload)
         fields = dict(
             seq=seq,
             at=now,
@@ -88,13 +94,24 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
             action=str(spec.action),
             object_type=spec.object_type,
             object_id=spec.object_id,
-            payload=spec.payload,
             prev_hash=prev_hash,
             route=spec.route,
         )
-        prev_hash = event_hash(**fields)
-        rows.append(AuditEvent(hash=prev_hash, **fields))
-    return AuditEvent.objects.bulk_create(rows)
+        prev_hash = event_hash_jcs(payload_text=text, **fields)
+        rows.append(
+            AuditEvent(
+                hash=prev_hash,
+                hash_scheme=CURRENT_SCHEME,
+                payload_text=text,
+                payload=Cast(Value(text), output_field=JSONField()),
+                **fields,
+            )
+        )
+        texts.append(text)
+    created = AuditEvent.objects.bulk_create(rows)
+    for event, text in zip(created, texts, strict=True):
+        event.payload = json.loads(text)  # what a fresh read of the row gives, not the SQL expression
+    return created
 
 
 def audit_checkpoint_create(*, now=None) -> dict[str, Any]:
