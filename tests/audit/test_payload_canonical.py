@@ -140,3 +140,25 @@ def test_an_edited_canonical_text_is_named_with_the_expected_and_stored_hash():
     message = str(failure.value)
     assert f"seq {target.seq}" in message and "route_updated" in message
     assert target.hash in message and result["expected_hash"] in message
+
+
+@pytest.mark.parametrize(
+    "field, literal",
+    [
+        ("cutoff", "1e400"),
+        ("cutoff", "-1e400"),
+        ("exchange_rate", "NaN"),
+        ("band_lower", "Infinity"),
+        ("costs", '{"c_w": 1e999, "c_a": 0.5}'),
+        ("exchange_answers", '[{"rate": 1' + "0" * 400 + '.5, "accept": true}]'),
+        ("rationale", '"nul \\u0000 byte"'),
+        ("refusal_message", '"lone \\ud800 surrogate"'),
+        ("owner", '"\\udfff"'),
+    ],
+)
+def test_a_draft_carrying_a_non_finite_number_or_unstorable_text_is_a_400(reviewer, owner, auditor, field, literal):
+    body = json.dumps(draft_body(**{field: "__HOSTILE__"})).replace('"__HOSTILE__"', literal)
+    response = _raw_post(reviewer, "/api/v1/routes/it-support/policies", body)
+    assert response.status_code == 400, response.content[:300]
+    assert set(response.json()) == {"error"}
+    assert auditor.get("/api/v1/audit/verify").json()["ok"] is True
