@@ -142,3 +142,39 @@ class AuditEvent(models.Model):
             return Action(self.action).label
         except ValueError:  # an action written by a newer version of the console
             return self.action
+
+
+class ChainBreak(models.Model):
+    """A break in the audit chain found by the checkpoint job, kept beside the chain, not in it.
+
+    Appending an event about the break to the chain would change the very seqs a truncation is
+    measured by, so each run would find a new break; the row is what makes the break loud (the
+    health API reads it) and what keeps it from being announced again on every run."""
+
+    key = models.CharField(
+        max_length=80,
+        help_text="What identifies this break across runs: the checkpoint it contradicts, else its first bad seq.",
+    )
+    first_bad_seq = models.BigIntegerField(null=True, blank=True, help_text="The first event that fails, if one.")
+    reason = models.TextField(help_text="Why, as audit_verify names it.")
+    details = models.JSONField(default=dict, help_text="The verification's full answer when the break was found.")
+    detected_at = models.DateTimeField(help_text="When the checkpoint job first found it.")
+    resolved_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the chain verified again, or another break took its place."
+    )
+    admins_notified = models.PositiveIntegerField(default=0, help_text="Admins an email was recorded for.")
+
+    class Meta:
+        ordering = ["-detected_at"]
+        constraints = [
+            # One open break at a time: the job resolves the old one before recording a new one.
+            models.UniqueConstraint(
+                fields=["resolved_at"],
+                condition=models.Q(resolved_at__isnull=True),
+                nulls_distinct=False,
+                name="audit_one_open_chain_break",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"audit chain break at seq {self.first_bad_seq}: {self.reason}"

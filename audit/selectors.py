@@ -9,7 +9,7 @@ from django.db.models.expressions import RawSQL
 
 from audit import checkpoints
 from audit.chain import GENESIS_HASH, SCHEME_JCS, SCHEME_PYTHON_JSON, event_hash, event_hash_jcs
-from audit.models import AuditEvent
+from audit.models import AuditEvent, ChainBreak
 from console.accounts import permissions
 
 
@@ -241,4 +241,18 @@ def audit_head_verified_since_checkpoint() -> dict[str, Any]:
         "seq": head_seq,
         "hash": head_hash,
         "checkpointed": head_seq in signed and signed[head_seq]["hash"] == head_hash,
+    }
+
+
+def chain_health() -> tuple[bool, dict[str, Any] | None]:
+    """The audit chain's line in /healthz: broken while the checkpoint job's newest break is open."""
+    open_break = ChainBreak.objects.filter(resolved_at__isnull=True).first()
+    if open_break is None:
+        return True, None
+    return False, {
+        "broken": True,
+        "first_bad_seq": open_break.first_bad_seq,
+        "reason": open_break.reason,
+        "detected_at": open_break.detected_at.isoformat(),
+        "admins_notified": open_break.admins_notified,
     }
