@@ -162,3 +162,10 @@ def test_a_draft_carrying_a_non_finite_number_or_unstorable_text_is_a_400(review
     assert response.status_code == 400, response.content[:300]
     assert set(response.json()) == {"error"}
     assert auditor.get("/api/v1/audit/verify").json()["ok"] is True
+
+
+@pytest.mark.parametrize("costs", [{"c_w": 0.5, "c_a": 0.5}, {"c_w": 0.0, "c_a": 0.5, "q": 0.6, "c_v": 0.2}])
+def test_costs_under_which_a_gate_never_pays_are_a_400_not_a_500(reviewer, owner, costs):
+    response = reviewer.post("/api/v1/routes/it-support/policies", draft_body(costs=costs), format="json")
+    assert response.status_code == 400, response.content[:300]
+    assert "costs" in {d["field"] for d in response.json()["error"]["details"]}
