@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests import factories
@@ -132,12 +132,18 @@ def _labels(world, path: str, value: Any):
     return _raw(world["integrator"], "POST", "/api/v1/labels", {"labels": [_set(row, path, value)]})
 
 
+def _trial(world, path: str, value: Any):
+    body = {"name": "reference", "kind": "reference", "repeats": 1}
+    return _raw(world["reviewer"], "POST", "/api/v1/routes/it-support/gate-trials", _set(body, path, value))
+
+
 TARGETS: list[tuple[Callable, str]] = (
     [(_draft, f) for f in DRAFT_FIELDS]
     + [(_dispute, f) for f in DISPUTE_FIELDS]
     + [(_grade_note, "note")]
     + [(_ingest, f) for f in INGEST_FIELDS]
     + [(_labels, f) for f in ("source", "verdict")]
+    + [(_trial, f) for f in ("name", "repeats", "timeout_s")]
 )
 
 
@@ -151,6 +157,10 @@ def test_no_value_in_an_audited_field_answers_5xx_or_breaks_the_chain(world):
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
     @given(target=st.sampled_from(TARGETS), value=json_values)
+    @example(target=(_draft, "cutoff"), value=1e16)  # the reported reproduction
+    @example(target=(_draft, "costs.c_w"), value=-0.0)
+    @example(target=(_dispute, "reason"), value="\U0001f600 \U000e0001 e\u0301 \u2028")
+    @example(target=(_grade_note, "note"), value="1e16")
     def sent(target, value):
         call, path = target
         response = call(world, path, value)
