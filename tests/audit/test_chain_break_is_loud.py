@@ -12,7 +12,7 @@ from audit.models import Action, AuditEvent, ChainBreak
 from audit.services import Actor, audit_record
 from console.notify.models import Notification
 from tests import factories
-from tests.audit.attack import TRIGGER, superuser_cursor
+from tests.audit.attack import TRIGGER, delete_newest, superuser_cursor
 
 
 def _append(n: int) -> None:
@@ -100,3 +100,17 @@ def test_a_sound_chain_is_reported_healthy(db, settings):
     tasks.audit_checkpoint()
     health = _health()[1]
     assert health["checks"]["audit_chain"] is True and "audit_chain" not in health
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_truncated_tail_stays_one_break_while_the_console_goes_on_writing(admins, settings):
+    settings.CELERY_BROKER_URL = "memory://"
+    _append(5)
+    signed = tasks.audit_checkpoint()["seq"]
+    delete_newest(3)
+    for _ in range(3):  # each run finds the head one event further on, still short of the checkpoint
+        assert tasks.audit_checkpoint()["signed"] is False
+        _append(1)
+    assert ChainBreak.objects.count() == 1
+    assert ChainBreak.objects.get().key == f"checkpoint:{signed}"
+    assert Notification.objects.filter(subject="Audit chain broken").count() == 3  # one per admin, once
