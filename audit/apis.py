@@ -25,6 +25,10 @@ _EVENT = inline_serializer(
         "object": serializers.CharField(help_text="type:id, e.g. decision:12"),
         "route": serializers.CharField(allow_null=True),
         "payload": serializers.JSONField(),
+        "payload_text": serializers.CharField(
+            allow_null=True, help_text="The payload's RFC 8785 text that the hash covers (scheme 2); null for scheme 1"
+        ),
+        "hash_scheme": serializers.IntegerField(help_text="1 or 2: how the hash was computed (see the README)"),
         "prev_hash": serializers.CharField(),
         "hash": serializers.CharField(),
     },
@@ -69,6 +73,8 @@ def event_as_dict(event: AuditEvent) -> dict:
         "object": f"{event.object_type}:{event.object_id}",
         "route": event.route or None,
         "payload": event.payload,
+        "payload_text": event.payload_text,
+        "hash_scheme": event.hash_scheme,
         "prev_hash": event.prev_hash,
         "hash": event.hash,
     }

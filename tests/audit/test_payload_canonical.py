@@ -169,3 +169,32 @@ def test_costs_under_which_a_gate_never_pays_are_a_400_not_a_500(reviewer, owner
     response = reviewer.post("/api/v1/routes/it-support/policies", draft_body(costs=costs), format="json")
     assert response.status_code == 400, response.content[:300]
     assert "costs" in {d["field"] for d in response.json()["error"]["details"]}
+
+
+def test_an_exported_event_can_be_rehashed_outside_the_console_from_its_canonical_text(route, auditor):
+    import hashlib
+    from datetime import UTC, datetime
+
+    import rfc8785
+
+    with transaction.atomic():
+        audit_record(
+            actor=Actor.system("t"), action=Action.ROUTE_UPDATED, object_type="r", object_id=1, payload={"n": 1e16}
+        )
+    response = auditor.get("/api/v1/audit/export")
+    last = json.loads(b"".join(response.streaming_content).decode().splitlines()[-1])
+    assert last["hash_scheme"] == 2 and last["payload_text"] == '{"n":10000000000000000}'
+    kind, _, oid = last["object"].partition(":")
+    document = {
+        "scheme": 2,
+        "seq": last["seq"],
+        "at": datetime.fromisoformat(last["at"]).astimezone(UTC).isoformat(timespec="microseconds"),
+        "actor": last["actor"],
+        "action": last["action"],
+        "object_type": kind,
+        "object_id": oid,
+        "payload": last["payload_text"],
+        "prev_hash": last["prev_hash"],
+        "route": last["route"] or "",
+    }
+    assert hashlib.sha256(rfc8785.dumps(document)).hexdigest() == last["hash"]
