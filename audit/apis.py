@@ -25,6 +25,10 @@ _EVENT = inline_serializer(
         "object": serializers.CharField(help_text="type:id, e.g. decision:12"),
         "route": serializers.CharField(allow_null=True),
         "payload": serializers.JSONField(),
+        "payload_text": serializers.CharField(
+            allow_null=True, help_text="The payload's RFC 8785 text that the hash covers (scheme 2); null for scheme 1"
+        ),
+        "hash_scheme": serializers.IntegerField(help_text="1 or 2: how the hash was computed (see the README)"),
         "prev_hash": serializers.CharField(),
         "hash": serializers.CharField(),
     },
@@ -47,6 +51,15 @@ _VERIFY = inline_serializer(
         "first_bad_seq": serializers.IntegerField(required=False, help_text="First broken link (when not ok)"),
         "reason": serializers.CharField(required=False, help_text="What is wrong with it (when not ok)"),
         "events_checked": serializers.IntegerField(required=False, help_text="Intact events before it (when not ok)"),
+        "action": serializers.CharField(required=False, help_text="The first bad event's action"),
+        "link": serializers.ChoiceField(
+            ["seq", "prev_hash", "payload", "hash", "checkpoint"],
+            required=False,
+            help_text="Which check failed: the sequence, the link to the previous hash, the payload against its "
+            "canonical text, the recomputed hash, or a signed checkpoint",
+        ),
+        "expected_hash": serializers.CharField(required=False, help_text="The hash recomputed from what is stored"),
+        "stored_hash": serializers.CharField(required=False, help_text="The hash stored with the event"),
     },
 )
 
@@ -60,6 +73,8 @@ def event_as_dict(event: AuditEvent) -> dict:
         "object": f"{event.object_type}:{event.object_id}",
         "route": event.route or None,
         "payload": event.payload,
+        "payload_text": event.payload_text,
+        "hash_scheme": event.hash_scheme,
         "prev_hash": event.prev_hash,
         "hash": event.hash,
     }

@@ -76,8 +76,8 @@ class AuditEvent(models.Model):
     """One link of the append-only, hash-chained audit trail.
 
     The database refuses UPDATE, DELETE and TRUNCATE on this table (see migration 0002). `hash`
-    is SHA-256 over `prev_hash` and the canonical serialisation of the other fields, so a row
-    altered behind the trigger's back breaks the chain at that row.
+    is SHA-256 over `prev_hash` and the canonical serialisation of the other fields (the scheme
+    `hash_scheme` names), so a row altered behind the trigger's back breaks the chain at that row.
     """
 
     seq = models.BigIntegerField(primary_key=True, help_text="Position in the chain, from 1.")
@@ -87,6 +87,17 @@ class AuditEvent(models.Model):
     object_type = models.CharField(max_length=40)
     object_id = models.CharField(max_length=200)
     payload = models.JSONField(default=dict, help_text="What changed; {old, new} where it applies.")
+    # NULL rather than "" for scheme 1: no text at all, and "" is not JSON (a cast of it fails).
+    payload_text = models.TextField(  # noqa: DJ001
+        null=True,
+        blank=True,
+        help_text="The payload's RFC 8785 canonical text, which scheme 2 hashes; `payload` is this text read "
+        "as jsonb. Empty for scheme 1 events.",
+    )
+    hash_scheme = models.PositiveSmallIntegerField(
+        help_text="How `hash` was computed (audit/chain.py): 1 Python's json of the payload as read back, "
+        "2 RFC 8785 over the stored payload text."
+    )
     route = models.CharField(
         max_length=64,
         blank=True,
@@ -98,6 +109,12 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["seq"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(hash_scheme=1) | models.Q(hash_scheme=2, payload_text__isnull=False),
+                name="audit_scheme_has_its_payload_text",
+            )
+        ]
         indexes = [
             models.Index(fields=["object_type", "object_id", "seq"], name="audit_object_idx"),
             models.Index(fields=["route", "seq"], name="audit_route_idx"),
@@ -125,3 +142,39 @@ class AuditEvent(models.Model):
             return Action(self.action).label
         except ValueError:  # an action written by a newer version of the console
             return self.action
+
+
+class ChainBreak(models.Model):
+    """A break in the audit chain found by the checkpoint job, kept beside the chain, not in it.
+
+    Appending an event about the break to the chain would change the very seqs a truncation is
+    measured by, so each run would find a new break; the row is what makes the break loud (the
+    health API reads it) and what keeps it from being announced again on every run."""
+
+    key = models.CharField(
+        max_length=80,
+        help_text="What identifies this break across runs: the checkpoint it contradicts, else its first bad seq.",
+    )
+    first_bad_seq = models.BigIntegerField(null=True, blank=True, help_text="The first event that fails, if one.")
+    reason = models.TextField(help_text="Why, as audit_verify names it.")
+    details = models.JSONField(default=dict, help_text="The verification's full answer when the break was found.")
+    detected_at = models.DateTimeField(help_text="When the checkpoint job first found it.")
+    resolved_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the chain verified again, or another break took its place."
+    )
+    admins_notified = models.PositiveIntegerField(default=0, help_text="Admins an email was recorded for.")
+
+    class Meta:
+        ordering = ["-detected_at"]
+        constraints = [
+            # One open break at a time: the job resolves the old one before recording a new one.
+            models.UniqueConstraint(
+                fields=["resolved_at"],
+                condition=models.Q(resolved_at__isnull=True),
+                nulls_distinct=False,
+                name="audit_one_open_chain_break",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"audit chain break at seq {self.first_bad_seq}: {self.reason}"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Q, QuerySet
+from django.db.models.expressions import RawSQL
 
 from audit import checkpoints
-from audit.chain import GENESIS_HASH, event_hash
-from audit.models import AuditEvent
+from audit.chain import GENESIS_HASH, SCHEME_JCS, SCHEME_PYTHON_JSON, event_hash, event_hash_jcs
+from audit.models import AuditEvent, ChainBreak
 from console.accounts import permissions
 
 
@@ -36,6 +37,40 @@ def audit_events_for_object(
     )
 
 
+def _link_problem(row: dict[str, Any], prev_hash: str) -> dict[str, Any] | None:
+    """What is wrong with one event given the hash before it, or None: the link to the previous
+    event, then the stored payload against its canonical text, then the stored hash against the
+    one its scheme recomputes from exactly what is stored."""
+    base = {"first_bad_seq": row["seq"], "action": row["action"], "stored_hash": row["hash"]}
+    if row["prev_hash"] != prev_hash:
+        return base | {
+            "link": "prev_hash",
+            "reason": "prev_hash does not match the hash of the previous event",
+            "expected_prev_hash": prev_hash,
+            "stored_prev_hash": row["prev_hash"],
+        }
+    fields = {k: row[k] for k in ("seq", "at", "actor", "action", "object_type", "object_id", "prev_hash", "route")}
+    if row["hash_scheme"] == SCHEME_JCS:
+        if not row["payload_matches_text"]:
+            return base | {
+                "link": "payload",
+                "reason": "the stored payload is not its stored canonical text (payload_text) read as JSON",
+            }
+        recomputed = event_hash_jcs(payload_text=row["payload_text"], **fields)
+    elif row["hash_scheme"] == SCHEME_PYTHON_JSON:
+        recomputed = event_hash(payload=row["payload"], **fields)
+    else:
+        return base | {"link": "hash", "reason": f"unknown hash scheme {row['hash_scheme']}"}
+    if recomputed != row["hash"]:
+        return base | {
+            "link": "hash",
+            "reason": "stored hash does not match the event's content",
+            "expected_hash": recomputed,
+            "hash_scheme": row["hash_scheme"],
+        }
+    return None
+
+
 def _chain_walk(
     *,
     after_seq: int = 0,
@@ -51,38 +86,41 @@ def _chain_walk(
     expected_seq = after_seq + 1
     last_matching_checkpoint = after_seq
     count = 0
-    fields = ("seq", "at", "actor", "action", "object_type", "object_id", "payload", "prev_hash", "hash", "route")
-    rows = AuditEvent.objects.filter(seq__gt=after_seq).order_by("seq")
+    fields = (
+        "seq",
+        "at",
+        "actor",
+        "action",
+        "object_type",
+        "object_id",
+        "payload",
+        "payload_text",
+        "hash_scheme",
+        "prev_hash",
+        "hash",
+        "route",
+    )
+    rows = (
+        AuditEvent.objects.filter(seq__gt=after_seq)
+        # Compared in the database: jsonb equality is what PostgreSQL's own reading of the text gives.
+        .annotate(payload_matches_text=RawSQL("payload = payload_text::jsonb", (), output_field=BooleanField()))
+        .order_by("seq")
+    )
     if up_to_seq is not None:
         rows = rows.filter(seq__lte=up_to_seq)
-    for row in rows.values_list(*fields).iterator(chunk_size=chunk_size):
-        seq, at, actor, action, object_type, object_id, payload, stored_prev, stored_hash, route = row
-        problem = None
+    for row in rows.values(*fields, "payload_matches_text").iterator(chunk_size=chunk_size):
+        seq = row["seq"]
         if seq != expected_seq:
-            problem = f"sequence gap: expected {expected_seq}, found {seq}"
-        elif stored_prev != prev_hash:
-            problem = "prev_hash does not match the hash of the previous event"
-        else:
-            recomputed = event_hash(
-                seq=seq,
-                at=at,
-                actor=actor,
-                action=action,
-                object_type=object_type,
-                object_id=object_id,
-                payload=payload,
-                prev_hash=stored_prev,
-                route=route,
-            )
-            if recomputed != stored_hash:
-                problem = "stored hash does not match the event's content"
-        if problem:
-            return {
-                "ok": False,
-                "first_bad_seq": expected_seq if seq != expected_seq else seq,
-                "reason": problem,
-                "events_checked": count,
+            problem = {
+                "first_bad_seq": expected_seq,
+                "link": "seq",
+                "reason": f"sequence gap: expected {expected_seq}, found {seq}",
             }
+        else:
+            problem = _link_problem(row, prev_hash)
+        if problem:
+            return {"ok": False, **problem, "events_checked": count}
+        stored_hash = row["hash"]
         checkpoint = signed.get(seq)
         if checkpoint is not None:
             if checkpoint["hash"] != stored_hash:
@@ -92,6 +130,7 @@ def _chain_walk(
                     "ok": False,
                     "first_bad_seq": last_matching_checkpoint + 1,
                     "checkpoint_seq": seq,
+                    "link": "checkpoint",
                     "reason": f"rewritten: event {seq} no longer has the hash signed in the checkpoint of "
                     f"{checkpoint['at']}; the chain was recomputed after a change to an event "
                     f"between seq {last_matching_checkpoint + 1} and {seq}",
@@ -202,4 +241,18 @@ def audit_head_verified_since_checkpoint() -> dict[str, Any]:
         "seq": head_seq,
         "hash": head_hash,
         "checkpointed": head_seq in signed and signed[head_seq]["hash"] == head_hash,
+    }
+
+
+def chain_health() -> tuple[bool, dict[str, Any] | None]:
+    """The audit chain's line in /healthz: broken while the checkpoint job's newest break is open."""
+    open_break = ChainBreak.objects.filter(resolved_at__isnull=True).first()
+    if open_break is None:
+        return True, None
+    return False, {
+        "broken": True,
+        "first_bad_seq": open_break.first_bad_seq,
+        "reason": open_break.reason,
+        "detected_at": open_break.detected_at.isoformat(),
+        "admins_notified": open_break.admins_notified,
     }

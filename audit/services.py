@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
-from django.db import connection
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.db.models import JSONField, Q, Value
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from audit import checkpoints
-from audit.chain import GENESIS_HASH, event_hash
-from audit.models import Action, AuditEvent
+from audit.chain import CURRENT_SCHEME, GENESIS_HASH, canonical_payload, event_hash_jcs
+from audit.models import Action, AuditEvent, ChainBreak
 from audit.selectors import audit_head_verified_since_checkpoint
+from console.accounts.models import Role
 from console.core.errors import Conflict
+from console.notify.services import notification_send
 
 # One fixed advisory-lock key serialises appends, so concurrent writers cannot fork the chain.
 _CHAIN_LOCK_KEY = 0x41756469  # "Audi"
+_BREAK_LOCK_KEY = 0x41756462  # "Audb"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,9 +88,12 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
     last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first()
     seq, prev_hash = last if last else (0, GENESIS_HASH)
     now = timezone.now()
-    rows = []
+    rows, texts = [], []
     for spec in events:
         seq += 1
+        # Canonical once, here: the hash covers this text, the row stores it, and the jsonb
+        # `payload` is PostgreSQL's reading of the same text (so its numbers are what the text says).
+        text = canonical_payload(spec.payload)
         fields = dict(
             seq=seq,
             at=now,
@@ -88,13 +101,24 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
             action=str(spec.action),
             object_type=spec.object_type,
             object_id=spec.object_id,
-            payload=spec.payload,
             prev_hash=prev_hash,
             route=spec.route,
         )
-        prev_hash = event_hash(**fields)
-        rows.append(AuditEvent(hash=prev_hash, **fields))
-    return AuditEvent.objects.bulk_create(rows)
+        prev_hash = event_hash_jcs(payload_text=text, **fields)
+        rows.append(
+            AuditEvent(
+                hash=prev_hash,
+                hash_scheme=CURRENT_SCHEME,
+                payload_text=text,
+                payload=Cast(Value(text), output_field=JSONField()),
+                **fields,
+            )
+        )
+        texts.append(text)
+    created = AuditEvent.objects.bulk_create(rows)
+    for event, text in zip(created, texts, strict=True):
+        event.payload = json.loads(text)  # what a fresh read of the row gives, not the SQL expression
+    return created
 
 
 def audit_checkpoint_create(*, now=None) -> dict[str, Any]:
@@ -107,11 +131,13 @@ def audit_checkpoint_create(*, now=None) -> dict[str, Any]:
     key = checkpoints.signing_key(create=True)
     head = audit_head_verified_since_checkpoint()
     if not head["ok"]:
+        chain_break_report(result=head, now=now)
         raise Conflict(
             f"the audit chain is broken at seq {head['first_bad_seq']} ({head['reason']}); no checkpoint was signed",
             code="audit_chain_broken",
             details=head,
         )
+    chain_break_clear(now=now)
     if head["seq"] == 0:
         return {"signed": False, "reason": "the audit trail is empty"}
     if head["checkpointed"]:
@@ -121,3 +147,59 @@ def audit_checkpoint_create(*, now=None) -> dict[str, Any]:
     checkpoints.log_append(checkpoint)
     posted = checkpoints.webhook_post(checkpoint)
     return {"signed": True, **checkpoint.as_dict(), "webhook": posted}
+
+
+def _break_key(result: dict[str, Any]) -> str:
+    """The same break keeps its key while the console goes on appending events: a truncation's first
+    bad seq moves with the head, the checkpoint it contradicts does not."""
+    if result.get("checkpoint_seq") is not None:
+        return f"checkpoint:{result['checkpoint_seq']}"
+    return f"seq:{result.get('first_bad_seq')}"
+
+
+def _admin_addresses() -> list[str]:
+    users = get_user_model().objects.filter(is_active=True).filter(Q(is_superuser=True) | Q(grants__role=Role.ADMIN))
+    return sorted({user.email for user in users.distinct()})
+
+
+def chain_break_report(*, result: dict[str, Any], now=None) -> ChainBreak | None:
+    """Record a break the checkpoint job found and email every admin, once per break: a break
+    already open under the same key returns None and sends nothing. A different break replaces
+    the open one (resolved) and is announced as new."""
+    now = now or timezone.now()
+    key = _break_key(result)
+    with transaction.atomic():
+        with connection.cursor() as cursor:  # one reporter at a time, so one email per break
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_BREAK_LOCK_KEY])
+        open_break = ChainBreak.objects.filter(resolved_at__isnull=True).first()
+        if open_break is not None:
+            if open_break.key == key:
+                return None
+            open_break.resolved_at = now
+            open_break.save(update_fields=["resolved_at"])
+        chain_break = ChainBreak(
+            key=key,
+            first_bad_seq=result.get("first_bad_seq"),
+            reason=result.get("reason", ""),
+            details=result,
+            detected_at=now,
+        )
+        chain_break.full_clean()
+        addresses = _admin_addresses()
+        chain_break.admins_notified = len(addresses)
+        chain_break.save()
+        where = f"at seq {chain_break.first_bad_seq}" if chain_break.first_bad_seq else "in its checkpoints"
+        body = (
+            f"The audit chain is broken {where}: {chain_break.reason}.\n\n"
+            "No checkpoint is signed until it verifies again. Run `manage.py audit_verify` for the first "
+            "event that fails and why, and compare it with the checkpoint log and its copies.\n"
+        )
+        for address in addresses:  # an admin without an address is recorded as a failed notification
+            notification_send(channel="email", recipient=address, subject="Audit chain broken", body=body)
+    logger.error("audit chain broken %s: %s", where, chain_break.reason)
+    return chain_break
+
+
+def chain_break_clear(*, now=None) -> int:
+    """The chain verified: close the open break, if any. Returns how many were closed."""
+    return ChainBreak.objects.filter(resolved_at__isnull=True).update(resolved_at=now or timezone.now())

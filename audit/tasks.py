@@ -12,7 +12,8 @@ logger = logging.getLogger(__name__)
 @job("audit.audit_checkpoint", soft_time_limit=600)
 def audit_checkpoint() -> dict:
     """Beat job (AUDIT_CHECKPOINT_SECONDS): sign the head unless the chain since the last checkpoint
-    is broken, which is logged as an error for the operators and left for `audit_verify` to name."""
+    is broken. A break is recorded (the health API reports it) and emailed to the admins the first
+    time this job finds it (`chain_break_report`); `audit_verify` names the event and why."""
     try:
         return services.audit_checkpoint_create()
     except Conflict as exc:

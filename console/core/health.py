@@ -1,7 +1,39 @@
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
+
+logger = logging.getLogger(__name__)
+
+# Reports that apps above core add to /healthz (registered from their AppConfig.ready()): each
+# answers (ok, details or None). They say what an operator must know about (a broken audit chain)
+# without taking the console out of service: answering 503 would not mend them, and the console
+# is what one investigates them with.
+_REPORTS: dict[str, Callable[[], tuple[bool, dict[str, Any] | None]]] = {}
+
+
+def register_report(name: str, report: Callable[[], tuple[bool, dict[str, Any] | None]]) -> None:
+    _REPORTS[name] = report
+
+
+def _reports() -> tuple[dict[str, bool], dict[str, Any]]:
+    checks, details = {}, {}
+    for name, report in _REPORTS.items():
+        try:
+            ok, detail = report()
+        except Exception:  # noqa: BLE001 -- a report that cannot answer must not break the health check
+            logger.exception("health report %s failed", name)
+            continue
+        checks[name] = ok
+        if detail:
+            details[name] = detail
+    return checks, details
 
 
 def _database_ok() -> bool:
@@ -35,5 +67,7 @@ def _broker_ok() -> bool:
 @require_GET
 def healthz(request):
     checks = {"database": _database_ok(), "broker": _broker_ok()}
-    ok = all(checks.values())
-    return JsonResponse({"ok": ok, "checks": checks}, status=200 if ok else 503)
+    serving = all(checks.values())
+    reported, details = _reports() if checks["database"] else ({}, {})
+    body = {"ok": serving and all(reported.values()), "checks": checks | reported, **details}
+    return JsonResponse(body, status=200 if serving else 503)

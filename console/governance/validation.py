@@ -89,7 +89,11 @@ def _costs(errors: FieldErrors, raw: Any) -> tuple[dict[str, float] | None, floa
     if "c_w" not in costs or "c_a" not in costs:
         return None, None
     c_w = citation_adjusted_cost(costs["c_w"], costs["c_v"], costs["q"]) if "q" in costs else costs["c_w"]
-    return costs, cost_threshold(c_w, costs["c_a"])
+    try:
+        return costs, cost_threshold(c_w, costs["c_a"])
+    except ValueError as exc:  # costs under which a gate never pays (c_w <= c_a): the owner's input, a 400
+        errors.add(0, "costs", str(exc))
+        return None, None
 
 
 def _answers(errors: FieldErrors, raw: Any) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ role can do none of this), so tests using it need `django_db(transaction=True)` 
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 
@@ -12,7 +13,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from audit.chain import event_hash
+from audit.chain import SCHEME_JCS, canonical_payload, event_hash, event_hash_jcs
 
 TRIGGER = "audit_event_no_update_delete"
 
@@ -62,31 +63,40 @@ def superuser_cursor():
 
 
 def rechain_after_edit(seq: int, payload: str) -> None:
-    """Edit one event's payload, then recompute every hash from it to the head, so every link holds."""
+    """Edit one event's payload (and its canonical text, for scheme 2 events), then recompute every
+    hash from it to the head with each event's own scheme, so every link holds."""
     with superuser_cursor() as cursor:
         cursor.execute(f"ALTER TABLE audit_auditevent DISABLE TRIGGER {TRIGGER}")
         try:
-            cursor.execute("UPDATE audit_auditevent SET payload = %s::jsonb WHERE seq = %s", [payload, seq])
+            text = canonical_payload(json.loads(payload))
+            cursor.execute(
+                "UPDATE audit_auditevent SET payload = %s::jsonb, "
+                "payload_text = CASE WHEN hash_scheme = %s THEN %s END WHERE seq = %s",
+                [text, SCHEME_JCS, text, seq],
+            )
             cursor.execute("SELECT hash FROM audit_auditevent WHERE seq = %s", [seq - 1])
             row = cursor.fetchone()
             prev_hash = row[0] if row else "0" * 64
             cursor.execute(
-                "SELECT seq, at, actor, action, object_type, object_id, payload, route "
+                "SELECT seq, at, actor, action, object_type, object_id, payload, route, hash_scheme, payload_text "
                 "FROM audit_auditevent WHERE seq >= %s ORDER BY seq",
                 [seq],
             )
-            for s, at, actor, action, object_type, object_id, doc, route in cursor.fetchall():
-                new_hash = event_hash(
+            for s, at, actor, action, object_type, object_id, doc, route, scheme, doc_text in cursor.fetchall():
+                fields = dict(
                     seq=s,
                     at=at,
                     actor=actor,
                     action=action,
                     object_type=object_type,
                     object_id=object_id,
-                    payload=doc,
                     prev_hash=prev_hash,
                     route=route,
                 )
+                if scheme == SCHEME_JCS:
+                    new_hash = event_hash_jcs(payload_text=doc_text, **fields)
+                else:
+                    new_hash = event_hash(payload=doc, **fields)
                 cursor.execute(
                     "UPDATE audit_auditevent SET prev_hash = %s, hash = %s WHERE seq = %s", [prev_hash, new_hash, s]
                 )

@@ -74,8 +74,9 @@ def test_the_init_script_and_migrate_leave_the_app_role_append_only_on_the_audit
         owner = app.execute("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'audit_auditevent'")
         assert owner.fetchone()[0] == "console_owner"
         app.execute(
-            "INSERT INTO audit_auditevent (seq, at, actor, action, object_type, object_id, payload, route, "
-            "prev_hash, hash) VALUES (1, now(), 'system:t', 'route_created', 'route', '1', '{}', '', "
+            "INSERT INTO audit_auditevent (seq, at, actor, action, object_type, object_id, payload, hash_scheme, "
+            "route, prev_hash, hash) VALUES (1, now(), 'system:t', 'route_created', 'route', '1', '{}', 1, "
+            "'', "
             "repeat('0', 64), repeat('a', 64))"
         )
         assert app.execute("SELECT count(*) FROM audit_auditevent").fetchone()[0] == 1

@@ -33,7 +33,7 @@ def test_health_reports_database_and_broker(client, db, embedded_broker):
     with override_settings(CELERY_BROKER_URL=embedded_broker):
         response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"ok": True, "checks": {"database": True, "broker": True}}
+    assert response.json() == {"ok": True, "checks": {"database": True, "broker": True, "audit_chain": True}}
 
 
 @pytest.mark.django_db
@@ -41,7 +41,7 @@ def test_health_is_503_when_the_broker_is_down(client, tmp_path):
     with override_settings(CELERY_BROKER_URL=f"redis+socket://{tmp_path}/absent.sock"):
         response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json()["checks"] == {"database": True, "broker": False}
+    assert response.json()["checks"] == {"database": True, "broker": False, "audit_chain": True}
 
 
 def test_the_schema_generates_without_a_single_warning_or_error(reviewer):

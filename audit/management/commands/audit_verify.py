@@ -6,7 +6,8 @@ from audit.selectors import audit_chain_verify
 class Command(BaseCommand):
     help = (
         "Recompute the audit hash chain and check it against every signed checkpoint; exit non-zero "
-        "and name the first broken link, rewritten range or truncated tail if any."
+        "and name the first broken event (seq, action, which link and why, the expected and stored "
+        "hash), rewritten range or truncated tail if any."
     )
 
     def handle(self, *args, **options):
@@ -18,5 +19,23 @@ class Command(BaseCommand):
                 f"ok: {result['events']} events, head {result['head']}; {checkpoints['count']} checkpoints{latest}"
             )
             return
-        where = f"broken at seq {result['first_bad_seq']}" if result["first_bad_seq"] else "checkpoint log"
-        raise CommandError(f"{where}: {result['reason']}")
+        raise CommandError(describe_break(result))
+
+
+def describe_break(result: dict) -> str:
+    """One paragraph naming the first bad event and what about it fails."""
+    if not result["first_bad_seq"]:
+        return f"checkpoint log: {result['reason']}"
+    lines = [f"broken at seq {result['first_bad_seq']}: {result['reason']}"]
+    if result.get("action"):
+        lines.append(f"  action: {result['action']}")
+    if result.get("link"):
+        lines.append(f"  failing check: {result['link']}")
+    if "expected_hash" in result:
+        lines.append(f"  expected hash (scheme {result['hash_scheme']}): {result['expected_hash']}")
+        lines.append(f"  stored hash:   {result['stored_hash']}")
+    if "expected_prev_hash" in result:
+        previous = result["first_bad_seq"] - 1
+        lines.append(f"  expected prev_hash (the hash of seq {previous}): {result['expected_prev_hash']}")
+        lines.append(f"  stored prev_hash:   {result['stored_prev_hash']}")
+    return "\n".join(lines)
