@@ -150,10 +150,13 @@ TARGETS: list[tuple[Callable, str]] = (
 def test_no_value_in_an_audited_field_answers_5xx_or_breaks_the_chain(world):
     accepted = []
 
+    # derandomize: the same 60 values every run, so CI cannot pass or fail by the draw; widen the
+    # search by hand with --hypothesis-seed and derandomize off when changing an audited API.
     @settings(
         max_examples=60,
         deadline=None,
         database=None,
+        derandomize=True,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
     @given(target=st.sampled_from(TARGETS), value=json_values)
