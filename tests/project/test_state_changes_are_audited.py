@@ -48,9 +48,10 @@ from rest_framework.test import APIClient
 
 from console.disputes.models import Dispute
 from console.disputes.services import appeal_path
-from console.governance.models import PolicyVersion
+from console.governance.models import IN_FORCE, PolicyVersion
 from console.ledger.models import Decision, Route
-from console.monitoring.models import Alarm, Recheck
+from console.monitoring.models import Alarm, AlarmKind, Recheck
+from console.monitoring.services.rechecks import rechecks_open
 from console.shadow.models import ShadowRun
 from grading.models import Assignment, GradingItem, ItemStatus
 from grading.services.pool import guidelines_sha256
@@ -107,12 +108,9 @@ NO_AUDITED_CHANGE = {
 # Routes whose valid body the walk does not yet bring to an audited change, each with the reason.
 # They are walked all the same (no 5xx, no unaudited write); the list is expected to shrink.
 NOT_REACHED = {
-    "grading-adjudication-item": "the API's adjudication, walked first, settles the world's only disagreement",
-    "monitoring-alarm-acknowledge": "the API's acknowledgement, walked first, takes the demo's open alarm",
-    "monitoring-recheck-close": "the API's close, walked first, closes the demo's open rechecks",
-    "monitoring-recheck-plan": "the API's close, walked first, closes the demo's open rechecks",
-    "grading-grade": "the page's lease (grading-next) is not yet found for the grader's page client",
-    "grading-undo": "follows grading-grade",
+    "grading-adjudication-item": "the API's adjudication, walked first, settles the world's open disagreement",
+    "monitoring-recheck-close": "the API's close, walked first, closes the demo's open recheck",
+    "monitoring-recheck-plan": "the API's close, walked first, closes the demo's open recheck",
 }
 
 # Pages that read whatever the method (no method decorator): POST renders them like GET.
@@ -313,14 +311,28 @@ def world(transactional_db, settings, tmp_path) -> dict[str | None, Any]:
         else:
             user = factories.make_user(f"walk-{role}", role, route if role in ("reader", "policy_owner") else None)
         people[role] = user
-    # An item the graders disagree on, waiting for adjudication.
+    # Two items the graders disagree on, waiting for adjudication: one for the API, one for the page.
     graders = [api_client(factories.make_user(f"walk-grader-{i}", "grader")) for i in range(2)]
-    item = next_item(graders[0], SLUG)
-    while item is not None and next_item(graders[1], SLUG)["id"] != item["id"]:
+    for _ in range(2):
         item = next_item(graders[0], SLUG)
-    if item is not None:
-        grade(graders[0], item["id"], "correct")
-        grade(graders[1], item["id"], "incorrect")
+        while item is not None and next_item(graders[1], SLUG)["id"] != item["id"]:
+            item = next_item(graders[0], SLUG)
+        if item is not None:
+            grade(graders[0], item["id"], "correct")
+            grade(graders[1], item["id"], "incorrect")
+    # Two more open rechecks (new model versions) and an open alarm of each kind: the API's close and
+    # acknowledgement take one each, and the pages' walks need theirs.
+    versions = {"model": "walk-model", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"}
+    for n in range(2):
+        ids = factories.ingest([factories.record(route=SLUG, versions=versions | {"model": f"walk-model-{n}"})])
+        rechecks_open(actor=factories.TEST_ACTOR, decision_ids=ids)
+    policy = PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).first()
+    for kind in AlarmKind.values:
+        if policy and not Alarm.objects.filter(route=route, kind=kind, status="open").exists():
+            today = timezone.now().date()
+            Alarm.objects.create(
+                route=route, policy=policy, kind=kind, first_day=today, last_flagged_day=today, through_day=today
+            )
     # Shadow runs that failed: every retry the API's walk makes (any body will do) takes one, and the
     # page's walk needs one left.
     ShadowRun.objects.filter(pk__in=ShadowRun.objects.filter(decision__route=route).values("pk")[:12]).update(
@@ -354,11 +366,15 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
     refused = _refused(route)
     values: dict[str, Any] = {"slug": SLUG, "decision_id": refused.pk, "request_id": refused.request_id}
     values["run_id"] = _first(ShadowRun.objects.filter(decision__route=route, status="failed").order_by("pk"))
-    leased = Assignment.objects.filter(grader=user, lease_expires_at__gt=timezone.now()) if user else None
+    assignments = Assignment.objects.filter(grader=user, skipped=False) if user else Assignment.objects.none()
+    leased = assignments.filter(graded_at__isnull=True, lease_expires_at__gt=timezone.now())
+    graded = assignments.filter(graded_at__isnull=False).order_by("-graded_at")
     items = GradingItem.objects.filter(route=route, is_gold=False)
     if "adjudicat" in endpoint.name:
         values["item_id"] = _first(items.filter(status=ItemStatus.ADJUDICATION), "public_id")
-    elif leased is not None and leased.exists():
+    elif "undo" in endpoint.name and graded.exists():
+        values["item_id"] = graded.first().item.public_id
+    elif leased.exists():
         values["item_id"] = leased.first().item.public_id
     else:
         values["item_id"] = _first(items.filter(status=ItemStatus.OPEN).order_by("pk"), "public_id")
@@ -518,7 +534,8 @@ class Findings:
 def _clients(people: dict[str | None, Any]) -> dict[str | None, tuple[Client, APIClient]]:
     clients = {}
     for role, user in people.items():
-        page, api = Client(), APIClient()
+        # A server error is answered as 500 and recorded, so that one finding does not end the walk.
+        page, api = Client(raise_request_exception=False), APIClient(raise_request_exception=False)
         if user is not None:
             page.force_login(user)
             api.credentials(HTTP_AUTHORIZATION=f"Token {factories.make_token(user)}")
