@@ -70,3 +70,22 @@ def test_the_label_age_limit_is_a_route_setting_the_owner_changes(watched, owner
     assert (
         client.post("/routes/it-support/monitoring/settings/", {"evidence_max_label_age_days": "9"}).status_code == 404
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refreshing_the_graded_sample_outside_a_test_transaction_sets_the_plan_with_its_events_once(
+    route, owner, reviewer, integrator, client
+):
+    # The other tests run inside one transaction, which hid that the request's own event was
+    # written outside the plan's: the page answered 500 and the plan changed without its event.
+    rng = np.random.default_rng(5)
+    post_day(integrator, days_ago=12, scores=np.round(rng.beta(4, 2, 120), 3), correct=rng.random(120) < 0.7)
+    sign_policy(route, owner.user, reviewer.user)
+    client.force_login(owner.user)
+    before = AuditEvent.objects.count()
+    assert client.post("/routes/it-support/evidence/refresh/").status_code == 302
+    assert GradingPlan.objects.filter(route=route).exists()
+    assert sorted(AuditEvent.objects.filter(seq__gt=before).values_list("action", flat=True)) == [
+        "evidence_refresh_requested",
+        "grading_plan_set",
+    ]

@@ -25,15 +25,17 @@ def evidence_refresh_request(*, actor: Actor, user, route: Route) -> dict:
     if policy is None:
         raise Conflict("The route has no policy in force.", code="no_policy")
     plan = recheck_plan(policy)
-    grading_plan_set(actor=actor, route=route, bands=[(b["low"], b["high"], b["target"]) for b in plan["bands"]])
-    audit_record(
-        actor=actor,
-        action=Action.EVIDENCE_REFRESH_REQUESTED,
-        object_type="route",
-        object_id=route.slug,
-        route=route.slug,
-        payload={"policy": policy.pk, "plan": plan},
-    )
+    # The plan and the request that set it are one change: both land, with their events, or neither.
+    with transaction.atomic(durable=True):
+        grading_plan_set(actor=actor, route=route, bands=[(b["low"], b["high"], b["target"]) for b in plan["bands"]])
+        audit_record(
+            actor=actor,
+            action=Action.EVIDENCE_REFRESH_REQUESTED,
+            object_type="route",
+            object_id=route.slug,
+            route=route.slug,
+            payload={"policy": policy.pk, "plan": plan},
+        )
     return plan
 
 
