@@ -160,6 +160,11 @@ def can_sign_policy(user, policy) -> bool:
     return user.is_authenticated and policy.owner_id == user.pk and holds_policy_owner(user, policy.route)
 
 
+def can_recompute_evidence(user, policy) -> bool:
+    """A draft's evidence is recomputed by its owner or by anyone who may draft the route's policy."""
+    return can_sign_policy(user, policy) or can_draft_policy(user, policy.route)
+
+
 def can_withdraw_policy(user, policy) -> bool:
     """A draft is withdrawn by whoever drafted it or by its owner."""
     return user.is_authenticated and user.pk in (policy.created_by_id, policy.owner_id)

@@ -3,10 +3,12 @@ version through `console.analysis.cache`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from console.analysis import selectors
-from console.analysis.cache import Document, cached
+from console.analysis.cache import Document, as_json, cached
 from console.analysis.params import CalibrationQuery, CertifiedCutoffQuery, OperatingPointsQuery, Window
 from console.core.errors import InvalidInput
 from console.ledger.models import Route
@@ -66,20 +68,42 @@ def operating_points_params(query: OperatingPointsQuery, curve: tuple[float, ...
     return query.cache_params() | {"curve": sorted(curve)}
 
 
-def operating_points_report(route: Route, query: OperatingPointsQuery, *, curve: tuple[float, ...] = ()) -> Document:
+def _graded(route: Route, window: Window, as_of: datetime | None) -> selectors.GradedSample:
+    if as_of is None:
+        return selectors.graded_sample(route, window)
+    return selectors.graded_sample_as_of(route, window, as_of)
+
+
+def _population(route: Route, window: Window, cutoffs: list[float], as_of: datetime | None) -> tuple[int, list[int]]:
+    if as_of is None:
+        return selectors.population_served_counts(route, window, cutoffs)
+    return selectors.population_served_counts_as_of(route, window, cutoffs, as_of)
+
+
+def _frozen(compute: Callable[[], dict[str, Any]]) -> Document:
+    """A document of the data as it stood at an instant: never cached, and carrying nothing of the
+    moment it was computed (no ``computed_at``, no data version), so computing it again later gives
+    the same text."""
+    return Document(as_json(compute()))
+
+
+def operating_points_report(
+    route: Route, query: OperatingPointsQuery, *, curve: tuple[float, ...] = (), as_of: datetime | None = None
+) -> Document:
     """The operating-points document of the API (README "API"), plus ``labels``, ``estimator`` and ``filters``.
 
     ``curve`` adds a second table over those cutoffs (``"curve"``: rows without the no-gate row)
     for the page's chart; both come from the same population query. With no decisions in the
-    window there are no rows (``population`` 0).
+    window there are no rows (``population`` 0). With ``as_of``, the table of the decisions
+    ingested and the labels recorded by that instant (a policy's evidence), never cached.
     """
     params = operating_points_params(query, curve)
 
     def compute() -> dict[str, Any]:
-        sample = selectors.graded_sample(route, query.window)
+        sample = _graded(route, query.window, as_of)
         cutoffs = list(query.cutoffs)
         everything = sorted(set(cutoffs) | set(curve))
-        population, counts = selectors.population_served_counts(route, query.window, everything)
+        population, counts = _population(route, query.window, everything, as_of)
         served = dict(zip(everything, counts, strict=True))
         rows = _rows(population, served, cutoffs, sample, query.confidence, query.interval) if population else []
         document = {"route": route.slug} | operating_points_document(
@@ -97,6 +121,8 @@ def operating_points_report(route: Route, query: OperatingPointsQuery, *, curve:
             document["curve"] = [row.as_dict() for row in curve_rows[1:]]
         return document
 
+    if as_of is not None:
+        return _frozen(compute)
     return cached(route, OPERATING_POINTS, params, compute)
 
 
@@ -152,14 +178,14 @@ def _window_in_words(route: Route, window: Window, scope: selectors.GradedScope)
     return where, when
 
 
-def certified_cutoff_report(route: Route, query: CertifiedCutoffQuery) -> Document:
+def certified_cutoff_report(route: Route, query: CertifiedCutoffQuery, *, as_of: datetime | None = None) -> Document:
     """The certified-cutoff document (docs/statistics.md) with the owner's ``statement`` naming route, window and
     versions. The rule needs a uniform sample: with unequal inclusion probabilities nothing is
-    certified and the reason says so."""
+    certified and the reason says so. ``as_of`` as for `operating_points_report`."""
 
     def compute() -> dict[str, Any]:
-        sample = selectors.graded_sample(route, query.window)
-        scope = selectors.graded_scope(route, query.window)
+        sample = _graded(route, query.window, as_of)
+        scope = selectors.graded_scope(route, query.window, as_of=as_of)
         if sample.uniform:
             result = certify_cutoff(
                 graded_scores=sample.scores,
@@ -199,6 +225,8 @@ def certified_cutoff_report(route: Route, query: CertifiedCutoffQuery) -> Docume
             | _common(route, query.window, sample)
         )
 
+    if as_of is not None:
+        return _frozen(compute)
     return cached(route, CERTIFIED_CUTOFF, query.cache_params(), compute)
 
 

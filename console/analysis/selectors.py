@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
-from datetime import date
+from datetime import date, datetime
 
 import numpy as np
 from django.contrib.postgres.aggregates.mixins import OrderableAggMixin
@@ -164,6 +164,14 @@ def _score_counts(route: Route, window: Window) -> QuerySet[RouteScoreCount] | Q
             profiles = profiles.filter(segments__contains=dict(window.segments))
         queryset = queryset.filter(profile__in=profiles.values("pk"))
     return queryset
+
+
+def population_served_counts_as_of(
+    route: Route, window: Window, cutoffs: list[float], as_of: datetime
+) -> tuple[int, list[int]]:
+    """`population_served_counts` over the decisions ingested at or before ``as_of`` only: a policy's
+    frozen evidence. Read from the rows, since the score counts hold every decision ingested so far."""
+    return _served_counts(_decisions(route, window).filter(ingested_at__lte=as_of), cutoffs)
 
 
 def population_served_counts_from_rows(route: Route, window: Window, cutoffs: list[float]) -> tuple[int, list[int]]:
@@ -376,6 +384,30 @@ def graded_sample_from_decisions(route: Route, window: Window, group_by: tuple[s
     return _sample_from_rows(list(queryset.values_list(*columns)), group_by)
 
 
+def labelled_as_of(route: Route, window: Window, as_of: datetime) -> QuerySet[Decision]:
+    """The window's decisions ingested at or before ``as_of`` whose final label was recorded by then."""
+    return (
+        _decisions(route, window)
+        .filter(ingested_at__lte=as_of)
+        .filter(pk__in=FinalLabel.objects.filter(decided_at__lte=as_of).values("decision_id"))
+    )
+
+
+def graded_sample_as_of(route: Route, window: Window, as_of: datetime) -> GradedSample:
+    """`graded_sample` as it stood at ``as_of``: decisions ingested and labels recorded by then, in
+    decision id order, so the same instant always gives the same arrays (and sums, bit for bit). A
+    label rewritten after ``as_of`` is read as it is now: the table keeps no earlier value."""
+    columns = [
+        "gate_score",
+        "final_label__correct",
+        "final_label__method",
+        "final_label__source",
+        "final_label__item__inclusion_probability",
+        "final_label__item__stratum",
+    ]
+    return _sample_from_rows(list(labelled_as_of(route, window, as_of).order_by("pk").values_list(*columns)), None)
+
+
 def _sample_from_rows(rows: list[tuple], group_by: tuple[str, str] | None) -> GradedSample:
     if not rows:
         return _sample_from_columns(None, group_by)
@@ -426,9 +458,13 @@ class GradedScope:
     versions: dict[str, list[str]]
 
 
-def graded_scope(route: Route, window: Window) -> GradedScope:
-    """Dates and distinct versions among the window's labelled decisions (two small queries)."""
-    queryset = _decisions(route, window).filter(pk__in=FinalLabel.objects.values("decision_id"))
+def graded_scope(route: Route, window: Window, *, as_of: datetime | None = None) -> GradedScope:
+    """Dates and distinct versions among the window's labelled decisions (two small queries); with
+    ``as_of``, among those ingested and labelled by then."""
+    if as_of is None:
+        queryset = _decisions(route, window).filter(pk__in=FinalLabel.objects.values("decision_id"))
+    else:
+        queryset = labelled_as_of(route, window, as_of)
     span = queryset.aggregate(first=Min("occurred_at"), last=Max("occurred_at"))
     seen: dict[str, set[str]] = {}
     for versions in queryset.order_by().values_list("versions", flat=True).distinct():

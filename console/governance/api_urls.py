@@ -9,5 +9,15 @@ urlpatterns = [
     path("routes/<slug:slug>/policy", apis.RoutePolicyApi.as_view(), name="api-route-policy"),
     path("policies/<int:policy_id>", apis.PolicyDetailApi.as_view(), name="api-policy"),
     path("policies/<int:policy_id>/sign", apis.PolicySignApi.as_view(), name="api-policy-sign"),
+    path(
+        "policies/<int:policy_id>/recompute-evidence",
+        apis.PolicyRecomputeEvidenceApi.as_view(),
+        name="api-policy-recompute-evidence",
+    ),
+    path(
+        "policies/<int:policy_id>/evidence-check",
+        apis.PolicyEvidenceCheckApi.as_view(),
+        name="api-policy-evidence-check",
+    ),
     path("policies/<int:policy_id>/withdraw", apis.PolicyWithdrawApi.as_view(), name="api-policy-withdraw"),
 ]

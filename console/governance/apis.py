@@ -17,6 +17,7 @@ from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Forbidden, InvalidInput, NotFound
 from console.governance import selectors, services
+from console.governance.evidence import evidence_check
 from console.governance.validation import parse_draft
 
 _ESCALATION = inline_serializer(
@@ -63,7 +64,30 @@ _POLICY = inline_serializer(
         "evidence": serializers.JSONField(),
         "evidence_text": serializers.CharField(),
         "evidence_sha256": serializers.CharField(),
+        "as_of": serializers.DateTimeField(
+            allow_null=True, help_text="The evidence counts decisions ingested and labels recorded up to this instant."
+        ),
+        "arrived_since": serializers.JSONField(
+            allow_null=True,
+            help_text="Drafts: {as_of, decisions, final_labels, thresholds, warning} arrived after as_of.",
+        ),
         "signed_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+_EVIDENCE_CHECK = inline_serializer(
+    "PolicyEvidenceCheck",
+    {
+        "policy": serializers.IntegerField(),
+        "as_of": serializers.DateTimeField(allow_null=True),
+        "evidence_sha256": serializers.CharField(),
+        "recomputed_sha256": serializers.CharField(allow_null=True),
+        "matches": serializers.BooleanField(allow_null=True),
+        "differences": serializers.ListField(
+            child=serializers.JSONField(), help_text="[{path, stored, now}] for every figure that differs."
+        ),
+        "labels_changed_since": serializers.ListField(
+            child=serializers.JSONField(), help_text="Labels the snapshot counts that were written again after as_of."
+        ),
     },
 )
 _ROUTE_POLICY = inline_serializer(
@@ -160,10 +184,11 @@ class PolicyDetailApi(APIView):
 class PolicySignApi(APIView):
     @extend_schema(
         summary="Sign a draft (its named owner only)",
-        description="Send the `evidence_sha256` of the draft you read. If the route's data moved since, the "
-        "draft's evidence is recomputed and a hash that no longer matches is refused with 409 "
-        "`evidence_changed`; nothing is signed. Signing makes the version active and supersedes "
-        "the previous active version in one transaction. Anyone but the owner: 403.",
+        description="Send the `evidence_sha256` of the draft you read. The draft's evidence is a snapshot as of "
+        "its `as_of`: traffic arriving later never changes it, and only a hash other than the stored one "
+        "(the evidence was recomputed since you read it) is refused with 409 `evidence_changed`; nothing is "
+        "signed. Signing makes the version active and supersedes the previous active version in one "
+        "transaction, and records what arrived since `as_of`. Anyone but the owner: 403.",
         request=_SIGN,
         responses={200: _POLICY, 400: ERROR, 409: ERROR, **_ERRORS},
     )
@@ -180,6 +205,36 @@ class PolicySignApi(APIView):
             actor=Actor.from_request(request), user=request.user, policy=policy, evidence_sha256=sha
         )
         return Response(selectors.policy_as_dict(selectors.get_policy(signed.pk)))
+
+
+class PolicyRecomputeEvidenceApi(APIView):
+    @extend_schema(
+        summary="Recompute a draft's evidence as of now (its owner, or whoever may draft the route's policy)",
+        description="A deliberate, audited action (`policy_evidence_refreshed`): the draft's evidence is computed "
+        "again on the newest data with a new `as_of`, and the old SHA-256 no longer signs. Drafts only "
+        "(409 `not_draft`).",
+        request=None,
+        responses={200: _POLICY, 409: ERROR, **_ERRORS},
+    )
+    def post(self, request: Request, policy_id: int) -> Response:
+        policy = selectors.get_policy_for_user(request.user, policy_id)
+        recomputed = services.policy_evidence_recompute(
+            actor=Actor.from_request(request), user=request.user, policy=policy
+        )
+        return Response(selectors.policy_as_dict(selectors.get_policy(recomputed.pk)))
+
+
+class PolicyEvidenceCheckApi(APIView):
+    @extend_schema(
+        summary="Whether a version's stored evidence is still what its as_of gives on the data now",
+        description="Every reader of the route's policy. The evidence is computed again from the stored `as_of`, "
+        "filters and parameters: `matches` when its SHA-256 is the stored one; otherwise `differences` "
+        "names each figure by path, and `labels_changed_since` the labels it counts that were written "
+        "again after `as_of`. A version drafted before evidence snapshots has `matches: null` and a `reason`.",
+        responses={200: _EVIDENCE_CHECK, **_ERRORS},
+    )
+    def get(self, request: Request, policy_id: int) -> Response:
+        return Response(evidence_check(selectors.get_policy_for_user(request.user, policy_id)))
 
 
 class PolicyWithdrawApi(APIView):

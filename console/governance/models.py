@@ -66,7 +66,25 @@ class PolicyVersion(models.Model):
     interval = models.CharField(max_length=20, default="wilson")
     evidence_text = models.TextField(help_text="The operating-point document the owner read, as stored JSON text.")
     evidence_sha256 = models.CharField(max_length=64, help_text="SHA-256 of evidence_text (UTF-8).")
-    data_version = models.CharField(max_length=200, help_text="The route's data version the evidence was computed on.")
+    data_version = models.CharField(
+        max_length=200, help_text="The route's data version when the evidence was computed (not part of the evidence)."
+    )
+    evidence_as_of = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The evidence counts decisions ingested and final labels recorded up to this instant; "
+        "empty for versions drafted before evidence snapshots.",
+    )
+    evidence_decisions_seen = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="The route's newest decision id read just before as_of: decisions that arrive later have higher ids.",
+    )
+    evidence_labels_seen = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="The route's newest label revision read just before as_of: a label written later has a higher one.",
+    )
     warnings = models.JSONField(default=list, blank=True, help_text='[{"code", "message"}] shown before signing.')
     signed_at = models.DateTimeField(null=True, blank=True)
     signed_by = models.ForeignKey(

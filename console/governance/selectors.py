@@ -11,7 +11,8 @@ from django.db.models.lookups import GreaterThan
 
 from console.accounts import permissions
 from console.core.errors import NotFound
-from console.governance.models import IN_FORCE, PolicyVersion
+from console.governance.evidence import arrivals_since, as_of_text
+from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import readable_routes
 
@@ -247,9 +248,22 @@ def escalation_of(policy: PolicyVersion) -> dict[str, Any]:
     }
 
 
+def arrived_since(policy: PolicyVersion) -> dict[str, Any] | None:
+    """For a draft: decisions and final labels that arrived after its evidence's `as_of`."""
+    return arrivals_since(policy) if policy.status == PolicyStatus.DRAFT else None
+
+
+def warnings_now(policy: PolicyVersion, since: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The warnings stored with the evidence, and for a draft the one about traffic since `as_of`."""
+    return policy.warnings + ([since["warning"]] if since and since["warning"] else [])
+
+
 def policy_as_dict(policy: PolicyVersion, *, with_evidence: bool = True) -> dict[str, Any]:
     """A version as the API returns it; ``evidence`` is the stored text parsed, ``evidence_text`` the
-    text itself, whose SHA-256 is ``evidence_sha256``."""
+    text itself, whose SHA-256 is ``evidence_sha256``, computed as of ``as_of``. With the evidence,
+    a draft adds ``arrived_since`` (what its evidence does not count) and its warning to
+    ``warnings``; lists leave them out, so their queries do not grow with the drafts."""
+    since = arrived_since(policy) if with_evidence else None
     data = {
         "id": policy.pk,
         "route": policy.route.slug,
@@ -271,13 +285,14 @@ def policy_as_dict(policy: PolicyVersion, *, with_evidence: bool = True) -> dict
         "confidence": policy.confidence,
         "interval": policy.interval,
         "data_version": policy.data_version,
-        "warnings": policy.warnings,
+        "warnings": warnings_now(policy, since),
         "evidence_sha256": policy.evidence_sha256,
+        "as_of": as_of_text(policy.evidence_as_of) if policy.evidence_as_of else None,
         "signed_at": policy.signed_at.isoformat() if policy.signed_at else None,
         "signed_by": policy.signed_by.get_username() if policy.signed_by_id else None,
     }
     if with_evidence:
-        data |= {"evidence": evidence_of(policy), "evidence_text": policy.evidence_text}
+        data |= {"evidence": evidence_of(policy), "evidence_text": policy.evidence_text, "arrived_since": since}
     return data
 
 

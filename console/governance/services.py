@@ -3,7 +3,6 @@ transaction; signing supersedes the version in force in the same transaction."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db import transaction
@@ -15,19 +14,12 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.analysis import selectors as analysis_selectors
-from console.analysis.params import (
-    CertifiedCutoffQuery,
-    OperatingPointsQuery,
-    certified_cutoff_query,
-    operating_points_query,
-)
 from console.core.errors import Conflict, Forbidden
-from console.governance.evidence import compute_evidence
+from console.governance.evidence import arrivals_since, as_of_text, compute_evidence, recompute_stored, snapshot_now
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
 from console.governance.validation import DraftInput
 from console.ledger.models import Route
 from console.notify.services import notification_send
-from console.trials.models import Trial
 
 
 def _summary(policy: PolicyVersion) -> dict[str, Any]:
@@ -44,12 +36,14 @@ def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> Poli
     """A new draft version with its evidence computed now; the owner is told it waits for them."""
     if not permissions.can_draft_policy(user, route):
         raise Forbidden("Only reviewers, policy owners and admins of this route may draft its policy.")
+    snapshot = snapshot_now(route)
     evidence = compute_evidence(
         route=route,
         cutoff=draft.cutoff,
         band_lower=draft.band_lower,
         query=draft.query,
         certification=draft.certification,
+        as_of=snapshot.as_of,
         trial=draft.trial,
     )
     with transaction.atomic():
@@ -77,7 +71,10 @@ def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> Poli
             interval=draft.query.interval,
             evidence_text=evidence.text,
             evidence_sha256=evidence.sha256,
-            data_version=evidence.data_version,
+            data_version=analysis_selectors.data_version(route),
+            evidence_as_of=snapshot.as_of,
+            evidence_decisions_seen=snapshot.decisions_seen,
+            evidence_labels_seen=snapshot.labels_seen,
             warnings=evidence.warnings,
         )
         policy.full_clean(exclude=["route", "owner", "created_by"])
@@ -88,7 +85,8 @@ def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> Poli
             object_type="policy",
             object_id=policy.pk,
             route=route.slug,
-            payload=_summary(policy) | {"warnings": [w["code"] for w in policy.warnings]},
+            payload=_summary(policy)
+            | {"as_of": as_of_text(snapshot.as_of), "warnings": [w["code"] for w in policy.warnings]},
         )
         notification_send(
             channel="email",
@@ -104,65 +102,98 @@ def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> Poli
     return policy
 
 
-def _stored_query(policy: PolicyVersion) -> tuple[OperatingPointsQuery, CertifiedCutoffQuery | None]:
-    """The draft's filters as queries again, to recompute its evidence on newer data."""
-    filters = policy.filters or {}
-    params = {name: filters[name] for name in ("from", "to") if filters.get(name)}
-    params |= {f"version.{k}": v for k, v in (filters.get("versions") or {}).items()}
-    params |= {f"segment.{k}": v for k, v in (filters.get("segments") or {}).items()}
-    query = operating_points_query(params | {"confidence": str(policy.confidence), "interval": policy.interval})
-    certified = json.loads(policy.evidence_text).get("certified_cutoff")
-    certification = None
-    if certified:
-        certification = certified_cutoff_query(
-            params | {"alpha": str(certified["alpha"]), "delta": str(certified["delta"])}
+def policy_evidence_recompute(*, actor: Actor, user, policy: PolicyVersion) -> PolicyVersion:
+    """Compute a draft's evidence again as of now, when its owner (or whoever may draft) wants the
+    figures on the newest data; the old snapshot's hash no longer signs. Never done implicitly:
+    new traffic alone leaves a draft's evidence as it was read."""
+    if not permissions.can_recompute_evidence(user, policy):
+        raise Forbidden("Only the owner of this draft, or someone who may draft the route's policy, may recompute it.")
+    if policy.status != PolicyStatus.DRAFT:
+        raise Conflict(
+            f"Version {policy.version} is {policy.status}; only a draft's evidence can be recomputed.", code="not_draft"
         )
-    return query, certification
-
-
-def policy_evidence_refresh(*, actor: Actor, policy: PolicyVersion) -> PolicyVersion:
-    """Recompute a draft's evidence when the route's data moved since it was computed."""
-    if policy.status != PolicyStatus.DRAFT or analysis_selectors.data_version(policy.route) == policy.data_version:
-        return policy
-    query, certification = _stored_query(policy)
-    attached = json.loads(policy.evidence_text).get("trial")  # the trial is part of the signed evidence
-    trial = Trial.objects.get(pk=attached["trial_id"]) if attached else None
-    evidence = compute_evidence(
-        route=policy.route,
-        cutoff=policy.cutoff,
-        band_lower=policy.band_lower,
-        query=query,
-        certification=certification,
-        trial=trial,
-    )
+    snapshot = snapshot_now(policy.route)
+    evidence = recompute_stored(policy, as_of=snapshot.as_of)
     with transaction.atomic():
-        locked = PolicyVersion.objects.select_for_update().get(pk=policy.pk)
-        if locked.status != PolicyStatus.DRAFT or locked.evidence_sha256 == evidence.sha256:
-            return locked
-        old = locked.evidence_sha256
-        locked.evidence_text, locked.evidence_sha256 = evidence.text, evidence.sha256
-        locked.data_version, locked.warnings = evidence.data_version, evidence.warnings
-        locked.save(update_fields=["evidence_text", "evidence_sha256", "data_version", "warnings"])
+        locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
+        if locked.status != PolicyStatus.DRAFT:
+            raise Conflict(
+                f"Version {locked.version} is {locked.status}; only a draft's evidence can be recomputed.",
+                code="not_draft",
+            )
+        old = {"evidence_sha256": locked.evidence_sha256, "as_of": locked.evidence_as_of}
+        locked.evidence_text, locked.evidence_sha256, locked.warnings = (
+            evidence.text,
+            evidence.sha256,
+            evidence.warnings,
+        )
+        locked.evidence_as_of = snapshot.as_of
+        locked.evidence_decisions_seen, locked.evidence_labels_seen = snapshot.decisions_seen, snapshot.labels_seen
+        locked.data_version = analysis_selectors.data_version(locked.route)
+        locked.save(
+            update_fields=[
+                "evidence_text",
+                "evidence_sha256",
+                "warnings",
+                "evidence_as_of",
+                "evidence_decisions_seen",
+                "evidence_labels_seen",
+                "data_version",
+            ]
+        )
         audit_record(
             actor=actor,
             action=Action.POLICY_EVIDENCE_REFRESHED,
             object_type="policy",
             object_id=locked.pk,
             route=locked.route.slug,
-            payload={"evidence_sha256": {"old": old, "new": evidence.sha256}, "data_version": evidence.data_version},
+            payload={
+                "version": locked.version,
+                "evidence_sha256": {"old": old["evidence_sha256"], "new": evidence.sha256},
+                "as_of": {
+                    "old": as_of_text(old["as_of"]) if old["as_of"] else None,
+                    "new": as_of_text(snapshot.as_of),
+                },
+                "warnings": [w["code"] for w in evidence.warnings],
+            },
         )
     return locked
 
 
+def _refuse_unread_evidence(policy: PolicyVersion, evidence_sha256: str) -> None:
+    """The signature covers the snapshot the owner read: its stored SHA-256, and nothing recomputed.
+    Only a recompute (or a tampered request) makes them differ."""
+    if evidence_sha256 != policy.evidence_sha256:
+        raise Conflict(
+            "The evidence is not the one you read (it was recomputed since); read it again and sign its SHA-256.",
+            code="evidence_changed",
+            details={
+                "evidence_sha256": policy.evidence_sha256,
+                "as_of": as_of_text(policy.evidence_as_of) if policy.evidence_as_of else None,
+            },
+        )
+
+
+def _signing_record(policy: PolicyVersion) -> dict[str, Any]:
+    """What the signature records about the snapshot: its instant, and what had arrived since with
+    its warning, so the trail says what the owner signed knowing."""
+    since = arrivals_since(policy)
+    return {
+        "as_of": since["as_of"],
+        "arrived_since": {"decisions": since["decisions"], "final_labels": since["final_labels"]},
+        "warnings": policy.warnings + ([since["warning"]] if since["warning"] else []),
+    }
+
+
 def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: str) -> PolicyVersion:
     """Make a draft the policy in force. Only its named owner signs, only a draft, and only on the
-    evidence they read: if the route's data moved, the draft's evidence is recomputed first and a
-    hash that no longer matches is refused (409 ``evidence_changed``) with nothing signed."""
+    evidence they read: the draft's stored snapshot, whose SHA-256 they send (409
+    ``evidence_changed`` when it is not the stored one, with nothing signed). Traffic that arrived
+    after the snapshot's ``as_of`` does not change it; the signature records how much did."""
     if not permissions.can_sign_policy(user, policy):
         raise Forbidden("Only the owner named in this policy version may sign it.")
     if policy.status != PolicyStatus.DRAFT:
         raise Conflict(f"Version {policy.version} is {policy.status}; only a draft can be signed.", code="not_draft")
-    policy = policy_evidence_refresh(actor=actor, policy=policy)
     with transaction.atomic():
         # The route row serialises signatures on one route: two signs never both see the same version in force.
         Route.objects.select_for_update().filter(pk=policy.route_id).first()
@@ -171,12 +202,7 @@ def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: s
             raise Conflict(
                 f"Version {locked.version} is {locked.status}; only a draft can be signed.", code="not_draft"
             )
-        if evidence_sha256 != locked.evidence_sha256:
-            raise Conflict(
-                "The evidence changed since you read it (new data arrived); read it again and sign its new SHA-256.",
-                code="evidence_changed",
-                details={"evidence_sha256": locked.evidence_sha256, "data_version": locked.data_version},
-            )
+        _refuse_unread_evidence(locked, evidence_sha256)
         now = timezone.now()
         for previous in PolicyVersion.objects.select_for_update().filter(route_id=locked.route_id, status__in=IN_FORCE):
             old_status = previous.status
@@ -201,10 +227,9 @@ def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: s
             payload=_summary(locked)
             | {
                 "status": {"old": PolicyStatus.DRAFT, "new": PolicyStatus.ACTIVE},
-                "data_version": locked.data_version,
-                "warnings": locked.warnings,
                 "evidence_text": locked.evidence_text,
-            },
+            }
+            | _signing_record(locked),
         )
     return locked
 

@@ -115,12 +115,29 @@ def policy_sign(request, pk: int):
             else:
                 messages.success(request, f"Version {policy.version} is signed and in force.")
                 return redirect("route-policy", slug=policy.route.slug)
+    since = selectors.arrived_since(policy)
     return render(
         request,
         "governance/sign.html",
-        {"policy": policy, "evidence": selectors.evidence_of(policy), "error": error},
+        {
+            "policy": policy,
+            "evidence": selectors.evidence_of(policy),
+            "since": since,
+            "error": error,
+        },
         status=400 if error else 200,
     )
+
+
+@require_POST
+def policy_recompute_evidence(request, pk: int):
+    """The owner's deliberate "Recompute the evidence now": back to the sign page with the new figures."""
+    policy = selectors.get_policy_for_user(request.user, pk)
+    recomputed = services.policy_evidence_recompute(actor=Actor.user(request.user), user=request.user, policy=policy)
+    messages.success(request, f"The evidence was recomputed as of {recomputed.evidence_as_of:%Y-%m-%d %H:%M:%S} UTC.")
+    if permissions.can_sign_policy(request.user, recomputed):
+        return redirect("policy-sign", pk=recomputed.pk)
+    return redirect("policy-record", pk=recomputed.pk)
 
 
 @require_POST
