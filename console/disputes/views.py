@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib import messages
 from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404
@@ -27,6 +28,7 @@ from console.disputes.validation import parse_dispute, parse_resolution
 from console.governance.selectors import policy_in_force
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import get_decision_for_user
+from console.notify.emails import absolute_url
 from console.similarity.selectors import similar_refusals_context
 
 DEFAULT_REFUSAL_MESSAGE = (
@@ -66,6 +68,7 @@ def _now():
 def dispute_context(request, dispute: Dispute) -> dict[str, Any]:
     dispute.pieces = selectors.highlighted_quote(dispute)
     dispute.overdue = selectors.is_overdue(dispute)
+    dispute.appellant_hidden = selectors.appellant_hidden(request.user, dispute)
     return {
         "dispute": dispute,
         "decision": selectors.decision_of(dispute),
@@ -162,10 +165,42 @@ def dispute_section(request, decision: Decision) -> dict[str, Any]:
         return {}
     disputes = selectors.disputes_of_decision(decision)
     for dispute in disputes:
+        dispute.route = decision.route
         dispute.pieces = selectors.highlighted_quote(dispute)
         dispute.overdue = selectors.is_overdue(dispute)
+        dispute.appellant_hidden = selectors.appellant_hidden(request.user, dispute)
     can_open = decision.refused and permissions.can_open_dispute(request.user, decision.route)
-    return {"disputes": disputes, "dispute_form": DisputeForm(decision=decision) if can_open else None}
+    return {
+        "disputes": disputes,
+        "dispute_form": DisputeForm(decision=decision) if can_open else None,
+        "appeal_link": appeal_link_panel(request.user, decision),
+    }
+
+
+def appeal_link_panel(user, decision: Decision) -> dict[str, Any] | None:
+    """A refusal's appeal link as the person refused follows it, for those who may hand it out."""
+    if not decision.refused or not permissions.can_read_appeal_link(user, decision.route):
+        return None
+    revocation = selectors.link_revocation(decision.route, decision.request_id)
+    return {
+        "url": None if revocation else absolute_url(services.appeal_path(decision.route, decision.request_id)),
+        "revocation": revocation,
+        "revokes": permissions.can_handle_disputes(user, decision.route),
+    }
+
+
+@require_POST
+def appeal_link_revoke(request, pk: int):
+    decision = get_decision_for_user(request.user, pk=pk)
+    services.appeal_link_revoke(
+        actor=Actor.user(request.user),
+        user=request.user,
+        route=decision.route,
+        request_id=decision.request_id,
+        reason=request.POST.get("reason", "").strip(),
+    )
+    messages.success(request, "The appeal link is revoked: it now leads nowhere. Appeals already made stay open.")
+    return redirect(reverse("decision-detail", args=[decision.pk]) + "#appeal-link")
 
 
 @require_POST
@@ -226,13 +261,14 @@ def appeal(request, slug: str, request_id: str, token: str):
         raise Http404("No such appeal.")
     policy = policy_in_force(route)
     decision = Decision.objects.filter(route=route, request_id=request_id).only("question").first()
-    made = Dispute.objects.filter(route=route, request_id=request_id, kind=Kind.APPEAL).count()
+    appeals = selectors.appeals_through_link(route, request_id)
     context = {
         "question": decision.question if decision else None,
         "refusal_message": policy.refusal_message if policy else DEFAULT_REFUSAL_MESSAGE,
         "response_hours": policy.escalation_response_hours if policy else settings.DISPUTES_DEFAULT_RESPONSE_HOURS,
         "sent": request.GET.get("sent") == "1",
-        "left": max(0, services.APPEALS_PER_LINK - made),
+        # A returning appellant reads how their appeal stands instead of a form to send it again.
+        "appeals": appeals,
         "max_message": MAX_APPEAL_MESSAGE,
         "message": "",
         "email": "",

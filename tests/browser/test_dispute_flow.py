@@ -53,10 +53,10 @@ def test_a_reader_disputes_a_reviewer_overturns_the_reader_sees_it(sign_in, live
     page.fill("textarea[name=note]", "Right: passage 1 answers it; the cutoff is too high for how-to questions.")
     page.click("form[action$='/resolve/'] button[type=submit]")
     page.wait_for_selector("#dispute-outcome")
-    assert "Overturned" in page.inner_text("#dispute-outcome")
+    assert "The refusal was overturned: the answer should have been given" in page.inner_text("#dispute-outcome")
     _sign_out(page)
 
     sign_in("rosa")
     page.goto(f"{live_server.url}/decisions/{decision_id}/")
     outcome = page.inner_text(f"#dispute-{dispute.pk} .outcome")
-    assert "Overturned" in outcome and "rita" in outcome and "too high for how-to" in outcome
+    assert "The refusal was overturned" in outcome and "rita" in outcome and "too high for how-to" in outcome
