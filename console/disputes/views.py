@@ -90,6 +90,7 @@ def dispute_detail(request, pk: int):
 def dispute_take(request, pk: int):
     dispute = selectors.get_dispute_for_user(request.user, pk)
     services.dispute_assign(actor=Actor.user(request.user), user=request.user, dispute=dispute)
+    messages.success(request, f"You took dispute #{pk}; reply by {dispute.due_by:%Y-%m-%d %H:%M} UTC.")
     return redirect(
         request.POST.get("next")
         if request.POST.get("next") == reverse("dispute-inbox")
@@ -104,13 +105,26 @@ def dispute_resolve(request, pk: int):
         resolution, note = parse_resolution(
             {"resolution": request.POST.get("resolution"), "note": request.POST.get("note") or None}
         )
-        services.dispute_resolve(
+        resolved = services.dispute_resolve(
             actor=Actor.user(request.user), user=request.user, dispute=dispute, resolution=resolution, note=note
         )
     except (InvalidInput, Conflict) as error:
         context = dispute_context(request, dispute) | {"error": error.message, "details": error.details}
         return render(request, "disputes/detail.html", context, status=error.status)
+    messages.success(request, _resolved_message(resolved))
     return redirect("dispute-detail", pk=pk)
+
+
+def _resolved_message(dispute: Dispute) -> str:
+    if dispute.status == Status.WITHDRAWN:
+        return f"You withdrew dispute #{dispute.pk}."
+    told = []
+    if dispute.opened_by_id and dispute.opened_by_id != dispute.resolved_by_id:
+        told.append(dispute.opened_by.get_username())
+    if dispute.appellant_email:
+        told.append("the person refused")
+    tail = f" {' and '.join(told)} {'is' if len(told) == 1 else 'are'} told by email." if told else ""
+    return f"Dispute #{dispute.pk} resolved: {dispute.outcome_words}.{tail}"
 
 
 # --- opening from the refusal's page --------------------------------------------------------------
@@ -203,6 +217,33 @@ def appeal_link_revoke(request, pk: int):
     return redirect(reverse("decision-detail", args=[decision.pk]) + "#appeal-link")
 
 
+# Where each field of the API's body is on the form, and what it is called there.
+_FORM_FIELDS = {
+    "kind": ("kind", "The kind"),
+    "reason": ("reason", "A reason"),
+    "evidence": ("source", "Evidence"),
+    "evidence.passage_id": ("passage", "The passage"),
+    "evidence.url": ("url", "The source URL"),
+    "evidence.quote": ("quote", "The quote"),
+    "contact": ("contact", "The contact"),
+}
+
+
+def form_errors(error: InvalidInput | Conflict) -> tuple[dict[str, str], str]:
+    """(message per form field, message for the form as a whole): each error said once, beside the
+    field it is about; the service's own sentence when it names one field."""
+    details = error.details if isinstance(error.details, list) else []
+    fields: dict[str, str] = {}
+    for detail in details:
+        name, label = _FORM_FIELDS.get(detail.get("field", ""), (None, ""))
+        if name and name not in fields:
+            specific = len(details) == 1 and error.code != "invalid"  # e.g. quote_not_found says it best
+            fields[name] = error.message if specific else f"{label} {detail['message']}."
+    if fields and all(d.get("field", "") in _FORM_FIELDS for d in details):
+        return fields, ""
+    return fields, error.message
+
+
 @require_POST
 def dispute_open(request, pk: int):
     decision = get_decision_for_user(request.user, pk=pk)
@@ -211,20 +252,29 @@ def dispute_open(request, pk: int):
         data = parse_dispute(form.as_body())
         dispute = services.dispute_open(actor=Actor.user(request.user), user=request.user, decision=decision, data=data)
     except (InvalidInput, Conflict) as error:
+        field_errors, form_error = form_errors(error)
         return render(
             request,
             "disputes/open.html",
             {
                 "decision": decision,
                 "dispute_form": form,
-                "error": error.message,
+                "field_errors": field_errors,
+                "form_error": form_error,
                 "details": error.details,
                 "code": error.code,
+                # The passages to copy a quote from, beside the form.
+                "passages": decision.ranked_passages.select_related("passage").order_by("rank"),
                 # The form shows the route's similar refusals wherever it appears (never on the appeal page).
                 **similar_refusals_context(request.user, decision),
             },
             status=error.status,
         )
+    messages.success(
+        request,
+        f"Dispute #{dispute.pk} opened. The route's reviewers are told; a reply is due by "
+        f"{dispute.due_by:%Y-%m-%d %H:%M} UTC.",
+    )
     return redirect(reverse("decision-detail", args=[decision.pk]) + f"#dispute-{dispute.pk}")
 
 
