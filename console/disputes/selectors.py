@@ -7,14 +7,14 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
 from console.core.errors import Forbidden, NotFound
 from console.core.validation import has_lone_surrogate
-from console.disputes.models import AppealLinkRevocation, Dispute, Kind, Status
+from console.disputes.models import AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
 from console.ledger.models import Decision, Route
 
 
@@ -225,6 +225,21 @@ def band_summary(route: Route, edges: list[float]) -> list[dict[str, Any]]:
         hours = row.pop("hours")
         row["median_hours"] = statistics.median(hours) if hours else None
     return rows
+
+
+def appeal_link_state(route: Route, request_id: str) -> tuple[str | None, bool]:
+    """(the route's appeal secret or None before its first link, whether this link is revoked) in
+    one query: the refusal's page reads both for its appeal-link panel."""
+    revoked = Exists(AppealLinkRevocation.objects.filter(route=route, request_id=request_id))
+    row = (
+        Route.objects.filter(pk=route.pk)
+        .annotate(
+            secret=Subquery(AppealSecret.objects.filter(route=OuterRef("pk")).values("secret")[:1]), revoked=revoked
+        )
+        .values("secret", "revoked")
+        .first()
+    )
+    return (row["secret"], row["revoked"]) if row else (None, False)
 
 
 def link_revocation(route: Route, request_id: str) -> AppealLinkRevocation | None:

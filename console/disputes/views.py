@@ -195,9 +195,14 @@ def appeal_link_panel(user, decision: Decision) -> dict[str, Any] | None:
     """A refusal's appeal link as the person refused follows it, for those who may hand it out."""
     if not decision.refused or not permissions.can_read_appeal_link(user, decision.route):
         return None
-    revocation = selectors.link_revocation(decision.route, decision.request_id)
+    secret, revoked = selectors.appeal_link_state(decision.route, decision.request_id)
+    revocation = selectors.link_revocation(decision.route, decision.request_id) if revoked else None
+    if secret is None:  # the route's first link: its secret is made now, as the API does
+        secret = services.appeal_secret(decision.route)
+    slug, request_id = decision.route.slug, decision.request_id
+    path = reverse("appeal", args=[slug, request_id, services.appeal_token(secret, slug, request_id)])
     return {
-        "url": None if revocation else absolute_url(services.appeal_path(decision.route, decision.request_id)),
+        "url": None if revocation else absolute_url(path),
         "revocation": revocation,
         "revokes": permissions.can_handle_disputes(user, decision.route),
     }
