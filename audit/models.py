@@ -42,6 +42,8 @@ class Action(models.TextChoices):
     DISPUTE_ESCALATED = "dispute_escalated", "Dispute escalated"
     DISPUTE_APPEALED = "dispute_appealed", "Appeal received"
     APPEAL_SECRET_ROTATED = "appeal_secret_rotated", "Appeal secret rotated"
+    APPEAL_LINK_REVOKED = "appeal_link_revoked", "Appeal link of one refusal revoked"
+    NOTIFY_PREFERENCE_CHANGED = "notify_preference_changed", "Email digest setting changed"
     POLICY_NEEDS_RECHECK = "policy_needs_recheck", "Policy in force marked as awaiting a recheck"
     POLICY_RECHECK_CLEARED = "policy_recheck_cleared", "Policy in force no longer awaiting a recheck"
     RECHECK_OPENED = "recheck_opened", "Release recheck opened"

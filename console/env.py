@@ -94,3 +94,23 @@ def env_float(name: str, default: float, *, minimum: float, maximum: float) -> f
     if not minimum <= value <= maximum:  # also refuses nan
         raise ConfigError(f"{name} must be between {minimum} and {maximum}, got {value}")
     return value
+
+
+def env_console_url(default_host: str = "127.0.0.1", default_port: int = 8000) -> str:
+    """CONSOLE_URL: the address people reach the console at, for links in emails and webhooks, which
+    leave the site and so cannot be relative. Without it, ``http://HOST:PORT`` as `make run` serves
+    (``localhost`` for a wildcard HOST, which no browser can open). No trailing slash."""
+    from urllib.parse import urlsplit
+
+    raw = env_str("CONSOLE_URL")
+    if raw is None:
+        host = env_str("HOST", default_host)
+        if host in ("0.0.0.0", "::", "[::]"):  # noqa: S104 -- a bind address, not one to link to
+            host = "localhost"
+        elif ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{env_int('PORT', default_port, minimum=1, maximum=65535)}"
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ConfigError(f"CONSOLE_URL must look like https://console.example.org (an optional path), got {raw!r}")
+    return raw.strip().rstrip("/")

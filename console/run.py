@@ -17,7 +17,7 @@ from pathlib import Path
 
 from console import embedded
 from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES
-from console.env import env_bool, env_int, env_path, env_str
+from console.env import env_bool, env_console_url, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -206,6 +206,7 @@ def _banner(host: str, port: int, data_dir: Path) -> str:
     lines = [
         "",
         f"  Console:  http://{host}:{port}/",
+        f"  Links in emails and webhooks: {env_console_url(host, port)}/ (CONSOLE_URL)",
         f"  API docs: http://{host}:{port}/api/docs/",
         f"  Data:     {data_dir}",
     ]

@@ -9,8 +9,20 @@ import hashlib
 import re
 from pathlib import Path
 
+from celery.schedules import crontab
+
 from console import embedded
-from console.env import ConfigError, email_settings, env_bool, env_float, env_int, env_list, env_path, env_str
+from console.env import (
+    ConfigError,
+    email_settings,
+    env_bool,
+    env_console_url,
+    env_float,
+    env_int,
+    env_list,
+    env_path,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("CONSOLE_DATA_DIR", BASE_DIR / ".console")
@@ -288,6 +300,9 @@ RECHECK_HALF_WIDTH = 0.05
 # Labels older than this (days) make a policy's evidence stale.
 EVIDENCE_MAX_LABEL_AGE_DAYS = 90
 
+# The daily digest (people who chose one email a day instead of one per event) goes out at this hour, UTC.
+NOTIFY_DIGEST_HOUR_UTC = env_int("NOTIFY_DIGEST_HOUR_UTC", 7, minimum=0, maximum=23)
+
 # Every periodic job, in one place, by the stable task names given in each app's tasks.py. The
 # sweepers queue again whatever a lost message or a dead worker left behind; stats-refresh
 # recomputes the default documents of every route whose decisions or labels changed.
@@ -299,6 +314,8 @@ CELERY_BEAT_SCHEDULE = {
     "shadow-sweep": {"task": "shadow.shadow_runs_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "stats-refresh": {"task": "analysis.stats_refresh_stale", "schedule": float(JOBS_SWEEP_SECONDS)},
     "notify-sweep": {"task": "notify.notifications_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
+    # One email a day to each person who chose the digest, with what waited for them.
+    "notify-digests": {"task": "notify.digests_send", "schedule": crontab(minute=0, hour=NOTIFY_DIGEST_HOUR_UTC)},
     "trials-sweep": {"task": "trials.trials_sweep", "schedule": float(JOBS_SWEEP_SECONDS)},
     "audit-checkpoint": {"task": "audit.audit_checkpoint", "schedule": float(AUDIT_CHECKPOINT_SECONDS)},
     "disputes-escalate": {"task": "disputes.disputes_escalate", "schedule": 60.0},
@@ -331,6 +348,8 @@ NOTIFY_WEBHOOK_SECRET = (
 NOTIFY_WEBHOOK_TIMEOUT_S = env_int("NOTIFY_WEBHOOK_TIMEOUT_S", 10, minimum=1, maximum=120)
 NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5, minimum=1, maximum=20)
 NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30, minimum=0, maximum=3600)
+# Where people reach the console: links in emails and webhooks are absolute (console/env.py).
+CONSOLE_URL = env_console_url()
 
 # Django's cache is shared by every web worker (a per-process cache would let each gunicorn worker count
 # failed sign-ins on its own): the database cache, whose table comes with the accounts migrations.

@@ -181,6 +181,8 @@ def grading_skip(request, item_id: str):
         )
     except ServiceError as exc:
         messages.warning(request, f"Not skipped: {exc.message}")
+    else:
+        messages.info(request, "Skipped: the item goes to other graders and will not come back to you.")
     return _claim_next(request, route)
 
 

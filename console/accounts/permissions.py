@@ -230,6 +230,13 @@ def can_read_appeal_link(user, route) -> bool:
     return has_role(user, APPEAL_LINK_READERS, route)
 
 
+def can_read_appellant(user, route) -> bool:
+    """A person refused wrote, without an account, to the people who decide: their message and
+    address are for the route's reviewers and policy owners; other readers see that an appeal
+    exists and how it stands."""
+    return has_role(user, DISPUTE_HANDLERS, route)
+
+
 # Monitoring (release rechecks and drift alarms): every reader of the route's policy reads them;
 # the route's policy owners and reviewers (and admins) close rechecks and acknowledge alarms.
 MONITORING_RESPONDERS = (Role.REVIEWER, Role.POLICY_OWNER)

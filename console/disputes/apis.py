@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import InvalidInput, NotFound
+from console.core.errors import Conflict, InvalidInput, NotFound
 from console.disputes import selectors, services
 from console.disputes.models import USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
@@ -26,7 +26,15 @@ _DISPUTE = inline_serializer(
         "decision": serializers.IntegerField(allow_null=True),
         "kind": serializers.ChoiceField(Kind.values),
         "status": serializers.ChoiceField(Status.values),
-        "reason": serializers.CharField(),
+        "reason": serializers.CharField(
+            allow_null=True, help_text="Null on an appeal for who is not a reviewer or policy owner of the route."
+        ),
+        "appellant_email": serializers.CharField(
+            allow_null=True, help_text="An appeal's reply address: the route's reviewers and policy owners only."
+        ),
+        "outcome": serializers.CharField(
+            allow_null=True, help_text="The resolution in plain words, e.g. `the refusal stands`; null while open."
+        ),
         "evidence": serializers.JSONField(allow_null=True),
         "quote_ranges": serializers.JSONField(allow_null=True),
         "opened_at": serializers.DateTimeField(),
@@ -58,6 +66,10 @@ _LINK = inline_serializer("AppealLink", {"url": serializers.CharField()})
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
 
 
+def _as_dict(request: Request, dispute_id: int) -> dict:
+    return selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute_id), request.user)
+
+
 class DecisionDisputesApi(APIView):
     @extend_schema(
         summary="Dispute a refusal",
@@ -74,7 +86,8 @@ class DecisionDisputesApi(APIView):
         dispute = services.dispute_open(
             actor=Actor.from_request(request), user=request.user, decision=decision, data=data
         )
-        return Response(selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute.pk)), status=201)
+        created = selectors.get_dispute_for_user(request.user, dispute.pk)
+        return Response(selectors.dispute_as_dict(created, request.user), status=201)
 
 
 class DisputeListApi(APIView):
@@ -92,13 +105,13 @@ class DisputeListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         disputes = selectors.dispute_list(request.user, selectors.DisputeFilters.from_params(request.query_params))
-        return Response({"disputes": [selectors.dispute_as_dict(d) for d in disputes[:500]]})
+        return Response({"disputes": [selectors.dispute_as_dict(d, request.user) for d in disputes[:500]]})
 
 
 class DisputeDetailApi(APIView):
     @extend_schema(summary="One dispute", responses={200: _DISPUTE, **_ERRORS})
     def get(self, request: Request, dispute_id: int) -> Response:
-        return Response(selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute_id)))
+        return Response(_as_dict(request, dispute_id))
 
 
 class DisputeAssignApi(APIView):
@@ -111,7 +124,7 @@ class DisputeAssignApi(APIView):
     def post(self, request: Request, dispute_id: int) -> Response:
         dispute = selectors.get_dispute_for_user(request.user, dispute_id)
         services.dispute_assign(actor=Actor.from_request(request), user=request.user, dispute=dispute)
-        return Response(selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute_id)))
+        return Response(_as_dict(request, dispute_id))
 
 
 class DisputeResolveApi(APIView):
@@ -129,7 +142,7 @@ class DisputeResolveApi(APIView):
         services.dispute_resolve(
             actor=Actor.from_request(request), user=request.user, dispute=dispute, resolution=resolution, note=note
         )
-        return Response(selectors.dispute_as_dict(selectors.get_dispute_for_user(request.user, dispute_id)))
+        return Response(_as_dict(request, dispute_id))
 
 
 class AppealLinkApi(APIView):
@@ -137,8 +150,8 @@ class AppealLinkApi(APIView):
         summary="The appeal link of a decision",
         description="For the answering system to show in its "
         "refusal message; works before the decision is ingested. Integrators, reviewers and policy owners "
-        "of the route.",
-        responses={200: _LINK, **_ERRORS},
+        "of the route. A link a reviewer revoked: 409 `appeal_link_revoked`.",
+        responses={200: _LINK, 409: ERROR, **_ERRORS},
     )
     def get(self, request: Request, slug: str, request_id: str) -> Response:
         route = readable_routes(request.user).filter(slug=slug).first()
@@ -149,4 +162,6 @@ class AppealLinkApi(APIView):
                 "request_id must be 1 to 200 characters of valid Unicode without NUL.",
                 details=[{"field": "request_id", "message": "not a storable request id"}],
             )
+        if services.revoked(route, request_id):
+            raise Conflict("A reviewer revoked this refusal's appeal link.", code="appeal_link_revoked")
         return Response({"url": services.appeal_path(route, request_id)})

@@ -37,6 +37,15 @@ class Status(models.TextChoices):
 
 RESOLUTIONS = (Status.UPHELD, Status.OVERTURNED, Status.WITHDRAWN)
 
+# What a resolution means, in the words people outside the review team read (emails, the appeal
+# page, webhook summaries): "upheld" alone reads as "the appeal succeeded", the opposite of what
+# happened, since it is the refusal that was upheld.
+OUTCOME_WORDS = {
+    Status.UPHELD: "the refusal stands",
+    Status.OVERTURNED: "the refusal was overturned: the answer should have been given",
+    Status.WITHDRAWN: "withdrawn",
+}
+
 MAX_REASON = 5_000
 MAX_APPEAL_MESSAGE = 2_000
 MAX_QUOTE = 2_000
@@ -129,6 +138,11 @@ class Dispute(models.Model):
         return self.status == Status.OPEN
 
     @property
+    def outcome_words(self) -> str:
+        """The resolution in plain words; empty while open."""
+        return OUTCOME_WORDS.get(self.status, "")
+
+    @property
     def no_signed_escalation_path(self) -> bool:
         return self.policy_id is None
 
@@ -143,3 +157,21 @@ class AppealSecret(models.Model):
 
     def __str__(self) -> str:
         return f"appeal secret of {self.route_id}"
+
+
+class AppealLinkRevocation(models.Model):
+    """One refusal's appeal link, revoked by a reviewer (a link posted where it should not be, or
+    abused): its page is the same 404 as a forged link, whatever the route's secret. Rotating the
+    secret revokes every link of a route at once instead."""
+
+    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+")
+    request_id = models.CharField(max_length=200)
+    revoked_at = models.DateTimeField()
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField(blank=True, help_text="Why, for the audit trail and the next reviewer.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["route", "request_id"], name="one_revocation_per_link")]
+
+    def __str__(self) -> str:
+        return f"appeal link of {self.request_id} revoked"

@@ -7,14 +7,14 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
 from console.core.errors import Forbidden, NotFound
 from console.core.validation import has_lone_surrogate
-from console.disputes.models import Dispute, Kind, Status
+from console.disputes.models import AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
 from console.ledger.models import Decision, Route
 
 
@@ -126,7 +126,14 @@ def is_overdue(dispute: Dispute, now=None) -> bool:
     return dispute.is_open and dispute.due_by < (now or timezone.now())
 
 
-def dispute_as_dict(dispute: Dispute) -> dict[str, Any]:
+def appellant_hidden(user, dispute: Dispute) -> bool:
+    """True when the dispute is an appeal whose message and address this user may not read."""
+    return dispute.kind == Kind.APPEAL and not permissions.can_read_appellant(user, dispute.route)
+
+
+def dispute_as_dict(dispute: Dispute, user) -> dict[str, Any]:
+    """The API's dispute; an appeal's message and address are null for who may not read them."""
+    hidden = appellant_hidden(user, dispute)
     evidence = None
     if dispute.passage_id:
         evidence = {"passage_id": dispute.passage_id, "quote": dispute.quote}
@@ -140,10 +147,12 @@ def dispute_as_dict(dispute: Dispute) -> dict[str, Any]:
         "kind": dispute.kind,
         "status": dispute.status,
         "resolution": None if dispute.is_open else dispute.status,
-        "reason": dispute.reason,
+        "outcome": dispute.outcome_words or None,
+        "reason": None if hidden else dispute.reason,
         "evidence": evidence,
         "quote_ranges": dispute.quote_ranges,
-        "contact": dispute.contact,
+        "contact": None if hidden else dispute.contact,
+        "appellant_email": None if hidden or dispute.kind != Kind.APPEAL else dispute.appellant_email,
         "opened_by": dispute.opened_by.get_username() if dispute.opened_by_id else None,
         "appeal": dispute.kind == Kind.APPEAL,
         "opened_at": dispute.opened_at.isoformat(),
@@ -216,3 +225,29 @@ def band_summary(route: Route, edges: list[float]) -> list[dict[str, Any]]:
         hours = row.pop("hours")
         row["median_hours"] = statistics.median(hours) if hours else None
     return rows
+
+
+def appeal_link_state(route: Route, request_id: str) -> tuple[str | None, bool]:
+    """(the route's appeal secret or None before its first link, whether this link is revoked) in
+    one query: the refusal's page reads both for its appeal-link panel."""
+    revoked = Exists(AppealLinkRevocation.objects.filter(route=route, request_id=request_id))
+    row = (
+        Route.objects.filter(pk=route.pk)
+        .annotate(
+            secret=Subquery(AppealSecret.objects.filter(route=OuterRef("pk")).values("secret")[:1]), revoked=revoked
+        )
+        .values("secret", "revoked")
+        .first()
+    )
+    return (row["secret"], row["revoked"]) if row else (None, False)
+
+
+def link_revocation(route: Route, request_id: str) -> AppealLinkRevocation | None:
+    return AppealLinkRevocation.objects.filter(route=route, request_id=request_id).select_related("revoked_by").first()
+
+
+def appeals_through_link(route: Route, request_id: str) -> list[Dispute]:
+    """The appeals made through one refusal's link, oldest first: what its page shows a returning
+    appellant (their status and outcome, nothing about who handled them)."""
+    appeals = Dispute.objects.filter(route=route, request_id=request_id, kind=Kind.APPEAL)
+    return list(appeals.order_by("opened_at", "pk"))

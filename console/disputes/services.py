@@ -24,12 +24,13 @@ from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.core.errors import Conflict, Forbidden, InvalidInput
 from console.core.validation import has_lone_surrogate
-from console.disputes.models import MAX_APPEAL_MESSAGE, AppealSecret, Dispute, Kind, Status
+from console.disputes.models import MAX_APPEAL_MESSAGE, AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
+from console.disputes.notices import dispute_escalated_notify, dispute_opened_notify, dispute_resolved_notify
 from console.disputes.validation import DisputeInput
 from console.governance.models import PolicyVersion
 from console.governance.selectors import eligible_owners, policy_in_force
 from console.ledger.models import Decision, Route
-from console.notify.services import notification_send
+from console.notify.emails import absolute_url
 from console.verification.spans import verify_span
 
 # At most this many appeals through one link (one route and request id).
@@ -120,6 +121,7 @@ def dispute_open(*, actor: Actor, user, decision: Decision, data: DisputeInput) 
                 route=decision.route.slug,
                 payload=_summary(dispute),
             )
+            dispute_opened_notify(dispute)
     except IntegrityError:  # a concurrent request by the same person won the unique index
         first = _open_dispute_of(user, decision)
         if first is None:
@@ -185,15 +187,50 @@ def appeal_path(route: Route, request_id: str) -> str:
 
 
 def appeal_token_valid(route: Route, request_id: str, token: str) -> bool:
-    """Constant-time comparison; a route without a secret yet has given out no link."""
+    """Constant-time comparison; a route without a secret yet has given out no link, and a revoked
+    link is no link."""
     row = AppealSecret.objects.filter(route=route).first()
     expected = appeal_token(row.secret if row else secrets.token_urlsafe(32), route.slug, request_id)
-    return hmac.compare_digest(expected.encode(), token.encode("utf-8", "surrogatepass"))
+    matches = hmac.compare_digest(expected.encode(), token.encode("utf-8", "surrogatepass"))
+    return matches and not revoked(route, request_id)
+
+
+def revoked(route: Route, request_id: str) -> bool:
+    return AppealLinkRevocation.objects.filter(route=route, request_id=request_id).exists()
+
+
+def appeal_link_revoke(*, actor: Actor, user, route: Route, request_id: str, reason: str = "") -> AppealLinkRevocation:
+    """Revoke one refusal's appeal link: its page becomes the same 404 as a forged link. Appeals
+    already made stay in the inbox. Reviewers and policy owners of the route."""
+    if not permissions.can_handle_disputes(user, route):
+        raise Forbidden("Only reviewers and policy owners of this route revoke appeal links.")
+    if len(reason) > 2_000 or "\x00" in reason or has_lone_surrogate(reason):
+        raise InvalidInput(
+            "The reason may be at most 2,000 characters.", details=[{"field": "reason", "message": "too long"}]
+        )
+    with transaction.atomic(durable=True):
+        revocation, created = AppealLinkRevocation.objects.get_or_create(
+            route=route,
+            request_id=request_id,
+            defaults={"revoked_at": timezone.now(), "revoked_by": user, "reason": reason},
+        )
+        if not created:
+            raise Conflict("This appeal link is already revoked.", code="already_revoked")
+        audit_record(
+            actor=actor,
+            action=Action.APPEAL_LINK_REVOKED,
+            object_type="route",
+            object_id=route.pk,
+            route=route.slug,
+            payload={"request_id": request_id, "reason": reason},
+        )
+    return revocation
 
 
 def appeal_open(*, route: Route, request_id: str, message: str, email: str = "") -> Dispute:
-    """An appeal by the person refused; the caller has checked the link's token. At most
-    APPEALS_PER_LINK per link (409 ``appeal_limit``). The decision may not be ingested yet."""
+    """An appeal by the person refused; the caller has checked the link's token. One at a time per
+    link (409 ``appeal_waiting`` while one is open) and at most APPEALS_PER_LINK in all (409
+    ``appeal_limit``). The decision may not be ingested yet."""
     message = (message or "").strip()
     if not message:
         raise InvalidInput("Say what you needed.", details=[{"field": "message", "message": "is required"}])
@@ -211,8 +248,10 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
     with transaction.atomic():
         # The route row serialises appeals of one route, so the per-link count cannot be raced past.
         Route.objects.select_for_update().filter(pk=route.pk).first()
-        made = Dispute.objects.filter(route=route, request_id=request_id, kind=Kind.APPEAL).count()
-        if made >= APPEALS_PER_LINK:
+        made = Dispute.objects.filter(route=route, request_id=request_id, kind=Kind.APPEAL)
+        if any(status == Status.OPEN for status in made.values_list("status", flat=True)):
+            raise Conflict("Your appeal is waiting for a reply; you will find the answer here.", code="appeal_waiting")
+        if made.count() >= APPEALS_PER_LINK:
             raise Conflict(f"This link has been used for {APPEALS_PER_LINK} appeals already.", code="appeal_limit")
         decision = Decision.objects.filter(route=route, request_id=request_id).first()
         dispute = Dispute.objects.create(
@@ -235,6 +274,7 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
             route=route.slug,
             payload=_summary(dispute),
         )
+        dispute_opened_notify(dispute)
     return dispute
 
 
@@ -305,27 +345,10 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
             route=locked.route.slug,
             payload={"resolution": resolution, "note": note},
         )
-        subject = f"Your dispute of {locked.request_id} was {resolution}"
-        body = (
-            f"The dispute of the refusal {locked.request_id} on {locked.route.name} was {resolution} "
-            f"by {user.get_username()}.\n\nNote:\n{note}\n"
-        )
-        if locked.opened_by_id and locked.opened_by_id != user.pk:
-            notification_send(
-                channel="email",
-                recipient=locked.opened_by.email,
-                subject=subject,
-                body=body + f"\n{reverse('dispute-detail', args=[locked.pk])}\n",
-                route=locked.route.slug,
-            )
-        if locked.appellant_email:
-            notification_send(
-                channel="email",
-                recipient=locked.appellant_email,
-                route=locked.route.slug,
-                subject="An answer to your appeal",
-                body=f"Your appeal about a refused question was {resolution}.\n\n{note}\n",
-            )
+        appeal_url = ""
+        if locked.appellant_email and not revoked(locked.route, locked.request_id):
+            appeal_url = absolute_url(appeal_path(locked.route, locked.request_id))
+        dispute_resolved_notify(locked, appeal_url=appeal_url)
     return locked
 
 
@@ -375,19 +398,7 @@ def disputes_escalate(*, actor: Actor, as_of: datetime | None = None) -> list[in
                     continue
             dispute = Dispute.objects.select_related("route", "policy").get(pk=pk)
             targets = _escalation_targets(dispute)
-            for channel, recipient in targets:
-                notification_send(
-                    channel=channel,
-                    recipient=recipient,
-                    route=dispute.route.slug,
-                    subject=f"Dispute #{dispute.pk} of {dispute.request_id} is past its response time",
-                    body=(
-                        f"A {dispute.get_kind_display().lower()} on {dispute.route.name} was opened "
-                        f"{dispute.opened_at:%Y-%m-%d %H:%M} UTC and was due by {dispute.due_by:%Y-%m-%d %H:%M} "
-                        f"UTC ({dispute.response_hours} h). It is still open.\n"
-                        f"{reverse('dispute-detail', args=[dispute.pk])}\n"
-                    ),
-                )
+            dispute_escalated_notify(dispute, targets)
             audit_record(
                 actor=actor,
                 action=Action.DISPUTE_ESCALATED,

@@ -76,6 +76,8 @@ def parse_resolution(data: Any) -> tuple[str, str]:
     resolution = data.get("resolution")
     if resolution not in RESOLUTIONS:
         errors.add(0, "resolution", f"must be one of {', '.join(RESOLUTIONS)}")
-    note = text_field(errors, 0, "note", data.get("note"), max_len=MAX_NOTE)
+    # Withdrawing one's own dispute needs no explanation; a decision on it does.
+    withdrawn = resolution == "withdrawn"
+    note = text_field(errors, 0, "note", data.get("note") or None, max_len=MAX_NOTE, required=not withdrawn) or ""
     _raise(errors)
     return resolution, note

@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib import messages
 from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404
@@ -27,6 +28,7 @@ from console.disputes.validation import parse_dispute, parse_resolution
 from console.governance.selectors import policy_in_force
 from console.ledger.models import Decision, Route
 from console.ledger.selectors import get_decision_for_user
+from console.notify.emails import absolute_url
 from console.similarity.selectors import similar_refusals_context
 
 DEFAULT_REFUSAL_MESSAGE = (
@@ -66,6 +68,7 @@ def _now():
 def dispute_context(request, dispute: Dispute) -> dict[str, Any]:
     dispute.pieces = selectors.highlighted_quote(dispute)
     dispute.overdue = selectors.is_overdue(dispute)
+    dispute.appellant_hidden = selectors.appellant_hidden(request.user, dispute)
     return {
         "dispute": dispute,
         "decision": selectors.decision_of(dispute),
@@ -87,6 +90,7 @@ def dispute_detail(request, pk: int):
 def dispute_take(request, pk: int):
     dispute = selectors.get_dispute_for_user(request.user, pk)
     services.dispute_assign(actor=Actor.user(request.user), user=request.user, dispute=dispute)
+    messages.success(request, f"You took dispute #{pk}; reply by {dispute.due_by:%Y-%m-%d %H:%M} UTC.")
     return redirect(
         request.POST.get("next")
         if request.POST.get("next") == reverse("dispute-inbox")
@@ -101,13 +105,26 @@ def dispute_resolve(request, pk: int):
         resolution, note = parse_resolution(
             {"resolution": request.POST.get("resolution"), "note": request.POST.get("note") or None}
         )
-        services.dispute_resolve(
+        resolved = services.dispute_resolve(
             actor=Actor.user(request.user), user=request.user, dispute=dispute, resolution=resolution, note=note
         )
     except (InvalidInput, Conflict) as error:
         context = dispute_context(request, dispute) | {"error": error.message, "details": error.details}
         return render(request, "disputes/detail.html", context, status=error.status)
+    messages.success(request, _resolved_message(resolved))
     return redirect("dispute-detail", pk=pk)
+
+
+def _resolved_message(dispute: Dispute) -> str:
+    if dispute.status == Status.WITHDRAWN:
+        return f"You withdrew dispute #{dispute.pk}."
+    told = []
+    if dispute.opened_by_id and dispute.opened_by_id != dispute.resolved_by_id:
+        told.append(dispute.opened_by.get_username())
+    if dispute.appellant_email:
+        told.append("the person refused")
+    tail = f" {' and '.join(told)} {'is' if len(told) == 1 else 'are'} told by email." if told else ""
+    return f"Dispute #{dispute.pk} resolved: {dispute.outcome_words}.{tail}"
 
 
 # --- opening from the refusal's page --------------------------------------------------------------
@@ -162,10 +179,74 @@ def dispute_section(request, decision: Decision) -> dict[str, Any]:
         return {}
     disputes = selectors.disputes_of_decision(decision)
     for dispute in disputes:
+        dispute.route = decision.route
         dispute.pieces = selectors.highlighted_quote(dispute)
         dispute.overdue = selectors.is_overdue(dispute)
+        dispute.appellant_hidden = selectors.appellant_hidden(request.user, dispute)
     can_open = decision.refused and permissions.can_open_dispute(request.user, decision.route)
-    return {"disputes": disputes, "dispute_form": DisputeForm(decision=decision) if can_open else None}
+    return {
+        "disputes": disputes,
+        "dispute_form": DisputeForm(decision=decision) if can_open else None,
+        "appeal_link": appeal_link_panel(request.user, decision),
+    }
+
+
+def appeal_link_panel(user, decision: Decision) -> dict[str, Any] | None:
+    """A refusal's appeal link as the person refused follows it, for those who may hand it out."""
+    if not decision.refused or not permissions.can_read_appeal_link(user, decision.route):
+        return None
+    secret, revoked = selectors.appeal_link_state(decision.route, decision.request_id)
+    revocation = selectors.link_revocation(decision.route, decision.request_id) if revoked else None
+    if secret is None:  # the route's first link: its secret is made now, as the API does
+        secret = services.appeal_secret(decision.route)
+    slug, request_id = decision.route.slug, decision.request_id
+    path = reverse("appeal", args=[slug, request_id, services.appeal_token(secret, slug, request_id)])
+    return {
+        "url": None if revocation else absolute_url(path),
+        "revocation": revocation,
+        "revokes": permissions.can_handle_disputes(user, decision.route),
+    }
+
+
+@require_POST
+def appeal_link_revoke(request, pk: int):
+    decision = get_decision_for_user(request.user, pk=pk)
+    services.appeal_link_revoke(
+        actor=Actor.user(request.user),
+        user=request.user,
+        route=decision.route,
+        request_id=decision.request_id,
+        reason=request.POST.get("reason", "").strip(),
+    )
+    messages.success(request, "The appeal link is revoked: it now leads nowhere. Appeals already made stay open.")
+    return redirect(reverse("decision-detail", args=[decision.pk]) + "#appeal-link")
+
+
+# Where each field of the API's body is on the form, and what it is called there.
+_FORM_FIELDS = {
+    "kind": ("kind", "The kind"),
+    "reason": ("reason", "A reason"),
+    "evidence": ("source", "Evidence"),
+    "evidence.passage_id": ("passage", "The passage"),
+    "evidence.url": ("url", "The source URL"),
+    "evidence.quote": ("quote", "The quote"),
+    "contact": ("contact", "The contact"),
+}
+
+
+def form_errors(error: InvalidInput | Conflict) -> tuple[dict[str, str], str]:
+    """(message per form field, message for the form as a whole): each error said once, beside the
+    field it is about; the service's own sentence when it names one field."""
+    details = error.details if isinstance(error.details, list) else []
+    fields: dict[str, str] = {}
+    for detail in details:
+        name, label = _FORM_FIELDS.get(detail.get("field", ""), (None, ""))
+        if name and name not in fields:
+            specific = len(details) == 1 and error.code != "invalid"  # e.g. quote_not_found says it best
+            fields[name] = error.message if specific else f"{label} {detail['message']}."
+    if fields and all(d.get("field", "") in _FORM_FIELDS for d in details):
+        return fields, ""
+    return fields, error.message
 
 
 @require_POST
@@ -176,20 +257,29 @@ def dispute_open(request, pk: int):
         data = parse_dispute(form.as_body())
         dispute = services.dispute_open(actor=Actor.user(request.user), user=request.user, decision=decision, data=data)
     except (InvalidInput, Conflict) as error:
+        field_errors, form_error = form_errors(error)
         return render(
             request,
             "disputes/open.html",
             {
                 "decision": decision,
                 "dispute_form": form,
-                "error": error.message,
+                "field_errors": field_errors,
+                "form_error": form_error,
                 "details": error.details,
                 "code": error.code,
+                # The passages to copy a quote from, beside the form.
+                "passages": decision.ranked_passages.select_related("passage").order_by("rank"),
                 # The form shows the route's similar refusals wherever it appears (never on the appeal page).
                 **similar_refusals_context(request.user, decision),
             },
             status=error.status,
         )
+    messages.success(
+        request,
+        f"Dispute #{dispute.pk} opened. The route's reviewers are told; a reply is due by "
+        f"{dispute.due_by:%Y-%m-%d %H:%M} UTC.",
+    )
     return redirect(reverse("decision-detail", args=[decision.pk]) + f"#dispute-{dispute.pk}")
 
 
@@ -226,13 +316,14 @@ def appeal(request, slug: str, request_id: str, token: str):
         raise Http404("No such appeal.")
     policy = policy_in_force(route)
     decision = Decision.objects.filter(route=route, request_id=request_id).only("question").first()
-    made = Dispute.objects.filter(route=route, request_id=request_id, kind=Kind.APPEAL).count()
+    appeals = selectors.appeals_through_link(route, request_id)
     context = {
         "question": decision.question if decision else None,
         "refusal_message": policy.refusal_message if policy else DEFAULT_REFUSAL_MESSAGE,
         "response_hours": policy.escalation_response_hours if policy else settings.DISPUTES_DEFAULT_RESPONSE_HOURS,
         "sent": request.GET.get("sent") == "1",
-        "left": max(0, services.APPEALS_PER_LINK - made),
+        # A returning appellant reads how their appeal stands instead of a form to send it again.
+        "appeals": appeals,
         "max_message": MAX_APPEAL_MESSAGE,
         "message": "",
         "email": "",

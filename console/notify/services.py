@@ -16,12 +16,15 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.mail import EmailMessage
+from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import Actor, audit_record
 from console.core.jobs import enqueue
-from console.notify.models import Channel, Notification, Status
+from console.notify.emails import EmailPart, email_render
+from console.notify.models import Channel, Digest, DigestItem, Notification, Preference, Status
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +47,17 @@ def _recipient_problem(channel: str, recipient: str) -> str:
     return ""
 
 
-def notification_send(*, channel: str, recipient: str, subject: str, body: str, route: str = "") -> Notification | None:
+def notification_send(
+    *,
+    channel: str,
+    recipient: str,
+    subject: str,
+    body: str,
+    route: str = "",
+    html_body: str = "",
+    summary: str = "",
+    data: dict | None = None,
+) -> Notification | None:
     """Record a message and queue its delivery after commit. A recipient that cannot be reached
     (no address) is recorded as failed at once, so the gap is visible rather than silent."""
     Channel(channel)
@@ -56,6 +69,9 @@ def notification_send(*, channel: str, recipient: str, subject: str, body: str, 
                 recipient=recipient or "",
                 subject=subject[:300],
                 body=body,
+                html_body=html_body if channel == Channel.EMAIL else "",
+                summary=summary[:500],
+                data=data or {},
                 route=route,
                 status=Status.FAILED if problem else Status.QUEUED,
                 error=problem,
@@ -70,13 +86,104 @@ def notification_send(*, channel: str, recipient: str, subject: str, body: str, 
     return notification
 
 
+def email_send(
+    *,
+    recipient: str,
+    subject: str,
+    heading: str,
+    parts: list[EmailPart],
+    route: str = "",
+    footer: str = "",
+) -> Notification | None:
+    """An email to an address, its text and HTML parts rendered from the one pair of templates."""
+    text, html = email_render(heading=heading, parts=parts, footer=footer)
+    return notification_send(
+        channel=Channel.EMAIL,
+        recipient=recipient,
+        subject=subject,
+        body=text,
+        html_body=html,
+        route=route,
+        summary=parts[0].title if len(parts) == 1 else "",
+    )
+
+
+def digest_of(user) -> str:
+    preference = Preference.objects.filter(user=user).first()
+    return preference.digest if preference else Digest.IMMEDIATELY
+
+
+def user_notify(*, user, subject: str, part: EmailPart, route: str = "") -> Notification | DigestItem | None:
+    """An email to a person of the console: now, or held for their daily digest if they chose one."""
+    if digest_of(user) == Digest.DAILY:
+        return DigestItem.objects.create(user=user, route=route, subject=subject[:300], part=part.as_json())
+    return email_send(recipient=user.email, subject=subject, heading=subject, parts=[part], route=route)
+
+
+def preference_set(*, actor: Actor, user, digest: str) -> Preference:
+    """Choose between an email per message and one daily digest. Messages already held for a
+    digest still go out with the next one."""
+    Digest(digest)
+    with transaction.atomic(durable=True):
+        preference, _ = Preference.objects.select_for_update().get_or_create(user=user)
+        before = preference.digest
+        if before != digest:
+            preference.digest = digest
+            preference.full_clean()
+            preference.save()
+            audit_record(
+                actor=actor,
+                action=Action.NOTIFY_PREFERENCE_CHANGED,
+                object_type="user",
+                object_id=user.pk,
+                payload={"digest": {"old": before, "new": digest}},
+            )
+    return preference
+
+
+def digests_send() -> int:
+    """One email per person with every message held for their digest; the number of emails.
+
+    Each person's items are claimed under row locks (SKIP LOCKED) in the transaction that records
+    their digest email, so two runs never send an item twice and a run that dies sends nothing."""
+    users = list(DigestItem.objects.filter(notification__isnull=True).values_list("user_id", flat=True).distinct())
+    sent = 0
+    for user_id in users:
+        with transaction.atomic():
+            items = list(
+                DigestItem.objects.select_for_update(skip_locked=True)
+                .filter(user_id=user_id, notification__isnull=True)
+                .select_related("user")
+                .order_by("created_at", "id")
+            )
+            if not items:
+                continue
+            count = len(items)
+            heading = f"{count} message{'s' if count != 1 else ''} from the console since your last digest"
+            notification = email_send(
+                recipient=items[0].user.email,
+                subject=f"Your daily digest: {count} message{'s' if count != 1 else ''}",
+                heading=heading,
+                parts=[EmailPart.from_json(item.part) for item in items],
+                footer="You chose one email a day; change it under Notifications in the console.",
+            )
+            if notification is None:  # could not even be recorded: the items wait for the next run
+                continue
+            DigestItem.objects.filter(pk__in=[item.pk for item in items]).update(notification=notification)
+            sent += 1
+    return sent
+
+
 def _deliver_email(notification: Notification) -> None:
-    EmailMessage(
+    message = EmailMultiAlternatives(
         subject=notification.subject,
         body=notification.body,
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[notification.recipient],
-    ).send(fail_silently=False)
+    )
+    if notification.html_body:
+        message.attach_alternative(notification.html_body, "text/html")
+    message.send(fail_silently=False)
 
 
 def webhook_body(notification: Notification) -> bytes:
@@ -85,7 +192,9 @@ def webhook_body(notification: Notification) -> bytes:
             "id": notification.pk,
             "route": notification.route,
             "subject": notification.subject,
+            "summary": notification.summary or notification.subject,
             "body": notification.body,
+            "data": notification.data,
             "created_at": notification.created_at.isoformat(),
         },
         separators=(",", ":"),

@@ -22,3 +22,9 @@ def notifications_sweep() -> int:
     for notification_id in ids:
         notification_deliver.delay(notification_id)
     return len(ids)
+
+
+@job("notify.digests_send", soft_time_limit=300)
+def digests_send() -> int:
+    """The daily digest (beat): one email per person with the messages held for it."""
+    return services.digests_send()

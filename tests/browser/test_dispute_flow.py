@@ -32,14 +32,21 @@ def test_a_reader_disputes_a_reviewer_overturns_the_reader_sees_it(sign_in, live
     page = sign_in("rosa")
     page.goto(f"{live_server.url}/decisions/{decision_id}/")
     assert page.locator("text=Operating points").count() == 0  # a reader has no statistics
-    page.click("summary:has-text('Dispute this refusal')")
+    # The form is a panel of its own, showing only the fields of the chosen kind and evidence.
+    page.select_option("#id_kind", "other")
+    assert page.is_visible("label.source-none")
     page.select_option("#id_kind", "answerable_from_passages")
+    assert not page.is_visible("label.source-none")  # this kind needs evidence
+    page.check("#id_source_1")
+    assert page.is_visible("#id_url") and not page.is_visible("#id_passage")
     page.fill("#id_reason", "The first passage says exactly how.")
     page.check("#id_source_0")
+    assert page.is_visible("#id_passage") and not page.is_visible("#id_url")
     page.fill("#id_quote", "CHOOSE RESET")
     page.click("form[action$='/dispute/'] button[type=submit]")
     page.wait_for_selector("article.dispute mark")
     assert page.inner_text("article.dispute mark") == "choose Reset"
+    assert "opened" in page.inner_text("ul.messages")
     assert "open" in page.inner_text("article.dispute header")
     dispute = Dispute.objects.get()
     _sign_out(page)
@@ -53,10 +60,10 @@ def test_a_reader_disputes_a_reviewer_overturns_the_reader_sees_it(sign_in, live
     page.fill("textarea[name=note]", "Right: passage 1 answers it; the cutoff is too high for how-to questions.")
     page.click("form[action$='/resolve/'] button[type=submit]")
     page.wait_for_selector("#dispute-outcome")
-    assert "Overturned" in page.inner_text("#dispute-outcome")
+    assert "The refusal was overturned: the answer should have been given" in page.inner_text("#dispute-outcome")
     _sign_out(page)
 
     sign_in("rosa")
     page.goto(f"{live_server.url}/decisions/{decision_id}/")
     outcome = page.inner_text(f"#dispute-{dispute.pk} .outcome")
-    assert "Overturned" in outcome and "rita" in outcome and "too high for how-to" in outcome
+    assert "The refusal was overturned" in outcome and "rita" in outcome and "too high for how-to" in outcome

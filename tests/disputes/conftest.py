@@ -88,7 +88,14 @@ def open_dispute(client, decision_id: int, **overrides):
     return client.post(f"/api/v1/decisions/{decision_id}/disputes", body, format="json")
 
 
-def sign_policy(route, owner, *, channel: str = "mailto:desk@example.org", hours: int = 24):
+def sign_policy(
+    route,
+    owner,
+    *,
+    channel: str = "mailto:desk@example.org",
+    hours: int = 24,
+    message: str = "I could not answer this reliably. The IT desk will reply.",
+):
     """A policy version signed through the governance services by its owner (a User)."""
     from audit.services import Actor
     from console.governance import services
@@ -100,7 +107,7 @@ def sign_policy(route, owner, *, channel: str = "mailto:desk@example.org", hours
             "owner": owner.get_username(),
             "rationale": "Refuse below 0.85.",
             "escalation": {"contact": "IT desk lead", "channel": channel, "response_hours": hours},
-            "refusal_message": "I could not answer this reliably. The IT desk will reply.",
+            "refusal_message": message,
         },
         route=route,
     )

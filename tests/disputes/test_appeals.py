@@ -77,15 +77,22 @@ def test_rotation_invalidates_old_links(route, integrator, decisions):
     assert Client().get(link(integrator, "req-refused")).status_code == 200
 
 
-def test_at_most_three_appeals_per_link(route, integrator, decisions):
+def test_one_appeal_at_a_time_and_at_most_three_per_link(route, integrator, decisions, reviewer):
     url = link(integrator, "req-refused")
     client = Client()
     for n in range(3):
         assert client.post(url, {"message": f"attempt {n}"}).status_code == 302
+        waiting = client.post(url, {"message": "again, while it waits"})
+        assert waiting.status_code == 409 and "waiting for a reply" in waiting.content.decode()
+        appeal = Dispute.objects.get(kind="appeal", status="open")
+        resolved = reviewer.post(
+            f"/api/v1/disputes/{appeal.pk}/resolve", {"resolution": "upheld", "note": f"no {n}"}, format="json"
+        )
+        assert resolved.status_code == 200
     fourth = client.post(url, {"message": "attempt 4"})
     assert fourth.status_code == 409
     assert Dispute.objects.filter(kind="appeal").count() == 3
-    assert "as many appeals as it allows" in client.get(url).content.decode()
+    assert "as many appeals as it allows" not in client.get(url).content.decode()
 
 
 def test_a_client_is_rate_limited_across_links(route, integrator, settings):
@@ -176,3 +183,77 @@ def test_unstorable_request_ids_and_filters_are_4xx_not_500(route, integrator, r
     assert Client().get("/appeal/it-support/a%00b/AAAAAAAAAAAAAAAAAAAAAA").status_code in (400, 404)  # NUL: 400
     assert Client().get("/appeal/it-support/%ED%A0%80/AAAAAAAAAAAAAAAAAAAAAA").status_code == 404
     assert reviewer.get("/api/v1/disputes?route=a%00b").json() == {"disputes": []}
+
+
+def test_the_refusal_message_is_rendered_and_sanitised_as_on_the_policy_page(
+    route, integrator, decisions, owner_client
+):
+    from grading.templatetags.grading_tags import render_markdown
+    from tests.disputes.conftest import sign_policy
+
+    message = "**HR** will reply. <script>alert(1)</script> [Leave policy](https://intranet.example.org/leave)"
+    policy = sign_policy(route, owner_client.user, message=message)
+    html = Client().get(link(integrator, "req-refused")).content.decode()
+    assert "**HR**" not in html and "<strong>HR</strong> will reply." in html
+    assert "alert(1)</script>" not in html
+    assert str(render_markdown(message)) in html  # the policy page's filter, nh3 and all
+    pages = Client()
+    pages.force_login(owner_client.user)
+    assert str(render_markdown(message)) in pages.get(f"/policies/{policy.pk}/").content.decode()
+
+
+def test_a_returning_appellant_sees_the_status_then_the_outcome_not_the_form(route, integrator, decisions, reviewer):
+    url = link(integrator, "req-refused")
+    client = Client()
+    assert 'name="message"' in client.get(url).content.decode()  # a first visit: the form
+    client.post(url, {"message": "I needed the parcel address.", "email": "asker@example.org"})
+    appeal = Dispute.objects.get(kind="appeal")
+    waiting = client.get(url).content.decode()
+    assert 'name="message"' not in waiting and "as many appeals" not in waiting
+    assert f"Waiting for a reply, due by <strong>{appeal.due_by:%Y-%m-%d %H:%M} UTC</strong>" in waiting
+    reviewer.post(
+        f"/api/v1/disputes/{appeal.pk}/resolve",
+        {"resolution": "overturned", "note": "Passage 2 answers it: Hauptstraße 5."},
+        format="json",
+    )
+    answered = Client().get(url).content.decode()  # another browser: the link is what identifies the appeal
+    assert "<strong>The refusal was overturned: the answer should have been given</strong>" in answered
+    assert "Passage 2 answers it: Hauptstraße 5." in answered
+    assert 'name="message"' not in answered and "reviewer" not in answered  # no form, no names
+
+
+def test_reviewers_copy_a_refusals_appeal_link_from_its_page_and_revoke_it(
+    route, integrator, decisions, reviewer, reader, settings
+):
+    from audit.models import AuditEvent
+
+    settings.CONSOLE_URL = "https://console.example.org"
+    url = link(integrator, "req-refused")
+    pages = Client()
+    pages.force_login(reviewer.user)
+    html = pages.get(f"/decisions/{decisions[0]}/").content.decode()
+    assert f'value="https://console.example.org{url}"' in html and 'data-copy="#appeal-link-url"' in html
+    assert "copy-link.js" in html  # the Copy button's script is a file: the CSP forbids inline handlers
+    assert 'id="appeal-link"' not in pages.get(f"/decisions/{decisions[1]}/").content.decode()  # served
+    reader_pages = Client()
+    reader_pages.force_login(reader.user)
+    assert 'id="appeal-link"' not in reader_pages.get(f"/decisions/{decisions[0]}/").content.decode()
+    assert reader_pages.post(f"/decisions/{decisions[0]}/appeal-link/revoke/", {"reason": "x"}).status_code == 403
+    integrator_pages = Client()
+    integrator_pages.force_login(integrator.user)
+    integrator_html = integrator_pages.get(f"/decisions/{decisions[0]}/").content.decode()
+    assert "appeal-link-url" in integrator_html and "Revoke" not in integrator_html
+
+    response = pages.post(f"/decisions/{decisions[0]}/appeal-link/revoke/", {"reason": "Posted on a forum."})
+    assert response.status_code == 302 and response["Location"].endswith("#appeal-link")
+    event = AuditEvent.objects.get(action="appeal_link_revoked")
+    assert event.actor == "user:reviewer" and event.route == "it-support"
+    assert event.payload == {"request_id": "req-refused", "reason": "Posted on a forum."}
+    assert Client().get(url).status_code == 404
+    assert Client().post(url, {"message": "still?"}).status_code == 404
+    revoked = integrator.get("/api/v1/routes/it-support/decisions/req-refused/appeal-link")
+    assert revoked.status_code == 409 and revoked.json()["error"]["code"] == "appeal_link_revoked"
+    html = pages.get(f"/decisions/{decisions[0]}/").content.decode()
+    assert 'id="appeal-link-revoked"' in html and "Posted on a forum." in html and url not in html
+    assert pages.post(f"/decisions/{decisions[0]}/appeal-link/revoke/", {"reason": "again"}).status_code == 409
+    assert Client().get(link(integrator, "req-other")).status_code == 200  # other refusals' links still work

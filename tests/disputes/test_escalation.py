@@ -94,11 +94,11 @@ def test_a_worker_that_dies_before_commit_leaves_the_dispute_for_the_next_run(
 ):
     dispute = open_dispute(reader, decisions[0]).json()
 
-    def die(**kwargs):
+    def die(*args, **kwargs):
         raise SystemExit("worker killed")
 
     with monkeypatch.context() as patch:
-        patch.setattr(services, "notification_send", die)
+        patch.setattr(services, "dispute_escalated_notify", die)
         with pytest.raises(SystemExit):
             services.disputes_escalate(actor=ACTOR, as_of=_later(25))
     assert Dispute.objects.get(pk=dispute["id"]).escalated_at is None

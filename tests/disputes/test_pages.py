@@ -114,8 +114,10 @@ def test_resolution_is_recorded_notified_and_shown(decisions, reader, reviewer_p
     )
     assert response.status_code == 302
     html = reader_pages.get(f"/disputes/{dispute['id']}/").content.decode()
-    assert "Overturned" in html and "Passage 1 answers it." in html
-    assert Notification.objects.get(recipient="agent@example.org").subject.endswith("was overturned")
+    assert "The refusal was overturned: the answer should have been given" in html and "Passage 1 answers it." in html
+    assert Notification.objects.get(recipient="agent@example.org").subject.endswith(
+        ": the refusal was overturned: the answer should have been given"
+    )
     event = AuditEvent.objects.get(action="dispute_resolved")
     assert event.payload == {"resolution": "overturned", "note": "Passage 1 answers it."}
     assert event.actor == "user:reviewer"

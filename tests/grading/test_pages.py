@@ -454,3 +454,15 @@ def test_a_malformed_route_is_refused_not_crashed(route, grader_user, page_of, g
     assert page_of(grader_user).get("/grading/?route=bad%00slug").status_code == 404
     assert grader.post("/api/v1/grading/next", {"route": "bad\x00slug"}, format="json").status_code == 400
     assert reviewer.get("/api/v1/grading/adjudications?route=bad%00slug").status_code == 400
+
+
+def test_skipping_and_undoing_on_the_page_say_what_they_did(route, grader_user, page_of):
+    pooled([record() for _ in range(3)])
+    pages = page_of(grader_user)
+    [first] = _item_ids(pages.post("/grading/next", HTTP_HX_REQUEST="true").content.decode())
+    skipped = pages.post(f"/grading/items/{first}/skip", HTTP_HX_REQUEST="true").content.decode()
+    assert "Skipped: the item goes to other graders and will not come back to you." in skipped
+    [second] = _item_ids(skipped)
+    pages.post(f"/grading/items/{second}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true")
+    undone = pages.post(f"/grading/items/{second}/undo", HTTP_HX_REQUEST="true").content.decode()
+    assert "Your grade was withdrawn; grade this item again." in undone

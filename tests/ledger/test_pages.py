@@ -177,8 +177,12 @@ def test_the_detail_page_costs_a_fixed_number_of_queries(route, reviewer_pages, 
     [one] = ingest([record(passages=[{"id": "a", "text": "x"}])])
     [many] = ingest([record(passages=[{"id": f"p{i}", "text": f"x{i}"} for i in range(30)])])
     # session, user, grants, decision (with support), passages, final label, grades, span checks, shadow run, audit,
-    # signed policy in force at the decision's time, the route's question-vector space (none here), its disputes
-    with django_assert_num_queries(13) as first:
+    # signed policy in force at the decision's time, the route's question-vector space (none here), its disputes,
+    # its appeal link (the route's secret, made before: once made, a page view only reads it)
+    from console.disputes.services import appeal_secret
+
+    appeal_secret(route)
+    with django_assert_num_queries(14) as first:
         reviewer_pages.get(f"/decisions/{one}/")
     with django_assert_num_queries(len(first.captured_queries)):
         reviewer_pages.get(f"/decisions/{many}/")
