@@ -65,6 +65,20 @@ def policy_in_force(route: Route) -> PolicyVersion | None:
     return policy_versions(route).filter(status__in=IN_FORCE).first()
 
 
+def newer_in_force(policy: PolicyVersion) -> PolicyVersion | None:
+    """The version in force on the draft's route when the draft is older than it: drafted before
+    that version was signed. Signing such a draft is a roll-back, never an ordinary signature."""
+    in_force = (
+        PolicyVersion.objects.filter(route_id=policy.route_id, status__in=IN_FORCE)
+        .exclude(pk=policy.pk)
+        .select_related("owner")
+        .first()
+    )
+    if in_force is None or in_force.signed_at is None or policy.created_at >= in_force.signed_at:
+        return None
+    return in_force
+
+
 def policy_in_force_at(route_id: int, at) -> PolicyVersion | None:
     """The signed version in force at a moment: the last one signed at or before it. Signing
     supersedes the previous version, so signature times alone order the versions in force."""
