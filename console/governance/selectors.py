@@ -235,9 +235,33 @@ def _value(policy: PolicyVersion, field: str) -> Any:
     return policy.owner.get_username() if field == "owner" else getattr(policy, field)
 
 
+def window_text(filters: dict[str, Any] | None) -> str:
+    """An evidence window in words: its dates, then its version and segment filters."""
+    filters = filters or {}
+    start, end = filters.get("from"), filters.get("to")
+    parts = []
+    if start or end:
+        parts.append(f"from {start or 'the first decision'} to {end or 'the signature'}")
+    for group in ("versions", "segments"):
+        parts += [f"{key}={value}" for key, value in sorted((filters.get(group) or {}).items())]
+    return ", ".join(parts) or "all decisions"
+
+
+def _shown(field: str, value: Any) -> str | None:
+    """A field's value as the history shows it: text, never a data structure's repr."""
+    if value is None:
+        return None
+    if field == "filters":
+        return window_text(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def changes_between(older: PolicyVersion, newer: PolicyVersion) -> list[dict[str, Any]]:
+    """What changed from one version to the next: per field, its label and both values as text."""
     return [
-        {"field": label, "old": _value(older, field), "new": _value(newer, field)}
+        {"field": label, "old": _shown(field, _value(older, field)), "new": _shown(field, _value(newer, field))}
         for field, label in CHANGED_FIELDS
         if _value(older, field) != _value(newer, field)
     ]
