@@ -46,6 +46,7 @@ class Action(models.TextChoices):
     NOTIFY_PREFERENCE_CHANGED = "notify_preference_changed", "Email digest setting changed"
     POLICY_NEEDS_RECHECK = "policy_needs_recheck", "Policy in force marked as awaiting a recheck"
     POLICY_RECHECK_CLEARED = "policy_recheck_cleared", "Policy in force no longer awaiting a recheck"
+    POLICY_ROLLED_BACK = "policy_rolled_back", "Older policy version signed in place of a newer one (roll-back)"
     RECHECK_OPENED = "recheck_opened", "Release recheck opened"
     RECHECK_CLOSED = "recheck_closed", "Release recheck closed"
     RECHECK_PLAN_ADJUSTED = "recheck_plan_adjusted", "Release recheck sample resized"

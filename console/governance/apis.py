@@ -104,7 +104,17 @@ _ROUTE_POLICY = inline_serializer(
         "signed_at": serializers.DateTimeField(),
     },
 )
-_SIGN = inline_serializer("PolicySign", {"evidence_sha256": serializers.CharField()})
+_SIGN = inline_serializer(
+    "PolicySign",
+    {
+        "evidence_sha256": serializers.CharField(),
+        "roll_back": serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="Sign a draft older than the version in force (drafted before it was signed) in its place.",
+        ),
+    },
+)
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
 
 
@@ -188,7 +198,9 @@ class PolicySignApi(APIView):
         "its `as_of`: traffic arriving later never changes it, and only a hash other than the stored one "
         "(the evidence was recomputed since you read it) is refused with 409 `evidence_changed`; nothing is "
         "signed. Signing makes the version active and supersedes the previous active version in one "
-        "transaction, and records what arrived since `as_of`. Anyone but the owner: 403.",
+        "transaction, and records what arrived since `as_of`. Anyone but the owner: 403. A draft drafted "
+        "before the version in force was signed is 409 `older_than_in_force` unless the body asks for "
+        '`"roll_back": true` (audited as `policy_rolled_back`).',
         request=_SIGN,
         responses={200: _POLICY, 400: ERROR, 409: ERROR, **_ERRORS},
     )
@@ -201,8 +213,17 @@ class PolicySignApi(APIView):
             raise InvalidInput(
                 "evidence_sha256 is required.", details=[{"field": "evidence_sha256", "message": "is required"}]
             )
+        roll_back = request.data.get("roll_back", False)
+        if not isinstance(roll_back, bool):
+            raise InvalidInput(
+                "roll_back must be true or false.", details=[{"field": "roll_back", "message": "must be a boolean"}]
+            )
         signed = services.policy_sign(
-            actor=Actor.from_request(request), user=request.user, policy=policy, evidence_sha256=sha
+            actor=Actor.from_request(request),
+            user=request.user,
+            policy=policy,
+            evidence_sha256=sha,
+            roll_back=roll_back,
         )
         return Response(selectors.policy_as_dict(selectors.get_policy(signed.pk)))
 

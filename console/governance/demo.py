@@ -1,5 +1,10 @@
-"""Demo policies, added at the end of `load_demo` (registered in apps.py): HR policy has a signed
-version in force, IT support a draft waiting for its owner's signature."""
+"""Demo policies, added by `load_demo`: HR policy's v1 is signed early (disputes and trials of the demo
+run under it), and once everything else is loaded its v2 waits for the lead's signature, the draft
+the README's policy tour signs. IT support's policy is signed by the monitoring demo
+(console/review/monitoring_demo.py), which goes on to show a release recheck on it.
+
+Every draft the demo leaves is newer than the version in force on its route, so the tour signs it
+on the first attempt: an older one would be a roll-back, which signing refuses unless asked."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any
 
 from audit.services import Actor
 from console.governance import services
-from console.governance.models import PolicyVersion
+from console.governance.models import PolicyStatus, PolicyVersion
 from console.governance.validation import parse_draft
 
 _ESCALATION = {
@@ -40,7 +45,7 @@ def demo_policies(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
     lead, reviewer = users.get("lead"), users.get("reviewer")
     if lead is None or reviewer is None:
         return
-    hr, it = routes.get("hr-policy"), routes.get("it-support")
+    hr = routes.get("hr-policy")
     if hr is not None and not PolicyVersion.objects.filter(route=hr).exists():
         draft = parse_draft(
             policy_draft_body(
@@ -55,15 +60,26 @@ def demo_policies(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
         )
         policy = services.policy_draft(actor=actor, user=reviewer, route=hr, draft=draft)
         services.policy_sign(actor=actor, user=lead, policy=policy, evidence_sha256=policy.evidence_sha256)
-    if it is not None and not PolicyVersion.objects.filter(route=it).exists():
-        draft = parse_draft(
-            policy_draft_body(
-                "it-support",
-                0.7,
-                lead.username,
-                "Start at the cutoff the gate uses today; revisit once the blind grades are in.",
-                "I can't answer this reliably. The IT service desk will pick it up within 8 hours.",
-            ),
-            route=it,
-        )
-        services.policy_draft(actor=actor, user=reviewer, route=it, draft=draft)
+
+
+def demo_policy_waiting(*, actor: Actor, routes: dict, users: dict, **_: Any) -> PolicyVersion | None:
+    """HR policy's v2, drafted by the reviewer after v1 was signed, waiting for the lead. Drafted last,
+    so its evidence reads the demo's data as loaded."""
+    lead, reviewer, hr = users.get("lead"), users.get("reviewer"), routes.get("hr-policy")
+    if lead is None or reviewer is None or hr is None:
+        return None
+    versions = list(PolicyVersion.objects.filter(route=hr).values_list("status", flat=True))
+    if versions != [PolicyStatus.ACTIVE]:  # only on top of the demo's own v1, once
+        return None
+    draft = parse_draft(
+        policy_draft_body(
+            "hr-policy",
+            0.8,
+            lead.username,
+            "Proposed after v1: a lower cutoff withholds fewer correct answers. Read the table at 0.8 and its "
+            "false-abstention interval before signing.",
+            "I can't answer this reliably from the HR handbook. **A person from HR will reply within a day.**",
+        ),
+        route=hr,
+    )
+    return services.policy_draft(actor=actor, user=reviewer, route=hr, draft=draft)

@@ -66,6 +66,20 @@ def policy_in_force(route: Route) -> PolicyVersion | None:
     return policy_versions(route).filter(status__in=IN_FORCE).first()
 
 
+def newer_in_force(policy: PolicyVersion) -> PolicyVersion | None:
+    """The version in force on the draft's route when the draft is older than it: drafted before
+    that version was signed. Signing such a draft is a roll-back, never an ordinary signature."""
+    in_force = (
+        PolicyVersion.objects.filter(route_id=policy.route_id, status__in=IN_FORCE)
+        .exclude(pk=policy.pk)
+        .select_related("owner")
+        .first()
+    )
+    if in_force is None or in_force.signed_at is None or policy.created_at >= in_force.signed_at:
+        return None
+    return in_force
+
+
 def policy_in_force_at(route_id: int, at) -> PolicyVersion | None:
     """The signed version in force at a moment: the last one signed at or before it. Signing
     supersedes the previous version, so signature times alone order the versions in force."""
@@ -222,9 +236,33 @@ def _value(policy: PolicyVersion, field: str) -> Any:
     return policy.owner.get_username() if field == "owner" else getattr(policy, field)
 
 
+def window_text(filters: dict[str, Any] | None) -> str:
+    """An evidence window in words: its dates, then its version and segment filters."""
+    filters = filters or {}
+    start, end = filters.get("from"), filters.get("to")
+    parts = []
+    if start or end:
+        parts.append(f"from {start or 'the first decision'} to {end or 'the signature'}")
+    for group in ("versions", "segments"):
+        parts += [f"{key}={value}" for key, value in sorted((filters.get(group) or {}).items())]
+    return ", ".join(parts) or "all decisions"
+
+
+def _shown(field: str, value: Any) -> str | None:
+    """A field's value as the history shows it: text, never a data structure's repr."""
+    if value is None:
+        return None
+    if field == "filters":
+        return window_text(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def changes_between(older: PolicyVersion, newer: PolicyVersion) -> list[dict[str, Any]]:
+    """What changed from one version to the next: per field, its label and both values as text."""
     return [
-        {"field": label, "old": _value(older, field), "new": _value(newer, field)}
+        {"field": label, "old": _shown(field, _value(older, field)), "new": _shown(field, _value(newer, field))}
         for field, label in CHANGED_FIELDS
         if _value(older, field) != _value(newer, field)
     ]

@@ -15,6 +15,7 @@ from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.analysis import selectors as analysis_selectors
 from console.core.errors import Conflict, Forbidden
+from console.governance import hooks, selectors
 from console.governance.evidence import arrivals_since, as_of_text, compute_evidence, recompute_stored, snapshot_now
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
 from console.governance.validation import DraftInput
@@ -185,7 +186,29 @@ def _signing_record(policy: PolicyVersion) -> dict[str, Any]:
     }
 
 
-def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: str) -> PolicyVersion:
+def _version_order_check(policy: PolicyVersion, *, roll_back: bool) -> PolicyVersion | None:
+    """The newer version in force that signing this draft rolls back, if any. A draft drafted before
+    the version in force was signed is refused (409 ``older_than_in_force``) unless the owner asked
+    for the roll-back; a roll-back is audited as such (``policy_rolled_back``). Called under the
+    route's lock, so the version in force cannot change between this check and the signature."""
+    newer = selectors.newer_in_force(policy)
+    if newer is not None and not roll_back:
+        raise Conflict(
+            f"Version {policy.version} was drafted before version {newer.version} in force was signed: "
+            f"signing it would roll the route back from v{newer.version} (cutoff {newer.cutoff:g}) to "
+            f"v{policy.version} (cutoff {policy.cutoff:g}). Ask for the roll-back explicitly to sign it.",
+            code="older_than_in_force",
+            details={
+                "in_force": {"id": newer.pk, "version": newer.version, "cutoff": newer.cutoff},
+                "draft": {"id": policy.pk, "version": policy.version, "cutoff": policy.cutoff},
+            },
+        )
+    return newer
+
+
+def policy_sign(
+    *, actor: Actor, user, policy: PolicyVersion, evidence_sha256: str, roll_back: bool = False
+) -> PolicyVersion:
     """Make a draft the policy in force. Only its named owner signs, only a draft, and only on the
     evidence they read: the draft's stored snapshot, whose SHA-256 they send (409
     ``evidence_changed`` when it is not the stored one, with nothing signed). Traffic that arrived
@@ -203,6 +226,7 @@ def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: s
                 f"Version {locked.version} is {locked.status}; only a draft can be signed.", code="not_draft"
             )
         _refuse_unread_evidence(locked, evidence_sha256)
+        rolled_back = _version_order_check(locked, roll_back=roll_back)
         now = timezone.now()
         for previous in PolicyVersion.objects.select_for_update().filter(route_id=locked.route_id, status__in=IN_FORCE):
             old_status = previous.status
@@ -216,11 +240,12 @@ def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: s
                 route=locked.route.slug,
                 payload={"status": {"old": old_status, "new": previous.status}, "by_version": locked.version},
             )
+            hooks.policy_superseded(actor=actor, user=user, superseded=previous, by=locked)
         locked.status, locked.signed_at, locked.signed_by = PolicyStatus.ACTIVE, now, user
         locked.save(update_fields=["status", "signed_at", "signed_by"])
         audit_record(
             actor=actor,
-            action=Action.POLICY_SIGNED,
+            action=Action.POLICY_ROLLED_BACK if rolled_back else Action.POLICY_SIGNED,
             object_type="policy",
             object_id=locked.pk,
             route=locked.route.slug,
@@ -229,7 +254,8 @@ def policy_sign(*, actor: Actor, user, policy: PolicyVersion, evidence_sha256: s
                 "status": {"old": PolicyStatus.DRAFT, "new": PolicyStatus.ACTIVE},
                 "evidence_text": locked.evidence_text,
             }
-            | _signing_record(locked),
+            | _signing_record(locked)
+            | ({"rolled_back_from": {"id": rolled_back.pk, "version": rolled_back.version}} if rolled_back else {}),
         )
     return locked
 

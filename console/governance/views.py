@@ -96,25 +96,35 @@ def policy_sign(request, pk: int):
     if policy.status != "draft":
         raise Conflict(f"Version {policy.version} is {policy.status}; only a draft can be signed.")
     error = ""
+    roll_back = request.POST.get("roll_back") == "yes"
     if request.method == "POST":
         if not request.user.check_password(request.POST.get("password", "")):
             error = "The password is not right. Signing needs your password again."
         elif request.POST.get("read_evidence") != "yes":
             error = "Tick that you have read the evidence before signing."
         else:
+            newer = selectors.newer_in_force(policy)
             try:
                 services.policy_sign(
                     actor=Actor.user(request.user),
                     user=request.user,
                     policy=policy,
                     evidence_sha256=request.POST.get("evidence_sha256", ""),
+                    roll_back=roll_back,
                 )
             except Conflict as exc:
-                error = exc.message
+                if exc.code == "older_than_in_force":
+                    return _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""))
+                error, roll_back = exc.message, False  # the sign page shows what changed
                 policy = selectors.get_policy(pk)
             else:
-                messages.success(request, f"Version {policy.version} is signed and in force.")
+                done = f"Version {policy.version} is signed and in force"
+                if newer is not None:
+                    done += f" in place of version {newer.version}: the route is rolled back"
+                messages.success(request, done + ".")
                 return redirect("route-policy", slug=policy.route.slug)
+    if roll_back and error:  # a wrong password or no tick: ask again on the confirmation
+        return _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""), error=error)
     since = selectors.arrived_since(policy)
     return render(
         request,
@@ -124,8 +134,23 @@ def policy_sign(request, pk: int):
             "evidence": selectors.evidence_of(policy),
             "since": since,
             "error": error,
+            "newer_in_force": selectors.newer_in_force(policy),
         },
         status=400 if error else 200,
+    )
+
+
+def _roll_back_confirmation(request, policy, evidence_sha256: str, *, error: str = ""):
+    """A separate step: the owner confirms, with their password again, that the older draft replaces
+    the newer version in force, both named with their cutoffs."""
+    newer = selectors.newer_in_force(policy)
+    if newer is None:  # the version in force changed meanwhile: start over on the sign page
+        return redirect("policy-sign", pk=policy.pk)
+    return render(
+        request,
+        "governance/roll_back.html",
+        {"policy": policy, "newer": newer, "evidence_sha256": evidence_sha256, "error": error},
+        status=409 if not error else 400,
     )
 
 

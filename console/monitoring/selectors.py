@@ -7,19 +7,30 @@ from datetime import date, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 
 from console.accounts import permissions
 from console.analysis.params import OperatingPointsQuery, Window
 from console.analysis.reports import operating_points_report
+from console.analysis.selectors import population_served_counts
 from console.core.errors import NotFound
 from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.selectors import decisions_not_following_policy
 from console.ledger.hooks import route_figures
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision, Route, RouteScoreCount
 from console.ledger.selectors import readable_routes
-from console.monitoring.models import Alarm, AlarmStatus, DailyAggregate, Recheck, RecheckStatus, RouteMonitoring
+from console.monitoring.models import (
+    SCORE_BINS,
+    Alarm,
+    AlarmKind,
+    AlarmStatus,
+    DailyAggregate,
+    Recheck,
+    RecheckStatus,
+    RouteMonitoring,
+)
+from console.monitoring.services.aggregates import CUTOFF_TOLERANCE
 from console.stats.drift import total_variation_distance
 from console.stats.intervals import Interval, proportion_interval
 from console.stats.recheck import (
@@ -274,6 +285,129 @@ def alarm_as_dict(alarm: Alarm) -> dict[str, Any]:
         "note": alarm.note,
         "acknowledged_by": alarm.acknowledged_by.get_username() if alarm.acknowledged_by else None,
     }
+
+
+# The figures of an alarm (its `detail`, the monitor's reading of the latest day outside limits), in
+# the order they are shown, with their labels and how each is written. A figure not named here is
+# shown under its key with its value as text.
+_FIGURES: dict[str, tuple[str, str]] = {
+    "day": ("Day", "text"),
+    "n": ("Decisions", "count"),
+    "refused": ("Refused at the cutoff", "count"),
+    "rate": ("Abstention rate", "share"),
+    "share": ("Refusals with no supporting passage", "share"),
+    "baseline": ("Signing window", "share"),
+    "lower": ("Lower limit", "share"),
+    "upper": ("Upper limit", "share"),
+    "cusum_signal": ("CUSUM above its limit and rising", "yes_no"),
+    "psi": ("Population stability index", "number"),
+    "ks_statistic": ("Kolmogorov-Smirnov statistic", "number"),
+    "ks_p_value": ("Kolmogorov-Smirnov p-value", "p_value"),
+    "total_variation": ("Total variation of the segment mix", "number"),
+    "chi2_p_value": ("Chi-square p-value", "p_value"),
+}
+
+
+def _figure_text(value: Any, style: str) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool) or style == "yes_no":
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and style != "text":
+        if style == "count":
+            return f"{value:,.0f}"
+        if style == "share":
+            return f"{value:.3f}"
+        if style == "p_value":
+            return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+        return f"{value:.3g}"
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def alarm_figures(alarm: Alarm) -> list[dict[str, str]]:
+    """The alarm's figures as labelled values (`{"label", "value"}`), for its page row and its notice."""
+    detail = alarm.detail or {}
+    keys = [key for key in _FIGURES if key in detail] + sorted(key for key in detail if key not in _FIGURES)
+    figures = []
+    for key in keys:
+        label, style = _FIGURES.get(key, (key.replace("_", " ").capitalize(), "number"))
+        if key == "baseline" and alarm.kind == AlarmKind.NO_SUPPORT:
+            label = "Signing window share"
+        elif key == "baseline":
+            label = "Signing window rate"
+        figures.append({"label": label, "value": _figure_text(detail[key], style)})
+    return figures
+
+
+CLOSED_REASONS = {
+    "inside_limits": "back inside its limits",
+    "acknowledged": "acknowledged",
+    "superseded": "its policy version was superseded",
+}
+
+
+def alarm_closed_reason_text(alarm: Alarm) -> str:
+    return CLOSED_REASONS.get(alarm.closed_reason, alarm.closed_reason.replace("_", " "))
+
+
+def alarm_figures_text(alarm: Alarm) -> str:
+    return "; ".join(f"{f['label']}: {f['value']}" for f in alarm_figures(alarm))
+
+
+# --------------------------------------------------------------------------- live figures
+
+
+def daily_reading_exists(policy: PolicyVersion) -> bool:
+    """Whether the daily monitor has read the route since this version was signed: its aggregates
+    are then counted at the signed cutoff. Until it has, the monitoring page reads the counters."""
+    return DailyAggregate.objects.filter(
+        route_id=policy.route_id,
+        computed_at__gte=policy.signed_at,
+        cutoff__gte=policy.cutoff - CUTOFF_TOLERANCE,
+        cutoff__lte=policy.cutoff + CUTOFF_TOLERANCE,
+    ).exists()
+
+
+def _live_row(route: Route, cutoff: float, day: date, first: date | None, last: date, bins) -> DailyAggregate:
+    histogram = [0] * SCORE_BINS
+    for score_bin, n in bins:
+        histogram[min(max(score_bin, 0), SCORE_BINS - 1)] += n
+    n, [served] = population_served_counts(route, Window(date_from=first, date_to=last), [cutoff])
+    return DailyAggregate(
+        route=route, day=day, n=n, cutoff=cutoff, refused_at_cutoff=n - served, histogram=histogram, segments={}
+    )
+
+
+def live_aggregates(
+    route: Route, cutoff: float, *, window: tuple[date | None, date], today: date
+) -> tuple[DailyAggregate | None, list[DailyAggregate]]:
+    """Stand-ins for the daily aggregates, read from the counters the ledger keeps per route, UTC day
+    and score bin (RouteScoreCount), for the monitoring page before the daily monitor's first reading
+    of a newly signed version: the signing window as one row (dated its last day), and one row per
+    day with decisions from the day after the window, or from 7 days ago if that is earlier, to
+    today. Decisions and refusals at the cutoff are exact (`population_served_counts`, the
+    operating points' own count); histograms have the monitor's 0.001 bins. Segment mixes and
+    refusals without a supporting passage are left to the daily monitor (empty here), and decisions
+    logged after the signature count in the window's days, which the monitor leaves out.
+    Unsaved rows: a page never writes them."""
+    start, end = window
+    first = min(end + timedelta(days=1), today - timedelta(days=CURRENT_TRAFFIC_DAYS - 1))
+    counts = RouteScoreCount.objects.filter(route=route)
+    in_window = counts.filter(day__lte=end) if start is None else counts.filter(day__gte=start, day__lte=end)
+    window_bins = list(
+        in_window.values("score_bin").annotate(n=Sum("decisions")).order_by().values_list("score_bin", "n")
+    )
+    by_day: dict[date, list[tuple[int, int]]] = {}
+    recent = counts.filter(day__gte=first, day__lte=today).values("day", "score_bin")
+    recent = recent.annotate(n=Sum("decisions")).order_by()
+    for day, score_bin, n in recent.values_list("day", "score_bin", "n"):
+        if n:
+            by_day.setdefault(day, []).append((score_bin, n))
+    window_row = _live_row(route, cutoff, end, start, end, window_bins) if window_bins else None
+    days = [_live_row(route, cutoff, day, day, day, bins) for day, bins in sorted(by_day.items())]
+    return window_row, [row for row in days if row.n]
 
 
 # --------------------------------------------------------------------------- stale evidence

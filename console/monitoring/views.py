@@ -34,24 +34,41 @@ def route_monitoring(request, slug: str):
         "alarms": list(selectors.route_alarms(route)[:20]),
         "can_respond": permissions.can_acknowledge_alarm(request.user, route),
     }
+    for alarm in context["alarms"]:
+        alarm.figures = selectors.alarm_figures(alarm)
+        alarm.closed_reason_text = selectors.alarm_closed_reason_text(alarm)
     if policy is not None:
-        aggregates = list(DailyAggregate.objects.filter(route=route).order_by("day"))
-        reading = alarm_services.monitor_read(
-            policy, aggregates, today=timezone.now().date(), window=alarm_services.signing_window(policy)
-        )
-        if reading is not None:
-            chart = reading.chart
-            alarm_days = [a.first_day.isoformat() for a in context["alarms"] if a.kind == AlarmKind.ABSTENTION]
-            rates = [r / n for r, n in zip(chart["refused"], chart["n"], strict=True)]
-            context["abstention_svg"] = charts.abstention_chart(
-                chart["days"], rates, chart["lower"], chart["upper"], chart["baseline"], alarm_days
-            )
-            week = [a.histogram for a in aggregates if a.day > timezone.now().date() - timedelta(days=7)]
-            if week:
-                recent = np.sum(week, axis=0).reshape(10, -1).sum(axis=1).tolist()
-                context["scores_svg"] = charts.histogram_chart(chart["base_histogram"], recent)
-            context["baseline"] = reading.baseline
+        context |= _charts(route, policy, context["alarms"])
     return render(request, "monitoring/route.html", context)
+
+
+def _charts(route, policy, alarms) -> dict:
+    """The charts from the daily monitor's aggregates, or, until its first reading since the
+    signature, from the ledger's live counters (`live` says which, for the page to label)."""
+    today = timezone.now().date()
+    window = alarm_services.signing_window(policy)
+    live = not selectors.daily_reading_exists(policy)
+    if live:
+        window_row, recent = selectors.live_aggregates(route, policy.cutoff, window=window, today=today)
+        aggregates = ([window_row] if window_row else []) + [a for a in recent if a.day > window[1]]
+    else:
+        aggregates = recent = list(DailyAggregate.objects.filter(route=route).order_by("day"))
+    context = {"live": live, "window_end": window[1]}
+    reading = alarm_services.monitor_read(policy, aggregates, today=today, window=window)
+    if reading is None:
+        return context
+    chart = reading.chart
+    alarm_days = [a.first_day.isoformat() for a in alarms if a.kind == AlarmKind.ABSTENTION]
+    rates = [r / n for r, n in zip(chart["refused"], chart["n"], strict=True)]
+    context["abstention_svg"] = charts.abstention_chart(
+        chart["days"], rates, chart["lower"], chart["upper"], chart["baseline"], alarm_days
+    )
+    week = [a.histogram for a in recent if a.day > today - timedelta(days=7)]
+    if week:
+        last_7 = np.sum(week, axis=0).reshape(10, -1).sum(axis=1).tolist()
+        context["scores_svg"] = charts.histogram_chart(chart["base_histogram"], last_7)
+    context["baseline"] = reading.baseline
+    return context
 
 
 def _recheck_for(request, slug: str, pk: int):

@@ -131,10 +131,13 @@ def test_closing_by_a_new_signature_names_the_version(signed, integrator, owner,
         == 400
     )  # signed before it opened
     newer = sign_policy(route, owner.user, reviewer.user, cutoff=0.55)
+    # The signature itself closes the superseded version's recheck, naming the new version.
+    closed = owner.get(f"/api/v1/rechecks/{recheck.pk}").json()
+    assert (closed["status"], closed["resolution"], closed["new_policy"]) == ("closed", "signed", newer.pk)
     response = owner.post(
         f"/api/v1/rechecks/{recheck.pk}/close", {"resolution": "signed", "policy_version": newer.pk}, format="json"
     )
-    assert response.status_code == 200 and response.json()["resolution"] == "signed"
+    assert response.status_code == 409
     assert PolicyVersion.objects.get(pk=signed.pk).status == "superseded"
 
 

@@ -44,6 +44,7 @@ from console.governance.models import IN_FORCE, PolicyVersion
 from console.ledger.models import Decision, Route
 from console.monitoring.models import Alarm, AlarmKind, AlarmStatus, DailyAggregate
 from console.monitoring.notices import notify_escalation
+from console.monitoring.selectors import alarm_figures_text
 from console.monitoring.services.aggregates import aggregates_refresh
 from console.stats.drift import (
     Cusum,
@@ -262,7 +263,7 @@ def _apply(*, actor: Actor, route: Route, policy: PolicyVersion, kind: str, seri
                     body=(
                         f"The monitor found {label.lower()} outside its limits on route {route.slug} "
                         f"on {alarm.first_day.isoformat()} (policy v{policy.version}, cutoff "
-                        f"{policy.cutoff:g}).\nFigures: {alarm.detail}\n"
+                        f"{policy.cutoff:g}).\nFigures: {alarm_figures_text(alarm)}.\n"
                         f"Monitoring page: {reverse('route-monitoring', args=[route.slug])}"
                     ),
                 )

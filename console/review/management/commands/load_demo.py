@@ -8,7 +8,7 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import services as accounts
 from console.disputes.demo import demo_disputes
-from console.governance.demo import demo_policies
+from console.governance.demo import demo_policies, demo_policy_waiting
 from console.ledger import services
 from console.ledger.models import Route
 from console.ledger.validation import validate_batch
@@ -102,6 +102,7 @@ class Command(BaseCommand):
         demo_trial(actor=actor, routes=routes, users=users)
         demo_disputes(actor=actor, routes=routes, users=users)
         demo_monitoring(actor=actor, routes=routes, users=users)
+        demo_policy_waiting(actor=actor, routes=routes, users=users)
         with transaction.atomic():
             audit_record(
                 actor=actor,
