@@ -14,13 +14,12 @@ from django.db.models import JSONField, Q, Value
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from audit import checkpoints
+from audit import checkpoints, hooks
 from audit.chain import CURRENT_SCHEME, GENESIS_HASH, canonical_payload, event_hash_jcs
 from audit.models import Action, AuditEvent, ChainBreak
 from audit.selectors import audit_head_verified_since_checkpoint
 from console.accounts.models import Role
 from console.core.errors import Conflict
-from console.notify.services import notification_send
 
 # One fixed advisory-lock key serialises appends, so concurrent writers cannot fork the chain.
 _CHAIN_LOCK_KEY = 0x41756469  # "Audi"
@@ -194,8 +193,9 @@ def chain_break_report(*, result: dict[str, Any], now=None) -> ChainBreak | None
             "No checkpoint is signed until it verifies again. Run `manage.py audit_verify` for the first "
             "event that fails and why, and compare it with the checkpoint log and its copies.\n"
         )
-        for address in addresses:  # an admin without an address is recorded as a failed notification
-            notification_send(channel="email", recipient=address, subject="Audit chain broken", body=body)
+        # The notification app sends it (audit/hooks.py); an admin without an address is recorded as a
+        # failed notification there.
+        hooks.admins_notify(recipients=addresses, subject="Audit chain broken", body=body)
     logger.error("audit chain broken %s: %s", where, chain_break.reason)
     return chain_break
 

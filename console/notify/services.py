@@ -255,3 +255,10 @@ def notification_deliver(*, notification_id: int) -> float | None:
             notification.next_attempt_at = None
         notification.save(update_fields=["attempts", "status", "error", "sent_at", "next_attempt_at"])
     return retry_in
+
+
+def admins_email(*, recipients: list[str], subject: str, body: str) -> None:
+    """What the audit trail tells the console's admins (a broken chain): one email each, through the
+    outbox like every other notification."""
+    for address in recipients:
+        notification_send(channel="email", recipient=address, subject=subject, body=body)
