@@ -7,6 +7,7 @@ from django.test import Client
 
 from console.governance.models import PolicyVersion
 from console.ledger.models import Decision
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -167,3 +168,15 @@ def test_the_route_page_and_the_versions_list_cost_a_fixed_number_of_queries(dra
         reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=cutoff), format="json")
     after = (count("/routes/it-support/policy/", page), count("/api/v1/routes/it-support/policies", reviewer))
     assert after == before
+
+
+def test_a_reader_opening_a_routes_policy_page_is_told_it_is_forbidden_and_why(client, route):
+    client.force_login(make_user("rita", "reader", route))
+    response = client.get("/routes/it-support/policy/")
+    assert response.status_code == 403
+    assert "statistical evidence" in response.content.decode()
+
+
+def test_a_route_the_user_cannot_see_at_all_stays_not_found(client, route, other_route):
+    client.force_login(make_user("rita", "reader", route))
+    assert client.get(f"/routes/{other_route.slug}/policy/").status_code == 404
