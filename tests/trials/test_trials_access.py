@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -60,7 +62,13 @@ def test_the_pages_list_trials_and_show_the_figures_beside_the_current_gate(tria
     text = detail.content.decode()
     for region in ('id="gates"', 'id="figures"', 'id="confusion"', 'id="disagreements"', 'id="errors"'):
         assert region in text
-    assert "Current gate" in text and "max_unsafe_upper" in text
+    assert "Current gate" in text and "Wrong answers served: upper bound at most" in text
+
+
+def test_the_trial_page_labels_gates_in_words_and_rounds_the_p_value(trial_id, reviewer):
+    text = _browser(reviewer.user).get(f"/trials/{trial_id}/").content.decode()
+    assert "max_unsafe_upper" not in text and "min_stability" not in text
+    assert re.search(r"McNemar exact test \(answer vs not, paired items\): p (= \d\.\d{3}|&lt; 0\.001|= —)<", text)
 
 
 def test_the_page_form_starts_a_trial(route, reviewer):
