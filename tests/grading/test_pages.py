@@ -454,3 +454,11 @@ def test_a_malformed_route_is_refused_not_crashed(route, grader_user, page_of, g
     assert page_of(grader_user).get("/grading/?route=bad%00slug").status_code == 404
     assert grader.post("/api/v1/grading/next", {"route": "bad\x00slug"}, format="json").status_code == 400
     assert reviewer.get("/api/v1/grading/adjudications?route=bad%00slug").status_code == 400
+
+
+def test_agreement_below_the_minimum_number_of_items_reads_too_few_items(route, page_of):
+    ana, ben = make_user("ana", "grader"), make_user("ben", "grader")
+    pooled([record(question="Q0")])
+    _grade_all({ana: ["correct"], ben: ["incorrect"]}, ["Q0"])
+    page = page_of(make_user("stats-reviewer", "reviewer")).get("/grading/agreement/").content.decode()
+    assert "too few items" in page and "-1.000" not in page
