@@ -28,6 +28,28 @@ TEXTS = (
 )
 
 
+# The API's field names as the form's labels call them, so an error names the box to fix.
+FIELD_LABELS = {
+    "cutoff": "Cutoff",
+    "band_lower": "Middle band from",
+    "exchange_rate": "Exchange rate accepted",
+    "exchange_answers": "Exchange-rate answers",
+    "costs": "Costs",
+    "owner": "Owner",
+    "rationale": "Rationale",
+    "refusal_message": "Refusal message",
+    "escalation": "Escalation",
+    "escalation.contact": "Escalation contact",
+    "escalation.channel": "Escalation channel",
+    "escalation.response_hours": "Response time in hours",
+}
+
+
+def labelled_errors(errors: list[dict]) -> list[dict]:
+    """The validator's errors with each field named by its label on the form."""
+    return [{**error, "field": FIELD_LABELS.get(error.get("field", ""), error.get("field", ""))} for error in errors]
+
+
 def _number(raw: str | None) -> Any:
     """A float, None for an empty box, or the raw text (the validator then says "must be a number")."""
     if raw is None or not raw.strip():

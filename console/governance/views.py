@@ -44,7 +44,7 @@ def policy_draft(request, slug: str):
         try:
             draft = parse_draft(forms.draft_body(request.POST), route=route)
         except InvalidInput as exc:
-            errors = exc.details or [{"field": "", "message": exc.message}]
+            errors = forms.labelled_errors(exc.details or [{"field": "", "message": exc.message}])
         else:
             policy = services.policy_draft(actor=Actor.user(request.user), user=request.user, route=route, draft=draft)
             messages.success(request, f"Draft v{policy.version} saved; {policy.owner.get_username()} was notified.")

@@ -63,12 +63,12 @@ def test_the_draft_form_saves_a_draft_and_names_each_missing_field(reviewer, own
     missing = page.post("/routes/it-support/policy/draft/", {"cutoff": "0.85"})
     assert missing.status_code == 400
     for field in (
-        "owner",
-        "rationale",
-        "refusal_message",
-        "escalation.contact",
-        "escalation.channel",
-        "escalation.response_hours",
+        "Owner",
+        "Rationale",
+        "Refusal message",
+        "Escalation contact",
+        "Escalation channel",
+        "Response time in hours",
     ):
         assert f"<strong>{field}</strong>" in missing.content.decode()
     saved = page.post(
@@ -180,3 +180,10 @@ def test_a_reader_opening_a_routes_policy_page_is_told_it_is_forbidden_and_why(c
 def test_a_route_the_user_cannot_see_at_all_stays_not_found(client, route, other_route):
     client.force_login(make_user("rita", "reader", route))
     assert client.get(f"/routes/{other_route.slug}/policy/").status_code == 404
+
+
+def test_the_draft_form_names_a_wrong_field_by_its_label(reviewer, owner, graded):
+    html = _browser(reviewer).post("/routes/it-support/policy/draft/", {"cutoff": "0.5", "band_lower": "0.9"})
+    text = html.content.decode()
+    assert html.status_code == 400 and "<strong>Middle band from</strong>" in text
+    assert "<strong>band_lower</strong>" not in text
