@@ -84,6 +84,26 @@ def answers_from(params: QueryDict) -> list[dict[str, Any]]:
     return [{"rate": rate, "accept": accepted} for rate, accepted in state.answers]
 
 
+def params_from_policy(policy: Any, params: QueryDict) -> QueryDict:
+    """A new draft starts from the version in force: its numbers, owner, escalation path and refusal
+    message, under whatever the link itself carries. The rationale starts empty, since a new
+    version needs its own reason."""
+    start = QueryDict(mutable=True)
+    numbers = {"cutoff": policy.cutoff, "band_lower": policy.band_lower, "exchange_rate": policy.exchange_rate}
+    numbers |= {key: value for key, value in (policy.costs or {}).items() if key in NUMBERS}
+    for name, value in numbers.items():
+        if value is not None:
+            start[name] = f"{value:g}"
+    start["owner"] = policy.owner.get_username()
+    start["escalation_contact"] = policy.escalation_contact
+    start["escalation_channel"] = policy.escalation_channel
+    start["escalation_response_hours"] = str(policy.escalation_response_hours)
+    start["refusal_message"] = policy.refusal_message
+    for name in params:
+        start.setlist(name, params.getlist(name))
+    return start
+
+
 def initial_values(params: QueryDict) -> dict[str, Any]:
     """The form's boxes, prefilled from the query string of a "Propose as policy" link."""
     values = {name: params.get(name, "") for name in NUMBERS + TEXTS}

@@ -39,6 +39,9 @@ def policy_draft(request, slug: str):
     if not permissions.can_draft_policy(request.user, route):
         raise Forbidden("Only reviewers, policy owners and admins of this route may draft its policy.")
     params = request.POST if request.method == "POST" else request.GET
+    in_force = selectors.policy_in_force(route)
+    if request.method == "GET" and in_force is not None and not params.get("cutoff"):
+        params = forms.params_from_policy(in_force, params)
     errors: list[dict] = []
     if request.method == "POST":
         try:

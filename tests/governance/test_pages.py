@@ -8,6 +8,7 @@ from django.test import Client
 from console.governance.models import PolicyVersion
 from console.ledger.models import Decision
 from tests.factories import make_user
+from tests.governance.conftest import draft_body
 
 pytestmark = pytest.mark.django_db
 
@@ -187,3 +188,13 @@ def test_the_draft_form_names_a_wrong_field_by_its_label(reviewer, owner, graded
     text = html.content.decode()
     assert html.status_code == 400 and "<strong>Middle band from</strong>" in text
     assert "<strong>band_lower</strong>" not in text
+
+
+def test_a_new_draft_starts_from_the_version_in_force(reviewer, owner, graded):
+    created = reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=0.77), format="json").json()
+    signed = owner.post(
+        f"/api/v1/policies/{created['id']}/sign", {"evidence_sha256": created["evidence_sha256"]}, format="json"
+    )
+    assert signed.status_code == 200, signed.json()
+    html = _browser(reviewer).get("/routes/it-support/policy/draft/").content.decode()
+    assert 'value="0.77"' in html and "IT service desk lead" in html
