@@ -106,3 +106,9 @@ def test_the_demo_opens_on_a_finished_reference_trial(db, reviewer, settings, tm
     doc = reviewer.get(f"/api/v1/gate-trials/{trial.pk}").json()
     assert doc["calls"]["made"] == trial.items * 3 and doc["calls"]["errors"] == 0
     assert time.monotonic() - started < 120
+
+
+def test_the_trial_form_asks_for_dates_as_yyyy_mm_dd_and_explains_itself(route, reviewer):
+    text = _browser(reviewer.user).get("/routes/it-support/trials/").content.decode()
+    assert 'type="date"' not in text and text.count('placeholder="YYYY-MM-DD"') == 2
+    assert "see the README" not in text
