@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
@@ -19,7 +20,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script from a URL, so the page needs no inline script under the CSP.
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    # The docs are a page people open in a browser: signed out, they go to sign-in and come back here
+    # rather than meeting the API's bare 401.
+    path("api/docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="api-docs"),
     path("api/v1/", include("console.api_urls")),
     re_path(r"^api/", api_not_found),
     path("", review_views.dashboard, name="dashboard"),

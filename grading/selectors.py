@@ -250,6 +250,9 @@ def decision_grading(decision_id: int) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- agreement
 
+# Fewer common items than this and a coefficient is noise (one disagreement reads as kappa -1): the
+# page says "too few items" instead of a figure (docs/statistics.md).
+AGREEMENT_MIN_ITEMS = 10
 # Below this share for the rarest verdict-in-use, or above it for the commonest, kappa's chance term
 # nears 1 and kappa collapses while graders still agree; AC1 is then the coefficient to read.
 EXTREME_PREVALENCE = 0.8
@@ -300,6 +303,7 @@ def route_agreement(route: Route, *, confidence: float = 0.95) -> dict[str, Any]
         "confidence": confidence,
         "items_graded": len(per_item),
         "items_multiply_graded": len(multi),
+        "min_items": AGREEMENT_MIN_ITEMS,
         "fleiss_kappa": None,
         "gwet_ac1": None,
         "prevalence": None,

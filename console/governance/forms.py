@@ -28,6 +28,28 @@ TEXTS = (
 )
 
 
+# The API's field names as the form's labels call them, so an error names the box to fix.
+FIELD_LABELS = {
+    "cutoff": "Cutoff",
+    "band_lower": "Middle band from",
+    "exchange_rate": "Exchange rate accepted",
+    "exchange_answers": "Exchange-rate answers",
+    "costs": "Costs",
+    "owner": "Owner",
+    "rationale": "Rationale",
+    "refusal_message": "Refusal message",
+    "escalation": "Escalation",
+    "escalation.contact": "Escalation contact",
+    "escalation.channel": "Escalation channel",
+    "escalation.response_hours": "Response time in hours",
+}
+
+
+def labelled_errors(errors: list[dict]) -> list[dict]:
+    """The validator's errors with each field named by its label on the form."""
+    return [{**error, "field": FIELD_LABELS.get(error.get("field", ""), error.get("field", ""))} for error in errors]
+
+
 def _number(raw: str | None) -> Any:
     """A float, None for an empty box, or the raw text (the validator then says "must be a number")."""
     if raw is None or not raw.strip():
@@ -60,6 +82,26 @@ def answers_from(params: QueryDict) -> list[dict[str, Any]]:
         return []
     state = ExchangeRateBisection.replay([a == "y" for a in letters])
     return [{"rate": rate, "accept": accepted} for rate, accepted in state.answers]
+
+
+def params_from_policy(policy: Any, params: QueryDict) -> QueryDict:
+    """A new draft starts from the version in force: its numbers, owner, escalation path and refusal
+    message, under whatever the link itself carries. The rationale starts empty, since a new
+    version needs its own reason."""
+    start = QueryDict(mutable=True)
+    numbers = {"cutoff": policy.cutoff, "band_lower": policy.band_lower, "exchange_rate": policy.exchange_rate}
+    numbers |= {key: value for key, value in (policy.costs or {}).items() if key in NUMBERS}
+    for name, value in numbers.items():
+        if value is not None:
+            start[name] = f"{value:g}"
+    start["owner"] = policy.owner.get_username()
+    start["escalation_contact"] = policy.escalation_contact
+    start["escalation_channel"] = policy.escalation_channel
+    start["escalation_response_hours"] = str(policy.escalation_response_hours)
+    start["refusal_message"] = policy.refusal_message
+    for name in params:
+        start.setlist(name, params.getlist(name))
+    return start
 
 
 def initial_values(params: QueryDict) -> dict[str, Any]:

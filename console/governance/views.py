@@ -39,12 +39,15 @@ def policy_draft(request, slug: str):
     if not permissions.can_draft_policy(request.user, route):
         raise Forbidden("Only reviewers, policy owners and admins of this route may draft its policy.")
     params = request.POST if request.method == "POST" else request.GET
+    in_force = selectors.policy_in_force(route)
+    if request.method == "GET" and in_force is not None and not params.get("cutoff"):
+        params = forms.params_from_policy(in_force, params)
     errors: list[dict] = []
     if request.method == "POST":
         try:
             draft = parse_draft(forms.draft_body(request.POST), route=route)
         except InvalidInput as exc:
-            errors = exc.details or [{"field": "", "message": exc.message}]
+            errors = forms.labelled_errors(exc.details or [{"field": "", "message": exc.message}])
         else:
             policy = services.policy_draft(actor=Actor.user(request.user), user=request.user, route=route, draft=draft)
             messages.success(request, f"Draft v{policy.version} saved; {policy.owner.get_username()} was notified.")

@@ -20,6 +20,13 @@ DEFAULT_GATES: dict[str, float | None] = {
     "min_stability": 0.9,
     "max_citation_errors": 0,
 }
+# What each promotion gate asks, in the words the trial page shows (the keys are the API's names).
+GATE_LABELS: dict[str, str] = {
+    "max_unsafe_upper": "Wrong answers served: upper bound at most",
+    "min_coverage": "Questions answered: at least",
+    "min_stability": "Same verdict on repeated calls: at least",
+    "max_citation_errors": "Citation errors: at most",
+}
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,100}$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 _MAX_HEADER_VALUE = 4_000

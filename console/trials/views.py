@@ -8,7 +8,7 @@ from django.views.decorators.vary import vary_on_headers
 from audit.services import Actor
 from console.core.errors import InvalidInput
 from console.trials import selectors, services
-from console.trials.validation import trial_spec
+from console.trials.validation import GATE_LABELS, trial_spec
 
 
 def _form_body(post) -> dict:
@@ -61,6 +61,7 @@ def trial_detail(request, pk: int):
         "errors": selectors.call_errors(trial),
         "progress": selectors.progress(trial),
         "figure_rows": selectors.figure_rows(doc),
+        "gates": [{**gate, "label": GATE_LABELS.get(gate["name"], gate["name"])} for gate in doc.get("gates", [])],
     }
     if request.htmx and trial.status == "running":
         return render(request, "trials/partials/progress.html", context)

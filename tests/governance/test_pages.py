@@ -7,6 +7,8 @@ from django.test import Client
 
 from console.governance.models import PolicyVersion
 from console.ledger.models import Decision
+from tests.factories import make_user
+from tests.governance.conftest import draft_body
 
 pytestmark = pytest.mark.django_db
 
@@ -62,12 +64,12 @@ def test_the_draft_form_saves_a_draft_and_names_each_missing_field(reviewer, own
     missing = page.post("/routes/it-support/policy/draft/", {"cutoff": "0.85"})
     assert missing.status_code == 400
     for field in (
-        "owner",
-        "rationale",
-        "refusal_message",
-        "escalation.contact",
-        "escalation.channel",
-        "escalation.response_hours",
+        "Owner",
+        "Rationale",
+        "Refusal message",
+        "Escalation contact",
+        "Escalation channel",
+        "Response time in hours",
     ):
         assert f"<strong>{field}</strong>" in missing.content.decode()
     saved = page.post(
@@ -190,3 +192,32 @@ def test_the_route_page_and_the_versions_list_cost_a_fixed_number_of_queries(dra
         reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=cutoff), format="json")
     after = (count("/routes/it-support/policy/", page), count("/api/v1/routes/it-support/policies", reviewer))
     assert after == before
+
+
+def test_a_reader_opening_a_routes_policy_page_is_told_it_is_forbidden_and_why(client, route):
+    client.force_login(make_user("rita", "reader", route))
+    response = client.get("/routes/it-support/policy/")
+    assert response.status_code == 403
+    assert "statistical evidence" in response.content.decode()
+
+
+def test_a_route_the_user_cannot_see_at_all_stays_not_found(client, route, other_route):
+    client.force_login(make_user("rita", "reader", route))
+    assert client.get(f"/routes/{other_route.slug}/policy/").status_code == 404
+
+
+def test_the_draft_form_names_a_wrong_field_by_its_label(reviewer, owner, graded):
+    html = _browser(reviewer).post("/routes/it-support/policy/draft/", {"cutoff": "0.5", "band_lower": "0.9"})
+    text = html.content.decode()
+    assert html.status_code == 400 and "<strong>Middle band from</strong>" in text
+    assert "<strong>band_lower</strong>" not in text
+
+
+def test_a_new_draft_starts_from_the_version_in_force(reviewer, owner, graded):
+    created = reviewer.post("/api/v1/routes/it-support/policies", draft_body(cutoff=0.77), format="json").json()
+    signed = owner.post(
+        f"/api/v1/policies/{created['id']}/sign", {"evidence_sha256": created["evidence_sha256"]}, format="json"
+    )
+    assert signed.status_code == 200, signed.json()
+    html = _browser(reviewer).get("/routes/it-support/policy/draft/").content.decode()
+    assert 'value="0.77"' in html and "IT service desk lead" in html

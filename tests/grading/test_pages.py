@@ -466,3 +466,11 @@ def test_skipping_and_undoing_on_the_page_say_what_they_did(route, grader_user, 
     pages.post(f"/grading/items/{second}/grade", {"verdict": "correct"}, HTTP_HX_REQUEST="true")
     undone = pages.post(f"/grading/items/{second}/undo", HTTP_HX_REQUEST="true").content.decode()
     assert "Your grade was withdrawn; grade this item again." in undone
+
+
+def test_agreement_below_the_minimum_number_of_items_reads_too_few_items(route, page_of):
+    ana, ben = make_user("ana", "grader"), make_user("ben", "grader")
+    pooled([record(question="Q0")])
+    _grade_all({ana: ["correct"], ben: ["incorrect"]}, ["Q0"])
+    page = page_of(make_user("stats-reviewer", "reviewer")).get("/grading/agreement/").content.decode()
+    assert "too few items" in page and "-1.000" not in page

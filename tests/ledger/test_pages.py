@@ -218,3 +218,9 @@ def test_a_score_just_under_its_cutoff_is_written_with_enough_digits_to_see_the_
     assert '<td class="num">0.300</td>' in page and '<td class="num">0.850</td>' in page  # no extra digits
     detail = reviewer_pages.get(f"/decisions/{just_under}/").content.decode()
     assert "0.69999" in detail and "0.70000" in detail
+
+
+def test_an_invalid_filter_in_the_address_is_reported_not_silently_dropped(client, route):
+    client.force_login(make_user("rita", "reviewer"))
+    text = client.get("/refusals/?segment=foo").content.decode()
+    assert "These filters were not applied" in text and "key=value" in text

@@ -20,6 +20,12 @@ def test_the_schema_and_docs_need_authentication(anonymous, db):
     assert anonymous.get("/api/schema/").status_code == 401
 
 
+def test_the_docs_page_sends_a_signed_out_visitor_to_sign_in_and_back(client, db):
+    response = client.get("/api/docs/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/api/docs/"
+
+
 def test_the_docs_page_serves_its_assets_locally(client, route):
     from tests.factories import make_user
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -60,7 +62,13 @@ def test_the_pages_list_trials_and_show_the_figures_beside_the_current_gate(tria
     text = detail.content.decode()
     for region in ('id="gates"', 'id="figures"', 'id="confusion"', 'id="disagreements"', 'id="errors"'):
         assert region in text
-    assert "Current gate" in text and "max_unsafe_upper" in text
+    assert "Current gate" in text and "Wrong answers served: upper bound at most" in text
+
+
+def test_the_trial_page_labels_gates_in_words_and_rounds_the_p_value(trial_id, reviewer):
+    text = _browser(reviewer.user).get(f"/trials/{trial_id}/").content.decode()
+    assert "max_unsafe_upper" not in text and "min_stability" not in text
+    assert re.search(r"McNemar exact test \(answer vs not, paired items\): p (= \d\.\d{3}|&lt; 0\.001|= —)<", text)
 
 
 def test_the_page_form_starts_a_trial(route, reviewer):
@@ -98,3 +106,9 @@ def test_the_demo_opens_on_a_finished_reference_trial(db, reviewer, settings, tm
     doc = reviewer.get(f"/api/v1/gate-trials/{trial.pk}").json()
     assert doc["calls"]["made"] == trial.items * 3 and doc["calls"]["errors"] == 0
     assert time.monotonic() - started < 120
+
+
+def test_the_trial_form_asks_for_dates_as_yyyy_mm_dd_and_explains_itself(route, reviewer):
+    text = _browser(reviewer.user).get("/routes/it-support/trials/").content.decode()
+    assert 'type="date"' not in text and text.count('placeholder="YYYY-MM-DD"') == 2
+    assert "see the README" not in text
