@@ -344,6 +344,42 @@ def world(transactional_db, settings, tmp_path) -> dict[str | None, Any]:
     return people
 
 
+_walk_versions = itertools.count()
+
+
+def _ensure_open_recheck(route: Route) -> None:
+    """Signing a version during the walk closes the open rechecks of the one it supersedes: the
+    routes that close or plan one still need one open on the version in force (setup, not a request)."""
+    if not Recheck.objects.filter(route=route, status="open").exists():
+        versions = {"model": f"walk-later-{next(_walk_versions)}", "retriever": "hybrid-3"}
+        ids = factories.ingest([factories.record(route=SLUG, versions=versions)])
+        rechecks_open(actor=factories.TEST_ACTOR, decision_ids=ids)
+
+
+def _ensure_open_alarm(route: Route) -> None:
+    """The same for alarms, which a signature closes with its superseded version."""
+    policy = PolicyVersion.objects.filter(route=route, status__in=IN_FORCE).first()
+    if policy is not None and not Alarm.objects.filter(route=route, status="open").exists():
+        today = timezone.now().date()
+        Alarm.objects.create(
+            route=route,
+            policy=policy,
+            kind=AlarmKind.values[0],
+            first_day=today,
+            last_flagged_day=today,
+            through_day=today,
+        )
+
+
+def _unrevoked_refusal(route: Route) -> int:
+    """A refusal whose appeal link is not revoked yet: each revocation takes one."""
+    from console.disputes.models import AppealLinkRevocation
+
+    revoked = AppealLinkRevocation.objects.values("request_id")
+    refused = Decision.objects.filter(route=route, outcome="refused").exclude(request_id__in=revoked)
+    return _first(refused.order_by("pk"))
+
+
 def _refused(route: Route) -> Decision:
     return Decision.objects.filter(route=route, outcome="refused").order_by("pk").first()
 
@@ -378,6 +414,10 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
     drafts = PolicyVersion.objects.filter(route=route, status="draft").order_by("-pk")
     values["policy_id"] = _first(drafts)
     values["dispute_id"] = _first(Dispute.objects.filter(route=route, status="open").order_by("pk"))
+    if "recheck" in endpoint.name:
+        _ensure_open_recheck(route)
+    if "alarm" in endpoint.name:
+        _ensure_open_alarm(route)
     values["recheck_id"] = _first(Recheck.objects.filter(route=route, status="open").order_by("pk"))
     values["alarm_id"] = _first(Alarm.objects.filter(route=route, status="open").order_by("pk"))
     by_page = {
@@ -386,6 +426,8 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
         "dispute-open": refused.pk,
         "policy-sign": values["policy_id"],
         "policy-withdraw": values["policy_id"],
+        "policy-recompute-evidence": values["policy_id"],
+        "appeal-link-revoke": _unrevoked_refusal(route),
         "policy-record": values["policy_id"],
         "dispute-take": values["dispute_id"],
         "dispute-resolve": values["dispute_id"],
@@ -396,8 +438,10 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
         "monitoring-alarm-acknowledge": values["alarm_id"],
     }
     values["pk"] = by_page.get(endpoint.name, 1)
-    if endpoint.name == "appeal":
-        values["token"] = appeal_path(route, refused.request_id).rstrip("/").rsplit("/", 1)[1]
+    if endpoint.name == "appeal":  # a link nobody revoked earlier in the walk
+        open_link = Decision.objects.get(pk=_unrevoked_refusal(route))
+        values["request_id"] = open_link.request_id
+        values["token"] = appeal_path(route, open_link.request_id).rstrip("/").rsplit("/", 1)[1]
     if endpoint.name.startswith("admin:"):
         values |= _admin_parameters(endpoint.name)
     return values
@@ -491,6 +535,10 @@ VALID_BODIES: dict[str, Callable[[], Any]] = {
     "policy-draft": _policy_form,
     "policy-sign": lambda: {"password": PASSWORD, "read_evidence": "yes", "evidence_sha256": _draft_sha()},
     "policy-withdraw": lambda: {},
+    "policy-recompute-evidence": lambda: {},
+    "api-policy-recompute-evidence": lambda: {},
+    "appeal-link-revoke": lambda: {"reason": "Walked: the link was shared too widely."},
+    "notify-preferences": lambda: {"digest": "daily"},
     "gaps-recompute": lambda: {"route": SLUG},
     "dispute-take": lambda: {},
     "dispute-resolve": lambda: {"resolution": "overturned", "note": "walked"},
