@@ -385,12 +385,12 @@ def graded_sample_from_decisions(route: Route, window: Window, group_by: tuple[s
 
 
 def labelled_as_of(route: Route, window: Window, as_of: datetime) -> QuerySet[Decision]:
-    """The window's decisions ingested at or before ``as_of`` whose final label was recorded by then."""
-    return (
-        _decisions(route, window)
-        .filter(ingested_at__lte=as_of)
-        .filter(pk__in=FinalLabel.objects.filter(decided_at__lte=as_of).values("decision_id"))
-    )
+    """The window's decisions ingested at or before ``as_of`` whose final label was recorded by then.
+
+    A join on the label (one per decision), not ``pk IN (labels ...)``: on tables the planner has
+    no statistics for yet (fresh after a load, or written in the same transaction) the IN became a
+    nested loop that read every label once per decision, minutes on a few thousand rows."""
+    return _decisions(route, window).filter(ingested_at__lte=as_of, final_label__decided_at__lte=as_of)
 
 
 def graded_sample_as_of(route: Route, window: Window, as_of: datetime) -> GradedSample:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from console.analysis import reports
@@ -122,16 +122,12 @@ def _chosen_row(rows: list[dict[str, Any]], cutoff: float) -> dict[str, Any] | N
     return next((row for row in rows if row["cutoff"] is not None and abs(row["cutoff"] - cutoff) < 1e-12), None)
 
 
-def _labels(route: Route, window: Window, as_of: datetime) -> QuerySet[FinalLabel]:
-    """The final labels the snapshot counts."""
-    labelled = analysis_selectors.labelled_as_of(route, window, as_of)
-    return FinalLabel.objects.filter(decision_id__in=labelled.values("pk"))
-
-
 def _label_ages(route: Route, window: Window, as_of: datetime) -> dict[str, Any]:
     old_before = as_of - timedelta(days=LABEL_AGE_DAYS)
-    ages = _labels(route, window, as_of).aggregate(
-        oldest=Min("decided_at"), newest=Max("decided_at"), older=Count("pk", filter=Q(decided_at__lt=old_before))
+    ages = analysis_selectors.labelled_as_of(route, window, as_of).aggregate(
+        oldest=Min("final_label__decided_at"),
+        newest=Max("final_label__decided_at"),
+        older=Count("pk", filter=Q(final_label__decided_at__lt=old_before)),
     )
     return {
         "oldest": as_of_text(ages["oldest"]) if ages["oldest"] else None,
@@ -452,20 +448,22 @@ def evidence_check(policy: PolicyVersion) -> dict[str, Any]:
     changed = []
     if policy.evidence_labels_seen is not None:
         rewritten = (
-            _labels(policy.route, stored_window(policy), policy.evidence_as_of)
-            .filter(revision__gt=policy.evidence_labels_seen)
-            .order_by("decision_id")
-            .values("decision_id", "correct", "method", "source", "decided_at")[:MAX_LABELS_LISTED]
+            analysis_selectors.labelled_as_of(policy.route, stored_window(policy), policy.evidence_as_of)
+            .filter(final_label__revision__gt=policy.evidence_labels_seen)
+            .order_by("pk")
+            .values_list(
+                "pk", "final_label__correct", "final_label__method", "final_label__source", "final_label__decided_at"
+            )[:MAX_LABELS_LISTED]
         )
         changed = [
             {
-                "decision_id": label["decision_id"],
-                "verdict_now": "correct" if label["correct"] else "incorrect",
-                "method": label["method"],
-                "source": label["source"],
-                "decided_at": as_of_text(label["decided_at"]),
+                "decision_id": decision_id,
+                "verdict_now": "correct" if correct else "incorrect",
+                "method": method,
+                "source": source,
+                "decided_at": as_of_text(decided_at),
             }
-            for label in rewritten
+            for decision_id, correct, method, source, decided_at in rewritten
         ]
     return result | {
         "recomputed_sha256": again.sha256,
