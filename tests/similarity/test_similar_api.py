@@ -68,7 +68,10 @@ def test_a_malformed_question_embedding_is_400(integrator, bad):
         else _post_raw(integrator, record)
     )
     assert response.status_code == 400
-    assert response.json()["error"]["details"][0]["field"] == "question_embedding"
+    if bad == [1e400]:  # the parser refuses a number no double holds, before any field is read
+        assert "too large for a double" in response.json()["error"]["message"]
+    else:
+        assert response.json()["error"]["details"][0]["field"] == "question_embedding"
 
 
 def _post_raw(client, record):

@@ -103,8 +103,10 @@ def test_the_dispute_form_shows_similar_refusals_with_their_dispute_status(dispu
     form_at = html.index('action="/decisions/')
     similar_at = html.index('class="similar-beside-form"')
     disputes_at = html.index('id="disputes"')
-    assert disputes_at < similar_at < form_at  # inside the disputes card, just above the form
-    panel = html[similar_at:form_at]
+    panel_at = html.index('id="dispute-open"')
+    # the dispute form's own panel, after the disputes, with the similar refusals beside the form
+    assert disputes_at < panel_at < form_at < similar_at
+    panel = html[similar_at : html.index("</section>", similar_at)]
     assert QUESTIONS[1] in panel and QUESTIONS[10] in panel and QUESTIONS[11] not in panel
     assert 'class="pill dispute-open">open</span>' in panel
     assert 'class="pill dispute-overturned">overturned</span>' in panel and "(2 disputes)" in panel
@@ -124,7 +126,8 @@ def test_the_dispute_form_shown_again_after_an_error_keeps_the_similar_refusals(
 def test_a_reviewer_sees_labels_beside_the_dispute_status_on_the_refusal_page(disputed, client):
     client.force_login(factories.make_user("page-reviewer", "reviewer"))
     html = client.get(f"/decisions/{disputed[0]}/").content.decode()
-    panel = html[html.index('class="similar-beside-form"') : html.index('action="/decisions/')]
+    similar_at = html.index('class="similar-beside-form"')
+    panel = html[similar_at : html.index("</section>", similar_at)]
     assert "Final label" in panel and '<span class="verdict correct">correct</span>' in panel
     assert '<span class="verdict incorrect">incorrect</span>' in panel
 
