@@ -60,7 +60,7 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
     from console.ledger.models import Decision, Route
     from console.ledger.services import route_create
     from console.similarity.models import QuestionVector, RouteEmbedding, Source
-    from console.similarity.services import copy_vectors
+    from console.similarity.services.vectors import copy_vectors
 
     route = Route.objects.filter(slug=slug).first() or route_create(
         actor=Actor.system("bench"), slug=slug, name=f"Similarity benchmark, {decisions:,} refusals"
@@ -129,7 +129,7 @@ def ensure_index(route_id: int) -> float:
     from django.db import connection
 
     from console.similarity.models import RouteEmbedding
-    from console.similarity.services import space_index_create
+    from console.similarity.services.partitions import space_index_create
 
     space = RouteEmbedding.objects.get(route_id=route_id)
     wanted = {f"m={settings.SIMILARITY_HNSW_M}", f"ef_construction={settings.SIMILARITY_HNSW_EF_CONSTRUCTION}"}

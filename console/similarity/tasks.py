@@ -6,30 +6,30 @@ from django.utils import timezone
 
 from audit.services import Actor
 from console.core.jobs import enqueue, job
-from console.similarity import services
 from console.similarity.models import GapRun, RouteEmbedding
+from console.similarity.services import builtin, gaps, partitions
 
 
 @job("similarity.vectors_embed", soft_time_limit=600)
 def vectors_embed(decision_ids: list[int]) -> int:
     """After every ingest batch: built-in vectors for the new decisions of built-in routes."""
-    return services.vectors_embed(decision_ids=decision_ids)
+    return builtin.vectors_embed(decision_ids=decision_ids)
 
 
 @job("similarity.embedder_fit", soft_time_limit=3600)
 def embedder_fit(route_id: int) -> int | None:
-    version = services.embedder_fit(actor=Actor.system("embedder_fit"), route_id=route_id, when_due=True)
+    version = builtin.embedder_fit(actor=Actor.system("embedder_fit"), route_id=route_id, when_due=True)
     return version.number if version else None
 
 
 @job("similarity.space_index_create", soft_time_limit=3600)
 def space_index_create(route_id: int) -> bool:
-    return services.space_index_create(route_id=route_id)
+    return partitions.space_index_create(route_id=route_id)
 
 
 @job("similarity.gaps_compute", soft_time_limit=1800)
 def gaps_compute(route_id: int) -> int | None:
-    run = services.gaps_compute(actor=Actor.system("gaps_compute"), route_id=route_id)
+    run = gaps.gaps_compute(actor=Actor.system("gaps_compute"), route_id=route_id)
     return run.pk if run else None
 
 
@@ -47,6 +47,6 @@ def gaps_refresh() -> int:
             queued += 1
     for route_id in RouteEmbedding.objects.filter(index_ready=False, source="sent").values_list("route_id", flat=True):
         enqueue(space_index_create, route_id)
-    services.vectors_embed_missing()
-    services.spaces_retired_drop()
+    builtin.vectors_embed_missing()
+    partitions.spaces_retired_drop()
     return queued

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from console.similarity import services
 from console.similarity.models import QuestionVector
+from console.similarity.services import builtin
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -27,14 +27,14 @@ def _fitted_route() -> list[int]:
     """A route whose built-in embedder is fitted on ordinary questions (refused)."""
     tails = ["", " please", " today?", " again"]
     ids = factories.ingest([factories.record(question=f"{t}{tail}") for tail in tails for t in TOPICS])
-    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
     return ids
 
 
 def _later(questions: list[str], **overrides) -> list[int]:
     """Decisions ingested after the fit, embedded with it: words it never saw give a zero vector."""
     ids = factories.ingest([factories.record(question=q, **overrides) for q in questions])
-    services.vectors_embed(decision_ids=ids)
+    builtin.vectors_embed(decision_ids=ids)
     return ids
 
 
@@ -102,7 +102,7 @@ def test_a_route_whose_questions_have_no_words_gets_vectors_and_gaps_without_an_
     route, reviewer, client, django_capture_on_commit_callbacks, questions
 ):
     ids = factories.ingest([factories.record(question=q, occurred_at=factories.recent()) for q in questions])
-    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     assert version is not None
     assert QuestionVector.objects.filter(decision_id__in=ids).count() == len(ids)
     ids += _later([questions[0]], occurred_at=factories.recent())  # embedded with the stored model
@@ -142,7 +142,7 @@ def test_refusals_that_all_ask_the_same_question_are_one_gap_not_one_offs(
     route, reviewer, client, django_capture_on_commit_callbacks, question
 ):
     ids = factories.ingest([factories.record(question=question, occurred_at=factories.recent()) for _ in range(12)])
-    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     client.force_login(factories.make_user("gap-reviewer", "reviewer"))
     gaps = _recompute_and_read(client, reviewer, django_capture_on_commit_callbacks)
     assert gaps["reason"] is None and gaps["unclustered"] == 0

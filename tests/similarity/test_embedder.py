@@ -8,8 +8,8 @@ from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditEvent
 from console.ledger.models import Decision
-from console.similarity import services
 from console.similarity.models import EmbedderModel, EmbedderState, EmbedderVersion, QuestionVector, RouteEmbedding
+from console.similarity.services import builtin
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ def _ingest(questions, route="it-support") -> list[int]:
 
 def test_a_route_without_vectors_gets_built_in_ones_and_near_duplicates_are_neighbours(reviewer):
     ids = _ingest(_questions(5))
-    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
     assert version.number == 1 and version.state == EmbedderState.BUILDING  # the object as created
     version.refresh_from_db()
     assert version.state == EmbedderState.CURRENT
@@ -57,11 +57,11 @@ def test_a_route_without_vectors_gets_built_in_ones_and_near_duplicates_are_neig
 def test_new_decisions_get_vectors_from_the_current_version_and_a_refit_reembeds_everything(route):
     first = _ingest(_questions(3))
     route_id = factories.make_route().pk
-    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
     later = _ingest(["Laptop battery drains overnight", "Laptop battery drains overnight again"])
-    assert services.vectors_embed(decision_ids=later) == 2
+    assert builtin.vectors_embed(decision_ids=later) == 2
     assert set(QuestionVector.objects.filter(decision_id__in=later).values_list("embedder_id", flat=True)) == {v1.pk}
-    v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v2 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
     v1.refresh_from_db()
     v2.refresh_from_db()
     assert (v1.state, v2.state, v2.number) == (EmbedderState.RETIRED, EmbedderState.CURRENT, 2)
@@ -78,8 +78,8 @@ def test_new_decisions_get_vectors_from_the_current_version_and_a_refit_reembeds
 def test_a_retired_version_keeps_its_history_but_not_its_model(route):
     _ingest(_questions(3))
     route_id = factories.make_route().pk
-    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
-    v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v2 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
     v1.refresh_from_db()
     v2.refresh_from_db()
     assert (v1.state, v1.number, v1.fitted_on) == (EmbedderState.RETIRED, 1, v2.fitted_on)
@@ -120,10 +120,10 @@ def test_the_refit_check_after_each_batch_reads_the_route_counters_not_its_decis
     # Counting a route's decisions after every ingest batch read an index entry, and right after a
     # burst a heap page, per decision the route ever logged.
     route_id = Decision.objects.get(pk=_ingest(_questions(2))[0]).route_id
-    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
     ids = _ingest(_questions(1))
     with CaptureQueriesContext(connection) as queries:
-        services.vectors_embed(decision_ids=ids)
+        builtin.vectors_embed(decision_ids=ids)
     assert QuestionVector.objects.filter(decision_id__in=ids).count() == len(ids)
     counts = [q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and '"ledger_decision"' in q["sql"]]
     assert counts == []
@@ -131,7 +131,7 @@ def test_the_refit_check_after_each_batch_reads_the_route_counters_not_its_decis
 
 def test_a_route_on_the_built_in_embedder_refuses_sent_vectors_naming_the_item(integrator):
     _ingest(_questions(1))
-    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
     response = integrator.post(
         "/api/v1/decisions",
         {"decisions": [factories.record(), factories.record(question_embedding=[0.5] * 256)]},
@@ -148,7 +148,7 @@ def test_a_route_with_sent_vectors_is_never_fitted(integrator):
         "/api/v1/decisions", {"decisions": [factories.record(question_embedding=[1.0, 0.0])]}, format="json"
     )
     _ingest(_questions(2))
-    assert services.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk) is None
+    assert builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk) is None
     assert not EmbedderVersion.objects.exists()
 
 
@@ -159,7 +159,7 @@ def test_the_hourly_sweep_embeds_decisions_whose_job_was_lost_and_recomputes_gap
     from console.similarity.models import GapRun
 
     _ingest(_questions(3))
-    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     lost = _ingest(["Screen flickers after the update", "Screen flickers after the update again"])
     assert not QuestionVector.objects.filter(decision_id__in=lost).exists()  # no after-ingest job ran
     with django_capture_on_commit_callbacks(execute=True):
@@ -171,8 +171,8 @@ def test_the_hourly_sweep_embeds_decisions_whose_job_was_lost_and_recomputes_gap
 def test_similar_refusals_read_the_current_version_and_say_when_a_question_has_no_vector_yet(reviewer):
     ids = _ingest(_questions(3))
     route_id = factories.make_route().pk
-    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
-    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)  # version 2 replaces version 1
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)  # version 2 replaces version 1
     body = reviewer.get(f"/api/v1/decisions/{ids[0]}/similar?k=2").json()
     assert body["vectors"]["embedder_version"] == 2 and body["vectors"]["decision_has_vector"] is True
     assert all(r["question"].startswith(TOPICS[0]) for r in body["results"])

@@ -12,8 +12,9 @@ from django.utils import timezone
 from sklearn.metrics import adjusted_rand_score
 
 from console.ledger.models import Decision
-from console.similarity import services, topics
+from console.similarity import topics
 from console.similarity.models import GapRun
+from console.similarity.services import gaps
 from console.verification.models import DecisionSupport, SupportStatus
 from tests import factories
 from tests.conftest import _client
@@ -77,7 +78,7 @@ def _plant(rng, now):
 def test_planted_groups_are_recovered_and_the_uncovered_topics_rank_first(route, reviewer):
     now = timezone.now()
     ids, truth = _plant(np.random.default_rng(0), now)
-    run = services.gaps_compute(actor=factories.TEST_ACTOR, route_id=route.pk, now=now)
+    run = gaps.gaps_compute(actor=factories.TEST_ACTOR, route_id=route.pk, now=now)
     clusters = list(run.clusters.order_by("rank"))
     label_of = {pk: c.rank for c in clusters for pk in c.decision_ids}
     found = np.array([label_of.get(pk, -1) for pk in ids])
@@ -128,7 +129,7 @@ def test_cosine_distances_are_exactly_symmetric_and_match_scikit_learn():
 
 def test_gaps_pages_csv_and_permissions(route, other_route, client):
     _plant(np.random.default_rng(1), timezone.now())
-    run = services.gaps_compute(actor=factories.TEST_ACTOR, route_id=route.pk)
+    run = gaps.gaps_compute(actor=factories.TEST_ACTOR, route_id=route.pk)
     owner = factories.make_user("gap-owner", "policy_owner", route, password="pw-12345678")
     client.force_login(owner)
     page = client.get("/gaps/")

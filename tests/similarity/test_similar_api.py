@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from django.db import connection, transaction
 
-from console.similarity import selectors, services
+from console.similarity import selectors
 from console.similarity.models import QuestionVector, RouteEmbedding
+from console.similarity.services import partitions
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -114,7 +115,7 @@ def test_the_hnsw_index_answers_and_agrees_with_exact_search(integrator):
     vectors = _vectors(400, 24, seed=1)
     ids = _ingest_vectors(integrator, vectors)
     route_id = RouteEmbedding.objects.get().route_id
-    assert services.space_index_create(route_id=route_id)
+    assert partitions.space_index_create(route_id=route_id)
     space = selectors.active_space(RouteEmbedding.objects.get().route)
     from console.similarity.selectors import _nearest_sql
 

@@ -7,8 +7,8 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from console.ledger.models import Decision
-from console.similarity import services
 from console.similarity.models import EmbedderState, EmbedderVersion, QuestionVector
+from console.similarity.services import builtin, partitions, vectors
 from tests import factories
 from tests.similarity.test_embedder import TOPICS, _ingest, _questions
 
@@ -28,9 +28,9 @@ def _partitions() -> dict[str, int]:
 def test_a_refit_drops_the_old_versions_partition_and_lookups_still_answer(reviewer):
     ids = _ingest(_questions(4))
     route_id = Decision.objects.get(pk=ids[0]).route_id
-    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
     assert list(_partitions()) == [f"similarity_questionvector_v{v1.pk}"]
-    v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    v2 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
     v1.refresh_from_db()
     assert v1.state == EmbedderState.RETIRED
     # Nothing of version 1 is left on disk: the table is version 2's partition alone.
@@ -69,7 +69,7 @@ def test_a_decision_has_one_vector_per_space_and_its_space_follows_route_and_emb
 
 def test_a_live_versions_partition_cannot_be_dropped(route):
     _ingest(_questions(2))
-    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     with pytest.raises(DatabaseError, match="not the space of a retired"), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT similarity_space_drop(%s)", [version.space_key])
@@ -80,27 +80,27 @@ def test_vectors_of_a_version_retired_meanwhile_are_not_stored(route):
     """An after-ingest job that read the versions before a refit finished must not fail on the
     retired version's dropped partition (nor bring its vectors back)."""
     _ingest(_questions(2))
-    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
-    model = services._model_load(v1)
-    services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    model = builtin._model_load(v1)
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     v1.refresh_from_db()
     later = _ingest(["Laptop battery drains overnight"])
     rows = list(Decision.objects.filter(pk__in=later).values_list("pk", "question", "outcome", "occurred_at"))
     with transaction.atomic():
-        assert services._embed_and_store(v1, model, rows) == 0
+        assert builtin._embed_and_store(v1, model, rows) == 0
     assert not QuestionVector.objects.filter(embedder=v1).exists()
-    assert services._model_load(v1) is None
-    assert services.vectors_embed(decision_ids=later) == 1  # the current version's vector alone
+    assert builtin._model_load(v1) is None
+    assert builtin.vectors_embed(decision_ids=later) == 1  # the current version's vector alone
 
 
 def test_the_sweeper_drops_what_a_retired_version_left_behind(route):
     _ingest(_questions(2))
-    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     # A promotion cut short after its commit: retired, its partitions still there.
     EmbedderVersion.objects.filter(pk=v1.pk).update(state=EmbedderState.RETIRED)
-    assert services.spaces_retired_drop() == 1
+    assert partitions.spaces_retired_drop() == 1
     assert _partitions() == {}
-    assert services.spaces_retired_drop() == 0
+    assert partitions.spaces_retired_drop() == 0
 
 
 def test_a_drop_that_would_wait_for_the_vector_table_is_left_to_the_sweeper(route, settings):
@@ -108,21 +108,21 @@ def test_a_drop_that_would_wait_for_the_vector_table_is_left_to_the_sweeper(rout
 
     settings.SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT = "100ms"
     _ingest(_questions(2))
-    v1 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     reader = connections.create_connection("default")  # a long reader of the vector table
     try:
         reader.set_autocommit(False)
         with reader.cursor() as cursor:
             cursor.execute("LOCK TABLE similarity_questionvector IN ACCESS SHARE MODE")
-        v2 = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+        v2 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
         v1.refresh_from_db()
         assert v1.state == EmbedderState.RETIRED  # promoted all the same
         assert f"similarity_questionvector_v{v1.pk}" in _partitions()
-        assert services.spaces_retired_drop() == 0  # still in use
+        assert partitions.spaces_retired_drop() == 0  # still in use
     finally:
         reader.rollback()
         reader.close()
-    assert services.spaces_retired_drop() == 1
+    assert partitions.spaces_retired_drop() == 1
     assert list(_partitions()) == [f"similarity_questionvector_v{v2.pk}"]
 
 
@@ -162,12 +162,12 @@ def test_sent_vectors_are_kept_at_unit_length_in_half_precision_whatever_their_s
     [([3e5, 4e5, 0], [0.6, 0.8, 0]), ([1e300, 1e300], [0.5**0.5] * 2), ([1e-320, 0], [1, 0]), ([0, 0], [0, 0])],
 )
 def test_unit_scales_any_finite_vector_to_length_one_and_leaves_zero_alone(vector, expected):
-    assert services.unit(vector) == pytest.approx(expected, abs=1e-12)
+    assert vectors.unit(vector) == pytest.approx(expected, abs=1e-12)
 
 
 def test_a_built_in_vector_takes_two_bytes_a_dimension(route):
     _ingest(_questions(2))
-    version = services.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     stored = _stored(version.space_key)
     assert {(kind, size) for kind, size, _ in stored} == {("halfvec", 8 + 2 * version.dimension)}
     for *_, numbers in stored:
@@ -181,7 +181,7 @@ def test_the_half_precision_migration_rescales_old_vectors_and_rebuilds_their_in
     records = [factories.record(question=f"q{i}", question_embedding=[3e5 * (i + 1), 4e5, 0.0]) for i in range(3)]
     assert integrator.post("/api/v1/decisions", {"decisions": records}, format="json").status_code == 201
     route_id = factories.make_route().pk
-    services.space_index_create(route_id=route_id)
+    partitions.space_index_create(route_id=route_id)
     try:
         call_command("migrate", "similarity", "0008", verbosity=0)
         with connection.cursor() as cursor:  # as a database before this stage held them: float32, any length

@@ -132,7 +132,8 @@ class Command(BaseCommand):
         (span verification, the built-in embedder's fit, the gap clustering), done here so that
         /gaps/ shows them at the top without waiting for the worker."""
         from console.ledger.models import Decision
-        from console.similarity import services as similarity
+        from console.similarity.services.builtin import embedder_fit
+        from console.similarity.services.gaps import gaps_compute
         from console.verification.services import decisions_verify
 
         created = 0
@@ -144,9 +145,9 @@ class Command(BaseCommand):
             Decision.objects.filter(route__slug__in=DEMO_ROUTES, outcome="refused").values_list("pk", flat=True)
         )
         decisions_verify(actor=actor, decision_ids=refused)
-        similarity.embedder_fit(actor=actor, route_id=routes["it-support"].pk)
+        embedder_fit(actor=actor, route_id=routes["it-support"].pk)
         for slug in DEMO_ROUTES:
-            similarity.gaps_compute(actor=actor, route_id=routes[slug].pk)
+            gaps_compute(actor=actor, route_id=routes[slug].pk)
         return created
 
     @staticmethod

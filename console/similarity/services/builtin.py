@@ -1,0 +1,239 @@
+"""The built-in embedder: vectors for the decisions of routes that send none, fits of new
+versions, re-embedding while the previous version keeps answering, and promotion."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from audit.models import Action
+from audit.services import Actor, audit_record
+from console.core.jobs import enqueue
+from console.ledger.models import Decision, Outcome, Route
+from console.ledger.selectors import route_decision_total
+from console.similarity import embedder
+from console.similarity.models import EmbedderModel, EmbedderState, EmbedderVersion, RouteEmbedding, Source
+from console.similarity.services.partitions import index_create, space_partition_create, space_partition_drop
+from console.similarity.services.vectors import copy_vectors
+
+_EMBED_CHUNK = 5_000
+
+
+def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int, str, str, datetime]]) -> int:
+    """Embed (id, question, outcome, occurred_at) rows with `version`; skip those already done, and
+    store nothing once the version is retired (its partition is about to go, or gone)."""
+    if not decisions:
+        return 0
+    vectors = embedder.transform(model, [question for _, question, _, _ in decisions], dimension=version.dimension)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS similarity_incoming "
+            "(decision_id bigint, route_id bigint, embedder_id bigint, refused boolean, "
+            "occurred_at timestamptz, vector halfvec, space text) ON COMMIT DELETE ROWS"
+        )
+        copy_vectors(
+            cursor,
+            (
+                (pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector, version.space_key)
+                for (pk, _, outcome, occurred_at), vector in zip(decisions, vectors, strict=True)
+            ),
+            table="similarity_incoming",
+        )
+        cursor.execute(
+            "INSERT INTO similarity_questionvector "
+            "(decision_id, route_id, embedder_id, refused, occurred_at, vector, space) "
+            "SELECT decision_id, route_id, embedder_id, refused, occurred_at, vector, space FROM similarity_incoming "
+            "WHERE EXISTS (SELECT 1 FROM similarity_embedderversion v WHERE v.id = %s AND v.state <> %s) "
+            "ON CONFLICT DO NOTHING",
+            [version.pk, EmbedderState.RETIRED],
+        )
+        stored = cursor.rowcount
+        cursor.execute("DELETE FROM similarity_incoming")
+    return stored
+
+
+def _decision_rows(queryset) -> list[tuple[int, str, str, datetime]]:
+    return list(queryset.values_list("pk", "question", "outcome", "occurred_at"))
+
+
+def vectors_embed(*, decision_ids: list[int]) -> int:
+    """After ingest: give new decisions of built-in routes a vector from every live embedder
+    version (current, and one still re-embedding), and ask for a (re)fit when a route has none
+    or has doubled since its current one was fitted."""
+    routes = set(Decision.objects.filter(pk__in=decision_ids).values_list("route_id", flat=True))
+    sent = set(
+        RouteEmbedding.objects.filter(route_id__in=routes, source=Source.SENT).values_list("route_id", flat=True)
+    )
+    stored = 0
+    for route_id in sorted(routes - sent):
+        versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
+        for version in versions:
+            model = _model_load(version)
+            if model is None:
+                continue  # retired since it was read: its model and vectors are gone
+            for start in range(0, len(decision_ids), _EMBED_CHUNK):
+                with transaction.atomic():
+                    rows = _decision_rows(
+                        Decision.objects.filter(route_id=route_id, pk__in=decision_ids[start : start + _EMBED_CHUNK])
+                    )
+                    stored += _embed_and_store(version, model, rows)
+        if _needs_fit(route_id, versions):
+            enqueue("similarity.embedder_fit", route_id=route_id)
+    return stored
+
+
+def vectors_embed_missing(*, limit: int = 20_000) -> int:
+    """Sweeper: decisions of built-in routes still without a vector from their current version
+    (an after-ingest job that never reached the broker), embedded now."""
+    stored = 0
+    for version in EmbedderVersion.objects.filter(state=EmbedderState.CURRENT):
+        missing = list(
+            Decision.objects.filter(route_id=version.route_id)
+            .exclude(question_vectors__space=version.space_key)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:limit]
+        )
+        if missing:
+            stored += vectors_embed(decision_ids=missing)
+    return stored
+
+
+def _needs_fit(route_id: int, versions: list[EmbedderVersion]) -> bool:
+    if any(v.state == EmbedderState.BUILDING for v in versions):
+        return False
+    # Asked after every ingest batch: read from the route's counters, not by counting its decisions.
+    total = route_decision_total(route_id)
+    current = next((v for v in versions if v.state == EmbedderState.CURRENT), None)
+    if current is None:
+        return total >= settings.SIMILARITY_MIN_FIT_QUESTIONS
+    return total >= 2 * current.route_questions
+
+
+_FIT_LOCK = 0x53696D46  # "SimF": one fit per route at a time, across workers
+
+
+def embedder_fit(*, actor: Actor, route_id: int, seed: int = 0, when_due: bool = False) -> EmbedderVersion | None:
+    """Fit a new built-in embedder version on the route's questions, embed every decision of the
+    route with it while the previous version keeps answering, build its index, make it current,
+    and drop the previous version's vectors. None when the route uses sent vectors, has too few
+    questions, or another fit of the route is running.
+
+    `when_due` (the after-ingest job): fit only if the route still needs it once the lock is held.
+    Every ingest batch of a route that is due asks for a fit, so several jobs queue up behind the
+    first; without the check each of them refitted the route again, re-embedding every question
+    for nothing."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_FIT_LOCK, route_id])
+        if not cursor.fetchone()[0]:
+            return None
+    try:
+        if when_due and not _needs_fit(route_id, list(EmbedderVersion.objects.filter(route_id=route_id))):
+            return None
+        return _fit_locked(actor=actor, route_id=route_id, seed=seed)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_FIT_LOCK, route_id])
+
+
+def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | None:
+    route = Route.objects.get(pk=route_id)
+    if RouteEmbedding.objects.filter(route=route, source=Source.SENT).exists():
+        return None
+    total = route_decision_total(route.pk)
+    if total < 2:
+        return None
+    sample = list(
+        Decision.objects.filter(route=route)
+        .order_by("?")
+        .values_list("question", flat=True)[: settings.SIMILARITY_FIT_SAMPLE]
+    )
+    model = embedder.fit(sample, seed=seed)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO similarity_routeembedding (route_id, source, dimension, index_ready, created_at) "
+                "VALUES (%s, %s, %s, false, now()) ON CONFLICT (route_id) DO NOTHING RETURNING route_id",
+                [route.pk, Source.BUILTIN, embedder.DIMENSION],
+            )
+            fixed = cursor.fetchone() is not None
+        if RouteEmbedding.objects.get(route=route).source != Source.BUILTIN:
+            return None  # sent vectors arrived while fitting
+        last = EmbedderVersion.objects.filter(route=route).order_by("-number").first()
+        version = EmbedderVersion.objects.create(
+            route=route,
+            number=(last.number + 1) if last else 1,
+            dimension=embedder.DIMENSION,
+            components=embedder.components(model),
+            fitted_on=len(sample),
+            route_questions=total,
+        )
+        space_partition_create(version.space_key)
+        EmbedderModel.objects.create(version=version, data=embedder.dumps(model))
+        if fixed:
+            audit_record(
+                actor=actor,
+                action=Action.QUESTION_VECTORS_FIXED,
+                object_type="route",
+                object_id=route.pk,
+                route=route.slug,
+                payload={"new": {"source": Source.BUILTIN, "dimension": embedder.DIMENSION}},
+            )
+        audit_record(
+            actor=actor,
+            action=Action.EMBEDDER_FITTED,
+            object_type="embedder_version",
+            object_id=version.pk,
+            route=route.slug,
+            payload={"new": {"number": version.number, "fitted_on": len(sample), "components": version.components}},
+        )
+    embedder_reembed(actor=actor, version=version, model=model)
+    return version
+
+
+def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> None:
+    """Embed every decision of the route with `version`, then make it current."""
+    model = model if model is not None else _model_load(version)
+    if model is None:
+        return  # retired: nothing to re-embed
+    last_id = 0
+    while True:
+        with transaction.atomic():
+            rows = _decision_rows(
+                Decision.objects.filter(route_id=version.route_id, pk__gt=last_id).order_by("pk")[:_EMBED_CHUNK]
+            )
+            if not rows:
+                break
+            _embed_and_store(version, model, rows)
+        last_id = rows[-1][0]
+    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
+    embedder_promote(actor=actor, version=version)
+
+
+def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
+    with transaction.atomic():
+        old = list(
+            EmbedderVersion.objects.select_for_update().filter(route_id=version.route_id, state=EmbedderState.CURRENT)
+        )
+        EmbedderVersion.objects.filter(pk__in=[v.pk for v in old]).update(state=EmbedderState.RETIRED)
+        EmbedderVersion.objects.filter(pk=version.pk).update(state=EmbedderState.CURRENT, current_since=timezone.now())
+        audit_record(
+            actor=actor,
+            action=Action.EMBEDDER_PROMOTED,
+            object_type="embedder_version",
+            object_id=version.pk,
+            route=version.route.slug,
+            payload={"old": [v.number for v in old], "new": version.number},
+        )
+    for retired in old:
+        # A retired version's vectors and model are never read again: their partitions go whole,
+        # index included (the version's row stays as history).
+        space_partition_drop(retired.space_key)
+
+
+def _model_load(version: EmbedderVersion):
+    """The version's fitted pipeline; None once it has retired (its model is gone)."""
+    data = EmbedderModel.objects.filter(version_id=version.pk).values_list("data", flat=True).first()
+    return None if data is None else embedder.loads(data)
