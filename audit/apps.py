@@ -7,6 +7,6 @@ class AuditConfig(AppConfig):
 
     def ready(self) -> None:
         from audit.selectors import chain_health
-        from console.core.health import register_report
+        from console.core.hooks import register_report
 
         register_report("audit_chain", chain_health)

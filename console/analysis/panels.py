@@ -19,6 +19,7 @@ from django.utils.safestring import mark_safe
 
 from console.analysis import charts, reports, selectors
 from console.analysis.forms import BandForm, CalibrationForm, CertifyForm, CostForm, PlannerForm, SettingsForm
+from console.analysis.hooks import side_panels
 from console.analysis.params import (
     FILTER_PREFIXES,
     CalibrationQuery,
@@ -442,21 +443,10 @@ def calibration_panel(page: Page) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- side panels of upper apps
 
-# Panels shown beside the operating-point table by apps above analysis, which analysis may not
-# import: each registers `fn(route, cutoffs) -> {"template", "context"} | None` from its
-# AppConfig.ready(). Disputes shows its per-band counts here.
-_side_panels: list[Callable[[Route, list[float]], dict[str, Any] | None]] = []
-
-
-def register_side_panel(fn: Callable[[Route, list[float]], dict[str, Any] | None]) -> None:
-    if fn not in _side_panels:
-        _side_panels.append(fn)
-
 
 def side_panels_panel(page: Page) -> dict[str, Any]:
     cutoffs = sorted(c for c in page.query.cutoffs if c is not None)
-    panels = [panel for fn in _side_panels if (panel := fn(page.route, cutoffs)) is not None]
-    return {"side_panels": panels}
+    return {"side_panels": side_panels(page.route, cutoffs)}
 
 
 # --------------------------------------------------------------------------- regions

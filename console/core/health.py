@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -9,22 +8,14 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from console.core.hooks import health_reports
+
 logger = logging.getLogger(__name__)
-
-# Reports that apps above core add to /healthz (registered from their AppConfig.ready()): each
-# answers (ok, details or None). They say what an operator must know about (a broken audit chain)
-# without taking the console out of service: answering 503 would not mend them, and the console
-# is what one investigates them with.
-_REPORTS: dict[str, Callable[[], tuple[bool, dict[str, Any] | None]]] = {}
-
-
-def register_report(name: str, report: Callable[[], tuple[bool, dict[str, Any] | None]]) -> None:
-    _REPORTS[name] = report
 
 
 def _reports() -> tuple[dict[str, bool], dict[str, Any]]:
     checks, details = {}, {}
-    for name, report in _REPORTS.items():
+    for name, report in health_reports().items():
         try:
             ok, detail = report()
         except Exception:  # noqa: BLE001 -- a report that cannot answer must not break the health check

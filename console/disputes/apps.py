@@ -8,7 +8,7 @@ class DisputesConfig(AppConfig):
 
     def ready(self) -> None:
         # Lower apps offer hooks; this app plugs into them (they may not import it).
-        from console.analysis.panels import register_side_panel
+        from console.analysis.hooks import register_side_panel
         from console.disputes import tasks, views
         from console.disputes.selectors import dispute_status_annotations, dispute_status_of
         from console.ledger.hooks import (

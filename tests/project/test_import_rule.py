@@ -181,3 +181,23 @@ def test_the_rule_would_catch_an_upward_import(edge, monkeypatch):
     source, target = edge
     monkeypatch.setitem(EDGES, source, EDGES[source] | {target})
     assert any(problem.startswith(f"{source} -> {target}") for problem in _violations())
+
+
+def _hook_points(path: Path) -> list[str]:
+    """Top-level functions that let another app plug into this one (`register_*`)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("register_")]
+
+
+def test_every_hook_point_lives_in_its_apps_hooks_module():
+    """An upper app looking for where to plug in reads one file per lower app: `<app>/hooks.py`."""
+    astray = sorted(
+        f"{module}.{name}" for module, path in MODULES.items() if path.name != "hooks.py" for name in _hook_points(path)
+    )
+    assert astray == []
+
+
+def test_the_hook_rule_would_catch_a_registry_outside_hooks(tmp_path):
+    planted = tmp_path / "panels.py"
+    planted.write_text("def register_side_panel(fn):\n    pass\n")
+    assert _hook_points(planted) == ["register_side_panel"]
