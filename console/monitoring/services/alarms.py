@@ -281,25 +281,37 @@ def _apply(*, actor: Actor, route: Route, policy: PolicyVersion, kind: str, seri
     inside_after = [day for day, out in zip(series.days, series.outside, strict=True) if day > current.last_flagged_day]
     if len(inside_after) >= DAYS_INSIDE_TO_CLOSE:
         with transaction.atomic():
-            current.status, current.closed_at = AlarmStatus.CLOSED, timezone.now()
-            current.closed_reason = "inside_limits"
             current.through_day = series.days[-1]
-            current.save(update_fields=["status", "closed_at", "closed_reason", "through_day"])
-            audit_record(
+            alarm_closed_record(
                 actor=actor,
-                action=Action.ALARM_CLOSED,
-                object_type="alarm",
-                object_id=current.pk,
-                route=route.slug,
-                payload={
-                    "kind": kind,
-                    "reason": "inside_limits",
-                    "status": {"old": AlarmStatus.OPEN, "new": AlarmStatus.CLOSED},
-                    "days_inside": [d.isoformat() for d in inside_after],
-                },
+                alarm=current,
+                reason="inside_limits",
+                context={"days_inside": [d.isoformat() for d in inside_after]},
             )
         return opened or "closed"
     return opened
+
+
+def alarm_closed_record(*, actor: Actor, alarm: Alarm, reason: str, context: dict[str, Any] | None = None) -> None:
+    """Close an alarm locked and found open by the caller, with its audit event: the one way an
+    alarm closes (days back inside the limits, an acknowledgement, a signature superseding its
+    version). The caller sets any other field first; `context` adds what the event should say."""
+    alarm.status, alarm.closed_at, alarm.closed_reason = AlarmStatus.CLOSED, timezone.now(), reason
+    alarm.full_clean()
+    alarm.save()
+    audit_record(
+        actor=actor,
+        action=Action.ALARM_CLOSED,
+        object_type="alarm",
+        object_id=alarm.pk,
+        route=alarm.route.slug,
+        payload={
+            "kind": alarm.kind,
+            "reason": reason,
+            "status": {"old": AlarmStatus.OPEN, "new": AlarmStatus.CLOSED},
+            **(context or {}),
+        },
+    )
 
 
 def monitor_route(*, actor: Actor, route: Route, today: date | None = None) -> dict[str, Any]:
@@ -344,25 +356,15 @@ def alarm_acknowledge(*, actor: Actor, user, alarm: Alarm, note: str) -> Alarm:
         locked = Alarm.objects.select_for_update().select_related("route").get(pk=alarm.pk)
         if locked.status != AlarmStatus.OPEN:
             raise Conflict("This alarm is already closed.", code="alarm_closed")
-        locked.status, locked.closed_at, locked.closed_reason = AlarmStatus.CLOSED, timezone.now(), "acknowledged"
-        locked.note, locked.acknowledged_by = note, user
-        locked.through_day = max(locked.through_day, timezone.now().date())
-        locked.full_clean()
-        locked.save()
         audit_record(
             actor=actor,
             action=Action.ALARM_ACKNOWLEDGED,
             object_type="alarm",
             object_id=locked.pk,
             route=locked.route.slug,
-            payload={"kind": locked.kind, "note": note, "status": {"old": AlarmStatus.OPEN, "new": locked.status}},
+            payload={"kind": locked.kind, "note": note, "status": {"old": AlarmStatus.OPEN, "new": AlarmStatus.CLOSED}},
         )
-        audit_record(
-            actor=actor,
-            action=Action.ALARM_CLOSED,
-            object_type="alarm",
-            object_id=locked.pk,
-            route=locked.route.slug,
-            payload={"kind": locked.kind, "reason": "acknowledged"},
-        )
+        locked.note, locked.acknowledged_by = note, user
+        locked.through_day = max(locked.through_day, timezone.now().date())
+        alarm_closed_record(actor=actor, alarm=locked, reason="acknowledged")
     return locked

@@ -201,6 +201,38 @@ def recheck_plan_adjust(*, actor: Actor, user, recheck: Recheck, half_width: flo
     return locked
 
 
+def recheck_closed_record(
+    *,
+    actor: Actor,
+    user,
+    recheck: Recheck,
+    resolution: str,
+    note: str,
+    new_policy: PolicyVersion | None,
+    context: dict[str, Any] | None = None,
+) -> None:
+    """Close a recheck locked and found open by the caller, with its audit event: the one way a
+    recheck closes, by hand or when a signature supersedes its version (`context` adds why)."""
+    recheck.status, recheck.resolution, recheck.note = RecheckStatus.CLOSED, resolution, note
+    recheck.closed_at, recheck.closed_by, recheck.new_policy = timezone.now(), user, new_policy
+    recheck.full_clean()
+    recheck.save()
+    audit_record(
+        actor=actor,
+        action=Action.RECHECK_CLOSED,
+        object_type="recheck",
+        object_id=recheck.pk,
+        route=recheck.route.slug,
+        payload={
+            "status": {"old": RecheckStatus.OPEN, "new": RecheckStatus.CLOSED},
+            "resolution": resolution,
+            "note": note,
+            "new_policy": new_policy.pk if new_policy else None,
+            **(context or {}),
+        },
+    )
+
+
 def recheck_close(
     *, actor: Actor, user, recheck: Recheck, resolution: str, note: str = "", new_policy: PolicyVersion | None = None
 ) -> Recheck:
@@ -227,22 +259,8 @@ def recheck_close(
         locked = Recheck.objects.select_for_update().select_related("route", "policy").get(pk=recheck.pk)
         if locked.status != RecheckStatus.OPEN:
             raise Conflict("This recheck is already closed.", code="recheck_closed")
-        locked.status, locked.resolution, locked.note = RecheckStatus.CLOSED, resolution, note
-        locked.closed_at, locked.closed_by, locked.new_policy = timezone.now(), user, new_policy
-        locked.full_clean()
-        locked.save()
-        audit_record(
-            actor=actor,
-            action=Action.RECHECK_CLOSED,
-            object_type="recheck",
-            object_id=locked.pk,
-            route=locked.route.slug,
-            payload={
-                "status": {"old": RecheckStatus.OPEN, "new": RecheckStatus.CLOSED},
-                "resolution": resolution,
-                "note": note,
-                "new_policy": new_policy.pk if new_policy else None,
-            },
+        recheck_closed_record(
+            actor=actor, user=user, recheck=locked, resolution=resolution, note=note, new_policy=new_policy
         )
         policy = locked.policy
         if (

@@ -10,12 +10,11 @@ outside its limits an alarm of its own.
 
 from __future__ import annotations
 
-from django.utils import timezone
-
-from audit.models import Action
-from audit.services import Actor, audit_record
+from audit.services import Actor
 from console.governance.models import PolicyVersion
 from console.monitoring.models import Alarm, AlarmStatus, Recheck, RecheckResolution, RecheckStatus
+from console.monitoring.services.alarms import alarm_closed_record
+from console.monitoring.services.rechecks import recheck_closed_record
 
 SUPERSEDED = "superseded"
 
@@ -31,41 +30,24 @@ def _note(superseded: PolicyVersion, by: PolicyVersion) -> str:
 def policy_superseded_resolve(*, actor: Actor, user, superseded: PolicyVersion, by: PolicyVersion) -> None:
     """Close the open rechecks and alarms of `superseded` (registered with governance's
     `register_on_supersede`; runs inside the signing transaction)."""
-    now, note = timezone.now(), _note(superseded, by)
+    note = _note(superseded, by)
     versions = {"old": superseded.version, "new": by.version}
-    for recheck in Recheck.objects.select_for_update().filter(policy=superseded, status=RecheckStatus.OPEN):
-        recheck.status, recheck.resolution, recheck.note = RecheckStatus.CLOSED, RecheckResolution.SIGNED, note
-        recheck.closed_at, recheck.closed_by, recheck.new_policy = now, user, by
-        recheck.save(update_fields=["status", "resolution", "note", "closed_at", "closed_by", "new_policy"])
-        audit_record(
+    for recheck in (
+        Recheck.objects.select_for_update().select_related("route").filter(policy=superseded, status=RecheckStatus.OPEN)
+    ):
+        recheck_closed_record(
             actor=actor,
-            action=Action.RECHECK_CLOSED,
-            object_type="recheck",
-            object_id=recheck.pk,
-            route=by.route.slug,
-            payload={
-                "status": {"old": RecheckStatus.OPEN, "new": RecheckStatus.CLOSED},
-                "resolution": RecheckResolution.SIGNED,
-                "reason": SUPERSEDED,
-                "note": note,
-                "new_policy": by.pk,
-                "policy_version": versions,
-            },
+            user=user,
+            recheck=recheck,
+            resolution=RecheckResolution.SIGNED,
+            note=note,
+            new_policy=by,
+            context={"reason": SUPERSEDED, "policy_version": versions},
         )
-    for alarm in Alarm.objects.select_for_update().filter(policy=superseded, status=AlarmStatus.OPEN):
-        alarm.status, alarm.closed_at, alarm.closed_reason, alarm.note = AlarmStatus.CLOSED, now, SUPERSEDED, note
-        alarm.save(update_fields=["status", "closed_at", "closed_reason", "note"])
-        audit_record(
-            actor=actor,
-            action=Action.ALARM_CLOSED,
-            object_type="alarm",
-            object_id=alarm.pk,
-            route=by.route.slug,
-            payload={
-                "kind": alarm.kind,
-                "reason": SUPERSEDED,
-                "status": {"old": AlarmStatus.OPEN, "new": AlarmStatus.CLOSED},
-                "note": note,
-                "policy_version": versions,
-            },
+    for alarm in (
+        Alarm.objects.select_for_update().select_related("route").filter(policy=superseded, status=AlarmStatus.OPEN)
+    ):
+        alarm.note = note
+        alarm_closed_record(
+            actor=actor, alarm=alarm, reason=SUPERSEDED, context={"note": note, "policy_version": versions}
         )
