@@ -151,7 +151,7 @@ def web_server(*, workers: int = 2, threads: int = 2):
 
 def month_partitions(cursor, moments) -> None:
     """Create the month partitions that rows about to be COPYed need: the decisions and their
-    per-decision tables are partitioned by month (console/core/partitions.py), and ingest makes
+    per-decision tables are partitioned by month (console/ledger/partitions.py), and ingest makes
     them as it goes, which a raw COPY does not."""
     from console.core.partitions import months_ensure
 

@@ -141,7 +141,7 @@ class GradingItem(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="grading_items",
-        db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/core/partitions.py)
+        db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/ledger/partitions.py)
         help_text="Empty for gold items written by hand.",
     )
     own_question = models.TextField(
@@ -264,7 +264,7 @@ class LabelMethod(models.TextChoices):
 class FinalLabel(models.Model):
     """Whether a decision's answer under review is correct: what the statistics read."""
 
-    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/core/partitions.py).
+    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/ledger/partitions.py).
     decision = models.OneToOneField(
         "ledger.Decision", on_delete=models.PROTECT, related_name="final_label", db_constraint=False
     )

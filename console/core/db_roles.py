@@ -24,9 +24,19 @@ from django.conf import settings
 from django.db import connections, transaction
 
 _CREDENTIALS = ("USER", "PASSWORD")
-# Tables whose rows the app may add and read but never change or remove: the audit trail, and the
-# passage dictionaries that stored passages name (console/ledger/compression.py).
-APPEND_ONLY_TABLES = ("audit_auditevent", "ledger_passagedictionary")
+
+
+def append_only_tables() -> list[str]:
+    """Tables whose rows the app role may add and read but never change or remove, as their apps
+    declare them: an AppConfig lists such models in `append_only_models` (the audit trail; the
+    passage dictionaries that stored passages name)."""
+    from django.apps import apps
+
+    return sorted(
+        config.get_model(name)._meta.db_table
+        for config in apps.get_app_configs()
+        for name in getattr(config, "append_only_models", ())
+    )
 
 
 def owner_credentials() -> dict[str, str] | None:
@@ -74,7 +84,7 @@ def app_privileges_grant(*, alias: str, app_role: str) -> None:
         cursor.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
         cursor.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
         cursor.execute(f"GRANT SELECT, USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {role}")
-        for table in APPEND_ONLY_TABLES:
+        for table in append_only_tables():
             cursor.execute("SELECT to_regclass(%s)", [table])
             if cursor.fetchone()[0] is None:  # migrated back to before the table
                 continue

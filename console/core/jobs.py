@@ -14,6 +14,10 @@ A broker can also be reachable but silent (paused, overloaded, a half-open conne
 socket timeout in CELERY_BROKER_TRANSPORT_OPTIONS bounds one publish, and after a failed publish
 this process leaves jobs to the sweepers for BROKER_BACKOFF_SECONDS instead of waiting again, so
 an ingest request stays within a few seconds however many jobs it queues.
+
+The project's Celery app (the one the project package makes when it is imported) is
+reached as `celery.current_app`, as `shared_task` reaches it: core does not import the project's
+wiring.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from celery import shared_task
+from celery import current_app, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 
@@ -59,11 +63,9 @@ def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
     `task` is a task or its registered name: a service queues the task that wraps another service
     of its own app by name, since the tasks module imports the services module."""
     if isinstance(task, str):
-        from console.celery import app
-
-        if task not in app.tasks:  # a web process imports the apps' tasks modules on first need
-            app.loader.import_default_modules()
-        task = app.tasks[task]
+        if task not in current_app.tasks:  # a web process imports the apps' tasks modules on first need
+            current_app.loader.import_default_modules()
+        task = current_app.tasks[task]
 
     def publish() -> None:
         if _embedded_broker_absent():
@@ -93,9 +95,7 @@ def _broker_failed() -> None:
 def _broker_backing_off() -> bool:
     """True for a while after a failed publish. Eager mode (tests) runs tasks in process and never
     waits on a broker, so it never backs off."""
-    from console.celery import app
-
-    return not app.conf.task_always_eager and time.monotonic() < _broker_down_until
+    return not current_app.conf.task_always_eager and time.monotonic() < _broker_down_until
 
 
 def broker_recovered() -> None:
@@ -109,11 +109,9 @@ def _embedded_broker_absent() -> bool:
 
     Eager mode (tests) never touches the broker, so it is never absent there.
     """
-    from console.celery import app
-
-    if app.conf.task_always_eager:
+    if current_app.conf.task_always_eager:
         return False
-    url = app.conf.broker_url or ""
+    url = current_app.conf.broker_url or ""
     if not url.startswith("redis+socket://"):
         return False
     return not Path(unquote(url.removeprefix("redis+socket://"))).exists()

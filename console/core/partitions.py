@@ -1,35 +1,26 @@
-"""Monthly partitions: the decision table and its per-decision tables, one partition per UTC month.
+"""Monthly partitions: generic helpers for tables partitioned by RANGE on a timestamp, one partition
+per UTC month, named `<table>_yYYYYmMM`. Nothing here names an app's table; the ledger's use of
+them (the decisions and their per-decision tables, the statement checks on their reference to a
+decision) is console/ledger/partitions.py, and migrations run frozen copies of this SQL
+(console/ledger/migrations/_partitions_v1.py).
 
-`ledger_decision` is partitioned by RANGE (occurred_at). A per-decision table that grows with
-every decision (the ranked passages, the span-check figures) carries a copy of its decision's
-occurred_at in `decision_occurred_at`, is partitioned the same way, and refers to its decision by
-(decision_id, decision_occurred_at): a month's rows of every such table live in partitions of the
-same month, and `manage.py archive_month` detaches them together. Partitions are named
-`<table>_yYYYYmMM`. That reference is checked once per statement (`console_decision_month_check`),
-and statement triggers on the decisions carry a changed occurred_at to those rows and delete them
-with their decision; a foreign key did the same, but checked each row with a query on the
-partitioned decisions, which halved ingest.
+PostgreSQL wants the partition key in every unique constraint of a partitioned table, so a
+partitioned table's primary key holds its key and nothing else can hold a foreign key to its id
+alone. Tables that point at such a table keep the id column and get a statement trigger instead,
+`console_reference_check` (`reference_check_sql`), which refuses an INSERT naming a row that does
+not exist (the same check a foreign key makes on insert).
 
-PostgreSQL wants the partition key in every unique constraint of a partitioned table, so the
-decision's primary key is (id, occurred_at) and nothing else can hold a foreign key to its id
-alone. The smaller tables that point at a decision (pool items, labels, disputes, vectors, shadow
-runs, trial calls, span checks) keep their decision_id and get a statement trigger instead,
-`console_reference_check`, which refuses an INSERT naming a decision that does not exist (the
-same check a foreign key makes on insert). Deleting a decision goes through Django, whose
-on_delete rules still protect or cascade; the archive command takes care of a month's dependants.
-
-Partitions are made on demand: `months_ensure` (ingest calls it before writing a batch) runs
-`console_month_partitions`, a function owned by the migrating role (only a table's owner may add
-partitions to it) that creates what is missing for every table of the schema partitioned by range
-(the question vectors are partitioned by list, per vector space: console/similarity/models.py). Each
-partition is created on its own and attached, which locks the parent against other schema
-changes only (SHARE UPDATE EXCLUSIVE), not against reads and writes, as `CREATE TABLE ... PARTITION
-OF` would. The check that finds everything there takes no lock at all.
+Partitions are made on demand: `months_ensure` runs `console_month_partitions`, a function owned by
+the migrating role (only a table's owner may add partitions to it) that creates what is missing for
+every table of the schema partitioned by range. Each partition is created on its own and attached,
+which locks the parent against other schema changes only (SHARE UPDATE EXCLUSIVE), not against
+reads and writes, as `CREATE TABLE ... PARTITION OF` would. The check that finds everything there
+takes no lock at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -147,11 +138,13 @@ class MonthPartition:
     bytes: int
 
 
-def month_partitions(*, cursor=None) -> list[MonthPartition]:
-    """Every month partition of the schema, oldest month first, decisions last within a month."""
+def month_partitions(*, referred: Collection[str] = (), cursor=None) -> list[MonthPartition]:
+    """Every month partition of the schema, oldest month first; within a month, partitions of the
+    `referred` tables (those other tables' rows point at) come last, so that detaching in this order
+    never leaves a month with rows whose referred row is gone."""
     if cursor is None:
         with connection.cursor() as own:
-            return month_partitions(cursor=own)
+            return month_partitions(referred=referred, cursor=own)
     cursor.execute(
         """
         SELECT parent.relname, part.relname, part.reltuples::bigint, pg_total_relation_size(part.oid)
@@ -167,9 +160,7 @@ def month_partitions(*, cursor=None) -> list[MonthPartition]:
     for parent, name, rows, size in cursor.fetchall():
         month = date(int(name[-7:-3]), int(name[-2:]), 1)
         found.append(MonthPartition(parent, name, month, max(int(rows), 0), int(size)))
-    # The decisions' partition goes last, so that a month is never left with rows whose decision
-    # is gone (the archive detaches in this order).
-    return sorted(found, key=lambda p: (p.month, p.parent == "ledger_decision", p.parent))
+    return sorted(found, key=lambda p: (p.month, p.parent in referred, p.parent))
 
 
 def table_partition_by_month(
@@ -183,8 +174,8 @@ def table_partition_by_month(
     that another table held to this one's id becomes a `console_reference_check` trigger on that
     table. With `refers` = (column, table referred to, its key), `key` is a new column copied from
     the referred row, and the reference becomes a foreign key on (column, key) that follows the
-    referred row when its month changes (ledger migration 0010 then trades that key for
-    `month_reference_by_statement`'s check). `months` are made in advance besides the rows' own.
+    referred row when its month changes (the ledger then traded that key for a statement check:
+    console/ledger/partitions.py). `months` are made in advance besides the rows' own.
     """
     old = f"{table}_unpartitioned"
     cursor.execute(
@@ -276,67 +267,3 @@ def table_partition_by_month(
     for other, _, column in referring:
         cursor.execute(reference_check_sql(other, column, table))
     cursor.execute(f"ANALYZE {table}")
-
-
-# A per-decision table's reference to its decision's (id, occurred_at), checked once per statement
-# (a foreign key would check it once per row, each a query on the partitioned decisions: that
-# halved ingest), and the decisions' statement triggers that carry a changed occurred_at to those
-# rows and delete them with their decision. The per-decision tables are found by their check
-# trigger's name.
-MONTH_REFERENCE_FUNCTIONS = """
-CREATE OR REPLACE FUNCTION console_decision_month_check() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-    missing bigint;
-BEGIN
-    SELECT n.decision_id INTO missing FROM (SELECT DISTINCT decision_id, decision_occurred_at FROM new_rows) n
-     WHERE NOT EXISTS (SELECT 1 FROM ledger_decision d
-                        WHERE d.id = n.decision_id AND d.occurred_at = n.decision_occurred_at OFFSET 0)
-     LIMIT 1;
-    IF missing IS NOT NULL THEN
-        RAISE EXCEPTION 'insert on table "%" violates the reference to "ledger_decision"', TG_TABLE_NAME
-            USING ERRCODE = 'foreign_key_violation',
-                  DETAIL = format('Key (decision_id, decision_occurred_at) of decision %s is not present in '
-                                  'table "ledger_decision".', missing);
-    END IF;
-    RETURN NULL;
-END
-$fn$;
-CREATE OR REPLACE FUNCTION ledger_decision_month_follow() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-    child text;
-BEGIN
-    FOR child IN
-        SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-         WHERE NOT t.tgisinternal AND NOT c.relispartition AND t.tgname = c.relname || '_decision_month_exists'
-         ORDER BY c.relname
-    LOOP
-        IF TG_OP = 'UPDATE' THEN
-            EXECUTE format(
-                'UPDATE %I AS c SET decision_occurred_at = n.occurred_at '
-                'FROM new_rows n JOIN old_rows o ON o.id = n.id '
-                'WHERE c.decision_id = n.id AND n.occurred_at IS DISTINCT FROM o.occurred_at', child);
-        ELSE
-            EXECUTE format('DELETE FROM %I AS c USING old_rows o WHERE c.decision_id = o.id', child);
-        END IF;
-    END LOOP;
-    RETURN NULL;
-END
-$fn$;
-"""
-
-DECISION_FOLLOW_TRIGGERS = """
-CREATE TRIGGER ledger_decision_month_followed_update AFTER UPDATE ON ledger_decision
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger_decision_month_follow();
-CREATE TRIGGER ledger_decision_month_followed_delete AFTER DELETE ON ledger_decision
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ledger_decision_month_follow();
-"""
-
-
-def month_reference_by_statement(cursor, *, table: str) -> None:
-    """Replace `table`'s foreign key on (decision_id, decision_occurred_at) by the statement check."""
-    cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT IF EXISTS "{table}_decision_id_month_fk"')
-    cursor.execute(
-        f"CREATE TRIGGER {table}_decision_month_exists AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
-        "FOR EACH STATEMENT EXECUTE FUNCTION console_decision_month_check()"
-    )

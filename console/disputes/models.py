@@ -61,7 +61,7 @@ class Dispute(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="disputes",
-        db_constraint=False,  # checked by triggers: decisions are partitioned (console/core/partitions.py)
+        db_constraint=False,  # checked by triggers: decisions are partitioned (console/ledger/partitions.py)
         help_text="Empty for an appeal made before ingest.",
     )
     kind = models.CharField(max_length=32, choices=Kind.choices)

@@ -1,6 +1,6 @@
 """Archive a month: its decisions and everything stored per decision leave the database for files.
 
-The decisions and their per-decision tables are partitioned by month (console/core/partitions.py),
+The decisions and their per-decision tables are partitioned by month (console/ledger/partitions.py),
 so a month's rows are a set of partitions. Archiving one, in a single transaction:
 
 1. writes every row that goes to gzipped CSV files in a folder of its own (one file per table,
@@ -41,10 +41,11 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record_many
 from console.core.errors import Conflict, InvalidInput, NotFound
-from console.core.partitions import month_of, month_partitions
+from console.core.partitions import month_of
 from console.ledger.compression import decompress_text
 from console.ledger.hooks import archive_holds
 from console.ledger.models import Decision, DecisionPassage, Passage
+from console.ledger.partitions import decision_month_partitions
 
 _PASSAGE_BATCH = 5_000  # passages inflated and written out at a time
 
@@ -66,7 +67,7 @@ def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
     month = month_of(month)
     if month >= month_of(timezone.now()):
         raise InvalidInput(f"{month:%Y-%m} is the current month or later: decisions still arrive for it.")
-    parts = [p for p in month_partitions() if p.month == month]
+    parts = [p for p in decision_month_partitions() if p.month == month]
     decisions_part = next((p.name for p in parts if p.parent == Decision._meta.db_table), None)
     if decisions_part is None:
         raise NotFound(f"No decisions are stored for {month:%Y-%m}.")
@@ -104,7 +105,7 @@ def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
                     f"CREATE TEMPORARY TABLE archive_passages ON COMMIT DROP AS SELECT DISTINCT passage_id AS id "
                     f"FROM {links}"
                 )
-            for part in parts:  # per-decision tables first (month_partitions' order), then the decisions
+            for part in parts:  # per-decision tables first, then the decisions (decision_month_partitions)
                 with connection.cursor() as cursor:
                     cursor.execute(f"ALTER TABLE {part.parent} DETACH PARTITION {part.name}")
                     cursor.execute(f"DROP TABLE {part.name}")

@@ -147,7 +147,7 @@ class Outcome(models.TextChoices):
 class Decision(models.Model):
     """One gated decision, served or refused, as the answering system logged it.
 
-    The table is partitioned by UTC month of occurred_at (console/core/partitions.py): its primary
+    The table is partitioned by UTC month of occurred_at (console/ledger/partitions.py): its primary
     key in the database is (id, occurred_at), and the tables that point at a decision either carry
     its occurred_at too (the ranked passages, the span-check figures) or check on insert that the
     decision exists; Django's on_delete rules still apply to deletions made through it.

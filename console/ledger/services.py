@@ -97,7 +97,7 @@ class IngestResult:
 # key another open transaction has just inserted waits for that transaction. Two batches taking
 # their keys in different orders would each wait for the other: PostgreSQL's "deadlock detected".
 # So every write takes its keys in one global order: a month partition that is missing first (see
-# console/core/partitions.py), then passages by content key, then request keys and decisions by
+# console/ledger/partitions.py), then passages by content key, then request keys and decisions by
 # (route, request_id); the day counters' trigger upserts in key order too, and the audit append
 # comes last. New passages go through a temporary table into `INSERT ... ORDER BY content_key ON
 # CONFLICT DO NOTHING`, so a passage another batch stores first is read back instead of failing

@@ -11,7 +11,7 @@ class ShadowStatus(models.TextChoices):
 class ShadowRun(models.Model):
     """A refused decision re-run with the gate disabled on exactly the passages logged for it."""
 
-    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/core/partitions.py).
+    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/ledger/partitions.py).
     decision = models.ForeignKey(
         "ledger.Decision", on_delete=models.PROTECT, related_name="shadow_runs", db_constraint=False
     )

@@ -139,7 +139,7 @@ class QuestionVector(models.Model):
         on_delete=models.CASCADE,
         related_name="question_vectors",
         db_index=False,
-        db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/core/partitions.py)
+        db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/ledger/partitions.py)
     )
     route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
     embedder = models.ForeignKey(

@@ -101,7 +101,7 @@ class TrialCall(models.Model):
     claim (queued -> calling, by conditional update) make sure it is made at most once."""
 
     trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="calls")
-    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/core/partitions.py).
+    # Checked on insert by a trigger, not a foreign key: decisions are partitioned (console/ledger/partitions.py).
     decision = models.ForeignKey("ledger.Decision", on_delete=models.PROTECT, related_name="+", db_constraint=False)
     repeat = models.PositiveSmallIntegerField(help_text="1 .. trial.repeats")
     status = models.CharField(max_length=12, choices=CallStatus.choices, default=CallStatus.QUEUED)

@@ -16,7 +16,7 @@ class SupportStatus(models.TextChoices):
 class DecisionSupport(models.Model):
     """How much of a decision's claim its logged passages contain, word for word up to case."""
 
-    # Partitioned like the decisions (console/core/partitions.py): the database's key and foreign
+    # Partitioned like the decisions (console/ledger/partitions.py): the database's key and foreign
     # key are on (decision_id, decision_occurred_at).
     decision = models.OneToOneField(
         "ledger.Decision", on_delete=models.CASCADE, primary_key=True, related_name="support", db_constraint=False
@@ -63,7 +63,7 @@ class SpanCheck(models.Model):
     listed as such (selectors.span_checks_as_list). Rows stored before that hold every pair."""
 
     # No index of its own: one_check_per_unit_passage leads with the decision.
-    # A reference checked on insert by a trigger, not a foreign key (console/core/partitions.py).
+    # A reference checked on insert by a trigger, not a foreign key (console/ledger/partitions.py).
     decision = models.ForeignKey(
         "ledger.Decision", on_delete=models.CASCADE, related_name="span_checks", db_index=False, db_constraint=False
     )

@@ -1,4 +1,4 @@
-"""The decisions and their per-decision tables are partitioned by month (console/core/partitions.py)."""
+"""The decisions and their per-decision tables are partitioned by month (console/ledger/partitions.py)."""
 
 from __future__ import annotations
 

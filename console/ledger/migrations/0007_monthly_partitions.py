@@ -11,7 +11,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 from django.utils import timezone
 
-from console.core import partitions
+from console.ledger.migrations import _partitions_v1 as partitions
 
 
 def partition(apps, schema_editor):

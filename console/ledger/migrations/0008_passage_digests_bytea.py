@@ -4,8 +4,9 @@ Existing rows are converted in place with decode(..., 'hex'); the unique index o
 rebuilt by the type change. The model still reads and writes hex (DigestField).
 """
 
-import console.ledger.models
 from django.db import migrations
+
+from console.ledger.migrations import _fields_v1
 
 FORWARD = (
     "ALTER TABLE ledger_passage "
@@ -29,14 +30,14 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="passage",
                     name="content_key",
-                    field=console.ledger.models.DigestField(
+                    field=_fields_v1.DigestField(
                         help_text="SHA-256 over id, corpus, text hash, source, uri."
                     ),
                 ),
                 migrations.AlterField(
                     model_name="passage",
                     name="text_sha256",
-                    field=console.ledger.models.DigestField(help_text="SHA-256 of the UTF-8 text."),
+                    field=_fields_v1.DigestField(help_text="SHA-256 of the UTF-8 text."),
                 ),
             ],
         )

@@ -11,7 +11,7 @@ decision table and halved ingest (bench/README.md, "Ten million decisions").
 
 from django.db import migrations
 
-from console.core import partitions
+from console.ledger.migrations import _partitions_v1 as partitions
 
 
 def _forward(apps, schema_editor):

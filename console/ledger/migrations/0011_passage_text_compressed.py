@@ -11,8 +11,8 @@ VACUUM FULL (or pg_repack) gives the space back to the file system.
 
 from django.db import migrations
 
-import console.ledger.models
-from console.ledger.compression import MARKER, compress_text, decompress_text
+from console.ledger.migrations import _fields_v1
+from console.ledger.migrations._compression_v1 import MARKER, compress_text, decompress_text
 
 BATCH = 2_000
 
@@ -46,7 +46,12 @@ def _compress(apps, schema_editor) -> None:
 
 
 def _inflate(apps, schema_editor) -> None:
-    _rewrite(schema_editor, lambda stored: decompress_text(stored).encode() if stored[:1] == bytes((MARKER,)) else stored)
+    _rewrite(
+        schema_editor,
+        lambda stored: (
+            decompress_text(stored, schema_editor.connection).encode() if stored[:1] == bytes((MARKER,)) else stored
+        ),
+    )
 
 
 class Migration(migrations.Migration):
@@ -59,7 +64,7 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="passage",
                     name="text",
-                    field=console.ledger.models.CompressedTextField(
+                    field=_fields_v1.CompressedTextField(
                         help_text="Stored deflated when that is shorter; reads give the text."
                     ),
                 ),

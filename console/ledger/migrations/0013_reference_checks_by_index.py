@@ -3,7 +3,7 @@ by index instead of hashing the whole decisions table once per statement (consol
 
 from django.db import migrations
 
-from console.core import partitions
+from console.ledger.migrations import _partitions_v1 as partitions
 
 
 def install(apps, schema_editor):

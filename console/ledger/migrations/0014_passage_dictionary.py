@@ -11,8 +11,8 @@ import django.db.models.functions.text
 import django.db.models.lookups
 from django.db import migrations, models
 
-import console.ledger.models
-from console.ledger.compression import DICTIONARY_MARKER, compress_text, decompress_text
+from console.ledger.migrations import _fields_v1
+from console.ledger.migrations._compression_v1 import DICTIONARY_MARKER, compress_text, decompress_text
 
 BATCH = 2_000
 
@@ -58,7 +58,10 @@ def _without_dictionaries(apps, schema_editor) -> None:
             cursor.execute(
                 "UPDATE ledger_passage AS p SET text = v.text "
                 "FROM unnest(%s::bigint[], %s::bytea[]) AS v(id, text) WHERE p.id = v.id",
-                [[pk for pk, _ in rows], [compress_text(decompress_text(stored)) for _, stored in rows]],
+                [
+                    [pk for pk, _ in rows],
+                    [compress_text(decompress_text(stored, schema_editor.connection)) for _, stored in rows],
+                ],
             )
 
 
@@ -71,7 +74,7 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.SmallAutoField(primary_key=True, serialize=False)),
                 ("data", models.BinaryField(help_text="The preset dictionary: passage text, the most recent last.")),
-                ("sha256", console.ledger.models.DigestField(help_text="SHA-256 of data.")),
+                ("sha256", _fields_v1.DigestField(help_text="SHA-256 of data.")),
                 ("sample_passages", models.PositiveIntegerField(help_text="Passages whose text went into data.")),
                 (
                     "sample_bytes",

@@ -11,7 +11,7 @@ import django.db.models.functions.text
 import django.db.models.lookups
 from django.db import migrations, models
 
-import console.ledger.models
+from console.ledger.migrations import _fields_v1
 
 FORWARD = "ALTER TABLE ledger_decision ALTER COLUMN content_hash TYPE bytea USING decode(content_hash, 'hex')"
 BACKWARD = "ALTER TABLE ledger_decision ALTER COLUMN content_hash TYPE varchar(64) USING encode(content_hash, 'hex')"
@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="decision",
                     name="content_hash",
-                    field=console.ledger.models.DigestField(
+                    field=_fields_v1.DigestField(
                         help_text="SHA-256 of the decision as sent; replays compare it."
                     ),
                 ),

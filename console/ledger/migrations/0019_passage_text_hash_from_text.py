@@ -12,14 +12,12 @@ import hashlib
 
 from django.db import migrations
 
-import console.ledger.models
+from console.ledger.migrations._compression_v1 import decompress_text
 
 BATCH = 5_000
 
 
 def _hash_again(apps, schema_editor):
-    from console.ledger.compression import decompress_text
-
     with schema_editor.connection.cursor() as cursor:
         last = 0
         while True:
@@ -32,7 +30,10 @@ def _hash_again(apps, schema_editor):
                 "FROM unnest(%s::bigint[], %s::bytea[]) AS v(id, digest) WHERE p.id = v.id",
                 [
                     [pk for pk, _ in rows],
-                    [hashlib.sha256(decompress_text(text).encode()).digest() for _, text in rows],
+                    [
+                        hashlib.sha256(decompress_text(text, schema_editor.connection).encode()).digest()
+                        for _, text in rows
+                    ],
                 ],
             )
             last = rows[-1][0]

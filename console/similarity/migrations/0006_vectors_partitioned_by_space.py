@@ -25,7 +25,7 @@ from django.db import migrations, models
 from django.db.models import Value
 from django.db.models.functions import Cast, Concat
 
-from console.core import partitions
+from console.ledger.migrations import _partitions_v1 as partitions
 
 FUNCTIONS = r"""
 DROP FUNCTION IF EXISTS similarity_index_create(text, integer, bigint, bigint, integer, integer);

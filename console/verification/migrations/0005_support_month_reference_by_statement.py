@@ -3,7 +3,7 @@ statement instead of by a foreign key checked per row (see ledger migration 0010
 
 from django.db import migrations
 
-from console.core import partitions
+from console.ledger.migrations import _partitions_v1 as partitions
 
 
 def _forward(apps, schema_editor):

@@ -7,8 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 from audit.services import Actor
 from console.core.db_roles import as_owner
 from console.core.errors import ServiceError
-from console.core.partitions import month_partitions
 from console.ledger.archive import month_archive
+from console.ledger.partitions import decision_month_partitions
 
 
 def _month(text: str) -> date:
@@ -37,7 +37,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, month, to, show, **options):
         if show or not month:
-            for part in month_partitions():
+            for part in decision_month_partitions():
                 self.stdout.write(f"{part.month:%Y-%m}  {part.parent:<32} ~{part.rows:>12,} rows {part.bytes:>14,} B")
             return
         when = _month(month)
