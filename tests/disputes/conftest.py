@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from tests import factories
@@ -29,6 +30,23 @@ def client_for(user) -> APIClient:
     client.credentials(HTTP_AUTHORIZATION=f"Token {factories.make_token(user)}")
     client.user = user
     return client
+
+
+def pages_for(user) -> Client:
+    """A browser-like client signed in as `user`, for the HTML pages."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def reader_pages(reader):
+    return pages_for(reader.user)
+
+
+@pytest.fixture
+def reviewer_pages(reviewer):
+    return pages_for(reviewer.user)
 
 
 @pytest.fixture

@@ -7,22 +7,8 @@ from __future__ import annotations
 import re
 from html import unescape
 
-import pytest
-from django.test import Client
-
 from console.disputes.models import Dispute
-from tests.disputes.conftest import PASSAGES, open_dispute, passage_id
-
-
-def pages_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def reader_pages(reader):
-    return pages_for(reader.user)
+from tests.disputes.conftest import PASSAGES, open_dispute, pages_for, passage_id
 
 
 def test_the_form_is_a_panel_of_its_own_with_a_field_per_line(decisions, reader_pages):

@@ -6,29 +6,11 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-import pytest
-from django.test import Client
 from django.utils import timezone
 
 from console.disputes.models import Dispute
 from tests import factories
 from tests.disputes.conftest import open_dispute, passage_id
-
-
-def pages_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def reader_pages(reader):
-    return pages_for(reader.user)
-
-
-@pytest.fixture
-def reviewer_pages(reviewer):
-    return pages_for(reviewer.user)
 
 
 def test_a_reader_disputes_from_the_refusal_page_and_the_quote_is_highlighted(decisions, reader_pages):
