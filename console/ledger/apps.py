@@ -5,3 +5,8 @@ class LedgerConfig(AppConfig):
     name = "console.ledger"
     label = "ledger"
     verbose_name = "Decision ledger"
+
+    def ready(self) -> None:
+        from console.ledger import workspace
+
+        workspace.register()
