@@ -82,14 +82,18 @@ def route_new(request):
     slug_form = RouteSlugForm(data)
     section_forms = _section_forms(data, None)
     if data is not None and slug_form.is_valid() and all(form.is_valid() for _, form in section_forms):
-        route = services.route_settings_create(
-            actor=Actor.user(request.user),
-            user=request.user,
-            slug=slug_form.cleaned_data["slug"],
-            sections=_sections_data(section_forms),
-        )
-        messages.success(request, f"Route {route.slug} created. Add the people who work on it below.")
-        return redirect("route-members", slug=route.slug)
+        try:
+            route = services.route_settings_create(
+                actor=Actor.user(request.user),
+                user=request.user,
+                slug=slug_form.cleaned_data["slug"],
+                sections=_sections_data(section_forms),
+            )
+        except (InvalidInput, Conflict) as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Route {route.slug} created. Add the people who work on it below.")
+            return redirect("route-members", slug=route.slug)
     return render(request, "accounts/route_new.html", {"slug_form": slug_form, "section_forms": section_forms})
 
 

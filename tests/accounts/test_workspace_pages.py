@@ -13,7 +13,7 @@ from audit.models import Action, AuditEvent
 from console.accounts.models import ApiToken, RoleGrant, hash_token
 from console.ledger.models import Route
 from console.monitoring.models import RouteMonitoring
-from tests.factories import make_route, make_user
+from tests.factories import make_user
 
 NON_ADMIN_ROLES = ("grader", "reader", "reviewer", "policy_owner", "auditor", "integrator")
 PAGES = ("/workspace/", "/routes/new/", "/routes/it-support/settings/", "/routes/it-support/members/", "/tokens/")
