@@ -344,3 +344,23 @@ def test_issue_token_names_the_token_and_gives_it_an_expiry(route, capsys):
     token = ApiToken.objects.get(key_hash=hash_token(key))
     assert token.name == "nightly import"
     assert timedelta(days=6, hours=23) < token.expires_at - timezone.now() <= timedelta(days=7)
+
+
+# --- what every page of the site keeps ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_help_and_error_text_a_field_names_is_on_the_page(admin_page, path):
+    import re
+
+    for response in (admin_page.get(path), admin_page.post(path, {"slug": "Not a slug!", "username": "x"})):
+        page = response.content.decode()
+        ids = set(re.findall(r'\sid="([^"]+)"', page))
+        described = {i for value in re.findall(r'aria-describedby="([^"]+)"', page) for i in value.split()}
+        assert described <= ids, described - ids
+
+
+def test_the_tokens_expiry_is_typed_as_iso_text(admin_page):
+    page = admin_page.get("/tokens/").content.decode()
+    [expiry] = [i for i in page.split("<input") if 'name="expires_on"' in i]
+    assert 'type="text"' in expiry and 'placeholder="YYYY-MM-DD"' in expiry
