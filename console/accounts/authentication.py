@@ -59,6 +59,7 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "header",
             "name": "Authorization",
-            "description": "API token issued by an administrator (`manage.py issue_token`), sent as "
-            "`Authorization: Token <key>`.",
+            "description": "API token issued by an administrator (the console's `/tokens/` page or "
+            "`manage.py issue_token`), sent as `Authorization: Token <key>`. Expired and revoked tokens "
+            "are refused with 401.",
         }
