@@ -161,8 +161,9 @@ def tokens_revoke(*, actor: Actor, token_ids: list[int]) -> int:
 def route_settings_create(*, actor: Actor, user, slug: str, sections: dict[str, dict[str, Any]]):
     """Create a route with its settings: the section that creates routes (the ledger's) makes it, then
     every other registered section saves its part, all in one transaction."""
+    creator = workspace.route_creator()
     with transaction.atomic(durable=True):
-        route = workspace.route_creator().create(actor=actor, slug=slug, data=sections[workspace.route_creator().key])
+        route = creator.create(actor=actor, slug=slug, data=sections[creator.key])
         for section in workspace.route_sections():
             if section.create is None:
                 section.save(actor=actor, user=user, route=route, data=sections[section.key])

@@ -15,8 +15,14 @@ from console.ledger.models import Route
 from console.monitoring.models import RouteMonitoring
 from tests.factories import make_user
 
-NON_ADMIN_ROLES = ("grader", "reader", "reviewer", "policy_owner", "auditor", "integrator")
+NON_ADMIN_ROLES = ("grader", "reader", "reviewer", "policy_owner", "auditor", "integrator", None)
 PAGES = ("/workspace/", "/routes/new/", "/routes/it-support/settings/", "/routes/it-support/members/", "/tokens/")
+
+
+def client_user(client: Client):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get(pk=client.session["_auth_user_id"])
 
 
 def _page(user) -> Client:
@@ -72,7 +78,8 @@ def test_every_workspace_page_answers_403_to_every_role_but_admin(route, role):
     for path in PAGES:
         assert client.get(path).status_code == 403, path
         assert client.post(path, {}).status_code == (405 if path == "/workspace/" else 403), path
-    grant = RoleGrant.objects.get(user__username=f"someone-{role}")
+    grant = RoleGrant.objects.create(user=client_user(client), role="grader", route=route) if role is None else None
+    grant = grant or RoleGrant.objects.get(user__username=f"someone-{role}")
     token = ApiToken.objects.create(user=grant.user, key_hash="0" * 64, prefix="arc_x")
     assert client.post(f"/routes/it-support/members/{grant.pk}/revoke/").status_code == 403
     assert client.post(f"/tokens/{token.pk}/revoke/").status_code == 403
@@ -364,3 +371,24 @@ def test_the_tokens_expiry_is_typed_as_iso_text(admin_page):
     page = admin_page.get("/tokens/").content.decode()
     [expiry] = [i for i in page.split("<input") if 'name="expires_on"' in i]
     assert 'type="text"' in expiry and 'placeholder="YYYY-MM-DD"' in expiry
+
+
+@pytest.mark.parametrize("path", ["/workspace/", "/routes/it-support/members/", "/tokens/"])
+def test_the_workspace_lists_take_the_same_queries_however_long_they_grow(admin_page, route, path):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from console.accounts import services as accounts
+    from tests.factories import TEST_ACTOR, make_route
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert admin_page.get(path).status_code == 200
+        return len(captured)
+
+    before = queries()
+    for n in range(5):
+        user = make_user(f"member-{n}", "reader", route)
+        accounts.token_issue(actor=TEST_ACTOR, user=user, name=f"token {n}")
+        make_route(f"route-{n}")
+    assert queries() == before
