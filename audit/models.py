@@ -11,6 +11,7 @@ class Action(models.TextChoices):
     DECISIONS_INGESTED = "decisions_ingested", "Decisions ingested"
     TOKEN_ISSUED = "token_issued", "Token issued"
     ROLE_GRANTED = "role_granted", "Role granted"
+    ROLE_REVOKED = "role_revoked", "Role revoked"
     USER_CREATED = "user_created", "User created"
     DEMO_LOADED = "demo_loaded", "Demo loaded"
     SHADOW_PIPELINE_SET = "shadow_pipeline_set", "Shadow pipeline set"

@@ -29,6 +29,7 @@ urlpatterns = [
     path("refusals/", ledger_views.refusal_list, name="refusal-list"),
     path("decisions/<int:pk>/", review_views.decision_detail, name="decision-detail"),
     path("audit/", audit_views.audit_log, name="audit-log"),
+    path("", include("console.accounts.urls")),
     path("", include("console.verification.urls")),
     path("", include("console.shadow.urls")),
     path("grading/", include("grading.urls")),

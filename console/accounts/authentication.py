@@ -35,12 +35,10 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
             key = header[1].decode()
         except UnicodeError:
             raise exceptions.AuthenticationFailed("Token contains invalid characters.") from None
-        token = (
-            ApiToken.objects.select_related("user").filter(key_hash=hash_token(key), revoked_at__isnull=True).first()
-        )
-        if token is None or not token.user.is_active:
-            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         now = timezone.now()
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(key)).first()
+        if token is None or not token.is_live(now) or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
@@ -61,6 +59,7 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "header",
             "name": "Authorization",
-            "description": "API token issued by an administrator (`manage.py issue_token`), sent as "
-            "`Authorization: Token <key>`.",
+            "description": "API token issued by an administrator (the console's `/tokens/` page or "
+            "`manage.py issue_token`), sent as `Authorization: Token <key>`. Expired and revoked tokens "
+            "are refused with 401.",
         }

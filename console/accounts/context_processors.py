@@ -12,5 +12,6 @@ def roles(request):
         "user_reviews_labels": permissions.can_review_labels(user),
         "user_reads_audit": permissions.can_read_audit(user),
         "user_reads_outbox": permissions.can_read_outbox(user),
+        "user_manages_workspace": permissions.can_manage_workspace(user),
         "user_reads_gaps": permissions.can_read_gaps(user),
     }

@@ -56,12 +56,21 @@ class ApiToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     key_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token key.")
     prefix = models.CharField(max_length=12, help_text="First characters of the key, to tell tokens apart.")
+    name = models.CharField(
+        max_length=100, blank=True, help_text="What the token is for (the integration using it), chosen by an admin."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="After this instant the API refuses the token; empty means it never expires."
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="Last API call made with it (to the minute).")
+    revoked_at = models.DateTimeField(null=True, blank=True, help_text="When an admin revoked it; refused from then.")
 
     def __str__(self) -> str:
         return f"token {self.prefix}… of {self.user}"
+
+    def is_live(self, now) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
     @staticmethod
     def new_key() -> str:

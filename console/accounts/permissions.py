@@ -180,6 +180,11 @@ def can_read_outbox(user) -> bool:
     return is_admin(user)
 
 
+def can_manage_workspace(user) -> bool:
+    """Routes, their settings and members, and API tokens are managed by admins only."""
+    return is_admin(user)
+
+
 # Roles that may read a route's corpus gaps (clusters of refused questions) and recompute them.
 GAP_READERS = (Role.REVIEWER, Role.POLICY_OWNER)
 

@@ -1,8 +1,11 @@
-"""Users, role grants and API tokens. Every change is audited in its own transaction."""
+"""Users, role grants, API tokens and the workspace's routes. Every change is audited in its own
+transaction; the manage.py commands and the workspace pages call the same functions."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -10,8 +13,9 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, audit_record
+from console.accounts import hooks
 from console.accounts.models import ApiToken, Role, RoleGrant, hash_token
-from console.core.errors import InvalidInput
+from console.core.errors import Conflict, InvalidInput
 
 
 @dataclass(frozen=True)
@@ -62,16 +66,67 @@ def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
     return grant
 
 
-def token_issue(*, actor: Actor, user) -> IssuedToken:
-    key = ApiToken.new_key()
+def role_revoke(*, actor: Actor, grant: RoleGrant) -> None:
+    """Take one role grant away; the person keeps their account, their other grants and their history."""
     with transaction.atomic():
-        token = ApiToken.objects.create(user=user, key_hash=hash_token(key), prefix=key[:12])
+        grant = RoleGrant.objects.select_for_update(of=("self",)).select_related("user", "route").get(pk=grant.pk)
+        scope = grant.route.slug if grant.route_id else None
+        grant.delete()
+        audit_record(
+            actor=actor,
+            action=Action.ROLE_REVOKED,
+            object_type="user",
+            object_id=grant.user_id,
+            route=scope or "",
+            payload={"role": {"old": grant.role, "new": None}, "route": scope, "username": grant.user.get_username()},
+        )
+
+
+def member_add(*, actor: Actor, route, username: str, role: str, email: str = "") -> RoleGrant:
+    """Give `username` a role on `route`, creating the person (with `email`) when nobody has that
+    username yet. A new person has no password: they sign in through the identity provider, or an
+    admin sets one with `manage.py changepassword`."""
+    User = get_user_model()
+    with transaction.atomic(durable=True):
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            if not email:
+                raise InvalidInput(
+                    f"Nobody is called {username!r} yet: give an email address to add them as a new person.",
+                    details=[{"field": "email", "code": "required", "message": "needed for a new person"}],
+                )
+            user = user_ensure(actor=actor, username=username, email=email)
+        if RoleGrant.objects.filter(user=user, role=role, route=route).exists():
+            raise Conflict(f"{username} already is {Role(role).label.lower()} on this route.", code="already_granted")
+        return role_grant(actor=actor, user=user, role=role, route=route)
+
+
+def token_issue(*, actor: Actor, user, name: str = "", expires_at: datetime | None = None) -> IssuedToken:
+    """A new token for `user`, acting with the user's roles. The key is returned here and never again:
+    only its SHA-256 is stored."""
+    key = ApiToken.new_key()
+    token = ApiToken(user=user, key_hash=hash_token(key), prefix=key[:12], name=name, expires_at=expires_at)
+    token.full_clean()
+    if expires_at is not None and expires_at <= timezone.now():
+        raise InvalidInput("The expiry must lie in the future.", code="expiry_past")
+    with transaction.atomic():
+        token.save()
         audit_record(
             actor=actor,
             action=Action.TOKEN_ISSUED,
             object_type="user",
             object_id=user.pk,
-            payload={"new": {"token_prefix": token.prefix}},
+            payload={
+                "token_prefix": token.prefix,
+                "token": {
+                    "old": None,
+                    "new": {
+                        "name": name,
+                        "owner": user.get_username(),
+                        "expires_at": expires_at.isoformat() if expires_at else None,
+                    },
+                },
+            },
         )
     return IssuedToken(key=key, token=token)
 
@@ -94,6 +149,32 @@ def tokens_revoke(*, actor: Actor, token_ids: list[int]) -> int:
                 action=Action.TOKEN_REVOKED,
                 object_type="user",
                 object_id=token.user_id,
-                payload={"old": {"token_prefix": token.prefix}},
+                payload={
+                    "token_prefix": token.prefix,
+                    "name": token.name,
+                    "revoked_at": {"old": None, "new": now.isoformat()},
+                },
             )
     return len(live)
+
+
+def route_settings_create(*, actor: Actor, user, slug: str, sections: dict[str, dict[str, Any]]):
+    """Create a route with its settings: the section that creates routes (the ledger's) makes it, then
+    every other registered section saves its part, all in one transaction."""
+    creator = hooks.route_creator()
+    with transaction.atomic(durable=True):
+        route = creator.create(actor=actor, slug=slug, data=sections[creator.key])
+        for section in hooks.route_sections():
+            if section.create is None:
+                section.save(actor=actor, user=user, route=route, data=sections[section.key])
+    return route
+
+
+def route_settings_update(*, actor: Actor, user, route, sections: dict[str, dict[str, Any]]) -> list[str]:
+    """Save every section of a route's settings in one transaction; returns the titles of those changed."""
+    changed = []
+    with transaction.atomic(durable=True):
+        for section in hooks.route_sections():
+            if section.save(actor=actor, user=user, route=route, data=sections[section.key]):
+                changed.append(section.title)
+    return changed

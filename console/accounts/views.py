@@ -1,12 +1,22 @@
-"""Sign-in with failed attempts throttled (console.accounts.throttle)."""
+"""Sign-in with failed attempts throttled (console.accounts.throttle), and the admins' workspace
+pages: routes with their settings and members, and API tokens."""
 
 from __future__ import annotations
 
+from django import forms
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_http_methods, require_POST
 
-from console.accounts import throttle
+from audit.services import Actor
+from console.accounts import selectors, services, throttle, workspace
+from console.accounts.forms import MemberAddForm, RouteSlugForm, TokenForm
+from console.core.errors import Conflict, InvalidInput
 
 
 class ThrottledAuthenticationForm(AuthenticationForm):
@@ -42,3 +52,131 @@ class LoginView(auth_views.LoginView):
             response.status_code = 429
             response["Retry-After"] = str(form.throttled.retry_after)
         return response
+
+
+# --- the admins' workspace pages: routes, their settings and members, API tokens -------------------
+
+
+def _section_forms(data, route) -> list[tuple[workspace.RouteSection, forms.Form]]:
+    """Each registered section's form, bound to `data` (or filled from the route when None)."""
+    return [
+        (section, section.form_class(data, prefix=section.key, initial=section.initial(route)))
+        for section in workspace.route_sections()
+    ]
+
+
+def _sections_data(section_forms) -> dict[str, dict]:
+    return {section.key: form.cleaned_data for section, form in section_forms}
+
+
+@require_http_methods(["GET"])
+def workspace_index(request):
+    selectors.require_workspace_admin(request.user)
+    return render(request, "accounts/workspace.html", {"routes": selectors.workspace_routes()})
+
+
+@require_http_methods(["GET", "POST"])
+def route_new(request):
+    selectors.require_workspace_admin(request.user)
+    data = request.POST if request.method == "POST" else None
+    slug_form = RouteSlugForm(data)
+    section_forms = _section_forms(data, None)
+    if data is not None and slug_form.is_valid() and all(form.is_valid() for _, form in section_forms):
+        try:
+            route = services.route_settings_create(
+                actor=Actor.user(request.user),
+                user=request.user,
+                slug=slug_form.cleaned_data["slug"],
+                sections=_sections_data(section_forms),
+            )
+        except (InvalidInput, Conflict) as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Route {route.slug} created. Add the people who work on it below.")
+            return redirect("route-members", slug=route.slug)
+    return render(request, "accounts/route_new.html", {"slug_form": slug_form, "section_forms": section_forms})
+
+
+@require_http_methods(["GET", "POST"])
+def route_settings(request, slug: str):
+    route = selectors.route_for_admin(request.user, slug)
+    data = request.POST if request.method == "POST" else None
+    section_forms = _section_forms(data, route)
+    if data is not None and all(form.is_valid() for _, form in section_forms):
+        try:
+            changed = services.route_settings_update(
+                actor=Actor.user(request.user), user=request.user, route=route, sections=_sections_data(section_forms)
+            )
+        except (InvalidInput, Conflict) as exc:
+            messages.error(request, exc.message)
+        else:
+            if changed:
+                messages.success(request, f"Saved the route's {', '.join(t.lower() for t in changed)}.")
+            else:
+                messages.info(request, "Nothing changed.")
+            return redirect("route-settings", slug=route.slug)
+    return render(request, "accounts/route_settings.html", {"route": route, "section_forms": section_forms})
+
+
+@require_http_methods(["GET", "POST"])
+def route_members(request, slug: str):
+    route = selectors.route_for_admin(request.user, slug)
+    form = MemberAddForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            grant = services.member_add(
+                actor=Actor.user(request.user),
+                route=route,
+                username=form.cleaned_data["username"],
+                email=form.cleaned_data["email"],
+                role=form.cleaned_data["role"],
+            )
+        except (InvalidInput, Conflict) as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"{grant.user.get_username()} is now {grant.get_role_display().lower()} here.")
+            return redirect("route-members", slug=route.slug)
+    context = {"route": route, "form": form, "grants": selectors.route_grants(route)}
+    return render(request, "accounts/route_members.html", context)
+
+
+@require_POST
+def route_member_revoke(request, slug: str, pk: int):
+    route = selectors.route_for_admin(request.user, slug)
+    grant = selectors.grant_on_route(route, pk)
+    services.role_revoke(actor=Actor.user(request.user), grant=grant)
+    messages.success(request, f"{grant.user.get_username()} is no longer {grant.get_role_display().lower()} here.")
+    return redirect("route-members", slug=route.slug)
+
+
+@require_http_methods(["GET", "POST"])
+def tokens(request):
+    """The key of a new token is in this response only: the page is rendered, not redirected to, and
+    never cached; only the key's SHA-256 is stored."""
+    selectors.require_workspace_admin(request.user)
+    form = TokenForm(request.POST if request.method == "POST" else None)
+    issued = None
+    if request.method == "POST" and form.is_valid():
+        issued = services.token_issue(
+            actor=Actor.user(request.user),
+            user=form.cleaned_data["owner"],
+            name=form.cleaned_data["name"],
+            expires_at=form.expires_at,
+        )
+        messages.success(request, f"Token {issued.token.name} created. Copy its key now: it is shown only this once.")
+        form = TokenForm()
+    context = {"form": form, "issued": issued, "tokens": selectors.tokens_list(), "now": timezone.now()}
+    response = render(request, "accounts/tokens.html", context)
+    add_never_cache_headers(response)
+    return response
+
+
+@require_POST
+def token_revoke(request, pk: int):
+    selectors.require_workspace_admin(request.user)
+    token = selectors.token_get(pk)
+    if services.tokens_revoke(actor=Actor.user(request.user), token_ids=[token.pk]):
+        messages.success(request, f"Token {token.name or token.prefix} revoked: the API refuses it from now on.")
+    else:
+        messages.info(request, f"Token {token.name or token.prefix} was revoked already.")
+    return redirect("tokens")

@@ -68,6 +68,30 @@ def route_create(
     return route
 
 
+def route_update(*, actor: Actor, route: Route, name: str, graders_per_item: int) -> bool:
+    """Rename a route or change how many independent grades its items need; True when something
+    changed. Items already in the pool keep the number they were created with; new items take this one."""
+    with transaction.atomic():
+        route = Route.objects.select_for_update().get(pk=route.pk)
+        wanted = {"name": name, "graders_per_item": graders_per_item}
+        changes = {f: {"old": getattr(route, f), "new": v} for f, v in wanted.items() if getattr(route, f) != v}
+        if not changes:
+            return False
+        for field_name, change in changes.items():
+            setattr(route, field_name, change["new"])
+        route.full_clean()
+        route.save(update_fields=list(changes))
+        audit_record(
+            actor=actor,
+            action=Action.ROUTE_UPDATED,
+            object_type="route",
+            object_id=route.slug,
+            route=route.slug,
+            payload=changes,
+        )
+    return True
+
+
 def routes_for_items(items: list[DecisionInput]) -> tuple[dict[str, Route], list[dict]]:
     """The routes a batch names, and one error per item whose route does not exist."""
     slugs = {item.route for item in items}

@@ -9,8 +9,9 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         from console.governance.hooks import register_on_supersede
         from console.ledger.hooks import register_after_ingest
-        from console.monitoring import tasks
+        from console.monitoring import tasks, workspace
         from console.monitoring.services.supersede import policy_superseded_resolve
 
         register_after_ingest(tasks.rechecks_open)
         register_on_supersede(policy_superseded_resolve)
+        workspace.register()

@@ -8,7 +8,7 @@ class ShadowConfig(AppConfig):
 
     def ready(self) -> None:
         from console.ledger.hooks import register_after_ingest, register_archive_hold, register_decision_filter
-        from console.shadow import tasks
+        from console.shadow import tasks, workspace
         from console.shadow.selectors import shadow_failed_condition
 
         register_after_ingest(tasks.shadow_runs_open)
@@ -19,6 +19,7 @@ class ShadowConfig(AppConfig):
             condition=shadow_failed_condition,
             help_text="The shadow run (the answer with the gate disabled) failed; its page offers a retry.",
         )
+        workspace.register()
 
 
 def _shadow_runs_at_work(decision_ids) -> int:

@@ -168,7 +168,8 @@ def test_revoking_tokens_in_the_admin_goes_through_the_audited_service(superuser
     event = AuditEvent.objects.order_by("-seq").first()
     assert AuditEvent.objects.count() == before + 1
     assert (event.action, event.actor) == ("token_revoked", "user:root")
-    assert event.payload == {"old": {"token_prefix": key[:12]}}
+    assert event.payload["token_prefix"] == key[:12]
+    assert event.payload["revoked_at"] == {"old": None, "new": token.revoked_at.isoformat()}
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get("/api/v1/routes").status_code == 401

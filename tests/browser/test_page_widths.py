@@ -3,8 +3,9 @@ page itself scrolling sideways: wide tables scroll inside their own container in
 
 import pytest
 
+from console.accounts import services as accounts
 from console.notify import services as notify
-from tests.factories import ingest, make_route, make_user, recent, record
+from tests.factories import TEST_ACTOR, ingest, make_route, make_user, recent, record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +29,9 @@ def workspace():
         ]
     )
     notify.notification_send(channel="email", recipient="not-an-address", subject=LONG, body="x", route=route.slug)
-    make_user("ada", "admin")
+    admin = make_user("ada", "admin")
+    make_user(LONG[:150], "reader", route)
+    accounts.token_issue(actor=TEST_ACTOR, user=admin, name=LONG[:100])
     return ids
 
 
@@ -56,6 +59,11 @@ def _pages(decision_id: int) -> list[str]:
         "/grading/adjudication/",
         "/grading/agreement/",
         "/gaps/",
+        "/workspace/",
+        "/routes/new/",
+        "/routes/it-support/settings/",
+        "/routes/it-support/members/",
+        "/tokens/",
     ]
 
 

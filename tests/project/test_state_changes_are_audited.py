@@ -46,6 +46,8 @@ from django.urls.resolvers import RegexPattern
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from console.accounts import services as accounts
+from console.accounts.models import ApiToken, RoleGrant
 from console.disputes.models import Dispute
 from console.disputes.services import appeal_path
 from console.governance.models import IN_FORCE, PolicyVersion
@@ -349,6 +351,9 @@ def world(transactional_db, settings, tmp_path) -> dict[str | None, Any]:
         f"/api/v1/routes/{SLUG}/policies", draft_body(owner="walk-policy_owner"), format="json"
     )
     User.objects.create(username="walk-doomed")  # what the admin's user delete may remove
+    # What the workspace pages revoke: a role on the route and a token nobody walks with.
+    factories.make_user("walk-doomed-member", "grader", route)
+    accounts.token_issue(actor=factories.TEST_ACTOR, user=people["integrator"], name="walk-doomed")
     return people
 
 
@@ -444,6 +449,8 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
         "monitoring-recheck-close": values["recheck_id"],
         "monitoring-recheck-plan": values["recheck_id"],
         "monitoring-alarm-acknowledge": values["alarm_id"],
+        "route-member-revoke": _first(RoleGrant.objects.filter(route=route, user__username="walk-doomed-member")),
+        "token-revoke": _first(ApiToken.objects.filter(name="walk-doomed", revoked_at__isnull=True)),
     }
     values["pk"] = by_page.get(endpoint.name, 1)
     if endpoint.name == "appeal":  # a link nobody revoked earlier in the walk
@@ -504,6 +511,20 @@ def _draft_sha() -> str:
     return _first(PolicyVersion.objects.filter(route__slug=SLUG, status="draft").order_by("-pk"), "evidence_sha256", "")
 
 
+def _route_settings_form() -> dict:
+    """The route settings form as it stands, for the route pages' bodies to change one thing in."""
+    route = Route.objects.get(slug=SLUG)
+    return {
+        "route-name": route.name,
+        "route-graders_per_item": str(route.graders_per_item),
+        "grading-guidelines": route.guidelines,
+        "grading-base": guidelines_sha256(route.guidelines),
+        "shadow-pipeline": route.shadow_config.get("kind", "none"),
+        "shadow-url": route.shadow_config.get("url", ""),
+        "monitoring-evidence_max_label_age_days": "120",
+    }
+
+
 # A body that changes something, per route, built when it is sent (earlier requests change the world).
 VALID_BODIES: dict[str, Callable[[], Any]] = {
     "login": lambda: {"username": "walk-reader", "password": PASSWORD},
@@ -557,6 +578,16 @@ VALID_BODIES: dict[str, Callable[[], Any]] = {
     "monitoring-alarm-acknowledge": lambda: {"note": "walked"},
     "monitoring-evidence-refresh": lambda: {},
     "monitoring-route-settings": lambda: {"evidence_max_label_age_days": "120"},
+    "route-new": lambda: _route_settings_form() | {"slug": f"walk-route-{next(_request_ids)}", "grading-base": ""},
+    "route-settings": lambda: _route_settings_form() | {"route-name": f"IT support ({next(_request_ids)})"},
+    "route-members": lambda: {
+        "username": f"walk-member-{next(_request_ids)}",
+        "email": "m@example.org",
+        "role": "grader",
+    },
+    "route-member-revoke": lambda: {},
+    "tokens": lambda: {"name": f"walk-{next(_request_ids)}", "owner": "walk-integrator", "expires_on": ""},
+    "token-revoke": lambda: {},
 }
 
 # Values no field should take without a 4xx: empty, absurd, hostile.

@@ -1,9 +1,13 @@
+from datetime import timedelta
+
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.utils import timezone
 
 from audit.services import Actor
 from console.accounts import services
-from console.accounts.models import Role, RoleGrant
+from console.accounts.models import Role
+from console.accounts.hooks import route_model
 from console.core.errors import ServiceError
 
 
@@ -15,12 +19,17 @@ class Command(BaseCommand):
         parser.add_argument("--role", required=True, choices=Role.values)
         parser.add_argument("--route", help="Route slug; without it the role covers every route.")
         parser.add_argument("--password", help="Also set a password so the user can sign in to pages.")
+        parser.add_argument("--name", default="", help="What the token is for, as listed on the tokens page.")
+        parser.add_argument("--expires-days", type=int, help="Days until the API refuses the token; default never.")
 
-    def handle(self, *args, username, role, route=None, password=None, **options):
+    def handle(self, *args, username, role, route=None, password=None, name="", expires_days=None, **options):
+        if expires_days is not None and expires_days < 1:
+            raise CommandError("--expires-days must be at least 1.")
+        expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
         actor = Actor.system("issue_token")
         route_obj = None
         if route:
-            route_obj = _route_model().objects.filter(slug=route).first()
+            route_obj = route_model().objects.filter(slug=route).first()
             if route_obj is None:
                 raise CommandError(f"Unknown route {route!r}. Create it with create_route first.")
         try:
@@ -30,14 +39,9 @@ class Command(BaseCommand):
                     user.set_password(password)
                     user.save(update_fields=["password"])
                 services.role_grant(actor=actor, user=user, role=role, route=route_obj)
-                issued = services.token_issue(actor=actor, user=user)
+                issued = services.token_issue(actor=actor, user=user, name=name, expires_at=expires_at)
         except ServiceError as exc:
             raise CommandError(exc.message) from exc
         scope = f"route {route}" if route else "every route"
         self.stderr.write(f"{username} is {role} on {scope}. Token (shown once):")
         self.stdout.write(issued.key)
-
-
-def _route_model():
-    """The ledger's Route, as the grant's foreign key names it (accounts sit below the ledger)."""
-    return RoleGrant._meta.get_field("route").related_model

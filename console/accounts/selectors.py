@@ -1,0 +1,55 @@
+"""Reads for the admins' workspace pages: routes, their members, API tokens."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+
+from console.accounts import permissions
+from console.accounts.models import ApiToken, RoleGrant
+from console.accounts.hooks import route_model
+from console.core.errors import Forbidden, NotFound
+
+
+def require_workspace_admin(user) -> None:
+    if not permissions.can_manage_workspace(user):
+        raise Forbidden("Only admins may manage routes, members and API tokens.")
+
+
+def route_for_admin(user, slug: str):
+    require_workspace_admin(user)
+    route = route_model().objects.filter(slug=slug).first()
+    if route is None:
+        raise NotFound("No such route.")
+    return route
+
+
+def workspace_routes() -> QuerySet:
+    """Every route with how many role grants name it."""
+    return route_model().objects.annotate(members=Count("grants")).order_by("slug")
+
+
+def route_grants(route) -> QuerySet[RoleGrant]:
+    """The grants that let people act on `route`: its own, then those on every route."""
+    return (
+        RoleGrant.objects.filter(Q(route=route) | Q(route__isnull=True))
+        .select_related("user")
+        .order_by("route", "user__username", "role")
+    )
+
+
+def grant_on_route(route, pk: int) -> RoleGrant:
+    grant = RoleGrant.objects.filter(pk=pk, route=route).select_related("user").first()
+    if grant is None:
+        raise NotFound("No such role on this route.")
+    return grant
+
+
+def tokens_list() -> QuerySet[ApiToken]:
+    return ApiToken.objects.select_related("user").order_by("revoked_at", "-created_at")
+
+
+def token_get(pk: int) -> ApiToken:
+    token = ApiToken.objects.filter(pk=pk).select_related("user").first()
+    if token is None:
+        raise NotFound("No such token.")
+    return token

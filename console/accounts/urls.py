@@ -1,0 +1,15 @@
+"""The admins' workspace pages; included from console/urls.py."""
+
+from django.urls import path
+
+from console.accounts import views
+
+urlpatterns = [
+    path("workspace/", views.workspace_index, name="workspace"),
+    path("routes/new/", views.route_new, name="route-new"),
+    path("routes/<slug:slug>/settings/", views.route_settings, name="route-settings"),
+    path("routes/<slug:slug>/members/", views.route_members, name="route-members"),
+    path("routes/<slug:slug>/members/<int:pk>/revoke/", views.route_member_revoke, name="route-member-revoke"),
+    path("tokens/", views.tokens, name="tokens"),
+    path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
+]
