@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils import timezone
 
-from console.accounts.models import Role
 from console.accounts.hooks import route_model
+from console.accounts.models import Role
 from console.core.forms import ISO_DATE_FORMATS, IsoDateInput
 
 # A route-scoped admin grant would still make its holder admin of every route (permissions.is_admin),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db.models import Count, Q, QuerySet
 
 from console.accounts import permissions
-from console.accounts.models import ApiToken, RoleGrant
 from console.accounts.hooks import route_model
+from console.accounts.models import ApiToken, RoleGrant
 from console.core.errors import Forbidden, NotFound
 
 

@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from audit.services import Actor
 from console.accounts import services
-from console.accounts.models import Role
 from console.accounts.hooks import route_model
+from console.accounts.models import Role
 from console.core.errors import ServiceError
 
 
