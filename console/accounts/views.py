@@ -14,7 +14,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
 from audit.services import Actor
-from console.accounts import selectors, services, throttle, workspace
+from console.accounts import hooks, selectors, services, throttle
 from console.accounts.forms import MemberAddForm, RouteSlugForm, TokenForm
 from console.core.errors import Conflict, InvalidInput
 
@@ -57,11 +57,11 @@ class LoginView(auth_views.LoginView):
 # --- the admins' workspace pages: routes, their settings and members, API tokens -------------------
 
 
-def _section_forms(data, route) -> list[tuple[workspace.RouteSection, forms.Form]]:
+def _section_forms(data, route) -> list[tuple[hooks.RouteSection, forms.Form]]:
     """Each registered section's form, bound to `data` (or filled from the route when None)."""
     return [
         (section, section.form_class(data, prefix=section.key, initial=section.initial(route)))
-        for section in workspace.route_sections()
+        for section in hooks.route_sections()
     ]
 
 
