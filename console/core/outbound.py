@@ -59,6 +59,7 @@ _CHUNK = 64 * 1024
 INVALID_URL = "invalid_url"  # not an http(s) URL the client can call
 REFUSED = "refused"  # the egress policy refused every address of the host
 CONNECT = "connect"  # no connection (name not resolved, refused, unreachable, no answer to connect)
+TLS = "tls"  # the server's certificate does not hold for the URL's name (not tried again)
 TIMEOUT = "timeout"  # connected, but no complete answer within the timeout or the deadline
 BROKEN = "broken"  # the connection failed after the request may have been sent
 REDIRECT = "redirect"  # a 3xx answer
@@ -133,11 +134,18 @@ def address_refusal(address: str, allowed: Iterable[IPNetwork]) -> str | None:
         return "a link-local address"
     if ip.is_multicast:  # 224.0.0.0/4 counts as "global" to the ipaddress module
         return "a multicast address"
+    if ip.is_unspecified or ip.is_reserved:  # before is_private, which holds 0.0.0.0/8 and 240.0.0.0/4 too
+        return "a reserved address"
     if ip.is_private:
         return "a private address"
-    if ip.is_unspecified or ip.is_reserved or not ip.is_global:
+    if not ip.is_global:
         return "a reserved address"
     return None
+
+
+def tls_context() -> ssl.SSLContext:
+    """The system's trusted certificates, hostname checked (tests replace this with their own CA)."""
+    return ssl.create_default_context()
 
 
 def resolve(host: str, port: int) -> list[str]:
@@ -259,7 +267,7 @@ class _PinnedConnection(http.client.HTTPConnection):
             raise TimeoutError("deadline passed")
         sock.settimeout(self.read_timeout)
         if self.target.scheme == "https":
-            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.target.host)
+            sock = tls_context().wrap_socket(sock, server_hostname=self.target.host)
         self.sock = sock
 
     def abort(self) -> None:
@@ -383,7 +391,8 @@ def _try(
             except (OSError, http.client.HTTPException) as exc:
                 if connection.aborted.is_set():
                     break
-                last_error = OutboundError(f"could not reach {target}: {_reason(exc, timeout)}", kind=CONNECT)
+                kind = TLS if isinstance(exc, ssl.SSLCertVerificationError) else CONNECT
+                last_error = OutboundError(f"could not reach {target}: {_reason(exc, timeout)}", kind=kind)
                 continue  # the next address of the host, if any
             return _exchange(connection, method, place.path, body, sent, target, timeout, deadline, max_bytes)
         finally:
