@@ -32,6 +32,7 @@ pipeline", "the candidate") and says what to do about it, and whose ``kind`` say
 
 from __future__ import annotations
 
+import base64
 import http.client
 import ipaddress
 import socket
@@ -41,7 +42,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
@@ -193,16 +194,27 @@ class _Target:
     host_header: str
 
 
-def _parse(url: str, target: str) -> _Target:
+def url_problem(url: str) -> str | None:
+    """What makes `url` one the client will not call ("carries credentials; ..."), or None.
+    For checking a URL when it is configured, so the mistake shows then, not at the first call."""
     try:
         parts = urlsplit(url)
-        port = parts.port
+        parts.port  # noqa: B018 -- parsing the port is the check
     except ValueError as exc:
-        raise OutboundError(f"the URL of {target} is not valid: {exc}", kind=INVALID_URL) from None
+        return f"is not valid: {exc}"
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OutboundError(f"the URL of {target} must be http(s)://host/...; got {url!r:.200}", kind=INVALID_URL)
+        return f"must be http(s)://host/...; got {url!r:.200}"
     if parts.username is not None or parts.password is not None:
-        raise OutboundError(f"the URL of {target} carries credentials; send them in a header", kind=INVALID_URL)
+        return "carries credentials; send them in a header"
+    return None
+
+
+def _parse(url: str, target: str) -> _Target:
+    problem = url_problem(url)
+    if problem:
+        raise OutboundError(f"the URL of {target} {problem}", kind=INVALID_URL)
+    parts = urlsplit(url)
+    port = parts.port
     default_port = 443 if parts.scheme == "https" else 80
     port = port or default_port
     host = parts.hostname
@@ -216,7 +228,14 @@ def _parse(url: str, target: str) -> _Target:
     )
 
 
-def _proxy_for(target: _Target) -> tuple[str, int] | None:
+@dataclass(frozen=True)
+class _Proxy:
+    host: str
+    port: int
+    authorization: str | None  # "Basic ..." from credentials in the proxy's URL
+
+
+def _proxy_for(target: _Target) -> _Proxy | None:
     if not settings.OUTBOUND_USE_ENV_PROXY:
         return None
     proxy_url = urllib.request.getproxies_environment().get(target.scheme)
@@ -225,7 +244,32 @@ def _proxy_for(target: _Target) -> tuple[str, int] | None:
     parts = urlsplit(proxy_url if "://" in proxy_url else f"http://{proxy_url}")
     if not parts.hostname:
         return None
-    return parts.hostname, parts.port or 8080
+    authorization = None
+    if parts.username is not None:
+        credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        authorization = "Basic " + base64.b64encode(credentials).decode("ascii")
+    return _Proxy(parts.hostname, parts.port or 8080, authorization)
+
+
+def _tunnel(proxy: _Proxy, address: str, port: int, timeout: float) -> socket.socket:
+    """A socket to `address`:`port` through the proxy's CONNECT (to the checked address, not the
+    name: the proxy resolving the name again would undo the check)."""
+    sock = socket.create_connection((proxy.host, proxy.port), timeout=timeout)
+    authority = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+    lines = [f"CONNECT {authority} HTTP/1.1", f"Host: {authority}"]
+    if proxy.authorization:
+        lines.append(f"Proxy-Authorization: {proxy.authorization}")
+    try:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        reply = http.client.HTTPResponse(sock, method="CONNECT")
+        reply.begin()  # the status line and headers; nothing follows until the request is sent
+    except BaseException:
+        sock.close()
+        raise
+    if reply.status != 200:
+        sock.close()
+        raise OSError(f"the proxy {proxy.host}:{proxy.port} refused the tunnel: {reply.status} {reply.reason}")
+    return sock
 
 
 class _PinnedConnection(http.client.HTTPConnection):
@@ -242,7 +286,7 @@ class _PinnedConnection(http.client.HTTPConnection):
         address: str,
         connect_timeout: float,
         read_timeout: float,
-        proxy: tuple[str, int] | None,
+        proxy: _Proxy | None,
     ) -> None:
         super().__init__(target.host, target.port, timeout=read_timeout)
         self.target = target
@@ -255,10 +299,7 @@ class _PinnedConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         if self.proxy:
-            tunnel = http.client.HTTPConnection(*self.proxy, timeout=self.connect_timeout)
-            tunnel.set_tunnel(self.address, self.target.port)
-            tunnel.connect()
-            sock = tunnel.sock
+            sock = _tunnel(self.proxy, self.address, self.target.port, self.connect_timeout)
         else:
             sock = socket.create_connection((self.address, self.target.port), timeout=self.connect_timeout)
         self.raw = sock

@@ -12,7 +12,6 @@ import hmac
 import json
 import logging
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
@@ -40,8 +39,8 @@ def webhook_signature(body: bytes, secret: str | None = None) -> str:
 def _recipient_problem(channel: str, recipient: str) -> str:
     if not recipient or not recipient.strip():
         return "no recipient: the person has no email address" if channel == Channel.EMAIL else "no webhook URL"
-    if channel == Channel.WEBHOOK and urlsplit(recipient).scheme not in ("http", "https"):
-        return "a webhook URL must start with http:// or https://"
+    if channel == Channel.WEBHOOK and (problem := outbound.url_problem(recipient)):
+        return f"the webhook URL {problem}"
     if channel == Channel.EMAIL and "@" not in recipient:
         return "not an email address"
     return ""

@@ -124,6 +124,9 @@ def validate_pipeline_url(url: Any) -> str:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
         raise InvalidInput(f"Not an http(s) URL: {url!r}.", code="invalid_shadow_config") from None
+    problem = outbound.url_problem(url)
+    if problem:
+        raise InvalidInput(f"The url {problem}.", code="invalid_shadow_config")
     return url
 
 

@@ -4,6 +4,7 @@ to a private address on demand)."""
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import select
 import socket
@@ -193,8 +194,9 @@ def test_environment_proxies_are_ignored_unless_configured(monkeypatch):
 class ConnectProxy:
     """A CONNECT-only forward proxy on 127.0.0.1 that records where it was asked to tunnel."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, refuse: bool = False) -> None:
         self.tunnels: list[str] = []
+        self.authorizations: list[str | None] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -203,6 +205,11 @@ class ConnectProxy:
 
             def do_CONNECT(self) -> None:
                 proxy.tunnels.append(self.path)
+                proxy.authorizations.append(self.headers.get("Proxy-Authorization"))
+                if refuse:
+                    self.send_response(407, "Proxy Authentication Required")
+                    self.end_headers()
+                    return
                 host, _, port = self.path.rpartition(":")
                 upstream = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
                 self.send_response(200, "Connection established")
@@ -244,6 +251,22 @@ def test_a_configured_proxy_tunnels_to_the_checked_address_not_the_name(settings
         proxy.close()
     assert response.status == 200 and proxy.tunnels == [f"127.0.0.1:{server.port}"]
     assert server.requests[0]["headers"]["Host"] == f"hooks.example.test:{server.port}"
+
+
+def test_a_proxy_gets_the_credentials_of_its_url_and_its_refusal_is_a_failure(settings, monkeypatch):
+    settings.OUTBOUND_USE_ENV_PROXY = True
+    proxy = ConnectProxy(refuse=True)
+    monkeypatch.setenv("http_proxy", proxy.url.replace("http://", "http://egress:s%40cret@"))
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    try:
+        with Server(ok) as server:
+            with pytest.raises(outbound.OutboundError, match="refused the tunnel: 407") as caught:
+                _post(server.url, retry=outbound.NO_RETRY)
+    finally:
+        proxy.close()
+    assert caught.value.kind == outbound.CONNECT and server.requests == []
+    assert proxy.authorizations == ["Basic " + base64.b64encode(b"egress:s@cret").decode()]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,3 +33,12 @@ def test_a_webhook_to_a_loopback_address_is_refused_unless_its_network_is_listed
     assert refused.status == "failed" and "refused to call the webhook" in refused.error
     assert "127.0.0.1 (a loopback address)" in refused.error
     assert sent.status == "sent" and len(receiver.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "url, problem",
+    [("ftp://hooks.example.org/x", "must be http(s)"), ("https://u:p@hooks.example.org/", "credentials")],
+)
+def test_a_webhook_url_the_client_will_not_call_is_a_failure_when_recorded(url, problem):
+    notification = notification_send(channel="webhook", recipient=url, subject="Alarm", body="Drift.")
+    assert notification.status == "failed" and problem in notification.error
