@@ -58,6 +58,7 @@ _CHUNK = 64 * 1024
 
 # What failed (OutboundError.kind).
 INVALID_URL = "invalid_url"  # not an http(s) URL the client can call
+INVALID_HEADER = "invalid_header"  # a header name or value that would split the request (CR, LF, NUL)
 REFUSED = "refused"  # the egress policy refused every address of the host
 CONNECT = "connect"  # no connection (name not resolved, refused, unreachable, no answer to connect)
 TLS = "tls"  # the server's certificate does not hold for the URL's name (not tried again)
@@ -311,6 +312,11 @@ class _PinnedConnection(http.client.HTTPConnection):
             sock = tls_context().wrap_socket(sock, server_hostname=self.target.host)
         self.sock = sock
 
+    def close(self) -> None:
+        super().close()
+        if self.raw is not None:  # a socket whose TLS handshake or tunnel never finished
+            self.raw.close()
+
     def abort(self) -> None:
         """Called by the deadline's timer from another thread: unblock whatever read is waiting."""
         self.aborted.set()
@@ -407,6 +413,9 @@ def _try(
     max_bytes: int,
 ) -> Response:
     place = _parse(url, target)
+    for name, value in headers.items():
+        if any(character in f"{name}{value}" for character in "\r\n\x00") or not name.strip():
+            raise OutboundError(f"the header {name!r:.60} for {target} is not one line of text", kind=INVALID_HEADER)
     addresses = _permitted_addresses(place.host, place.port, target)
     proxy = _proxy_for(place)
     ends = time.monotonic() + deadline
@@ -459,38 +468,41 @@ def _exchange(
     try:
         connection.request(method, path, body=body, headers=dict(headers))
         response = connection.getresponse()
-        answered = True
-        status = response.status
-        if 300 <= status < 400:
-            location = response.getheader("Location") or ""
-            raise OutboundError(
-                f"{target} redirects (HTTP {status}) to {location[:300] or 'nowhere named'}; "
-                "redirects are not followed: configure the final URL",
-                kind=REDIRECT,
-                status=status,
-                location=location,
-            )
-        if not 200 <= status < 300:
-            excerpt = _excerpt(response.read(_EXCERPT_BYTES + 1))
-            raise OutboundError(
-                f"HTTP {status} from {target}" + (f": {excerpt}" if excerpt else ""), kind=STATUS, status=status
-            )
-        declared = response.getheader("Content-Length")
-        if declared and declared.strip().isdigit() and int(declared) > max_bytes:
-            raise _too_large(target, max_bytes)
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = response.read(min(_CHUNK, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_bytes:
+        try:
+            answered = True
+            status = response.status
+            if 300 <= status < 400:
+                location = response.getheader("Location") or ""
+                raise OutboundError(
+                    f"{target} redirects (HTTP {status}) to {location[:300] or 'nowhere named'}; "
+                    "redirects are not followed: configure the final URL",
+                    kind=REDIRECT,
+                    status=status,
+                    location=location,
+                )
+            if not 200 <= status < 300:
+                excerpt = _excerpt(response.read(_EXCERPT_BYTES + 1))
+                raise OutboundError(
+                    f"HTTP {status} from {target}" + (f": {excerpt}" if excerpt else ""), kind=STATUS, status=status
+                )
+            declared = response.getheader("Content-Length")
+            if declared and declared.strip().isdigit() and int(declared) > max_bytes:
                 raise _too_large(target, max_bytes)
-        if connection.aborted.is_set():  # the timer cut a body with no length short: not a whole answer
-            raise _late(answered, deadline)
-        return Response(status=status, headers=dict(response.getheaders()), body=b"".join(chunks))
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                chunk = response.read(min(_CHUNK, max_bytes + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    raise _too_large(target, max_bytes)
+            if connection.aborted.is_set():  # the timer cut a body with no length short: not a whole answer
+                raise _late(answered, deadline)
+            return Response(status=status, headers=dict(response.getheaders()), body=b"".join(chunks))
+        finally:
+            response.close()  # the connection hands the socket to a response that will close it
     except OutboundError:
         raise
     except (TimeoutError, OSError, http.client.HTTPException, ValueError, AttributeError) as exc:

@@ -368,6 +368,13 @@ def test_urls_the_client_cannot_call_are_refused_plainly(url, message):
     assert caught.value.kind == outbound.INVALID_URL
 
 
+def test_a_header_that_would_split_the_request_is_refused_before_any_connection():
+    with Server(ok) as server:
+        with pytest.raises(outbound.OutboundError, match="not one line") as caught:
+            outbound.post(server.url, b"{}", headers={"X-Key": "a\r\nX-Injected: 1"}, timeout=1)
+    assert caught.value.kind == outbound.INVALID_HEADER and server.requests == []
+
+
 # ---------------------------------------------------------------------------------------------
 # The setting
 
