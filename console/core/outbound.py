@@ -42,6 +42,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
@@ -332,31 +333,10 @@ class _PinnedConnection(http.client.HTTPConnection):
 # Calling
 
 
-def post(
-    url: str,
-    body: bytes,
-    *,
-    timeout: float,
-    headers: Mapping[str, str] | None = None,
-    target: str = "the endpoint",
-    deadline: float | None = None,
-    max_bytes: int | None = None,
-    retry: Retry = CONNECT_FAILURES,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Response:
-    """POST `body` to `url` under the egress policy; the 2xx response or OutboundError."""
-    return request(
-        "POST",
-        url,
-        body=body,
-        timeout=timeout,
-        headers=headers,
-        target=target,
-        deadline=deadline,
-        max_bytes=max_bytes,
-        retry=retry,
-        sleep=sleep,
-    )
+def post(url: str, body: bytes, **options: Any) -> Response:
+    """POST `body` to `url` under the egress policy: the 2xx response or OutboundError. The
+    options are `request`'s (timeout, headers, target, deadline, max_bytes, retry, sleep)."""
+    return request("POST", url, body=body, **options)
 
 
 def request(

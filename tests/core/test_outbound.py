@@ -16,18 +16,26 @@ import pytest
 
 from console.core import outbound
 from console.env import ConfigError, env_networks
+from tests.standin import LoopbackServer
 
 
 def _networks(*cidrs: str) -> tuple:
     return tuple(ipaddress.ip_network(cidr) for cidr in cidrs)
 
 
-class Server:
-    """A threaded HTTP server on 127.0.0.1 whose POST handler is `reply(handler)`; it keeps
-    every request's path and headers."""
+class Server(LoopbackServer):
+    """A server on 127.0.0.1 whose POST handler is `reply(handler)`; it keeps every request's
+    path and headers."""
+
+    path = "/hook"
 
     def __init__(self, reply) -> None:
+        self.reply = reply
         self.requests: list[dict] = []
+        super().__init__()
+        self.port = self.server.server_address[1]
+
+    def _handler(self):
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -40,23 +48,11 @@ class Server:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 server.requests.append({"path": self.path, "headers": dict(self.headers)})
                 try:
-                    reply(self)
+                    server.reply(self)
                 except OSError:  # the client hung up, as it should
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/hook"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        return Handler
 
 
 def _send(handler, status: int, body: bytes = b"", headers: dict | None = None) -> None:
@@ -442,7 +438,7 @@ def test_https_goes_to_the_checked_address_and_verifies_the_urls_name(
     monkeypatch.setattr(outbound, "tls_context", lambda: ssl.create_default_context(cafile=str(cert_path)))
     monkeypatch.setattr(outbound, "resolve", lambda host, port: ["127.0.0.1"])
     with Server(ok) as server:
-        server.httpd.socket = server_context.wrap_socket(server.httpd.socket, server_side=True)
+        server.server.socket = server_context.wrap_socket(server.server.socket, server_side=True)
         url = f"https://hooks.example.test:{server.port}/hook"
         if ok_expected:
             assert _post(url).status == 200
