@@ -17,8 +17,9 @@ redirects, proxies, timeouts, body limits, retries and the egress policy live in
 - **Proxies** from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) are ignored
   unless ``OUTBOUND_USE_ENV_PROXY`` is on; then the console still resolves and checks the host,
   and asks the proxy to tunnel (``CONNECT``) to the checked address.
-- **Time.** ``timeout`` bounds the connect and each read; ``deadline`` (default: ``timeout``)
-  bounds the whole try, so a server that sends a byte a second forever is cut off too.
+- **Time.** ``connect_timeout`` (default: ``timeout``) bounds opening the connection, ``timeout``
+  each read; ``deadline`` (default: ``timeout``) bounds the whole try, so a server that sends a
+  byte a second forever is cut off too.
 - **Size.** At most ``max_bytes`` (default ``OUTBOUND_MAX_RESPONSE_BYTES``) of response body
   are read; a larger one is a failure, not a truncated success.
 - **Retries.** One policy (`Retry`): by default only failures to connect are tried again (the
@@ -335,7 +336,8 @@ class _PinnedConnection(http.client.HTTPConnection):
 
 def post(url: str, body: bytes, **options: Any) -> Response:
     """POST `body` to `url` under the egress policy: the 2xx response or OutboundError. The
-    options are `request`'s (timeout, headers, target, deadline, max_bytes, retry, sleep)."""
+    options are `request`'s (timeout, headers, target, connect_timeout, deadline, max_bytes, retry,
+    sleep)."""
     return request("POST", url, body=body, **options)
 
 
@@ -347,6 +349,7 @@ def request(
     body: bytes | None = None,
     headers: Mapping[str, str] | None = None,
     target: str = "the endpoint",
+    connect_timeout: float | None = None,
     deadline: float | None = None,
     max_bytes: int | None = None,
     retry: Retry = CONNECT_FAILURES,
@@ -365,6 +368,7 @@ def request(
                 headers=headers or {},
                 target=target,
                 timeout=timeout,
+                connect_timeout=connect_timeout if connect_timeout is not None else timeout,
                 deadline=deadline if deadline is not None else timeout,
                 max_bytes=max_bytes if max_bytes is not None else settings.OUTBOUND_MAX_RESPONSE_BYTES,
             )
@@ -389,6 +393,7 @@ def _try(
     headers: Mapping[str, str],
     target: str,
     timeout: float,
+    connect_timeout: float,
     deadline: float,
     max_bytes: int,
 ) -> Response:
@@ -408,7 +413,7 @@ def _try(
         connection = _PinnedConnection(
             place,
             address=address,
-            connect_timeout=min(timeout, remaining),
+            connect_timeout=min(connect_timeout, remaining),
             read_timeout=min(timeout, remaining),
             proxy=proxy,
         )
@@ -422,7 +427,7 @@ def _try(
                 if connection.aborted.is_set():
                     break
                 kind = TLS if isinstance(exc, ssl.SSLCertVerificationError) else CONNECT
-                last_error = OutboundError(f"could not reach {target}: {_reason(exc, timeout)}", kind=kind)
+                last_error = OutboundError(f"could not reach {target}: {_reason(exc, connect_timeout)}", kind=kind)
                 continue  # the next address of the host, if any
             return _exchange(connection, method, place.path, body, sent, target, timeout, deadline, max_bytes)
         finally:
