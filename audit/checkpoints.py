@@ -21,8 +21,6 @@ import hashlib
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.conf import settings
+
+from console.core import outbound
 
 logger = logging.getLogger(__name__)
 
@@ -157,22 +157,21 @@ def log_read() -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def webhook_post(checkpoint: Checkpoint) -> bool:
-    """POST the checkpoint to AUDIT_CHECKPOINT_WEBHOOK. A failure is logged, never raised: the
-    local log already holds the checkpoint, and the next one is posted in a few minutes."""
+    """POST the checkpoint to AUDIT_CHECKPOINT_WEBHOOK through the outbound client. A failure is
+    logged, never raised: the local log already holds the checkpoint, and the next one is posted in
+    a few minutes."""
     url = settings.AUDIT_CHECKPOINT_WEBHOOK
     if not url:
         return False
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(checkpoint.as_dict()).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": "abstention-review-console"},
-    )
     try:
-        with urllib.request.urlopen(request, timeout=settings.AUDIT_CHECKPOINT_WEBHOOK_TIMEOUT) as response:
-            if 200 <= response.status < 300:
-                return True
-            logger.warning("audit checkpoint webhook answered %s", response.status)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        outbound.post(
+            url,
+            json.dumps(checkpoint.as_dict()).encode(),
+            headers={"Content-Type": "application/json"},
+            target="the checkpoint webhook",
+            timeout=settings.AUDIT_CHECKPOINT_WEBHOOK_TIMEOUT,
+        )
+    except outbound.OutboundError as exc:
         logger.warning("audit checkpoint webhook failed: %s", exc)
-    return False
+        return False
+    return True

@@ -114,3 +114,24 @@ def env_console_url(default_host: str = "127.0.0.1", default_port: int = 8000) -
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
         raise ConfigError(f"CONSOLE_URL must look like https://console.example.org (an optional path), got {raw!r}")
     return raw.strip().rstrip("/")
+
+
+def env_networks(name: str) -> tuple:
+    """A comma-separated list of CIDRs (``10.0.0.0/8, 127.0.0.1/32, ::1/128``; a bare address is its
+    own /32 or /128) as ipaddress networks. A network with host bits set (``10.0.0.1/8``) is refused
+    rather than widened or narrowed silently: the operator meant one of the two."""
+    import ipaddress
+
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return ()
+    networks = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part, strict=True))
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be comma-separated CIDRs like 10.0.0.0/8; {part!r}: {exc}") from None
+    return tuple(networks)

@@ -20,6 +20,7 @@ from console.env import (
     env_float,
     env_int,
     env_list,
+    env_networks,
     env_path,
     env_str,
 )
@@ -254,6 +255,16 @@ VERIFY_SWEEP_NEWEST = env_int("VERIFY_SWEEP_NEWEST", 200_000, minimum=1_000, max
 # Span-check jobs take this many decisions each (an ingest batch of 500 makes two), so the gradable
 # worker's processes share a batch and its last decisions are checked sooner.
 VERIFY_IDS_PER_JOB = env_int("VERIFY_IDS_PER_JOB", 250, minimum=1, maximum=100_000)
+# Outbound calls (console/core/outbound.py: shadow pipelines, candidate gates, webhooks, audit
+# checkpoints). Loopback, private, link-local, multicast, reserved and metadata addresses are refused
+# after resolution unless a network listed here holds them (a metadata address only when listed as
+# itself); public addresses are allowed. Proxies from the environment are ignored unless asked for.
+OUTBOUND_ALLOWED_NETWORKS = env_networks("OUTBOUND_ALLOWED_NETWORKS")
+OUTBOUND_USE_ENV_PROXY = env_bool("OUTBOUND_USE_ENV_PROXY", False)
+OUTBOUND_MAX_RESPONSE_BYTES = env_int(
+    "OUTBOUND_MAX_RESPONSE_BYTES", 2 * 1024 * 1024, minimum=1024, maximum=256 * 1024 * 1024
+)
+
 # A shadow run 'running' this long is presumed dead (its worker was killed) and queued again.
 SHADOW_RUN_TIMEOUT_SECONDS = env_int("SHADOW_RUN_TIMEOUT_SECONDS", 900, minimum=1, maximum=24 * 3600)
 # Gate trials: a call claimed longer ago than the candidate's timeout plus this is "worker lost" (never made again).

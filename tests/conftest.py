@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
+import os
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -10,6 +13,7 @@ from tests import factories
 # Slow lanes: `make test-fast` skips them; `make test` (and CI) runs everything.
 _SLOW_FOLDERS = ("browser", "jobs")
 _SLOW_FILES = ("test_api_fuzz.py",)
+LOOPBACK_NETWORKS = "127.0.0.0/8,::1/128"
 
 
 def pytest_configure(config):
@@ -17,6 +21,11 @@ def pytest_configure(config):
 
     # Django's default PBKDF2 costs ~0.3 s a password; every test user would pay it (healthchecks does the same).
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # The stand-in pipelines, candidates and webhook receivers listen on 127.0.0.1, which the egress
+    # policy refuses by default; the suite allows loopback, here and in the workers it starts
+    # (they read the environment). tests/core sets the list empty where it tests the policy.
+    os.environ.setdefault("OUTBOUND_ALLOWED_NETWORKS", LOOPBACK_NETWORKS)
+    settings.OUTBOUND_ALLOWED_NETWORKS = tuple(ipaddress.ip_network(n) for n in LOOPBACK_NETWORKS.split(","))
     config.addinivalue_line("markers", "slow: browser, real-worker and fuzzing tests (skipped by make test-fast)")
 
 

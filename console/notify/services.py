@@ -11,9 +11,7 @@ import hashlib
 import hmac
 import json
 import logging
-import urllib.request
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
@@ -22,6 +20,7 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, audit_record
+from console.core import outbound
 from console.core.jobs import enqueue
 from console.notify.emails import EmailPart, email_render
 from console.notify.models import Channel, Digest, DigestItem, Notification, Preference, Status
@@ -40,8 +39,8 @@ def webhook_signature(body: bytes, secret: str | None = None) -> str:
 def _recipient_problem(channel: str, recipient: str) -> str:
     if not recipient or not recipient.strip():
         return "no recipient: the person has no email address" if channel == Channel.EMAIL else "no webhook URL"
-    if channel == Channel.WEBHOOK and urlsplit(recipient).scheme not in ("http", "https"):
-        return "a webhook URL must start with http:// or https://"
+    if channel == Channel.WEBHOOK and (problem := outbound.url_problem(recipient)):
+        return f"the webhook URL {problem}"
     if channel == Channel.EMAIL and "@" not in recipient:
         return "not an email address"
     return ""
@@ -202,20 +201,16 @@ def webhook_body(notification: Notification) -> bytes:
 
 
 def _deliver_webhook(notification: Notification) -> None:
+    """One POST through the outbound client; any failure (HTTP error, redirect, a destination the
+    egress policy refuses) raises and counts as a failed attempt of the notification."""
     body = webhook_body(notification)
-    request = urllib.request.Request(  # noqa: S310 -- the scheme was checked when the message was recorded
+    outbound.post(
         notification.recipient,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            SIGNATURE_HEADER: webhook_signature(body),
-            "User-Agent": "abstention-review-console",
-        },
+        body,
+        headers={"Content-Type": "application/json", SIGNATURE_HEADER: webhook_signature(body)},
+        target="the webhook",
+        timeout=settings.NOTIFY_WEBHOOK_TIMEOUT_S,
     )
-    with urllib.request.urlopen(request, timeout=settings.NOTIFY_WEBHOOK_TIMEOUT_S) as response:  # noqa: S310
-        if not 200 <= response.status < 300:
-            raise OSError(f"webhook answered HTTP {response.status}")
 
 
 def notification_deliver(*, notification_id: int) -> float | None:

@@ -20,33 +20,26 @@ import hashlib
 import json
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.client import HTTPException
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
+from console.core import outbound
 from console.core.errors import InvalidInput
 from console.verification.spans import split_claim_units
 
 PIPELINE_KINDS = ("reference", "http")
 MAX_ANSWER_CHARS = 20_000  # the same bound as a logged claim or served answer
-MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 MAX_URL_CHARS = 2_000
 _ERROR_EXCERPT_CHARS = 300
 
 
 class PipelineError(Exception):
     """The pipeline gave no usable answer; the message says why and is kept on the run."""
-
-
-class _TransientPipelineError(PipelineError):
-    """A failure worth another try (timeout, connection refused, HTTP 5xx, 408, 429)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +124,9 @@ def validate_pipeline_url(url: Any) -> str:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
         raise InvalidInput(f"Not an http(s) URL: {url!r}.", code="invalid_shadow_config") from None
+    problem = outbound.url_problem(url)
+    if problem:
+        raise InvalidInput(f"The url {problem}.", code="invalid_shadow_config")
     return url
 
 
@@ -216,22 +212,17 @@ def _content_words(text: str) -> set[str]:
 # The HTTP adapter
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect would turn the POST into a GET without a body; report it instead."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
 class HttpPipeline:
     """POSTs the request as JSON to the route's URL and expects ``{"answer": "<text>"}`` back.
 
-    Each try has `timeout` seconds per connect and per read. Timeouts, refused connections and
-    HTTP 5xx / 408 / 429 are tried again after `backoff`, 2 x `backoff`, 4 x `backoff` ... up to
-    `retries` more times; other 4xx, redirects, malformed JSON, a missing, non-string, empty or
-    over-long answer fail at once (asking again would get the same reply). Proxies from the
-    environment are not used: shadow pipelines are internal services. `auth_header` is
-    "Name: value" and is sent on every request, never logged or stored.
+    The call goes through the console's one outbound client (`console.core.outbound`: egress
+    policy, no redirects, no environment proxies, bounded body). Each try has `timeout` seconds in
+    all. Failures to connect, timeouts, broken connections and HTTP 5xx / 408 / 429 are tried again
+    after `backoff`, 2 x `backoff`, 4 x `backoff` ... up to `retries` more times (a shadow run
+    only reads, so asking twice is harmless); other 4xx, redirects, a refused destination,
+    malformed JSON, a missing, non-string, empty or over-long answer fail at once (asking again
+    would get the same reply). `auth_header` is "Name: value" and is sent on every request, never
+    logged or stored.
     """
 
     name = "http"
@@ -260,56 +251,26 @@ class HttpPipeline:
         if auth_header:
             name, _, value = auth_header.partition(":")
             self.headers[name.strip()] = value.strip()
-        self._opener = urllib.request.build_opener(_NoRedirects(), urllib.request.ProxyHandler({}))
 
     def run(self, request: PipelineRequest) -> str:
         body = json.dumps(request.payload(), ensure_ascii=False).encode("utf-8")
-        tries = self.retries + 1
-        for attempt in range(tries):
-            if attempt:
-                self.sleep(self.backoff * 2 ** (attempt - 1))
-            try:
-                return self._post(body)
-            except _TransientPipelineError as exc:
-                if attempt == tries - 1:
-                    raise PipelineError(f"{exc} (gave up after {tries} tr{'y' if tries == 1 else 'ies'})") from None
-        raise AssertionError("unreachable")
-
-    def _post(self, body: bytes) -> str:
-        return _answer_from(self.post_raw(body))
-
-    def post_raw(self, body: bytes) -> bytes:
-        """One POST of `body`, no retry: the response body, or PipelineError (transient or not)
-        saying why there is none. Candidate gate trials call endpoints through this too."""
-        request = urllib.request.Request(self.url, data=body, method="POST", headers=self.headers)
+        retry = outbound.Retry(tries=self.retries + 1, backoff=self.backoff, on=outbound.IDEMPOTENT)
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                raw = response.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            try:
-                excerpt = _excerpt(exc.read(_ERROR_EXCERPT_CHARS) if exc.fp else b"")
-            except OSError:
-                excerpt = ""
-            message = f"HTTP {exc.code} from the pipeline" + (f": {excerpt}" if excerpt else "")
-            if exc.code >= 500 or exc.code in (408, 429):
-                raise _TransientPipelineError(message) from None
-            if 300 <= exc.code < 400:
-                message += " (redirects are not followed; configure the final URL)"
-            raise PipelineError(message) from None
-        except TimeoutError:
-            raise _TransientPipelineError(f"no answer within {self.timeout:g} s") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise _TransientPipelineError(f"no answer within {self.timeout:g} s") from None
-            raise _TransientPipelineError(f"could not reach the pipeline: {exc.reason}") from None
-        except (HTTPException, OSError) as exc:
-            raise _TransientPipelineError(f"the connection failed: {exc!r}") from None
-        return raw
+            response = outbound.post(
+                self.url,
+                body,
+                headers=self.headers,
+                target="the pipeline",
+                timeout=self.timeout,
+                retry=retry,
+                sleep=self.sleep,
+            )
+        except outbound.OutboundError as exc:
+            raise PipelineError(str(exc)) from None
+        return _answer_from(response.body)
 
 
 def _answer_from(raw: bytes) -> str:
-    if len(raw) > MAX_RESPONSE_BYTES:
-        raise PipelineError(f"The response is larger than {MAX_RESPONSE_BYTES} bytes.")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

@@ -22,7 +22,8 @@ class GateTrialStartApi(APIView):
     @extend_schema(
         summary="Start a candidate gate trial",
         description='Body: {"name", "kind": "http" (default) | "reference", "url", "headers" (optional, stored '
-        'encrypted), "headers_env" (optional: an environment variable holding "Name: value"), '
+        'encrypted), "headers_env" (optional: an environment variable named CANDIDATE_HEADER_<NAME> holding '
+        '"Name: value"), '
         '"timeout_s": 10, "repeats": 3, "subset": {"from", "to", "segment", "model"}, "gates": '
         '{"max_unsafe_upper": 0.05, "min_coverage": null, "min_stability": 0.9, '
         '"max_citation_errors": 0}}. Runs the candidate over the route\'s graded items.',

@@ -5,10 +5,12 @@ Contract: the console POSTs ``{"request_id", "question", "passages": [{"id", "te
 under review, i.e. the grading item's answer) and reads ``{"verdict": "answer" | "answer_partially"
 | "surface_conflict" | "abstain", "score": optional number, "citations": optional list of passage
 ids}``. Anything else is a failed call (`CallFailed`), never an abstention: a timeout, a refused
-connection, an HTTP error, a redirect, malformed JSON, a missing or unknown verdict, a score that
+connection, a destination the egress policy refuses, an HTTP error, a redirect, a body over the
+size limit, malformed JSON, a missing or unknown verdict, a score that
 is not a finite number, citations that are not a list of strings, and citations naming a passage
 that was not sent (`CitationError`, counted as citation errors too). A call is made once: no retry,
-so that the trial never asks twice for the same (item, repeat).
+so that the trial never asks twice for the same (item, repeat). Calls go through the console's one
+outbound client (`console.core.outbound`).
 
 The reference candidate ("kind": "reference") is evaluated in process through the same reply
 check: it splits the draft into claim units like the span verifier and finds each in the passages;
@@ -29,11 +31,12 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 
-from console.shadow.pipelines import MAX_RESPONSE_BYTES, HttpPipeline, PipelineError
+from console.core import outbound
 from console.stats.trials import VERDICTS
 from console.verification.spans import ClaimTooLong, TextNotUtf8, TimeBudgetExceeded, split_claim_units, verify_span
 
 _EXCERPT = 200
+HEADER_ENV_PREFIX = "CANDIDATE_HEADER_"
 
 
 class CallFailed(Exception):
@@ -94,8 +97,14 @@ def headers_decrypt(token: str) -> dict[str, str]:
 
 
 def headers_from_env(name: str) -> dict[str, str]:
+    """The header an environment variable named ``CANDIDATE_HEADER_<NAME>`` holds as "Name: value".
+
+    Only that prefix is read: whoever may start a trial names the variable and the URL the header
+    goes to, so any other name (``DATABASE_URL``, ``SECRET_KEY``) would send a secret to them."""
     if not name:
         return {}
+    if not name.startswith(HEADER_ENV_PREFIX) or len(name) == len(HEADER_ENV_PREFIX):
+        raise CallFailed(f"Headers come only from environment variables named {HEADER_ENV_PREFIX}<NAME>; not {name}.")
     value = os.environ.get(name, "")
     header, _, content = value.partition(":")
     if not header.strip() or not content.strip():
@@ -109,8 +118,6 @@ def headers_from_env(name: str) -> dict[str, str]:
 
 def reply_from(raw: bytes, sent_ids: set[str]) -> CandidateReply:
     """The candidate's reply checked against the contract, or CallFailed / CitationError."""
-    if len(raw) > MAX_RESPONSE_BYTES:
-        raise CallFailed(f"The response is larger than {MAX_RESPONSE_BYTES} bytes.")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -150,15 +157,22 @@ def _excerpt(raw: bytes) -> str:
 
 
 def call_http(request: CallRequest, *, url: str, headers: dict[str, str], timeout_s: float) -> CandidateReply:
-    pipeline = HttpPipeline(url, timeout=timeout_s, retries=0, backoff=0.0)
-    pipeline.headers.update(headers)
-    pipeline.headers["User-Agent"] = "abstention-review-console/trials"
+    """One POST through the outbound client, `timeout_s` for the whole call and no retry, not
+    even after a failure to connect: `calls_mark_lost` counts on a call ending within `timeout_s`."""
     body = json.dumps(request.payload(), ensure_ascii=False).encode("utf-8")
+    sent = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        **headers,
+        "User-Agent": "abstention-review-console/trials",
+    }
     try:
-        raw = pipeline.post_raw(body)
-    except PipelineError as exc:
-        raise CallFailed(str(exc).replace("the pipeline", "the candidate")) from None
-    return reply_from(raw, {p["id"] for p in request.passages})
+        response = outbound.post(
+            url, body, headers=sent, target="the candidate", timeout=timeout_s, retry=outbound.NO_RETRY
+        )
+    except outbound.OutboundError as exc:
+        raise CallFailed(str(exc)) from None
+    return reply_from(response.body, {p["id"] for p in request.passages})
 
 
 def reference_reply(request: CallRequest) -> dict[str, Any]:

@@ -28,7 +28,7 @@ GATE_LABELS: dict[str, str] = {
     "max_citation_errors": "Citation errors: at most",
 }
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,100}$")
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+_ENV_NAME = re.compile(r"^CANDIDATE_HEADER_[A-Z0-9_]{1,83}$")  # candidates.HEADER_ENV_PREFIX, then a name
 _MAX_HEADER_VALUE = 4_000
 
 
@@ -93,7 +93,7 @@ def trial_spec(data: Any) -> TrialSpec:
         headers = {}
     headers_env = data.get("headers_env") or ""
     if headers_env and (not isinstance(headers_env, str) or not _ENV_NAME.match(headers_env)):
-        errors["headers_env"] = "The name of an environment variable (A-Z, 0-9, _)."
+        errors["headers_env"] = "The name of an environment variable CANDIDATE_HEADER_<NAME> (A-Z, 0-9, _)."
     timeout_s = data.get("timeout_s", 10)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 120:
         errors["timeout_s"] = "Seconds, more than 0 and at most 120."

@@ -184,3 +184,23 @@ def test_the_webhook_gets_each_checkpoint_and_its_failure_is_not_fatal(db, setti
         result = audit_checkpoint_create()
     assert result["signed"] is True and result["webhook"] is False
     assert len(_log_lines(settings)) == 2 and "webhook failed" in caplog.text
+
+
+def test_the_checkpoint_webhook_obeys_the_egress_policy(db, settings, caplog):
+    """The copy meant for another machine goes through the one outbound client: a loopback URL
+    is refused unless OUTBOUND_ALLOWED_NETWORKS lists it, and the refusal is logged, not raised."""
+    _Receiver.received = []
+    server = HTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        settings.OUTBOUND_ALLOWED_NETWORKS = ()
+        settings.AUDIT_CHECKPOINT_WEBHOOK = f"http://127.0.0.1:{server.server_port}/checkpoints"
+        _append(1)
+        with caplog.at_level(logging.WARNING, logger="audit.checkpoints"):
+            result = audit_checkpoint_create()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result["signed"] is True and result["webhook"] is False and _Receiver.received == []
+    assert "refused to call the checkpoint webhook" in caplog.text and "loopback" in caplog.text

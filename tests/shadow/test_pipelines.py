@@ -98,6 +98,7 @@ def test_valid_shadow_configs_are_normalised(config, expected):
         {"kind": "http", "url": "ftp://files/x"},
         {"kind": "http", "url": "not a url"},
         {"kind": "http", "url": "https://x.example/" + "a" * 2000},
+        {"kind": "http", "url": "https://user:secret@x.example/answer"},
         {"kind": "http", "url": "https://x.example", "timeout": 3},
         {"kind": "reference", "url": "https://x.example"},
         {"kind": "llm"},

@@ -8,6 +8,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 from audit.models import AuditEvent
+from console.trials import candidates
 from console.trials.models import CallStatus, Candidate, TrialCall
 from tests.jobs_inline import run_jobs
 from tests.trials.conftest import graded_items
@@ -246,10 +247,26 @@ def test_a_subset_limits_the_items_by_segment_model_and_window(route, reviewer, 
 
 
 def test_a_header_can_come_from_the_environment_and_is_never_stored(route, reviewer, trial_body, monkeypatch):
-    monkeypatch.setenv("GATE_TOKEN_HEADER", "X-Gate-Key: from-env-123")
+    monkeypatch.setenv("CANDIDATE_HEADER_GATE_TOKEN", "X-Gate-Key: from-env-123")
     graded_items([(True, 0.9)])
     with StandInCandidate({}) as standin:
-        _start(reviewer, trial_body(standin.url, repeats=1, headers_env="GATE_TOKEN_HEADER"))
+        _start(reviewer, trial_body(standin.url, repeats=1, headers_env="CANDIDATE_HEADER_GATE_TOKEN"))
         assert standin.headers[0]["X-Gate-Key"] == "from-env-123"
     stored = Candidate.objects.get(name="evaluator-v2")
-    assert stored.headers_env == "GATE_TOKEN_HEADER" and stored.headers_encrypted == ""
+    assert stored.headers_env == "CANDIDATE_HEADER_GATE_TOKEN" and stored.headers_encrypted == ""
+
+
+@pytest.mark.parametrize("name", ["DATABASE_URL", "SECRET_KEY", "CANDIDATE_HEADER_", "candidate_header_x"])
+def test_headers_come_only_from_variables_named_candidate_header(route, reviewer, trial_body, name):
+    graded_items([(True, 0.9)])
+    response = reviewer.post(
+        "/api/v1/routes/it-support/gate-trials", trial_body("http://127.0.0.1:9/", headers_env=name), format="json"
+    )
+    assert response.status_code == 400
+    assert "headers_env" in response.json()["error"]["details"]
+
+
+def test_a_variable_stored_under_another_name_is_never_read_at_call_time(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgres://console:secret@db/console")
+    with pytest.raises(candidates.CallFailed, match="CANDIDATE_HEADER_"):
+        candidates.headers_from_env("DATABASE_URL")
