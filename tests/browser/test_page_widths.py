@@ -55,6 +55,9 @@ def _pages(decision_id: int) -> list[str]:
         "/grading/",
         "/grading/adjudication/",
         "/grading/agreement/",
+        "/grading/plans/",
+        "/grading/routes/it-support/plan/",
+        "/grading/routes/it-support/gold/",
         "/gaps/",
     ]
 
