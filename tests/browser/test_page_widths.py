@@ -3,8 +3,10 @@ page itself scrolling sideways: wide tables scroll inside their own container in
 
 import pytest
 
+from console.ledger.models import Decision
 from console.notify import services as notify
-from tests.factories import ingest, make_route, make_user, recent, record
+from grading.services.pool import gold_item_create, grading_plan_set
+from tests.factories import TEST_ACTOR, ingest, make_route, make_user, recent, record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,6 +31,10 @@ def workspace():
     )
     notify.notification_send(channel="email", recipient="not-an-address", subject=LONG, body="x", route=route.slug)
     make_user("ada", "admin")
+    # A gold item and a plan, so their pages show a row each with the long texts.
+    decision = Decision.objects.get(pk=ids[0])
+    gold_item_create(actor=TEST_ACTOR, decision=decision, verdict="correct", answer=LONG)
+    grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 10), (0.5, 0.85, 20)], gold_rate=0.05)
     return ids
 
 

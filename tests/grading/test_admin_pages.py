@@ -304,3 +304,20 @@ def test_the_command_and_the_page_write_the_same_event_through_one_service(route
     by_command, by_page = _events("gold_item_created")
     assert by_command.payload.keys() == by_page.payload.keys()
     assert (by_command.actor, by_page.actor) == ("system:grading_gold", "user:ada")
+
+
+def test_every_described_by_id_exists_on_the_forms_with_and_without_errors(route, admin_pages):
+    import re
+
+    _gold_item(route)
+    pages = [
+        admin_pages.get("/grading/routes/it-support/plan/"),
+        admin_pages.post("/grading/routes/it-support/plan/", _plan_body([("1", "0", "")], gold_percent="x")),
+        admin_pages.get("/grading/routes/it-support/gold/"),
+        admin_pages.post("/grading/routes/it-support/gold/", {"request_id": "", "answer": "x" * 20_001}),
+    ]
+    for response in pages:
+        html = response.content.decode()
+        ids = set(re.findall(r'\sid="([^"]+)"', html))
+        described = {i for value in re.findall(r'aria-describedby="([^"]+)"', html) for i in value.split()}
+        assert described and described <= ids, described - ids
