@@ -25,6 +25,8 @@ class Action(models.TextChoices):
     POOL_ENTERED = "pool_entered", "Entered the grading pool"
     GRADING_PLAN_SET = "grading_plan_set", "Grading plan set"
     GOLD_ITEM_CREATED = "gold_item_created", "Gold item created"
+    GRADING_PLAN_RETIRED = "grading_plan_retired", "Grading plan retired"
+    GOLD_ITEM_REMOVED = "gold_item_removed", "Gold item removed"
     ITEM_SKIPPED = "item_skipped", "Item skipped by a grader"
     GRADE_SUBMITTED = "grade_submitted", "Grade submitted"
     GRADE_WITHDRAWN = "grade_withdrawn", "Grade withdrawn by its grader"

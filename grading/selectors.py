@@ -12,7 +12,7 @@ from statistics import median
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
@@ -20,7 +20,7 @@ from console.accounts import permissions
 from console.ledger.compression import decompress_text
 from console.ledger.models import DecisionPassage, Route
 from console.stats import agreement
-from grading.models import Assignment, FinalLabel, Grade, GradingItem, ItemStatus, Verdict
+from grading.models import Assignment, FinalLabel, Grade, GradingItem, GradingPlan, ItemStatus, Verdict
 from grading.validation import LabelInput
 
 
@@ -386,3 +386,53 @@ def guidelines_diff(old: str, new: str) -> list[dict[str, str]]:
     kinds = {"@": "hunk", "+": "added", "-": "removed", " ": "same"}
     # The first two lines name the files; a removed Markdown rule ("---") must not be taken for one.
     return [{"kind": kinds[line[0]], "text": line} for line in lines[2:]]
+
+
+# --------------------------------------------------------------------------- admins: plans and gold items
+
+
+def managed_routes(user) -> QuerySet[Route]:
+    """Routes whose sampling plan and gold items the user may set (admins: every route), each with
+    its plan (or None) and how many gold items are handed out now: one query for the whole list."""
+    if not permissions.can_manage_grading(user):
+        return Route.objects.none()
+    active_gold = Count("grading_items", filter=Q(grading_items__is_gold=True, grading_items__status=ItemStatus.OPEN))
+    return Route.objects.select_related("grading_plan").annotate(active_gold=active_gold).order_by("name", "pk")
+
+
+def managed_route(user, slug: str) -> Route:
+    """The route an admin page manages; 404 for a route that does not exist."""
+    route = managed_routes(user).filter(slug=slug).first()
+    if route is None:
+        raise Http404("No such route.")
+    return route
+
+
+def route_plan(route: Route) -> GradingPlan | None:
+    return GradingPlan.objects.filter(route=route).first()
+
+
+def gold_items(route: Route) -> list[GradingItem]:
+    """The route's gold items handed out now, newest first, with their texts, their decision's request
+    id, and how graders did on them so far (grades, and how many matched the known verdict)."""
+    return list(
+        GradingItem.objects.with_texts()
+        .filter(route=route, is_gold=True, status=ItemStatus.OPEN)
+        .annotate(
+            request_id=F("decision__request_id"),
+            grades_given=Count("grades", distinct=True),
+            grades_matching=Count("grades", filter=Q(grades__verdict=F("gold_verdict")), distinct=True),
+        )
+        .order_by("-created_at", "-pk")
+    )
+
+
+def removed_gold_count(route: Route) -> int:
+    return GradingItem.objects.filter(route=route, is_gold=True).exclude(status=ItemStatus.OPEN).count()
+
+
+def gold_item_of_route(route: Route, pk: int) -> GradingItem:
+    item = GradingItem.objects.filter(route=route, is_gold=True, pk=pk).first()
+    if item is None:
+        raise Http404("No such gold item.")
+    return item

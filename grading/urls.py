@@ -15,4 +15,9 @@ urlpatterns = [
     path("agreement/", views.agreement, name="grading-agreement"),
     path("routes/<slug:slug>/guidelines/", views.guidelines_edit, name="grading-guidelines"),
     path("routes/<slug:slug>/guidelines/preview", views.guidelines_preview, name="grading-guidelines-preview"),
+    path("plans/", views.plan_list, name="grading-plans"),
+    path("routes/<slug:slug>/plan/", views.plan_edit, name="grading-plan"),
+    path("routes/<slug:slug>/plan/retire", views.plan_retire, name="grading-plan-retire"),
+    path("routes/<slug:slug>/gold/", views.gold_list, name="grading-gold"),
+    path("routes/<slug:slug>/gold/<int:pk>/remove", views.gold_remove, name="grading-gold-remove"),
 ]

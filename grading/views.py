@@ -1,4 +1,5 @@
-"""Pages of blind grading: the queue (graders), adjudication, agreement and guidelines (reviewers).
+"""Pages of blind grading: the queue (graders), adjudication, agreement and guidelines (reviewers),
+sampling plans and gold items (admins).
 
 The queue page and its actions only ever put a `GraderItem` and a `SavedGrade` (the grader's own
 verdict) into a template, so nothing a grader receives can carry the gate score, the outcome or
@@ -22,10 +23,18 @@ from django.views.decorators.vary import vary_on_headers
 from audit.services import Actor
 from console.accounts import permissions
 from console.core.errors import ServiceError
-from console.ledger.models import Route
+from console.ledger.models import Decision, Route
 from grading import selectors
 from grading.blindness import route_blindness
-from grading.forms import AdjudicationForm, GradeForm, GuidelinesForm
+from grading.forms import (
+    BLANK_BAND_ROWS,
+    AdjudicationForm,
+    BandFormSet,
+    GoldItemForm,
+    GradeForm,
+    GuidelinesForm,
+    PlanForm,
+)
 from grading.services import labels as labels_services
 from grading.services import pool as pool_services
 from grading.services import queue as queue_services
@@ -296,3 +305,116 @@ def guidelines_preview(request, slug: str):
         return _guidelines_page(request, route, form)
     text = form.cleaned_data["guidelines"] if form.is_valid() else ""
     return render(request, "grading/partials/guidelines_preview.html", {"text": text, "form": form})
+
+
+# --------------------------------------------------------------------------- admins: sampling plans, gold items
+
+
+def _require_grading_manager(request) -> None:
+    if not permissions.can_manage_grading(request.user):
+        raise PermissionDenied("Only admins may set sampling plans and gold items.")
+
+
+def _managed_route(request, slug: str) -> Route:
+    _require_grading_manager(request)
+    return selectors.managed_route(request.user, slug)
+
+
+@require_GET
+def plan_list(request):
+    """Every route's sampling plan (or none: everything enters) and its gold items handed out."""
+    _require_grading_manager(request)
+    return render(request, "grading/plan_list.html", {"routes": list(selectors.managed_routes(request.user))})
+
+
+def _band_formset(plan, data=None) -> BandFormSet:
+    if data is not None:
+        return BandFormSet(data, prefix="bands")
+    bands = [{"low": b["low"], "high": b["high"], "target": b["target"]} for b in (plan.strata if plan else [])]
+    return BandFormSet(initial=bands + [{}] * BLANK_BAND_ROWS, prefix="bands")
+
+
+@require_http_methods(["GET", "POST"])
+def plan_edit(request, slug: str):
+    """Create or change a route's plan: its score bands with their targets, the gold share, the window."""
+    route = _managed_route(request, slug)
+    plan = selectors.route_plan(route)
+    initial = {"gold_percent": round(plan.gold_rate * 100, 4), "window_days": plan.window_days} if plan else None
+    form = PlanForm(request.POST or None, initial=initial)
+    bands = _band_formset(plan, request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid() and bands.is_valid():
+        try:
+            pool_services.grading_plan_set(
+                actor=Actor.from_request(request),
+                route=route,
+                bands=bands.bands(),
+                gold_rate=form.cleaned_data["gold_percent"] / 100,
+                window_days=form.cleaned_data["window_days"],
+            )
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(
+                request, f"Sampling plan of {route.name} saved; it applies to decisions entering the pool from now on."
+            )
+            return redirect("grading-plan", slug=route.slug)
+    return render(request, "grading/plan.html", {"route": route, "plan": plan, "form": form, "bands": bands})
+
+
+@require_POST
+def plan_retire(request, slug: str):
+    route = _managed_route(request, slug)
+    if pool_services.grading_plan_retire(actor=Actor.from_request(request), route=route) is None:
+        messages.info(request, f"{route.name} has no sampling plan: every decision already enters the pool.")
+    else:
+        messages.success(
+            request, f"Sampling plan of {route.name} retired: every decision entering the pool from now on enters it."
+        )
+    return redirect("grading-plans")
+
+
+@require_http_methods(["GET", "POST"])
+def gold_list(request, slug: str):
+    """A route's gold items handed out now, and the form that adds one from a decision of the route."""
+    route = _managed_route(request, slug)
+    form = GoldItemForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        decision = Decision.objects.filter(route=route, request_id=form.cleaned_data["request_id"]).first()
+        if decision is None:
+            form.add_error("request_id", "No decision of this route has that request id.")
+        else:
+            try:
+                pool_services.gold_item_create(
+                    actor=Actor.from_request(request),
+                    decision=decision,
+                    verdict=form.cleaned_data["verdict"],
+                    answer=form.cleaned_data["answer"],
+                )
+            except ServiceError as exc:
+                form.add_error("answer", exc.message)
+            else:
+                messages.success(
+                    request, f"Gold item added from {decision.request_id}: graders get it like any other item."
+                )
+                return redirect("grading-gold", slug=route.slug)
+    context = {
+        "route": route,
+        "form": form,
+        "items": selectors.gold_items(route),
+        "removed": selectors.removed_gold_count(route),
+        "plan": selectors.route_plan(route),
+    }
+    return render(request, "grading/gold.html", context)
+
+
+@require_POST
+def gold_remove(request, slug: str, pk: int):
+    route = _managed_route(request, slug)
+    item = selectors.gold_item_of_route(route, pk)
+    try:
+        pool_services.gold_item_remove(actor=Actor.from_request(request), item=item)
+    except ServiceError as exc:
+        messages.warning(request, exc.message)
+    else:
+        messages.success(request, "Gold item removed: it is no longer handed out, and its grades still count.")
+    return redirect("grading-gold", slug=route.slug)

@@ -10,6 +10,7 @@ def roles(request):
         "user_reads_disputes": permissions.can_read_disputes(user),
         "user_grades": permissions.can_grade(user),
         "user_reviews_labels": permissions.can_review_labels(user),
+        "user_manages_grading": permissions.can_manage_grading(user),
         "user_reads_audit": permissions.can_read_audit(user),
         "user_reads_outbox": permissions.can_read_outbox(user),
         "user_manages_workspace": permissions.can_manage_workspace(user),

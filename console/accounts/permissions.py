@@ -141,6 +141,14 @@ def can_review_labels(user, route=None) -> bool:
     return has_role(user, LABEL_REVIEWERS, route)
 
 
+def can_manage_grading(user, route=None) -> bool:
+    """Set a route's sampling plan and its gold items. No role is given them: a plan decides which
+    decisions the statistics are estimated from, and gold items are the answers graders are measured
+    by (a reviewer who chose them would know which items test the graders), so admins only."""
+    del route  # admins hold every route
+    return is_admin(user)
+
+
 # Policy sign-off. Reviewers, policy owners and admins of the route may draft a policy version;
 # only the owner named in a draft may sign it, and only while they hold `policy_owner` on its
 # route through a grant of their own: admin rights never stand in for the owner's signature.

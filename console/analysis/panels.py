@@ -228,24 +228,109 @@ def _recommended_cutoff(page: Page, rows: list[dict[str, Any]]) -> tuple[bool, f
     return True, recommended_row([row_from_document(r) for r in rows], state.r_star).cutoff
 
 
-# What a "Propose as policy" link carries to the governance draft form besides the cutoff.
-PROPOSAL_PARAMETERS = ("from", "to", "confidence", "interval", "answers", "c_w", "c_a", "q", "c_v")
+# What a "Propose as policy" link carries to the governance draft form besides the cutoff, the
+# cost calculator's values and the band (which are carried only when chosen and valid).
+PROPOSAL_PARAMETERS = ("from", "to", "confidence", "interval", "answers")
 
 
-def propose_url(page: Page, cutoff: float, **extra: Any) -> str:
+@dataclass(frozen=True)
+class Proposal:
+    """One "Propose as policy" link of the page: its element id (stable across renders, so a region
+    swapped later can replace it out of band), where it leads, its text and its CSS classes."""
+
+    id: str
+    url: str
+    text: str = "Propose as policy"
+    css: str = "propose"
+
+
+def chosen_costs(page: Page) -> dict[str, float]:
+    """The cost calculator's values the user set (named in the page's parameters), when the calculator
+    accepts them together; nothing when it does not (its panel then says why and shows the defaults)."""
+    named = [name for name in CostForm.base_fields if name in page.params]
+    form = CostForm(page.params)
+    if not named or not form.is_valid():
+        return {}
+    return {name: form.cleaned_data[name] for name in named if form.cleaned_data[name] is not None}
+
+
+def chosen_band_lower(page: Page) -> float | None:
+    """The band simulator's lower edge when the user set one and the simulator accepts it."""
+    form = BandForm(page.params)
+    return form.cleaned_data["band_lower"] if "band_lower" in page.params and form.is_valid() else None
+
+
+def propose_url(page: Page, cutoff: float, *, band_lower: float | None = None, **extra: Any) -> str:
     """The draft form of the route's policy, prefilled with this cutoff, the page's filters, the
-    exchange-rate answers, the cost calculator's values and the band when it sits below the cutoff."""
+    exchange-rate answers, the cost calculator's values and the band when it sits below the cutoff
+    (`band_lower`, else the simulator's lower edge)."""
     query = QueryDict(mutable=True)
     query["cutoff"] = f"{cutoff:g}"
     for name, values in page.params.lists():
         if name in PROPOSAL_PARAMETERS or name.startswith(FILTER_PREFIXES):
             query.setlist(name, values)
-    band_lower = BandForm(page.params).values()["band_lower"]
-    if "band_lower" in page.params and band_lower is not None and band_lower < cutoff:
+    for name, value in chosen_costs(page).items():
+        query[name] = f"{value:g}"
+    if band_lower is None:
+        band_lower = chosen_band_lower(page)
+    if band_lower is not None and band_lower < cutoff:
         query["band_lower"] = f"{band_lower:g}"
     for name, value in extra.items():
         query[name] = f"{value:g}"
     return f"{reverse('policy-draft', args=[page.route.slug])}?{query.urlencode()}"
+
+
+def _row_proposals(page: Page, rows: list[dict[str, Any]]) -> list[Proposal | None]:
+    """Each table row's link, by its position (the no-gate row has no cutoff to propose)."""
+    return [
+        Proposal(f"propose-row-{position}", propose_url(page, row["cutoff"])) if row["cutoff"] is not None else None
+        for position, row in enumerate(rows)
+    ]
+
+
+def _recommended_proposal(page: Page, rows: list[dict[str, Any]]) -> Proposal | None:
+    answered, recommended = _recommended_cutoff(page, rows)
+    if not answered or recommended is None:
+        return None
+    url = propose_url(page, recommended, exchange_rate=round(_bisection(page).r_star, 3))
+    return Proposal("propose-recommended", url, css="button propose")
+
+
+def _certified_proposal(page: Page) -> Proposal | None:
+    form = CertifyForm(page.params)
+    values = form.values()
+    query = CertifiedCutoffQuery(
+        window=page.query.window, alpha=values["alpha"], delta=values["delta"], grid=values["grid"]
+    )
+    certification = page.once("certified", lambda: reports.certified_cutoff_report(page.route, query).data)
+    if not certification["certified"]:
+        return None
+    url = propose_url(page, certification["cutoff"], alpha=values["alpha"], delta=values["delta"])
+    return Proposal("propose-certified", url, "Propose the certified cutoff as policy", "button propose")
+
+
+def _band_proposal(page: Page) -> Proposal | None:
+    """The band simulator's own link: its cutoff with its lower edge, when the simulator accepts them."""
+    form = BandForm(page.params)
+    if not form.is_valid():
+        return None
+    lower, cutoff = form.cleaned_data["band_lower"], form.cleaned_data["band_cutoff"]
+    url = propose_url(page, cutoff, band_lower=lower)
+    return Proposal("propose-band", url, "Propose this band as policy", "button propose")
+
+
+def proposals_panel(page: Page, *, inside: str) -> dict[str, Any]:
+    """Every "Propose as policy" link outside the region `inside`, to be swapped in out of band.
+
+    The band simulator and the cost calculator each swap only their own region, while the links
+    that carry their values sit in other regions (the table, the recommendation, the certified
+    cutoff). Their responses therefore bring those links again, built from the page's parameters
+    with the values just chosen; no script on the page has to copy anything."""
+    rows = _table_document(page)["rows"]
+    links = [*_row_proposals(page, rows), _recommended_proposal(page, rows), _certified_proposal(page)]
+    if inside != "band":
+        links.append(_band_proposal(page))
+    return {"oob_proposals": [link for link in links if link is not None]}
 
 
 def table_panel(page: Page) -> dict[str, Any]:
@@ -253,9 +338,7 @@ def table_panel(page: Page) -> dict[str, Any]:
     rows = document["rows"]
     answered, recommended = _recommended_cutoff(page, rows)
     # Each row with its "Propose as policy" link (the no-gate row has no cutoff to propose).
-    rows = [
-        row | {"propose_url": propose_url(page, row["cutoff"]) if row["cutoff"] is not None else None} for row in rows
-    ]
+    rows = [row | {"proposal": proposal} for row, proposal in zip(rows, _row_proposals(page, rows), strict=True)]
     chart = charts.tradeoff_chart(
         document.get("curve", []), marked=page.query.cutoffs, recommended=recommended if answered else None
     )
@@ -283,10 +366,7 @@ def bisection_panel(page: Page) -> dict[str, Any]:
     if state.done:
         lower, upper = state.bracket
         context |= {"r_star": state.r_star, "lower": lower, "upper": upper} | table_panel(page)
-        if context["recommended"] is not None:
-            context["propose_recommended_url"] = propose_url(
-                page, context["recommended"], exchange_rate=round(state.r_star, 3)
-            )
+        context["recommended_proposal"] = _recommended_proposal(page, context["rows"])
     else:
         context |= {
             "question": question_text(state.next_question),
@@ -329,7 +409,12 @@ def band_panel(page: Page) -> dict[str, Any]:
     band = reports.band_report(
         page.route, page.query, band_lower=values["band_lower"], cutoff=values["band_cutoff"]
     ).data
-    return {"band_form": form, "band": band, "band_segments": band.get("segments", [])}
+    return {
+        "band_form": form,
+        "band": band,
+        "band_segments": band.get("segments", []),
+        "band_proposal": _band_proposal(page),
+    }
 
 
 def certified_panel(page: Page) -> dict[str, Any]:
@@ -338,13 +423,8 @@ def certified_panel(page: Page) -> dict[str, Any]:
     query = CertifiedCutoffQuery(
         window=page.query.window, alpha=values["alpha"], delta=values["delta"], grid=values["grid"]
     )
-    certification = reports.certified_cutoff_report(page.route, query).data
-    context = {"certify_form": form, "certification": certification}
-    if certification["certified"]:
-        context["propose_certified_url"] = propose_url(
-            page, certification["cutoff"], alpha=values["alpha"], delta=values["delta"]
-        )
-    return context
+    certification = page.once("certified", lambda: reports.certified_cutoff_report(page.route, query).data)
+    return {"certify_form": form, "certification": certification, "certified_proposal": _certified_proposal(page)}
 
 
 def planner_panel(page: Page) -> dict[str, Any]:
@@ -492,4 +572,6 @@ def region(page: Page, target: str | None) -> tuple[str | None, dict[str, Any]]:
     with selectors.shared_reads():
         for build in builders:
             context |= build(page)
+        if target in ("band", "cost"):
+            context |= proposals_panel(page, inside=target)
     return template, context

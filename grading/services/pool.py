@@ -295,14 +295,25 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
     return result
 
 
+PLAN_WINDOW_DAYS = 30
+MAX_WINDOW_DAYS = 366
+
+
 def grading_plan_set(
-    *, actor: Actor, route: Route, bands: list[tuple[float, float, int]], gold_rate: float = 0.0, window_days: int = 30
+    *,
+    actor: Actor,
+    route: Route,
+    bands: list[tuple[float, float, int]],
+    gold_rate: float | None = None,
+    window_days: int | None = None,
 ) -> GradingPlan:
     """Set the route's stratified plan: per score band [low, high) a target count, turned into a rate.
 
     The rate of a band is target / (decisions of the route in that band over the last
     `window_days`), at most 1; it applies to decisions that enter the pool from now on. An empty
-    `bands` list means everything enters.
+    `bands` list means everything enters. `gold_rate` and `window_days` None keep the plan's own
+    (0 and 30 days for a new plan): a recheck that resizes the bands leaves the gold rate an admin set.
+    The page (grading.views), `manage.py grading_plan` and monitoring's rechecks all set plans here.
     """
     bands = sorted(bands)
     for position, (low, high, target) in enumerate(bands):
@@ -313,8 +324,15 @@ def grading_plan_set(
             raise InvalidInput(f"Band [{low}, {high}) needs a target of at least 1.")
         if following and following[0] < high:
             raise InvalidInput(f"Bands [{low}, {high}) and [{following[0]}, {following[1]}) overlap.")
-    if not 0 <= gold_rate <= 0.5:
+    existing = GradingPlan.objects.filter(route=route).first()
+    if gold_rate is None:
+        gold_rate = existing.gold_rate if existing else 0.0
+    if window_days is None:
+        window_days = existing.window_days if existing else PLAN_WINDOW_DAYS
+    if not (math.isfinite(gold_rate) and 0 <= gold_rate <= 0.5):
         raise InvalidInput("The gold rate must lie between 0 and 0.5.")
+    if not 1 <= window_days <= MAX_WINDOW_DAYS:
+        raise InvalidInput(f"The window must be between 1 and {MAX_WINDOW_DAYS} days.")
     since = timezone.now() - timedelta(days=window_days)
     counts = (
         Decision.objects.filter(route=route, occurred_at__gte=since).aggregate(
@@ -341,7 +359,12 @@ def grading_plan_set(
         )
     with transaction.atomic():
         plan = GradingPlan.objects.select_for_update().filter(route=route).first() or GradingPlan(route=route)
-        old = {"strata": plan.strata, "gold_rate": plan.gold_rate} if plan.pk else None
+        new = {"strata": strata, "gold_rate": gold_rate, "window_days": window_days}
+        # A new plan's fields were nothing before (no plan: everything entered).
+        old = {name: getattr(plan, name) if plan.pk else None for name in new}
+        changes = {name: {"old": old[name], "new": value} for name, value in new.items() if old[name] != value}
+        if not changes:
+            return plan
         plan.strata, plan.gold_rate, plan.window_days = strata, gold_rate, window_days
         plan.full_clean()
         plan.save()
@@ -351,7 +374,28 @@ def grading_plan_set(
             object_type="route",
             object_id=route.slug,
             route=route.slug,
-            payload={"old": old, "new": {"strata": strata, "gold_rate": gold_rate, "window_days": window_days}},
+            payload=changes,
+        )
+    return plan
+
+
+def grading_plan_retire(*, actor: Actor, route: Route) -> GradingPlan | None:
+    """Take the route's plan away: every decision entering the pool from now on enters (rate 1), and
+    no gold item is handed out. Items already in the pool keep the stratum and probability they
+    entered with. Returns the retired plan, or None when the route had none (nothing changes)."""
+    with transaction.atomic():
+        plan = GradingPlan.objects.select_for_update().filter(route=route).first()
+        if plan is None:
+            return None
+        fields = {"strata": plan.strata, "gold_rate": plan.gold_rate, "window_days": plan.window_days}
+        plan.delete()
+        audit_record(
+            actor=actor,
+            action=Action.GRADING_PLAN_RETIRED,
+            object_type="route",
+            object_id=route.slug,
+            route=route.slug,
+            payload={name: {"old": value, "new": None} for name, value in fields.items()},
         )
     return plan
 
@@ -390,7 +434,32 @@ def gold_item_create(*, actor: Actor, decision: Decision, verdict: str, answer: 
             object_type="grading_item",
             object_id=item.pk,
             route=decision.route.slug,
-            payload={"new": {"decision": decision.pk, "verdict": verdict}},
+            payload={
+                "decision": {"old": None, "new": decision.pk},
+                "verdict": {"old": None, "new": verdict},
+                "answer": {"old": None, "new": answer},
+            },
+        )
+    return item
+
+
+def gold_item_remove(*, actor: Actor, item: GradingItem) -> GradingItem:
+    """Stop handing a gold item out. It is not deleted: the grades it already has still measure their
+    graders (the agreement page's accuracy on gold items). A grader holding it now may still grade it.
+    Removing one already removed is a Conflict."""
+    with transaction.atomic():
+        item = GradingItem.objects.select_for_update().select_related("route").get(pk=item.pk, is_gold=True)
+        if item.status != ItemStatus.OPEN:
+            raise Conflict("This gold item was already removed.", code="gold_item_removed")
+        item.status = ItemStatus.EXCLUDED
+        item.save(update_fields=["status"])
+        audit_record(
+            actor=actor,
+            action=Action.GOLD_ITEM_REMOVED,
+            object_type="grading_item",
+            object_id=item.pk,
+            route=item.route.slug,
+            payload={"status": {"old": ItemStatus.OPEN.value, "new": item.status}},
         )
     return item
 

@@ -39,3 +39,12 @@ def render_markdown(text: str) -> SafeString:
     html = markdown_lib.markdown(text or "", extensions=["extra", "sane_lists"], output_format="html")
     cleaned = nh3.clean(html, url_schemes=_URL_SCHEMES, attribute_filter=_allow_attribute)
     return mark_safe(cleaned)  # noqa: S308 - sanitised by nh3 just above
+
+
+@register.filter
+def shortest(value) -> str:
+    """A number in its shortest form, as the plan names its bands: 0.5, not 0.500; 1, not 1.0."""
+    try:
+        return format(float(value), "g")
+    except (TypeError, ValueError):
+        return ""

@@ -55,3 +55,31 @@ def test_at_1000_px_the_exchange_rate_column_is_fully_on_screen(sign_in, live_se
         assert cell_box["x"] + cell_box["width"] <= min(box["x"] + box["width"], 1000) + 0.5
     assert "Exchange rate" in page.locator("table.op-table thead th").last.inner_text()
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 1000
+
+
+def test_the_band_and_costs_chosen_on_the_page_reach_the_policy_draft(sign_in, live_server):
+    route = graded_route()
+    make_user("olivia", "policy_owner", route)
+    page = sign_in("olivia")
+    page.goto(f"{live_server.url}/operating-points/?route=it-support&cutoffs=0.5,0.8")
+    page.wait_for_selector("table.op-table")
+
+    page.fill("#id_band_lower", "0.3")
+    page.fill("#id_band_cutoff", "0.8")
+    page.click("#band button[type=submit]")
+    page.wait_for_function(
+        "() => document.querySelector('#propose-row-2').getAttribute('href').includes('band_lower=0.3')"
+    )
+    page.fill("#id_c_w", "30")
+    page.fill("#id_c_a", "1")
+    page.click("#cost button[type=submit]")
+    # The cost form swapped only its own region; the table's links came back with the costs.
+    page.wait_for_function("() => document.querySelector('#propose-row-2').getAttribute('href').includes('c_w=30')")
+    assert "band_lower=0.3" in page.get_attribute("#propose-row-2", "href")
+    assert "c_w=30" in page.get_attribute("#propose-band", "href")
+
+    page.click("#propose-row-2")
+    page.wait_for_selector("#draft-form")
+    assert page.input_value("#id_cutoff") == "0.8"
+    assert page.input_value("#id_band_lower") == "0.3"
+    assert (page.input_value("#id_c_w"), page.input_value("#id_c_a")) == ("30", "1")

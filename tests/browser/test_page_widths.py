@@ -4,7 +4,9 @@ page itself scrolling sideways: wide tables scroll inside their own container in
 import pytest
 
 from console.accounts import services as accounts
+from console.ledger.models import Decision
 from console.notify import services as notify
+from grading.services.pool import gold_item_create, grading_plan_set
 from tests.factories import TEST_ACTOR, ingest, make_route, make_user, recent, record
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,6 +34,10 @@ def workspace():
     admin = make_user("ada", "admin")
     make_user(LONG[:150], "reader", route)
     accounts.token_issue(actor=TEST_ACTOR, user=admin, name=LONG[:100])
+    # A gold item and a plan, so their pages show a row each with the long texts.
+    decision = Decision.objects.get(pk=ids[0])
+    gold_item_create(actor=TEST_ACTOR, decision=decision, verdict="correct", answer=LONG)
+    grading_plan_set(actor=TEST_ACTOR, route=route, bands=[(0.0, 0.5, 10), (0.5, 0.85, 20)], gold_rate=0.05)
     return ids
 
 
@@ -58,6 +64,9 @@ def _pages(decision_id: int) -> list[str]:
         "/grading/",
         "/grading/adjudication/",
         "/grading/agreement/",
+        "/grading/plans/",
+        "/grading/routes/it-support/plan/",
+        "/grading/routes/it-support/gold/",
         "/gaps/",
         "/workspace/",
         "/routes/new/",

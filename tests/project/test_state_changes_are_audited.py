@@ -451,6 +451,9 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
         "monitoring-alarm-acknowledge": values["alarm_id"],
         "route-member-revoke": _first(RoleGrant.objects.filter(route=route, user__username="walk-doomed-member")),
         "token-revoke": _first(ApiToken.objects.filter(name="walk-doomed", revoked_at__isnull=True)),
+        "grading-gold-remove": _first(
+            GradingItem.objects.filter(route=route, is_gold=True, status="open").order_by("pk")
+        ),
     }
     values["pk"] = by_page.get(endpoint.name, 1)
     if endpoint.name == "appeal":  # a link nobody revoked earlier in the walk
@@ -560,6 +563,18 @@ VALID_BODIES: dict[str, Callable[[], Any]] = {
         "base": guidelines_sha256(Route.objects.get(slug=SLUG).guidelines),
     },
     "grading-guidelines-preview": lambda: {"guidelines": "Walked."},
+    "grading-plan": lambda: {
+        "bands-TOTAL_FORMS": "2",
+        "bands-INITIAL_FORMS": "0",
+        "bands-0-low": "0",
+        "bands-0-high": "0.5",
+        "bands-0-target": "20",
+        "gold_percent": "5",
+        "window_days": "30",
+    },
+    "grading-plan-retire": lambda: {},  # the plan the walk of grading-plan set just before
+    "grading-gold": lambda: {"request_id": _refused(Route.objects.get(slug=SLUG)).request_id, "verdict": "correct"},
+    "grading-gold-remove": lambda: {},  # the gold item the walk of grading-gold added just before
     "trial-list": lambda: {"name": "walk", "kind": "reference", "repeats": "1"},
     "policy-draft": _policy_form,
     "policy-sign": lambda: {"password": PASSWORD, "read_evidence": "yes", "evidence_sha256": _draft_sha()},
