@@ -392,3 +392,11 @@ def test_the_workspace_lists_take_the_same_queries_however_long_they_grow(admin_
         accounts.token_issue(actor=TEST_ACTOR, user=user, name=f"token {n}")
         make_route(f"route-{n}")
     assert queries() == before
+
+
+def test_the_workspace_leads_an_admin_to_the_sampling_plans_and_gold_items(db):
+    admin = make_user("tab-admin", "admin")
+    client = Client()
+    client.force_login(admin)
+    page = client.get("/workspace/").content.decode()
+    assert 'href="/grading/plans/"' in page
