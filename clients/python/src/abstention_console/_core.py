@@ -140,7 +140,7 @@ class Backoff:
     together do not retry together), never shorter than the server's `Retry-After`."""
 
     base: float = 0.5
-    cap: float = 60.0
+    cap: float = 30.0
     max_retry_after: float = 3600.0
     failures: int = 0
 

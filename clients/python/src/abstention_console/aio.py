@@ -46,7 +46,7 @@ class AsyncConsole:
         batch_size: int = 500,
         flush_interval: float = 1.0,
         max_queue: int = 10_000,
-        timeout: float = 10.0,
+        timeout: float = 30.0,
         policy_timeout: float = 2.0,
         policy_ttl: float = 0.0,
         default_policy: PolicyDefault = None,
