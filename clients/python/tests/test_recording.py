@@ -156,8 +156,47 @@ def test_a_batch_too_large_for_the_console_is_split(fake, decision, tmp_path):
 
 def test_a_wrong_token_keeps_the_decisions_for_later(fake, decision, tmp_path):
     backoff = Backoff(base=5, cap=5)
-    with Console("http://console", "wrong", spool_dir=tmp_path, backoff=backoff, transport=fake.transport()) as c:
-        c.record(decision(1))
-        assert not c.flush(timeout=0.5)
+    c = Console("http://console", "wrong", spool_dir=tmp_path, backoff=backoff, transport=fake.transport())
+    c.record(decision(1))
+    assert not c.flush(timeout=0.5)
+    c.close(timeout=0)
     assert not c.dead_letter_path.exists()
     assert any(tmp_path.glob("spool-*.jsonl"))
+
+
+def test_a_stream_through_a_console_restart_is_stored_exactly_once(server, fake, decision, tmp_path):
+    backoff = Backoff(base=0.05, cap=0.2)
+    with Console(server.url, "secret", spool_dir=tmp_path, batch_size=50, flush_interval=0.01, backoff=backoff) as c:
+
+        def produce() -> None:
+            for n in range(2000):
+                c.record(decision(n))
+                if n % 100 == 0:
+                    time.sleep(0.01)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        time.sleep(0.05)
+        server.stop()
+        time.sleep(0.5)
+        server.start()
+        producer.join()
+        assert c.flush(timeout=30)
+    assert len(fake.stored) == 2000
+    assert list(tmp_path.glob("spool-*.jsonl")) == []
+
+
+def test_retries_that_get_nothing_through_leave_the_spool_as_it_is(fake, decision, tmp_path, wait_until):
+    backoff = Backoff(base=0.01, cap=0.02)
+    transport = fake.transport(down=lambda: True)
+    c = Console(
+        "http://console", "secret", spool_dir=tmp_path, flush_interval=0.02, backoff=backoff, transport=transport
+    )
+    for n in range(10):
+        c.record(decision(n))
+    assert not c.flush(timeout=0.3)
+    before = sorted(p.name for p in tmp_path.glob("spool-*.jsonl"))
+    attempts = backoff.failures
+    assert wait_until(lambda: backoff.failures > attempts + 3)
+    assert sorted(p.name for p in tmp_path.glob("spool-*.jsonl")) == before
+    c.close(timeout=0)

@@ -298,6 +298,10 @@ class DeliveryResult:
     failed: list[bytes] = field(default_factory=list)  # to keep (spool) and send again later
     retry_after: float | None = None
 
+    @property
+    def progressed(self) -> bool:
+        return bool(self.delivered or self.dead_lettered)
+
 
 def _item_errors(response: httpx.Response, size: int) -> dict[int, list[Any]]:
     """The per-item problems of a 400/409 answer, by index in the batch sent."""
@@ -332,7 +336,9 @@ def _split(batch: list[bytes]) -> list[list[bytes]]:
     return [batch[:middle], batch[middle:]]
 
 
-def delivery(items: list[bytes], spool: Spool) -> Generator[list[bytes], httpx.Response | Exception, DeliveryResult]:
+def delivery(
+    items: list[bytes], spool: Spool, batch_size: int = MAX_BATCH
+) -> Generator[list[bytes], httpx.Response | Exception, DeliveryResult]:
     """The steps of delivering `items`: yields each batch to POST, is sent the answer (or the
     transport error), returns what was delivered and what must wait.
 
@@ -346,7 +352,7 @@ def delivery(items: list[bytes], spool: Spool) -> Generator[list[bytes], httpx.R
       halves) until the bad item stands alone and is dead-lettered.
     """
     result = DeliveryResult()
-    pending = [items[i : i + MAX_BATCH] for i in range(0, len(items), MAX_BATCH)]
+    pending = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
     pending.reverse()
     while pending:
         batch = pending.pop()

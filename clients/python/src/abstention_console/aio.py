@@ -205,8 +205,9 @@ class AsyncConsole:
                 break
         return items
 
-    async def _send(self, items: list[bytes]) -> DeliveryResult:
-        steps = delivery(items, self.spool)
+    async def _send(self, items: list[bytes], *, keep_failed: bool = True) -> DeliveryResult:
+        """Deliver `items`; on failure schedule the retry and (with keep_failed) spool what is left."""
+        steps = delivery(items, self.spool, self.batch_size)
         try:
             batch = next(steps)
             while True:
@@ -220,7 +221,8 @@ class AsyncConsole:
         except StopIteration as done:
             result: DeliveryResult = done.value
         if result.failed:
-            await asyncio.to_thread(self.spool.append, result.failed)
+            if keep_failed:
+                await asyncio.to_thread(self.spool.append, result.failed)
             self._retry_at = time.monotonic() + self._backoff.next_delay(result.retry_after)
         else:
             self._backoff.reset()
@@ -234,8 +236,17 @@ class AsyncConsole:
                 handle = self.spool.claim(path)
                 if handle is None:
                     continue
-                items = self.spool.read(handle)
-                result = await self._send(items) if items else DeliveryResult()
+                try:
+                    items = self.spool.read(handle)
+                    result = await self._send(items, keep_failed=False) if items else DeliveryResult()
+                except BaseException:
+                    self.spool.release(path, handle, delete=False)
+                    raise
+                if result.failed and not result.progressed:
+                    # Nothing got through: the segment stays as it is rather than being copied anew.
+                    self.spool.release(path, handle, delete=False)
+                    return
+                await asyncio.to_thread(self.spool.append, result.failed)
                 self.spool.release(path, handle, delete=True)
                 if result.failed:
                     return

@@ -228,8 +228,9 @@ class Console:
             items.append(item)
         return items
 
-    def _send(self, items: list[bytes]) -> DeliveryResult:
-        steps = delivery(items, self.spool)
+    def _send(self, items: list[bytes], *, keep_failed: bool = True) -> DeliveryResult:
+        """Deliver `items`; on failure schedule the retry and (with keep_failed) spool what is left."""
+        steps = delivery(items, self.spool, self.batch_size)
         try:
             batch = next(steps)
             while True:
@@ -243,7 +244,8 @@ class Console:
         except StopIteration as done:
             result: DeliveryResult = done.value
         if result.failed:
-            self.spool.append(result.failed)
+            if keep_failed:
+                self.spool.append(result.failed)
             self._retry_at = time.monotonic() + self._backoff.next_delay(result.retry_after)
         else:
             self._backoff.reset()
@@ -258,9 +260,17 @@ class Console:
                 handle = self.spool.claim(path)
                 if handle is None:
                     continue
-                items = self.spool.read(handle)
-                result = self._send(items) if items else DeliveryResult()
-                # Failed items were appended to a new segment; this one is done either way.
+                try:
+                    items = self.spool.read(handle)
+                    result = self._send(items, keep_failed=False) if items else DeliveryResult()
+                except BaseException:
+                    self.spool.release(path, handle, delete=False)
+                    raise
+                if result.failed and not result.progressed:
+                    # Nothing got through: the segment stays as it is rather than being copied anew.
+                    self.spool.release(path, handle, delete=False)
+                    return
+                self.spool.append(result.failed)
                 self.spool.release(path, handle, delete=True)
                 if result.failed:
                     return
