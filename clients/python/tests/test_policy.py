@@ -82,3 +82,9 @@ def test_a_refused_token_is_not_hidden_by_the_fail_safe(fake, tmp_path):
     console = Console("http://console", "wrong", spool_dir=tmp_path, transport=fake.transport(), default_policy=DEFAULT)
     with console, pytest.raises(PolicyRefused, match="401"):
         console.policy("it-support")
+
+
+def test_the_design_documents_import_name_is_the_same_client():
+    import console_client
+
+    assert console_client.Console is Console
