@@ -1,4 +1,5 @@
 import json
+import os
 import threading
 import time
 
@@ -200,3 +201,23 @@ def test_retries_that_get_nothing_through_leave_the_spool_as_it_is(fake, decisio
     assert wait_until(lambda: backoff.failures > attempts + 3)
     assert sorted(p.name for p in tmp_path.glob("spool-*.jsonl")) == before
     c.close(timeout=0)
+
+
+def test_a_forked_child_records_with_a_worker_of_its_own(server, fake, decision, tmp_path):
+    with Console(server.url, "secret", spool_dir=tmp_path, flush_interval=0.02) as console:
+        console.record(decision(0))
+        assert console.flush(timeout=5)
+        pid = os.fork()
+        if pid == 0:  # the child: exit status 0 only if its decisions were stored
+            ok = False
+            try:
+                console.record(decision(1))
+                ok = console.flush(timeout=5)
+                console.close(timeout=1)
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        console.record(decision(2))
+        assert console.flush(timeout=5)
+    assert {rid for _, rid in fake.stored} == {"q-00000", "q-00001", "q-00002"}

@@ -262,6 +262,13 @@ class Spool:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def forget_after_fork(self) -> None:
+        """In a forked child: the open segment and claims are the parent's (closing the inherited
+        descriptor would not release its lock, and writing to it would interleave with the parent)."""
+        self._lock = threading.Lock()
+        self._current = None
+        self._claimed = set()
+
     def close(self) -> None:
         self.rotate()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import queue
 import threading
 import time
@@ -79,11 +80,22 @@ class Console:
         self.policy_timeout = policy_timeout
         self.spool = Spool(Path(spool_dir) if spool_dir is not None else default_spool_dir(self.url, token))
         self._policies = PolicyCache(self.spool.directory, default_policy, policy_ttl)
-        self._http = httpx.Client(
-            base_url=self.url, headers=request_headers(token), timeout=timeout, transport=transport
-        )
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
+        self._client_options = {
+            "base_url": self.url,
+            "headers": request_headers(token),
+            "timeout": timeout,
+            "transport": transport,
+        }
+        self._max_queue = max_queue
         self._backoff = backoff or Backoff()
+        self._closed = False
+        self._start()
+        _close_at_exit(self)
+
+    def _start(self) -> None:
+        """The per-process half: HTTP connections, the queue and the worker thread."""
+        self._http = httpx.Client(**self._client_options)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=self._max_queue)
         self._retry_at = 0.0  # monotonic time before which the console is not tried again
         self._state = threading.Condition()
         self._in_memory = 0  # recorded, not yet delivered, dead-lettered or spooled
@@ -91,10 +103,17 @@ class Console:
         self._replaying = False
         self._flushing = threading.Event()
         self._stop = threading.Event()
-        self._closed = False
         self._worker = threading.Thread(target=self._run, name="abstention-console-client", daemon=True)
         self._worker.start()
-        _close_at_exit(self)
+
+    def _after_fork(self) -> None:
+        """A forked child (gunicorn --preload, a prefork pool) gets no thread and must not share the
+        parent's connections or spool segment: it starts its own. What the parent had queued stays
+        the parent's to send."""
+        if self._closed:
+            return
+        self.spool.forget_after_fork()
+        self._start()
 
     @property
     def dead_letter_path(self) -> Path:
@@ -310,4 +329,11 @@ def _close_at_exit(console: Console) -> None:
         if alive is not None:
             alive.close()
 
+    def restart_in_child() -> None:
+        alive = ref()
+        if alive is not None:
+            alive._after_fork()
+
     atexit.register(close)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=restart_in_child)
