@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import hooks
@@ -43,7 +44,7 @@ def user_ensure(*, actor: Actor, username: str, password: str | None = None, ema
             action=Action.USER_CREATED,
             object_type="user",
             object_id=user.pk,
-            payload={"new": {"username": username}},
+            payload=field_changes(new={"username": username}),
         )
     return user
 
@@ -61,7 +62,11 @@ def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
                 object_type="user",
                 object_id=user.pk,
                 route=route.slug if route else "",
-                payload={"new": {"role": role, "route": route.slug if route else None}},
+                payload={
+                    "role": {"old": None, "new": role},
+                    "route": route.slug if route else None,
+                    "username": user.get_username(),
+                },
             )
     return grant
 
