@@ -495,6 +495,6 @@ def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str, base
             object_type="route",
             object_id=route.slug,
             route=route.slug,
-            payload={"old": {"guidelines": old}, "new": {"guidelines": guidelines}},
+            payload={"guidelines": {"old": old, "new": guidelines}},
         )
     return route

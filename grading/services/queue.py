@@ -201,6 +201,6 @@ def assignment_skip(*, actor: Actor, grader, public_id) -> Assignment:
             object_type="grading_item",
             object_id=assignment.item_id,
             route=assignment.item.route.slug,
-            payload={"new": {"grader": grader.get_username()}},
+            payload={"grader": grader.get_username(), "skipped": {"old": False, "new": True}},
         )
     return assignment
