@@ -73,7 +73,7 @@ def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
 
 def role_revoke(*, actor: Actor, grant: RoleGrant) -> None:
     """Take one role grant away; the person keeps their account, their other grants and their history."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         grant = RoleGrant.objects.select_for_update(of=("self",)).select_related("user", "route").get(pk=grant.pk)
         scope = grant.route.slug if grant.route_id else None
         grant.delete()
@@ -138,7 +138,7 @@ def token_issue(*, actor: Actor, user, name: str = "", expires_at: datetime | No
 
 def tokens_revoke(*, actor: Actor, token_ids: list[int]) -> int:
     """Revoke the tokens that are still live among `token_ids`, one audit event each; returns how many."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         live = list(
             ApiToken.objects.select_for_update()
             .filter(pk__in=token_ids, revoked_at__isnull=True)
