@@ -46,7 +46,7 @@ def grade_submit(
     if seconds_spent is not None and not (math.isfinite(seconds_spent) and 0 <= seconds_spent <= MAX_SECONDS):
         raise InvalidInput(f"seconds_spent must lie between 0 and {MAX_SECONDS:,}.")
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         assignment = live_assignment(grader=grader, public_id=public_id, now=now)
         item = assignment.item
         if seconds_spent is None:
@@ -84,7 +84,7 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
     which of the two it is would tell the grader how the others voted.
     """
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         # The item row first: grade_submit holds it while it counts grades and resolves the item.
         item = (
             GradingItem.objects.with_texts()  # handed back to the grader with its texts
@@ -189,7 +189,7 @@ def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str,
         raise InvalidInput("The verdict must be 'correct' or 'incorrect'.", code="invalid_verdict")
     if len(note or "") > MAX_NOTE:
         raise InvalidInput(f"The note is longer than {MAX_NOTE:,} characters.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         item = GradingItem.objects.select_for_update().select_related("route").get(pk=item.pk)
         if not permissions.can_review_labels(reviewer, item.route):
             raise Forbidden("Only a reviewer of this route may adjudicate.")
