@@ -224,7 +224,7 @@ def _finish(
 
 def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
     """Send a failed run back to its route's pipeline. Conflict unless it failed."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = ShadowRun.objects.select_for_update().select_related("decision__route").get(pk=run.pk)
         if locked.status != ShadowStatus.FAILED:
             raise Conflict(f"Only a failed shadow run can be retried; this one is {locked.status}.", code="not_failed")
