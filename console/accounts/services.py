@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import hooks
@@ -43,7 +44,7 @@ def user_ensure(*, actor: Actor, username: str, password: str | None = None, ema
             action=Action.USER_CREATED,
             object_type="user",
             object_id=user.pk,
-            payload={"new": {"username": username}},
+            payload=field_changes(new={"username": username}),
         )
     return user
 
@@ -61,14 +62,18 @@ def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
                 object_type="user",
                 object_id=user.pk,
                 route=route.slug if route else "",
-                payload={"new": {"role": role, "route": route.slug if route else None}},
+                payload={
+                    "role": {"old": None, "new": role},
+                    "route": route.slug if route else None,
+                    "username": user.get_username(),
+                },
             )
     return grant
 
 
 def role_revoke(*, actor: Actor, grant: RoleGrant) -> None:
     """Take one role grant away; the person keeps their account, their other grants and their history."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         grant = RoleGrant.objects.select_for_update(of=("self",)).select_related("user", "route").get(pk=grant.pk)
         scope = grant.route.slug if grant.route_id else None
         grant.delete()
@@ -133,7 +138,7 @@ def token_issue(*, actor: Actor, user, name: str = "", expires_at: datetime | No
 
 def tokens_revoke(*, actor: Actor, token_ids: list[int]) -> int:
     """Revoke the tokens that are still live among `token_ids`, one audit event each; returns how many."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         live = list(
             ApiToken.objects.select_for_update()
             .filter(pk__in=token_ids, revoked_at__isnull=True)

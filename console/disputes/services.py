@@ -168,7 +168,7 @@ def appeal_secret(route: Route) -> str:
 def appeal_secret_rotate(*, actor: Actor, route: Route) -> str:
     """A new secret for the route: every link given out before stops working. Returns it, once."""
     secret = secrets.token_urlsafe(32)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         AppealSecret.objects.update_or_create(route=route, defaults={"secret": secret, "rotated_at": timezone.now()})
         audit_record(
             actor=actor, action=Action.APPEAL_SECRET_ROTATED, object_type="route", object_id=route.pk, route=route.slug
@@ -304,7 +304,7 @@ def _locked(dispute: Dispute) -> Dispute:
 def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
     if not permissions.can_handle_disputes(user, dispute.route):
         raise Forbidden("Only reviewers and policy owners of this route take disputes.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = _locked(dispute)
         if not locked.is_open:
             raise Conflict(f"This dispute is {locked.status}.", code="not_open")
@@ -330,7 +330,7 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
             raise Forbidden("Only the person who opened a dispute may withdraw it.")
     elif not permissions.can_handle_disputes(user, dispute.route):
         raise Forbidden("Only reviewers and policy owners of this route resolve disputes.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = _locked(dispute)
         if not locked.is_open:
             raise Conflict(f"This dispute is already {locked.status}.", code="not_open")

@@ -115,7 +115,7 @@ def policy_evidence_recompute(*, actor: Actor, user, policy: PolicyVersion) -> P
         )
     snapshot = snapshot_now(policy.route)
     evidence = recompute_stored(policy, as_of=snapshot.as_of)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
         if locked.status != PolicyStatus.DRAFT:
             raise Conflict(
@@ -264,7 +264,7 @@ def policy_withdraw(*, actor: Actor, user, policy: PolicyVersion) -> PolicyVersi
     """Withdraw a draft (its author or its owner); signed versions are superseded, never withdrawn."""
     if not permissions.can_withdraw_policy(user, policy):
         raise Forbidden("Only the author of a draft or its owner may withdraw it.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
         if locked.status != PolicyStatus.DRAFT:
             raise Conflict(

@@ -12,6 +12,7 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 from psycopg import errors as psycopg_errors
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict, InvalidInput
@@ -56,14 +57,14 @@ def route_create(
             object_type="route",
             object_id=route.pk,
             route=slug,
-            payload={
-                "new": {
+            payload=field_changes(
+                new={
                     "slug": slug,
                     "name": name,
                     "graders_per_item": graders_per_item,
                     "shadow_config": route.shadow_config,
                 }
-            },
+            ),
         )
     return route
 
@@ -463,15 +464,27 @@ def passage_dictionary_build(*, actor: Actor) -> PassageDictionary | None:
             action=Action.PASSAGE_DICTIONARY_CREATED,
             object_type="passage_dictionary",
             object_id=dictionary.pk,
+            # The change is the dictionary new passages are stored with: the one in use before (none
+            # at first) and this one.
             payload={
-                "old": None if current is None else {"id": current.pk, "sha256": current.sha256},
-                "new": {
-                    "id": dictionary.pk,
-                    "sha256": digest,
-                    "bytes": len(data),
-                    "sample_passages": len(sample),
-                    "sample_bytes": sample_bytes,
-                },
+                **field_changes(
+                    old=None
+                    if current is None
+                    else {
+                        "id": current.pk,
+                        "sha256": current.sha256,
+                        "bytes": len(current.data),
+                        "sample_passages": current.sample_passages,
+                        "sample_bytes": current.sample_bytes,
+                    },
+                    new={
+                        "id": dictionary.pk,
+                        "sha256": digest,
+                        "bytes": len(data),
+                        "sample_passages": len(sample),
+                        "sample_bytes": sample_bytes,
+                    },
+                ),
                 # What the newest passages would take on disk with the old and the new dictionary.
                 "held_out": {"passages": len(held_out), "stored_bytes_before": before, "stored_bytes_after": after},
             },

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.core.errors import Conflict
@@ -66,7 +67,7 @@ def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> Rout
             object_type="route",
             object_id=route.pk,
             route=route.slug,
-            payload={"slug": route.slug, "old": old, "new": new},
+            payload={"slug": route.slug, "shadow_config": {"old": old, "new": new}},
         )
     return route
 
@@ -170,8 +171,7 @@ def _claim(run_id: int) -> ShadowRun | None:
             payload={
                 "objects": {"decision": [run.decision_id]},
                 "attempt": run.attempts,
-                "old": {"status": ShadowStatus.QUEUED},
-                "new": {"status": ShadowStatus.RUNNING},
+                "status": {"old": ShadowStatus.QUEUED, "new": ShadowStatus.RUNNING},
             },
         )
     return run
@@ -205,8 +205,7 @@ def _finish(
             "pipeline_version": version,
             "passages_sha256": checksum,
             "latency_ms": round(latency_ms, 1),
-            "old": {"status": ShadowStatus.RUNNING},
-            "new": {"status": status},
+            "status": {"old": ShadowStatus.RUNNING, "new": status},
         }
         if error:
             payload["error"] = error
@@ -225,7 +224,7 @@ def _finish(
 
 def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
     """Send a failed run back to its route's pipeline. Conflict unless it failed."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = ShadowRun.objects.select_for_update().select_related("decision__route").get(pk=run.pk)
         if locked.status != ShadowStatus.FAILED:
             raise Conflict(f"Only a failed shadow run can be retried; this one is {locked.status}.", code="not_failed")
@@ -243,8 +242,10 @@ def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
             route=locked.decision.route.slug,
             payload={
                 "objects": {"decision": [locked.decision_id]},
-                "old": {"status": ShadowStatus.FAILED, "error": old_error},
-                "new": {"status": ShadowStatus.QUEUED},
+                **field_changes(
+                    old={"status": ShadowStatus.FAILED, "error": old_error},
+                    new={"status": ShadowStatus.QUEUED, "error": ""},
+                ),
             },
         )
         enqueue(EXECUTE_JOB, locked.pk)

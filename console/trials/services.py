@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.core.errors import InvalidInput
@@ -82,7 +83,14 @@ def candidate_register(*, actor: Actor, user, route: Route, spec: TrialSpec) -> 
             action=Action.CANDIDATE_REGISTERED,
             object_type="candidate",
             object_id=candidate.pk,
-            payload={"name": candidate.name, "old": old, "new": new},
+            payload={
+                "name": candidate.name,
+                **field_changes(old=old, new={k: new[k] for k in ("kind", "url", "timeout_s")}),
+                # Header names only, never values; what they were before is not kept (they are stored
+                # encrypted), so they are what the candidate sends from now on rather than a change.
+                "headers": new["headers"],
+                "headers_env": new["headers_env"],
+            },
             route=route.slug,
         )
     return candidate

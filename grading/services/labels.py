@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts import permissions
@@ -45,7 +46,7 @@ def grade_submit(
     if seconds_spent is not None and not (math.isfinite(seconds_spent) and 0 <= seconds_spent <= MAX_SECONDS):
         raise InvalidInput(f"seconds_spent must lie between 0 and {MAX_SECONDS:,}.")
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         assignment = live_assignment(grader=grader, public_id=public_id, now=now)
         item = assignment.item
         if seconds_spent is None:
@@ -59,9 +60,9 @@ def grade_submit(
             actor=actor,
             action=Action.GRADE_SUBMITTED,
             item=item,
-            payload={
-                "new": {"grader": grader.get_username(), "verdict": verdict, "seconds_spent": round(seconds_spent, 3)}
-            },
+            payload=field_changes(
+                new={"grader": grader.get_username(), "verdict": verdict, "seconds_spent": round(seconds_spent, 3)}
+            ),
         )
         if not item.is_gold and item.status == ItemStatus.OPEN:
             _item_resolve(actor=actor, item=item)
@@ -83,7 +84,7 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
     which of the two it is would tell the grader how the others voted.
     """
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         # The item row first: grade_submit holds it while it counts grades and resolves the item.
         item = (
             GradingItem.objects.with_texts()  # handed back to the grader with its texts
@@ -123,7 +124,7 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
             "verdict": grade.verdict,
             "seconds_spent": None if seconds is None else round(seconds, 3),
         }
-        _grade_audit(actor=actor, action=Action.GRADE_WITHDRAWN, item=item, payload={"old": old, "new": None})
+        _grade_audit(actor=actor, action=Action.GRADE_WITHDRAWN, item=item, payload=field_changes(old=old))
     return assignment
 
 
@@ -165,7 +166,7 @@ def _item_resolve(*, actor: Actor, item: GradingItem) -> None:
             route=item.route.slug,
             payload={
                 "objects": objects,
-                "new": {"verdict": verdict, "method": LabelMethod.UNANIMOUS},
+                **field_changes(new={"verdict": verdict, "method": LabelMethod.UNANIMOUS}),
                 "grades": sorted(verdicts),
             },
         )
@@ -188,7 +189,7 @@ def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str,
         raise InvalidInput("The verdict must be 'correct' or 'incorrect'.", code="invalid_verdict")
     if len(note or "") > MAX_NOTE:
         raise InvalidInput(f"The note is longer than {MAX_NOTE:,} characters.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         item = GradingItem.objects.select_for_update().select_related("route").get(pk=item.pk)
         if not permissions.can_review_labels(reviewer, item.route):
             raise Forbidden("Only a reviewer of this route may adjudicate.")
@@ -219,8 +220,7 @@ def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str,
             route=item.route.slug,
             payload={
                 "objects": {"decision": [item.decision_id]},
-                "old": None,
-                "new": {"verdict": verdict, "method": LabelMethod.ADJUDICATED},
+                **field_changes(new={"verdict": verdict, "method": LabelMethod.ADJUDICATED}),
                 "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict} for g in grades],
                 "note": note or "",
             },

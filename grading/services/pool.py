@@ -383,7 +383,7 @@ def grading_plan_retire(*, actor: Actor, route: Route) -> GradingPlan | None:
     """Take the route's plan away: every decision entering the pool from now on enters (rate 1), and
     no gold item is handed out. Items already in the pool keep the stratum and probability they
     entered with. Returns the retired plan, or None when the route had none (nothing changes)."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         plan = GradingPlan.objects.select_for_update().filter(route=route).first()
         if plan is None:
             return None
@@ -426,7 +426,7 @@ def gold_item_create(*, actor: Actor, decision: Decision, verdict: str, answer: 
         gold_verdict=verdict,
     )
     item.full_clean(exclude=["public_id"])
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         item.save()
         audit_record(
             actor=actor,
@@ -447,7 +447,7 @@ def gold_item_remove(*, actor: Actor, item: GradingItem) -> GradingItem:
     """Stop handing a gold item out. It is not deleted: the grades it already has still measure their
     graders (the agreement page's accuracy on gold items). A grader holding it now may still grade it.
     Removing one already removed is a Conflict."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         item = GradingItem.objects.select_for_update().select_related("route").get(pk=item.pk, is_gold=True)
         if item.status != ItemStatus.OPEN:
             raise Conflict("This gold item was already removed.", code="gold_item_removed")
@@ -495,6 +495,6 @@ def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str, base
             object_type="route",
             object_id=route.slug,
             route=route.slug,
-            payload={"old": {"guidelines": old}, "new": {"guidelines": guidelines}},
+            payload={"guidelines": {"old": old, "new": guidelines}},
         )
     return route

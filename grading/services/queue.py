@@ -112,7 +112,7 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
         "route": route_ids[0] if route_ids else None,
     }
     claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         # Each lost race passes over one more item, so the loop ends when the queue does.
         while True:
             [item] = list(GradingItem.objects.raw(claim_sql, params)) or [None]
@@ -191,7 +191,7 @@ def live_assignment(*, grader, public_id, now, for_update: bool = True) -> Assig
 def assignment_skip(*, actor: Actor, grader, public_id) -> Assignment:
     """Pass on a leased item: it returns to the queue for others and is never offered to this grader again."""
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         assignment = live_assignment(grader=grader, public_id=public_id, now=now)
         assignment.skipped = True
         assignment.save(update_fields=["skipped"])
@@ -201,6 +201,6 @@ def assignment_skip(*, actor: Actor, grader, public_id) -> Assignment:
             object_type="grading_item",
             object_id=assignment.item_id,
             route=assignment.item.route.slug,
-            payload={"new": {"grader": grader.get_username()}},
+            payload={"grader": grader.get_username(), "skipped": {"old": False, "new": True}},
         )
     return assignment

@@ -116,7 +116,7 @@ def test_an_admin_creates_a_route_with_its_settings_in_one_audited_change(admin_
     assert route.guidelines.startswith("Grade **correct**")
     assert RouteMonitoring.objects.get(route=route).evidence_max_label_age_days == 60
     [created] = [e for e in _events(Action.ROUTE_CREATED) if e.route == "billing"]
-    assert created.actor == "user:ada" and created.payload["new"]["name"] == "Billing questions"
+    assert created.actor == "user:ada" and created.payload["name"] == {"old": None, "new": "Billing questions"}
     actions = set(AuditEvent.objects.filter(route="billing").values_list("action", flat=True))
     assert {"route_created", "route_updated", "shadow_pipeline_set", "route_monitoring_changed"} <= actions
 
@@ -165,7 +165,7 @@ def test_an_admin_changes_a_routes_settings_and_each_change_is_audited_with_old_
         "graders_per_item": {"old": 2, "new": 3},
     }
     assert updated[-1].actor == "user:ada" and updated[-1].route == "it-support"
-    assert _events(Action.SHADOW_PIPELINE_SET)[-1].payload["new"] == {"kind": "reference"}
+    assert _events(Action.SHADOW_PIPELINE_SET)[-1].payload["shadow_config"]["new"] == {"kind": "reference"}
     assert _events(Action.ROUTE_MONITORING_CHANGED)[-1].payload == {
         "evidence_max_label_age_days": {"old": 90, "new": 30}
     }
@@ -218,7 +218,7 @@ def test_a_new_person_needs_an_email_and_is_then_created_with_the_role(admin_pag
     admin_page.post("/routes/it-support/members/", {"username": "newton", "email": "n@example.org", "role": "reader"})
     grant = RoleGrant.objects.get(user__username="newton")
     assert grant.user.email == "n@example.org" and not grant.user.has_usable_password()
-    assert _events(Action.USER_CREATED)[-1].payload == {"new": {"username": "newton"}}
+    assert _events(Action.USER_CREATED)[-1].payload == {"username": {"old": None, "new": "newton"}}
 
 
 def test_granting_a_role_twice_says_so_and_writes_nothing(admin_page, route):

@@ -72,7 +72,8 @@ def test_the_queue_says_what_was_saved_and_undo_gives_the_item_back_to_grade_aga
     assert not Assignment.objects.filter(item__public_id=second).exists()
     event = AuditEvent.objects.get(action="grade_withdrawn")
     assert event.actor == "user:ana" and event.object_type == "grading_item"
-    assert event.payload["old"]["verdict"] == "incorrect" and event.payload["new"] is None
+    assert event.payload["verdict"] == {"old": "incorrect", "new": None}
+    assert event.payload["grader"] == {"old": "ana", "new": None}
     assert event.payload["objects"] == {"decision": [GradingItem.objects.get(public_id=first).decision_id]}
 
     fragment = pages.post(f"/grading/items/{first}/grade", {"verdict": "correct"}, **HX).content.decode()

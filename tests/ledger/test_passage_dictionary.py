@@ -141,7 +141,7 @@ def test_the_build_needs_enough_text_and_stores_a_dictionary_only_when_it_gains(
     assert bytes(dictionary.data).endswith(newest_sampled.encode())
 
     event = AuditEvent.objects.get(action=Action.PASSAGE_DICTIONARY_CREATED)
-    assert event.object_id == str(dictionary.pk) and event.payload["new"]["sha256"] == dictionary.sha256
+    assert event.object_id == str(dictionary.pk) and event.payload["sha256"] == {"old": None, "new": dictionary.sha256}
     held_out = event.payload["held_out"]
     assert held_out["stored_bytes_after"] < 0.75 * held_out["stored_bytes_before"]
 

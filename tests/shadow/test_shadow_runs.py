@@ -148,8 +148,8 @@ def test_a_reviewer_retries_a_failed_run_through_the_api(http_route, standin, re
     run.refresh_from_db()
     assert (run.status, run.attempts, run.answer, run.error) == ("succeeded", 2, standin.answer, "")
     retried = AuditEvent.objects.get(action="shadow_run_retried", object_id=str(run.pk))
-    assert retried.actor.startswith("token:") and retried.payload["old"]["status"] == "failed"
-    assert "HTTP 500" in retried.payload["old"]["error"]
+    assert retried.actor.startswith("token:") and retried.payload["status"] == {"old": "failed", "new": "queued"}
+    assert "HTTP 500" in retried.payload["error"]["old"] and retried.payload["error"]["new"] == ""
     again = reviewer.post(f"/api/v1/shadow-runs/{run.pk}/retry")
     assert again.status_code == 409 and again.json()["error"]["code"] == "not_failed"
     assert audit_chain_verify()["ok"]
@@ -220,7 +220,8 @@ def test_create_route_sets_and_validates_the_pipeline(db, capsys):
     call_command("create_route", "billing", "--shadow", "reference")
     assert Route.objects.get(slug="billing").shadow_config == {"kind": "reference"}
     event = AuditEvent.objects.get(action="shadow_pipeline_set")
-    assert event.payload["old"]["kind"] == "http" and event.payload["new"] == {"kind": "reference"}
+    assert event.payload["shadow_config"]["old"]["kind"] == "http"
+    assert event.payload["shadow_config"]["new"] == {"kind": "reference"}
     call_command("create_route", "billing", "--shadow", "none")
     assert Route.objects.get(slug="billing").shadow_config == {}
     with pytest.raises(CommandError, match="http"):

@@ -352,7 +352,7 @@ def alarm_acknowledge(*, actor: Actor, user, alarm: Alarm, note: str) -> Alarm:
         raise InvalidInput("Acknowledging an alarm needs a note.")
     if len(note) > NOTE_MAX or "\x00" in note:
         raise InvalidInput(f"The note must be text of at most {NOTE_MAX} characters.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = Alarm.objects.select_for_update().select_related("route").get(pk=alarm.pk)
         if locked.status != AlarmStatus.OPEN:
             raise Conflict("This alarm is already closed.", code="alarm_closed")

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.core.jobs import enqueue
@@ -179,7 +180,7 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
                 object_type="route",
                 object_id=route.pk,
                 route=route.slug,
-                payload={"new": {"source": Source.BUILTIN, "dimension": embedder.DIMENSION}},
+                payload=field_changes(new={"source": Source.BUILTIN, "dimension": embedder.DIMENSION}),
             )
         audit_record(
             actor=actor,
@@ -187,7 +188,9 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
             object_type="embedder_version",
             object_id=version.pk,
             route=route.slug,
-            payload={"new": {"number": version.number, "fitted_on": len(sample), "components": version.components}},
+            payload=field_changes(
+                new={"number": version.number, "fitted_on": len(sample), "components": version.components}
+            ),
         )
     embedder_reembed(actor=actor, version=version, model=model)
     return version
@@ -225,7 +228,8 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
             object_type="embedder_version",
             object_id=version.pk,
             route=version.route.slug,
-            payload={"old": [v.number for v in old], "new": version.number},
+            # At most one version is current (a unique constraint): the route's current one before and now.
+            payload={"current_version": {"old": old[0].number if old else None, "new": version.number}},
         )
     for retired in old:
         # A retired version's vectors and model are never read again: their partitions go whole,

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.ledger.models import Route
@@ -110,6 +111,6 @@ def gaps_compute(
             object_type="gap_run",
             object_id=run.pk,
             route=route.slug,
-            payload={"new": {"refusals": len(rows), "clusters": len(clusters), "window_days": window_days}},
+            payload=field_changes(new={"refusals": len(rows), "clusters": len(clusters), "window_days": window_days}),
         )
     return run

@@ -11,6 +11,7 @@ from django.db import connection
 from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.core.errors import InvalidInput
@@ -87,7 +88,7 @@ def _space_for_sent(*, actor: Actor, route: Route, dimension: int) -> tuple[Rout
             object_type="route",
             object_id=route.pk,
             route=route.slug,
-            payload={"new": {"source": Source.SENT, "dimension": dimension}},
+            payload=field_changes(new={"source": Source.SENT, "dimension": dimension}),
         )
         enqueue("similarity.space_index_create", route_id=route.pk)
     return space, created
