@@ -10,6 +10,9 @@ from rest_framework.test import APIClient
 
 from tests import factories
 
+# Modules that build a world once for their tests (tests/worlds.py) run those tests last.
+pytest_plugins = ["tests.worlds"]
+
 # Slow lanes: `make test-fast` skips them; `make test` (and CI) runs everything.
 _SLOW_FOLDERS = ("browser", "jobs")
 _SLOW_FILES = ("test_api_fuzz.py",)

@@ -8,7 +8,7 @@ import pytest
 from console.ledger.models import Decision
 from console.monitoring.models import Recheck
 from console.verification.models import DecisionSupport
-from tests.analysis.populations import label
+from tests.analysis.populations import label_each
 from tests.monitoring.conftest import VERSIONS, day_start, post_day, sign_policy
 
 NEW = dict(VERSIONS, model="gen-2026-12")
@@ -27,8 +27,7 @@ def _planted(integrator, *, days_ago, refused, refused_correct, served, versions
         segments=segments,
         jobs=jobs,
     )
-    for i, decision_id in enumerate(ids):
-        label(decision_id, i < refused_correct if i < refused else (i - refused) % 10 != 0)
+    label_each(ids, [i < refused_correct if i < refused else (i - refused) % 10 != 0 for i in range(len(ids))])
     return ids
 
 

@@ -17,6 +17,7 @@ from console.review.demo import _GAPS
 from console.verification.models import DecisionSupport
 from console.verification.services import decisions_verify
 from tests.factories import TEST_ACTOR, make_user
+from tests.worlds import build_world
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -34,11 +35,20 @@ def _kind(support: DecisionSupport) -> str:
     return "full" if support.fully_supported else "partial"
 
 
+@pytest.fixture(scope="module")
+def demo_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The demo workspace, loaded once for the module's tests (tests/worlds.py)."""
+    yield from build_world(
+        django_db_blocker, tmp_path_factory, lambda: call_command("load_demo", "--decisions", "300", "--no-logins")
+    )
+
+
 @pytest.fixture
-def demo(db, settings, tmp_path):
-    settings.DATA_DIR = tmp_path
-    call_command("load_demo", "--decisions", "300", "--no-logins")
-    return tmp_path
+def demo(demo_world, db, request, settings):
+    """The demo's data directory (its logins file), the demo loaded."""
+    demo_world.enter(request)
+    settings.DATA_DIR = demo_world.data_dir
+    return demo_world.data_dir
 
 
 def test_the_refusals_list_shows_claims_supported_in_full_in_part_and_not_at_all(demo):

@@ -1,15 +1,27 @@
 """The demo workspace: HR policy sends vectors, IT support uses the built-in embedder, and the
 two planted topics the corpus lacks are the top corpus gaps of each route."""
 
+import pytest
 from django.core.management import call_command
 
 from console.review.demo import _GAPS
 from console.similarity.models import GapRun, RouteEmbedding
+from tests.worlds import build_world
 
 
-def test_the_demo_plants_two_gaps_per_route_at_the_top(db, settings, tmp_path):
-    settings.DATA_DIR = tmp_path
-    call_command("load_demo", "--decisions", "300")
+@pytest.fixture(scope="module")
+def demo_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The demo workspace (300 decisions a route), loaded once for the module's tests (tests/worlds.py)."""
+    yield from build_world(django_db_blocker, tmp_path_factory, lambda: call_command("load_demo", "--decisions", "300"))
+
+
+@pytest.fixture
+def demo(demo_world, db, request, settings):
+    demo_world.enter(request)
+    settings.DATA_DIR = demo_world.data_dir
+
+
+def test_the_demo_plants_two_gaps_per_route_at_the_top(demo):
     sources = dict(RouteEmbedding.objects.values_list("route__slug", "source"))
     assert sources == {"hr-policy": "sent", "it-support": "builtin"}
     for slug, topics in _GAPS.items():
@@ -25,14 +37,12 @@ def test_the_demo_plants_two_gaps_per_route_at_the_top(db, settings, tmp_path):
         assert found == set(topics)
 
 
-def test_gap_clusters_carry_the_share_graded_correct_when_answered(db, settings, tmp_path, client):
+def test_gap_clusters_carry_the_share_graded_correct_when_answered(demo, client):
     """HR policy's demo decisions come with an imported graded set; the planted gaps have none."""
     from console.similarity.selectors import gap_clusters
     from grading.models import FinalLabel
     from tests import factories
 
-    settings.DATA_DIR = tmp_path
-    call_command("load_demo", "--decisions", "200")
     run = GapRun.objects.filter(route__slug="hr-policy").latest()
     clusters = gap_clusters(run)
     top, graded = clusters[0], [c for c in clusters if c.graded]

@@ -1,0 +1,122 @@
+"""Worlds: data a test module builds once and every one of its tests starts from.
+
+A populated route or a demo workspace takes seconds to build, and most tests of a module start from
+the same one. A world is built in a transaction opened for the module (Django's `TestCase`
+class-level atomic block, the one `setUpTestData` builds in) and rolled back when the module ends;
+each test's `db` runs in a savepoint inside it, rolled back after the test, so every test starts
+from the world as it was built and no test sees another's writes. A module-scoped fixture builds it:
+
+    @pytest.fixture(scope="module")
+    def window_world(django_db_setup, django_db_blocker, tmp_path_factory):
+        yield from build_world(django_db_blocker, tmp_path_factory, build_the_window)
+
+and each test takes it through a function-scoped fixture that calls `world.enter(request)` (with
+`db`), which hands it the data (ids and keys, not model instances: a shared instance would carry
+one test's in-memory changes into the next).
+
+A world fixture's name ends in `_world`, and a module has at most one. Once built, the world stays
+until the module ends, where every later test of the module would see it; so within a module's
+tests, those that start from a world run after those that do not (the hook below, in whatever
+order the tests were collected or shuffled).
+
+What does not roll back: sequences (ids and audit `seq` go on rising, as they do between ordinary
+tests) and PostgreSQL's `now()`, which is the module's transaction's start; the application's
+clock is Python's, so only a test's own SQL with `now()` could tell.
+
+Not for tests that need real commits (`django_db(transaction=True)`, `transactional_db`, other
+threads or connections): their writes would sit in the module's uncommitted transaction, which
+other connections cannot see. pytest-django runs those after every other test, by when the
+module's world is rolled back; `enter` refuses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import pytest
+from django.db import connection
+from django.test import TestCase, override_settings
+from pytest_django.fixtures import validate_django_db
+
+T = TypeVar("T")
+
+
+@dataclass
+class World(Generic[T]):
+    data: T
+    data_dir: Path  # the world's DATA_DIR (demo logins, audit checkpoints), kept for the module
+    # Characters of passages the ingest counted towards asking for a passage dictionary when the
+    # world was built: every test's teardown sets the count to 0 (tests/conftest.py), and a test
+    # built on the world would have started where the build left it.
+    text_without_dictionary: int
+
+    def enter(self, request: pytest.FixtureRequest) -> T:
+        """The world's data for this test (call it from a function-scoped fixture that uses `db`)."""
+        from console.ledger import services as ledger
+
+        marker = request.node.get_closest_marker("django_db")
+        committing = marker is not None and validate_django_db(marker)[0]
+        if committing or "transactional_db" in request.fixturenames:
+            pytest.fail(
+                "A test that commits cannot start from a world: the world is an open transaction "
+                "(tests/worlds.py). Build its data in the test."
+            )
+        ledger._text_without_dictionary = self.text_without_dictionary
+        return self.data
+
+
+def build_world(django_db_blocker, tmp_path_factory, build: Callable[[], T]) -> Iterator[World[T]]:
+    """Yields the world `build()` writes, for a module-scoped fixture to `yield from`; rolls it back
+    afterwards. The build runs with its own data directory and audit checkpoint files, as every
+    test does (tests/conftest.py)."""
+    from console.ledger import services as ledger
+    from console.ledger.compression import dictionaries_forget
+
+    data_dir = tmp_path_factory.mktemp("world")
+    with django_db_blocker.unblock():
+        if connection.in_atomic_block:
+            pytest.fail(
+                "A world is built in a transaction of its own, but one is open (a second world in "
+                "the module, or a test's own): give the module one world, taken by a module-scoped fixture."
+            )
+        atomics = TestCase._enter_atomics()
+    try:
+        with (
+            django_db_blocker.unblock(),
+            override_settings(
+                DATA_DIR=data_dir,
+                AUDIT_SIGNING_KEY=None,
+                AUDIT_SIGNING_KEY_FILE=data_dir / "audit-signing-key.pem",
+                AUDIT_CHECKPOINT_LOG=data_dir / "audit-checkpoints.jsonl",
+                AUDIT_CHECKPOINT_WEBHOOK=None,
+            ),
+        ):
+            data = build()
+        world = World(data, data_dir, ledger._text_without_dictionary)
+        # As after every test: what the process remembers of dictionaries may name rows a test rolls back.
+        dictionaries_forget()
+        ledger._text_without_dictionary = 0
+        yield world
+    finally:
+        with django_db_blocker.unblock():
+            TestCase._rollback_atomics(atomics)
+
+
+def _starts_from_a_world(item: pytest.Item) -> bool:
+    return any(name.endswith("_world") for name in getattr(item, "fixturenames", ()))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In each run of one module's tests, those that start from a world go last (after pytest-django
+    has put the tests that commit after all others, and after any shuffling)."""
+    start = 0
+    while start < len(items):
+        end = start + 1
+        while end < len(items) and items[end].path == items[start].path:
+            end += 1
+        items[start:end] = sorted(items[start:end], key=_starts_from_a_world)
+        start = end
