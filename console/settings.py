@@ -147,6 +147,8 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads nothing from it; the token is set on <body>
+# Under /api/ a refused CSRF check answers the JSON error envelope, as every other API error does.
+CSRF_FAILURE_VIEW = "console.core.middleware.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # Sent on every HTML page (README "Security settings"). Scripts and images come from this site only

@@ -11,7 +11,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts import permissions
-from console.core.errors import Conflict, Forbidden, InvalidInput
+from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from console.ledger.models import Route
 from grading import selectors
 from grading.models import (
@@ -283,13 +283,14 @@ def _labels_import_once(actor, wanted: dict[int, LabelInput], routes, repeats, c
             label.method == LabelMethod.IMPORTED and label.correct == item.correct and label.source == item.source
         ):
             conflicts.append(
-                {
-                    "index": item.index,
-                    "route": item.route,
-                    "request_id": item.request_id,
-                    "message": f"already labelled {label.verdict} ({label.method}"
-                    f"{', ' + label.source if label.source else ''})",
-                }
+                detail(
+                    "verdict",
+                    "already_labelled",
+                    f"already labelled {label.verdict} ({label.method}{', ' + label.source if label.source else ''})",
+                    index=item.index,
+                    route=item.route,
+                    request_id=item.request_id,
+                )
             )
     if conflicts:
         raise Conflict(
