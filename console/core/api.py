@@ -104,7 +104,7 @@ def error_details(details: Any, *, code: str, message: str) -> list[dict]:
 def _entry(item: Any, *, code: str, message: str) -> dict:
     if not isinstance(item, dict):
         return detail(None, getattr(item, "code", None) or code, str(item))
-    rest = {k: v for k, v in item.items() if k not in ("field", "parameter", "index", "code", "message")}
+    rest = {k: v for k, v in item.items() if k not in ("field", "index", "code", "message")}
     field = item.get("field", item.get("parameter"))
     return detail(field, item.get("code") or code, str(item.get("message", message)), index=item.get("index"), **rest)
 
