@@ -428,6 +428,8 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "LabelVerdictEnum": ["correct", "incorrect"],
     "OpenClosedStatusEnum": ["open", "closed"],  # rechecks and alarms
     "DisputeStatusEnum": ["open", "upheld", "overturned", "withdrawn"],  # disputes, similar refusals
+    # a policy version, in full and as a list's summary
+    "PolicyVersionStatusEnum": ["draft", "active", "superseded", "withdrawn", "needs_recheck"],
 }
 # Disputes (console/disputes): the response time a dispute's clock runs on when its route has no
 # signed policy with an escalation path, and how many appeals one client may send per window.

@@ -74,7 +74,8 @@ _POLICY_FIELDS = {
     "signed_at": serializers.DateTimeField(allow_null=True),
 }
 _EVIDENCE_FIELDS = ("evidence", "evidence_text", "arrived_since")
-_POLICY = inline_serializer("PolicyVersion", _POLICY_FIELDS)
+# Copies: a serializer class takes its fields out of the dict it is made from.
+_POLICY = inline_serializer("PolicyVersion", dict(_POLICY_FIELDS))
 _POLICY_SUMMARY = inline_serializer(
     "PolicyVersionSummary", {k: v for k, v in _POLICY_FIELDS.items() if k not in _EVIDENCE_FIELDS}
 )
