@@ -254,12 +254,14 @@ def labels_import(
             repeats += 1
         else:
             conflicts.append(
-                {
-                    "index": item.index,
-                    "route": item.route,
-                    "request_id": item.request_id,
-                    "message": f"differs from item {first.index} for the same decision",
-                }
+                detail(
+                    "request_id",
+                    "request_id_conflict",
+                    f"differs from item {first.index} for the same decision",
+                    index=item.index,
+                    route=item.route,
+                    request_id=item.request_id,
+                )
             )
     for attempt in range(3):
         try:

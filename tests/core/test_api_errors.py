@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.test import Client, RequestFactory
 
-from console.core.middleware import csrf_failure
+from console.core.middleware import bad_request, csrf_failure, page_not_found, permission_denied, server_error
 from tests.factories import make_token, make_user, record
 
 INGEST = "/api/v1/decisions"
@@ -159,3 +160,23 @@ def test_the_schema_offers_bearer_or_token_for_each_operation(reviewer):
     token = next(name for name, s in schemes.items() if s.get("type") == "apiKey" and s.get("name") == "Authorization")
     security = schema["paths"]["/api/v1/decisions"]["post"]["security"]
     assert {bearer: []} in security and {token: []} in security  # either one, not both together
+
+
+@pytest.mark.parametrize(
+    ("handler", "status"),
+    [(page_not_found, 404), (permission_denied, 403), (bad_request, 400), (server_error, 500)],
+)
+def test_djangos_error_handlers_answer_the_envelope_under_api_and_a_page_elsewhere(db, handler, status):
+    factory = RequestFactory()
+    extra = () if handler is server_error else (None,)
+    assert_envelope(handler(factory.get("/api/v1/x"), *extra), status)
+    request = factory.get("/refusals/")
+    request.user = AnonymousUser()
+    page = handler(request, *extra)
+    assert page.status_code == status and page["Content-Type"].startswith("text/html")
+
+
+def test_too_many_form_fields_under_api_is_a_json_400(integrator, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 2
+    response = integrator.post(INGEST, "a=1&b=2&c=3", content_type="application/x-www-form-urlencoded")
+    assert response.status_code in (400, 415) and response["Content-Type"].startswith("application/json")
