@@ -19,7 +19,7 @@ from audit.chain import CURRENT_SCHEME, GENESIS_HASH, canonical_payload, event_h
 from audit.models import Action, AuditEvent, ChainBreak
 from audit.selectors import audit_head_verified_since_checkpoint
 from console.accounts.models import Role
-from console.core.errors import Conflict
+from console.core.errors import Conflict, detail
 
 # One fixed advisory-lock key serialises appends, so concurrent writers cannot fork the chain.
 _CHAIN_LOCK_KEY = 0x41756469  # "Audi"
@@ -134,7 +134,7 @@ def audit_checkpoint_create(*, now=None) -> dict[str, Any]:
         raise Conflict(
             f"the audit chain is broken at seq {head['first_bad_seq']} ({head['reason']}); no checkpoint was signed",
             code="audit_chain_broken",
-            details=head,
+            details=[detail(None, "audit_chain_broken", str(head["reason"]), **head)],
         )
     chain_break_clear(now=now)
     if head["seq"] == 0:

@@ -147,6 +147,8 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads nothing from it; the token is set on <body>
+# Under /api/ a refused CSRF check answers the JSON error envelope, as every other API error does.
+CSRF_FAILURE_VIEW = "console.core.middleware.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # Sent on every HTML page (README "Security settings"). Scripts and images come from this site only
@@ -426,6 +428,8 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "LabelVerdictEnum": ["correct", "incorrect"],
     "OpenClosedStatusEnum": ["open", "closed"],  # rechecks and alarms
     "DisputeStatusEnum": ["open", "upheld", "overturned", "withdrawn"],  # disputes, similar refusals
+    # a policy version, in full and as a list's summary
+    "PolicyVersionStatusEnum": ["draft", "active", "superseded", "withdrawn", "needs_recheck"],
 }
 # Disputes (console/disputes): the response time a dispute's clock runs on when its route has no
 # signed policy with an escalation path, and how many appeals one client may send per window.

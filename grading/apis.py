@@ -15,7 +15,7 @@ from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
-from console.core.errors import Conflict, Forbidden, InvalidInput
+from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from console.ledger.models import Route
 from console.ledger.services import routes_for_items
 from grading import selectors
@@ -64,13 +64,13 @@ def _require_grader(user) -> None:
 
 def _route_or_400(slug) -> Route:
     if not isinstance(slug, str) or not SLUG.fullmatch(slug):
-        raise InvalidInput('"route" must be a route slug.', details=[{"field": "route", "message": "must be a slug"}])
+        raise InvalidInput('"route" must be a route slug.', details=[detail("route", "invalid", "must be a slug")])
     route = Route.objects.filter(slug=slug).first()
     if route is None:
         raise InvalidInput(
             f"Unknown route: {slug[:64]}.",
             code="unknown_route",
-            details=[{"field": "route", "message": f"unknown route {slug[:64]!r}"}],
+            details=[detail("route", "unknown_route", f"unknown route {slug[:64]!r}")],
         )
     return route
 
@@ -385,7 +385,10 @@ class LabelsImportApi(APIView):
             raise Forbidden("Importing labels needs the integrator or reviewer role.")
         records = batch_records(request.data, "labels")
         items, errors = validate_labels(records)
-        routes, route_errors = routes_for_items(items)
+        # As for ingest: a route the caller may not import into reads as unknown, so it reveals nothing.
+        routes, route_errors = routes_for_items(
+            items, usable=lambda route: permissions.has_role(request.user, permissions.LABEL_IMPORTERS, route)
+        )
         if errors or route_errors:
             raise_batch_invalid(
                 total=len(records),
@@ -395,13 +398,6 @@ class LabelsImportApi(APIView):
                 unknown_code="unknown_route",
                 unknown_noun="route(s)",
             )
-        denied = sorted(
-            slug
-            for slug, route in routes.items()
-            if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS, route)
-        )
-        if denied:
-            raise Forbidden(f"You may not import labels into route(s): {', '.join(denied)}.")
         decision_ids, unknown = selectors.decisions_for_labels(items, routes)
         if unknown:
             raise_batch_invalid(

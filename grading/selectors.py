@@ -17,6 +17,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.core.errors import detail
 from console.ledger.compression import decompress_text
 from console.ledger.models import DecisionPassage, Route
 from console.stats import agreement
@@ -364,12 +365,13 @@ def decisions_for_labels(items: list[LabelInput], routes: dict[str, Route]) -> t
         )
         found = dict(cursor.fetchall())
     errors = [
-        {
-            "index": i.index,
-            "field": "request_id",
-            "value": f"{i.route}/{i.request_id}",
-            "message": f"no decision {i.request_id!r} on route {i.route!r}",
-        }
+        detail(
+            "request_id",
+            "unknown_decision",
+            f"no decision {i.request_id!r} on route {i.route!r}",
+            index=i.index,
+            value=f"{i.route}/{i.request_id}",
+        )
         for i in items
         if i.index not in found
     ]

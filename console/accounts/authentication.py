@@ -7,15 +7,17 @@ from console.accounts.models import ApiToken, hash_token
 
 
 class HashedTokenAuthentication(authentication.BaseAuthentication):
-    """`Authorization: Token <key>`; the key is looked up by its SHA-256. A client that sent too many
+    """`Authorization: Token <key>` or `Authorization: Bearer <key>` (the scheme OpenAPI can name, so
+    generated clients send it); the key is looked up by its SHA-256. A client that sent too many
     bad keys (LOGIN_FAILURES_PER_CLIENT in LOGIN_THROTTLE_SECONDS) gets 429 for bad keys until its
     window ends."""
 
     keyword = "Token"
+    keywords = (b"token", b"bearer")
 
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
+        if not header or header[0].lower() not in self.keywords:
             return None
         try:
             return self._authenticate_token(header)
@@ -30,7 +32,7 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
 
     def _authenticate_token(self, header: list[bytes]):
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Authorization header must be 'Token <key>'.")
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Token <key>' or 'Bearer <key>'.")
         try:
             key = header[1].decode()
         except UnicodeError:
@@ -49,17 +51,29 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):
     """Describes HashedTokenAuthentication in the OpenAPI schema (defined here so it registers
-    whenever the authentication class is loaded)."""
+    whenever the authentication class is loaded): as an HTTP bearer scheme, which generated clients
+    send as `Bearer <key>`, and as the API key header for clients that send `Token <key>`; either
+    one authenticates an operation."""
 
     target_class = HashedTokenAuthentication
-    name = "tokenAuth"
+    name = ["bearerAuth", "tokenAuth"]
+
+    def get_security_requirement(self, auto_schema):
+        return [{name: []} for name in self.name]  # either scheme, not both at once
 
     def get_security_definition(self, auto_schema):
-        return {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Authorization",
-            "description": "API token issued by an administrator (the console's `/tokens/` page or "
-            "`manage.py issue_token`), sent as `Authorization: Token <key>`. Expired and revoked tokens "
-            "are refused with 401.",
-        }
+        issued = "API token issued by an administrator (the console's `/tokens/` page or `manage.py issue_token`)"
+        refused = "Expired and revoked tokens are refused with 401."
+        return [
+            {
+                "type": "http",
+                "scheme": "bearer",
+                "description": f"{issued}, sent as `Authorization: Bearer <key>`. {refused}",
+            },
+            {
+                "type": "apiKey",
+                "in": "header",
+                "name": "Authorization",
+                "description": f"{issued}, sent as `Authorization: Token <key>`. {refused}",
+            },
+        ]

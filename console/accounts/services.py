@@ -16,7 +16,7 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import hooks
 from console.accounts.models import ApiToken, Role, RoleGrant, hash_token
-from console.core.errors import Conflict, InvalidInput
+from console.core.errors import Conflict, InvalidInput, detail
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def member_add(*, actor: Actor, route, username: str, role: str, email: str = ""
             if not email:
                 raise InvalidInput(
                     f"Nobody is called {username!r} yet: give an email address to add them as a new person.",
-                    details=[{"field": "email", "code": "required", "message": "needed for a new person"}],
+                    details=[detail("email", "required", "needed for a new person")],
                 )
             user = user_ensure(actor=actor, username=username, email=email)
         if RoleGrant.objects.filter(user=user, role=role, route=route).exists():

@@ -28,6 +28,7 @@ from console.analysis.params import (
     parse_operating_points,
 )
 from console.analysis.reports import CHART_CUTOFFS, CHART_POINTS
+from console.core.errors import detail
 from console.ledger.models import Route
 from console.ledger.selectors import stats_routes
 from console.stats.intervals import Interval
@@ -166,7 +167,9 @@ def read_page(user, params: QueryDict) -> Page:
     query, errors = parse_operating_points(cleaned, also_allowed=PAGE_PARAMETERS)
     answers = cleaned.get("answers", "")
     if not all(a in "yn" for a in answers) or len(answers) > ExchangeRateBisection().max_answers:
-        errors.append({"parameter": "answers", "message": "answers must be a short string of y and n."})
+        errors.append(
+            detail("answers", "invalid_parameter", "answers must be a short string of y and n.", parameter="answers")
+        )
         answers = ""
     tab = cleaned.get("tab", TABS[0])
     return Page(

@@ -1,7 +1,8 @@
 """Query parameters of the statistics endpoints and the operating-points page, parsed once.
 
 Every parameter is checked; all problems are reported together as
-``InvalidInput(details=[{"parameter", "message"}, ...])`` (400 in the API, messages beside the
+``InvalidInput(details=[{"field", "code", "message"}, ...])`` (each also naming its ``parameter``, the
+key these details had first) (400 in the API, messages beside the
 form on the page). Unknown parameters are refused too, so a misspelt filter
 (``segments.language``) cannot silently widen the population.
 
@@ -20,7 +21,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from console.core.errors import InvalidInput
+from console.core.errors import InvalidInput, detail
 from console.ledger.selectors import DecisionFilters
 from console.stats.certification import DEFAULT_GRID
 from console.stats.intervals import INTERVAL_METHODS
@@ -156,7 +157,7 @@ class _Reader:
         return values[0].strip() if values else None
 
     def error(self, name: str, message: str) -> None:
-        self.errors.append({"parameter": name, "message": f"{name} {message}"})
+        self.errors.append(detail(name, "invalid_parameter", f"{name} {message}", parameter=name))
 
     def number(self, name: str, default: float, low: float, high: float, *, closed: bool = False) -> float:
         raw = self.raw(name)

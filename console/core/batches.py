@@ -30,7 +30,7 @@ def raise_batch_invalid(
     they are the only problems the error code says so (`unknown_route`, `unknown_decision`).
     The message names at most 20 of them; `details` lists every one.
     """
-    all_errors = sorted(errors + unknown, key=lambda e: (e["index"], e["field"]))
+    all_errors = sorted(errors + unknown, key=lambda e: (e["index"], e["field"] or ""))
     bad = len({e["index"] for e in all_errors})
     message = f"{bad} of {total} {records_noun} are invalid; nothing was written."
     names = sorted({e["value"] for e in unknown})

@@ -1,6 +1,17 @@
-"""Errors a service raises for the caller to see; the API turns them into the error envelope."""
+"""Errors a service raises for the caller to see; the API turns them into the error envelope.
+
+`details` is a list of `detail()` entries, {"field", "index"?, "code", "message"}: the one shape
+every error's details has (console.core.api documents it in the OpenAPI schema)."""
 
 from typing import Any
+
+
+def detail(field: str | None, code: str, message: str, *, index: int | None = None, **context: Any) -> dict:
+    """One entry of `error.details`: {"field", "index"?, "code", "message"} plus any context keys."""
+    entry: dict[str, Any] = {"field": field or None}
+    if index is not None:
+        entry["index"] = index
+    return entry | {"code": code, "message": message} | context
 
 
 class ServiceError(Exception):

@@ -3,11 +3,12 @@ import logging
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseServerError, JsonResponse
+from django.http import HttpResponseServerError
 from django.shortcuts import render
 from django.urls import Resolver404
+from django.views.csrf import csrf_failure as django_csrf_failure
 
-from console.core.api import SERVER_ERROR_MESSAGE, envelope
+from console.core.api import SERVER_ERROR_MESSAGE, api_error
 from console.core.errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class RejectNulInPathMiddleware:
         if "\x00" in request.path_info:
             message = "The path contains a NUL character."
             if request.path_info.startswith("/api/"):
-                return JsonResponse(envelope("invalid_path", message), status=400)
+                return api_error(400, message, "invalid_path")
             return error_page(request, 400, message)
         return self.get_response(request)
 
@@ -107,23 +108,42 @@ def error_page(request, status: int, message: str):
     )
 
 
+def _is_api(request) -> bool:
+    return request.path_info.startswith("/api/")
+
+
 def page_not_found(request, exception=None):
+    if _is_api(request):
+        return api_error(404, "Not found.")
     return error_page(request, 404, _reason(exception) or "There is no page here, or it is not yours to see.")
 
 
 def permission_denied(request, exception=None):
+    if _is_api(request):
+        return api_error(403, _reason(exception) or "You do not have permission to do this.")
     return error_page(request, 403, _reason(exception) or "Your role does not allow this page.")
 
 
 def bad_request(request, exception=None):
+    if _is_api(request):
+        return api_error(400, "The request could not be understood.", "bad_request")
     return error_page(request, 400, "The request could not be understood.")
+
+
+def csrf_failure(request, reason: str = ""):
+    """settings.CSRF_FAILURE_VIEW: the envelope under /api/ (a client reads JSON, and the API's own
+    views check CSRF for signed-in sessions through DRF), Django's own page elsewhere."""
+    message = "CSRF verification failed: a signed-in session must send its CSRF token; API clients send a token."
+    if _is_api(request):
+        return api_error(403, message, "csrf_failed")
+    return django_csrf_failure(request, reason=reason)
 
 
 def server_error(request):
     """handler500: the error envelope under /api/ (clients parse JSON), the site's page elsewhere.
     Django has already logged the traceback; a bare page stands in if the site's page fails too."""
-    if request.path_info.startswith("/api/"):
-        return JsonResponse(envelope("server_error", SERVER_ERROR_MESSAGE), status=500)
+    if _is_api(request):
+        return api_error(500, SERVER_ERROR_MESSAGE)
     try:
         return error_page(request, 500, "Something went wrong on our side; the error is logged.")
     except Exception:  # the page itself may need what just failed (the database, a template)

@@ -7,6 +7,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from console.core.errors import detail
+
 # What PostgreSQL can store: int4 for ranks and counts, float4 for pgvector components.
 INT32_MAX = 2**31 - 1
 FLOAT32_MAX = 3.4028234663852886e38
@@ -30,14 +32,18 @@ def printable(value: str) -> str:
 
 
 class FieldErrors:
-    """Problems found in a batch, one dict per problem: index, field path, message."""
+    """Problems found in a batch, one `detail()` per problem: field path, index, code, message."""
 
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
 
-    def add(self, index: int, path: str, message: str) -> None:
+    def add(self, index: int, path: str, message: str, code: str = "invalid") -> None:
         # A path can hold a client's own key; one with a lone surrogate would break the JSON answer.
-        self.items.append({"index": index, "field": printable(path), "message": printable(message)})
+        self.items.append(detail(printable(path), code, printable(message), index=index))
+
+    def of_one_body(self) -> list[dict[str, Any]]:
+        """The problems of a body that is not a batch: `index` marks batch items only, so it goes."""
+        return [{key: value for key, value in item.items() if key != "index"} for item in self.items]
 
 
 def text_field(
@@ -52,22 +58,22 @@ def text_field(
 ) -> str | None:
     if value is None:
         if required:
-            errors.add(index, path, "is required")
+            errors.add(index, path, "is required", "required")
         return None
     if not isinstance(value, str):
-        errors.add(index, path, "must be a string")
+        errors.add(index, path, "must be a string", "invalid_type")
         return None
     if not allow_empty and not value.strip():
-        errors.add(index, path, "must not be empty")
+        errors.add(index, path, "must not be empty", "blank")
         return None
     if len(value) > max_len:
-        errors.add(index, path, f"is longer than {max_len:,} characters ({len(value):,})")
+        errors.add(index, path, f"is longer than {max_len:,} characters ({len(value):,})", "too_long")
         return None
     if "\x00" in value:
-        errors.add(index, path, "must not contain NUL characters")
+        errors.add(index, path, "must not contain NUL characters", "invalid_character")
         return None
     if has_lone_surrogate(value):
-        errors.add(index, path, "must be valid Unicode (it holds a lone surrogate such as \\ud800)")
+        errors.add(index, path, "must be valid Unicode (it holds a lone surrogate such as \\ud800)", "invalid_unicode")
         return None
     return value
 
@@ -75,14 +81,14 @@ def text_field(
 def number_field(errors: FieldErrors, index: int, path: str, value: Any, *, required: bool = True) -> float | None:
     if value is None:
         if required:
-            errors.add(index, path, "is required")
+            errors.add(index, path, "is required", "required")
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        errors.add(index, path, "must be a number")
+        errors.add(index, path, "must be a number", "invalid_type")
         return None
     number = finite_number(value)
     if number is None:
-        errors.add(index, path, "must be finite")
+        errors.add(index, path, "must be finite", "not_finite")
         return None
     return number
 
@@ -99,18 +105,18 @@ def finite_number(value: int | float, *, limit: float = math.inf) -> float | Non
 
 def timestamp_field(errors: FieldErrors, index: int, path: str, value: Any) -> datetime | None:
     if not isinstance(value, str):
-        errors.add(index, path, "is required as an ISO 8601 timestamp with a timezone")
+        errors.add(index, path, "is required as an ISO 8601 timestamp with a timezone", "required")
         return None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        errors.add(index, path, f"is not an ISO 8601 timestamp: {value[:40]!r}")
+        errors.add(index, path, f"is not an ISO 8601 timestamp: {value[:40]!r}", "invalid_timestamp")
         return None
     if parsed.tzinfo is None:
-        errors.add(index, path, "must include a timezone (for example Z or +00:00)")
+        errors.add(index, path, "must include a timezone (for example Z or +00:00)", "invalid_timestamp")
         return None
     try:
         return parsed.astimezone(UTC)
     except OverflowError:  # 0001-01-01T00:00:00+01:00 is a day before the calendar starts
-        errors.add(index, path, "is outside the years 1 to 9999 once converted to UTC")
+        errors.add(index, path, "is outside the years 1 to 9999 once converted to UTC", "invalid_timestamp")
         return None

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import Conflict, InvalidInput, NotFound
+from console.core.errors import Conflict, InvalidInput, NotFound, detail
 from console.disputes import selectors, services
 from console.disputes.models import USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
@@ -160,7 +160,7 @@ class AppealLinkApi(APIView):
         if not services.storable_request_id(request_id):
             raise InvalidInput(
                 "request_id must be 1 to 200 characters of valid Unicode without NUL.",
-                details=[{"field": "request_id", "message": "not a storable request id"}],
+                details=[detail("request_id", "invalid", "not a storable request id")],
             )
         if services.revoked(route, request_id):
             raise Conflict("A reviewer revoked this refusal's appeal link.", code="appeal_link_revoked")

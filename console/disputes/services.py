@@ -22,7 +22,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
-from console.core.errors import Conflict, Forbidden, InvalidInput
+from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from console.core.validation import has_lone_surrogate
 from console.disputes.models import MAX_APPEAL_MESSAGE, AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
 from console.disputes.notices import dispute_escalated_notify, dispute_opened_notify, dispute_resolved_notify
@@ -66,14 +66,14 @@ def _quote_in_passage(decision: Decision, passage_id: int, quote: str) -> tuple[
         raise InvalidInput(
             "The passage is not one of this decision's logged passages.",
             code="unknown_passage",
-            details=[{"field": "evidence.passage_id", "message": "not a passage of this decision"}],
+            details=[detail("evidence.passage_id", "not_a_passage", "not a passage of this decision")],
         )
     result = verify_span(link.passage.text, quote)
     if not result.supported:
         raise InvalidInput(
             "The quote was not found in that passage.",
             code="quote_not_found",
-            details=[{"field": "evidence.quote", "message": "not found in the passage"}],
+            details=[detail("evidence.quote", "quote_not_found", "not found in the passage")],
         )
     ranges = {"bytes": [list(r) for r in result.match_ranges], "chars": [list(r) for r in result.char_ranges]}
     return link.passage, ranges
@@ -144,7 +144,11 @@ def _already_open(first: Dispute) -> Conflict:
     return Conflict(
         f"You already have an open dispute of this decision (#{first.pk}).",
         code="already_open",
-        details={"id": first.pk, "url": reverse("api-dispute", args=[first.pk])},
+        details=[
+            detail(
+                None, "already_open", "an open dispute exists", id=first.pk, url=reverse("api-dispute", args=[first.pk])
+            )
+        ],
     )
 
 
@@ -206,7 +210,7 @@ def appeal_link_revoke(*, actor: Actor, user, route: Route, request_id: str, rea
         raise Forbidden("Only reviewers and policy owners of this route revoke appeal links.")
     if len(reason) > 2_000 or "\x00" in reason or has_lone_surrogate(reason):
         raise InvalidInput(
-            "The reason may be at most 2,000 characters.", details=[{"field": "reason", "message": "too long"}]
+            "The reason may be at most 2,000 characters.", details=[detail("reason", "too_long", "too long")]
         )
     with transaction.atomic(durable=True):
         revocation, created = AppealLinkRevocation.objects.get_or_create(
@@ -233,7 +237,7 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
     ``appeal_limit``). The decision may not be ingested yet."""
     message = (message or "").strip()
     if not message:
-        raise InvalidInput("Say what you needed.", details=[{"field": "message", "message": "is required"}])
+        raise InvalidInput("Say what you needed.", details=[detail("message", "required", "is required")])
     if (
         len(message) > MAX_APPEAL_MESSAGE
         or len(email) > 300
@@ -242,7 +246,9 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
     ):
         raise InvalidInput(f"The message may be at most {MAX_APPEAL_MESSAGE:,} characters.", code="too_long")
     if email and "@" not in email:
-        raise InvalidInput("That is not an email address.", details=[{"field": "email", "message": "not an address"}])
+        raise InvalidInput(
+            "That is not an email address.", details=[detail("email", "invalid_email", "not an address")]
+        )
     now = timezone.now()
     policy, hours, due_by = _clock(route, now)
     with transaction.atomic():

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from console.core.errors import InvalidInput
+from console.core.errors import InvalidInput, detail
 from console.core.validation import FieldErrors, text_field
 from console.disputes.models import (
     KINDS_WITHOUT_EVIDENCE,
@@ -30,12 +30,14 @@ class DisputeInput:
 
 def _raise(errors: FieldErrors) -> None:
     if errors.items:
-        raise InvalidInput("The dispute is not valid.", details=errors.items)
+        raise InvalidInput("The dispute is not valid.", details=errors.of_one_body())
 
 
 def parse_dispute(data: Any) -> DisputeInput:
     if not isinstance(data, dict):
-        raise InvalidInput("The body must be a JSON object.", details=[{"field": "", "message": "must be an object"}])
+        raise InvalidInput(
+            "The body must be a JSON object.", details=[detail(None, "invalid_body", "must be an object")]
+        )
     errors = FieldErrors()
     kind = data.get("kind")
     if kind not in USER_KINDS:
@@ -71,7 +73,9 @@ def parse_dispute(data: Any) -> DisputeInput:
 
 def parse_resolution(data: Any) -> tuple[str, str]:
     if not isinstance(data, dict):
-        raise InvalidInput("The body must be a JSON object.", details=[{"field": "", "message": "must be an object"}])
+        raise InvalidInput(
+            "The body must be a JSON object.", details=[detail(None, "invalid_body", "must be an object")]
+        )
     errors = FieldErrors()
     resolution = data.get("resolution")
     if resolution not in RESOLUTIONS:

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import Forbidden, InvalidInput, NotFound
+from console.core.errors import Forbidden, InvalidInput, NotFound, detail
 from console.governance import selectors, services
 from console.governance.evidence import evidence_check
 from console.governance.validation import parse_draft
@@ -48,31 +48,36 @@ _DRAFT = inline_serializer(
         "certification": serializers.JSONField(required=False, help_text="{alpha, delta?}: add the certified cutoff"),
     },
 )
-_POLICY = inline_serializer(
-    "PolicyVersion",
-    {
-        "id": serializers.IntegerField(),
-        "route": serializers.CharField(),
-        "version": serializers.IntegerField(),
-        "status": serializers.ChoiceField(["draft", "active", "superseded", "withdrawn", "needs_recheck"]),
-        "cutoff": serializers.FloatField(),
-        "band_lower": serializers.FloatField(allow_null=True),
-        "owner": serializers.CharField(),
-        "escalation": _ESCALATION,
-        "refusal_message": serializers.CharField(),
-        "warnings": serializers.ListField(child=serializers.JSONField()),
-        "evidence": serializers.JSONField(),
-        "evidence_text": serializers.CharField(),
-        "evidence_sha256": serializers.CharField(),
-        "as_of": serializers.DateTimeField(
-            allow_null=True, help_text="The evidence counts decisions ingested and labels recorded up to this instant."
-        ),
-        "arrived_since": serializers.JSONField(
-            allow_null=True,
-            help_text="Drafts: {as_of, decisions, final_labels, thresholds, warning} arrived after as_of.",
-        ),
-        "signed_at": serializers.DateTimeField(allow_null=True),
-    },
+# A version in a list leaves out what only one version needs (its evidence, as a document and as
+# text, and what arrived since): read it from GET /api/v1/policies/{id}, whose SHA-256 the list gives.
+_POLICY_FIELDS = {
+    "id": serializers.IntegerField(),
+    "route": serializers.CharField(),
+    "version": serializers.IntegerField(),
+    "status": serializers.ChoiceField(["draft", "active", "superseded", "withdrawn", "needs_recheck"]),
+    "cutoff": serializers.FloatField(),
+    "band_lower": serializers.FloatField(allow_null=True),
+    "owner": serializers.CharField(),
+    "escalation": _ESCALATION,
+    "refusal_message": serializers.CharField(),
+    "warnings": serializers.ListField(child=serializers.JSONField()),
+    "evidence": serializers.JSONField(),
+    "evidence_text": serializers.CharField(),
+    "evidence_sha256": serializers.CharField(),
+    "as_of": serializers.DateTimeField(
+        allow_null=True, help_text="The evidence counts decisions ingested and labels recorded up to this instant."
+    ),
+    "arrived_since": serializers.JSONField(
+        allow_null=True,
+        help_text="Drafts: {as_of, decisions, final_labels, thresholds, warning} arrived after as_of.",
+    ),
+    "signed_at": serializers.DateTimeField(allow_null=True),
+}
+_EVIDENCE_FIELDS = ("evidence", "evidence_text", "arrived_since")
+# Copies: a serializer class takes its fields out of the dict it is made from.
+_POLICY = inline_serializer("PolicyVersion", dict(_POLICY_FIELDS))
+_POLICY_SUMMARY = inline_serializer(
+    "PolicyVersionSummary", {k: v for k, v in _POLICY_FIELDS.items() if k not in _EVIDENCE_FIELDS}
 )
 _EVIDENCE_CHECK = inline_serializer(
     "PolicyEvidenceCheck",
@@ -163,7 +168,7 @@ class RoutePoliciesApi(APIView):
             200: inline_serializer(
                 "PolicyVersionList",
                 {
-                    "policies": serializers.ListField(child=_POLICY),
+                    "policies": serializers.ListField(child=_POLICY_SUMMARY),
                     "decisions_not_following_policy": serializers.IntegerField(),
                 },
             ),
@@ -211,12 +216,12 @@ class PolicySignApi(APIView):
             raise Forbidden("Only the owner named in this policy version may sign it.")
         if not isinstance(sha, str) or not sha:
             raise InvalidInput(
-                "evidence_sha256 is required.", details=[{"field": "evidence_sha256", "message": "is required"}]
+                "evidence_sha256 is required.", details=[detail("evidence_sha256", "required", "is required")]
             )
         roll_back = request.data.get("roll_back", False)
         if not isinstance(roll_back, bool):
             raise InvalidInput(
-                "roll_back must be true or false.", details=[{"field": "roll_back", "message": "must be a boolean"}]
+                "roll_back must be true or false.", details=[detail("roll_back", "invalid_type", "must be a boolean")]
             )
         signed = services.policy_sign(
             actor=Actor.from_request(request),

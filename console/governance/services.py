@@ -14,7 +14,7 @@ from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.analysis import selectors as analysis_selectors
-from console.core.errors import Conflict, Forbidden
+from console.core.errors import Conflict, Forbidden, detail
 from console.governance import hooks, selectors
 from console.governance.evidence import arrivals_since, as_of_text, compute_evidence, recompute_stored, snapshot_now
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
@@ -168,10 +168,15 @@ def _refuse_unread_evidence(policy: PolicyVersion, evidence_sha256: str) -> None
         raise Conflict(
             "The evidence is not the one you read (it was recomputed since); read it again and sign its SHA-256.",
             code="evidence_changed",
-            details={
-                "evidence_sha256": policy.evidence_sha256,
-                "as_of": as_of_text(policy.evidence_as_of) if policy.evidence_as_of else None,
-            },
+            details=[
+                detail(
+                    "evidence_sha256",
+                    "evidence_changed",
+                    "is not the SHA-256 of the stored evidence",
+                    evidence_sha256=policy.evidence_sha256,
+                    as_of=as_of_text(policy.evidence_as_of) if policy.evidence_as_of else None,
+                )
+            ],
         )
 
 
@@ -198,10 +203,15 @@ def _version_order_check(policy: PolicyVersion, *, roll_back: bool) -> PolicyVer
             f"signing it would roll the route back from v{newer.version} (cutoff {newer.cutoff:g}) to "
             f"v{policy.version} (cutoff {policy.cutoff:g}). Ask for the roll-back explicitly to sign it.",
             code="older_than_in_force",
-            details={
-                "in_force": {"id": newer.pk, "version": newer.version, "cutoff": newer.cutoff},
-                "draft": {"id": policy.pk, "version": policy.version, "cutoff": policy.cutoff},
-            },
+            details=[
+                detail(
+                    "roll_back",
+                    "older_than_in_force",
+                    "must be true to sign a version older than the one in force",
+                    in_force={"id": newer.pk, "version": newer.version, "cutoff": newer.cutoff},
+                    draft={"id": policy.pk, "version": policy.version, "cutoff": policy.cutoff},
+                )
+            ],
         )
     return newer
 

@@ -15,7 +15,7 @@ from console.analysis.params import (
     certified_cutoff_query,
     operating_points_query,
 )
-from console.core.errors import InvalidInput
+from console.core.errors import InvalidInput, detail
 from console.core.validation import FieldErrors, number_field, text_field
 from console.governance.models import MAX_RESPONSE_HOURS
 from console.ledger.models import Route
@@ -166,7 +166,9 @@ def _filter_params(errors: FieldErrors, data: dict[str, Any]) -> dict[str, str]:
 def parse_draft(data: Any, *, route: Route) -> DraftInput:
     """A draft from its JSON body; InvalidInput (400) with one detail per problem."""
     if not isinstance(data, dict):
-        raise InvalidInput("The body must be a JSON object.", details=[{"field": "", "message": "must be an object"}])
+        raise InvalidInput(
+            "The body must be a JSON object.", details=[detail(None, "invalid_body", "must be an object")]
+        )
     errors = FieldErrors()
     cutoff = number_field(errors, 0, "cutoff", data.get("cutoff"))
     band_lower = number_field(errors, 0, "band_lower", data.get("band_lower"), required=False)
@@ -200,7 +202,7 @@ def parse_draft(data: Any, *, route: Route) -> DraftInput:
         query = operating_points_query(params)
     except InvalidInput as exc:
         for problem in exc.details:
-            errors.add(0, "filters", problem["message"])
+            errors.add(0, "filters", problem["message"], problem.get("code", "invalid"))
     trial = _trial(errors, data.get("trial"), route)
     raw_certification = data.get("certification")
     if raw_certification is not None:
@@ -214,10 +216,10 @@ def parse_draft(data: Any, *, route: Route) -> DraftInput:
                 )
             except InvalidInput as exc:
                 for problem in exc.details:
-                    errors.add(0, "certification", problem["message"])
+                    errors.add(0, "certification", problem["message"], problem.get("code", "invalid"))
     if errors.items:
-        details = [{"field": item["field"], "message": item["message"]} for item in errors.items]
-        fields = ", ".join(dict.fromkeys(d["field"] for d in details))
+        details = errors.of_one_body()
+        fields = ", ".join(dict.fromkeys(d["field"] or "body" for d in details))
         raise InvalidInput(f"The draft is incomplete or invalid: {fields}.", details=details)
     return DraftInput(
         cutoff=cutoff,

@@ -29,9 +29,15 @@ class DecisionIngestApi(APIView):
         summary="Ingest decisions",
     )
     def post(self, request: Request) -> Response:
+        if not permissions.can_ingest(request.user, None):
+            raise Forbidden("Your role may not ingest decisions.")
         records = batch_records(request.data, "decisions")
         items, errors = validate_batch(records)
-        routes, route_errors = services.routes_for_items(items)
+        # A route the token may not ingest into is reported as unknown, word for word, so a token
+        # cannot learn which other routes exist.
+        routes, route_errors = services.routes_for_items(
+            items, usable=lambda route: permissions.can_ingest(request.user, route)
+        )
         if errors or route_errors:
             raise_batch_invalid(
                 total=len(records),
@@ -41,9 +47,6 @@ class DecisionIngestApi(APIView):
                 unknown_code="unknown_route",
                 unknown_noun="route(s)",
             )
-        denied = sorted(slug for slug, route in routes.items() if not permissions.can_ingest(request.user, route))
-        if denied:
-            raise Forbidden(f"Your token may not ingest into route(s): {', '.join(denied)}.")
         result = services.decision_ingest(actor=Actor.from_request(request), items=items, routes=routes)
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
 

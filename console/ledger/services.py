@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -15,7 +17,7 @@ from psycopg import errors as psycopg_errors
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
-from console.core.errors import Conflict, InvalidInput
+from console.core.errors import Conflict, InvalidInput, detail
 from console.core.jobs import enqueue
 from console.core.partitions import months_ensure
 from console.ledger.compression import (
@@ -27,7 +29,7 @@ from console.ledger.compression import (
 )
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
 from console.ledger.models import PassageDictionary, Route
-from console.ledger.validation import DecisionInput
+from console.ledger.validation import DecisionInput, content_hash, same_values
 
 logger = logging.getLogger(__name__)
 
@@ -93,12 +95,18 @@ def route_update(*, actor: Actor, route: Route, name: str, graders_per_item: int
     return True
 
 
-def routes_for_items(items: list[DecisionInput]) -> tuple[dict[str, Route], list[dict]]:
-    """The routes a batch names, and one error per item whose route does not exist."""
+def routes_for_items(
+    items: list[DecisionInput], *, usable: Callable[[Route], bool] | None = None
+) -> tuple[dict[str, Route], list[dict]]:
+    """The routes a batch names, and one error per item whose route does not exist.
+
+    A route the caller may not use (`usable` says False) is reported exactly as a route that does
+    not exist, so a token learns nothing about the routes beyond its own.
+    """
     slugs = {item.route for item in items}
-    routes = {route.slug: route for route in Route.objects.filter(slug__in=slugs)}
+    routes = {route.slug: route for route in Route.objects.filter(slug__in=slugs) if usable is None or usable(route)}
     errors = [
-        {"index": item.index, "field": "route", "message": f"unknown route {item.route!r}", "value": item.route}
+        detail("route", "unknown_route", f"unknown route {item.route!r}", index=item.index, value=item.route)
         for item in items
         if item.route not in routes
     ]
@@ -134,8 +142,6 @@ _RETRY_PAUSE = 0.05  # seconds, doubled each attempt, times a random factor so t
 
 
 def _json(value) -> str:
-    import json
-
     return json.dumps(value, separators=(",", ":"))
 
 
@@ -153,12 +159,14 @@ def _dedupe_batch(items: list[DecisionInput]) -> tuple[list[DecisionInput], int]
             repeats += 1
         else:
             conflicts.append(
-                {
-                    "index": item.index,
-                    "route": item.route,
-                    "request_id": item.request_id,
-                    "message": f"differs from item {first.index} with the same request_id",
-                }
+                detail(
+                    "request_id",
+                    "request_id_conflict",
+                    f"differs from item {first.index} with the same request_id",
+                    index=item.index,
+                    route=item.route,
+                    request_id=item.request_id,
+                )
             )
     if conflicts:
         raise Conflict(
@@ -217,25 +225,57 @@ def _existing_hashes(items: list[DecisionInput], routes: dict[str, Route]) -> di
 
 def _raise_conflicts(items, routes, existing) -> list[DecisionInput]:
     """Return the items not stored yet; raise Conflict when a stored one differs."""
-    conflicts, fresh = [], []
+    conflicts, fresh, differing = [], [], []
     for item in items:
         stored = existing.get((routes[item.route].pk, item.request_id))
         if stored is None:
             fresh.append(item)
         elif stored != item.content_hash:
-            conflicts.append(
-                {
-                    "index": item.index,
-                    "route": item.route,
-                    "request_id": item.request_id,
-                    "message": "a decision with this request_id is stored with different content",
-                }
+            differing.append((item, stored))
+    for item in _differing_in_content(differing, routes):
+        conflicts.append(
+            detail(
+                "request_id",
+                "request_id_conflict",
+                "a decision with this request_id is stored with different content",
+                index=item.index,
+                route=item.route,
+                request_id=item.request_id,
             )
+        )
     if conflicts:
         raise Conflict(
             "Some request_ids are already stored with different content; nothing was written.", details=conflicts
         )
     return fresh
+
+
+def _differing_in_content(differing: list[tuple[DecisionInput, str]], routes: dict[str, Route]) -> list:
+    """The items whose stored decision really differs. A decision stored before segment numbers were
+    hashed in one spelling (`3` and `3.0` alike) keeps its hash as it was sent: rather than rewrite
+    those hashes, an item is compared by value with the stored segments and rehashed with their
+    spelling, which matches the stored hash exactly when nothing else differs. Costs one query,
+    only when a batch repeats a request_id with a different hash."""
+    if not differing:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT k.route_id, k.request_id, d.segments FROM unnest(%s::bigint[], %s::text[]) "
+            "AS k(route_id, request_id) CROSS JOIN LATERAL (SELECT d.segments FROM ledger_decision d "
+            "WHERE d.route_id = k.route_id AND d.request_id = k.request_id OFFSET 0) AS d",
+            [[routes[i.route].pk for i, _ in differing], [i.request_id for i, _ in differing]],
+        )
+        stored_segments = {(r, q): json.loads(s) if isinstance(s, str) else s for r, q, s in cursor.fetchall()}
+    really = []
+    for item, stored in differing:
+        segments = stored_segments.get((routes[item.route].pk, item.request_id))
+        if not (
+            isinstance(segments, dict)
+            and same_values(segments, item.segments)
+            and content_hash(item, segments) == stored
+        ):
+            really.append(item)
+    return really
 
 
 def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Route], repeats: int) -> IngestResult:

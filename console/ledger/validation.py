@@ -155,11 +155,13 @@ def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput]
             errors.add(index, path, "must be an object")
             continue
         for unknown in raw.keys() - _PASSAGE_FIELDS:
-            errors.add(index, f"{path}.{unknown}", "is not a known field")
+            errors.add(index, f"{path}.{unknown}", "is not a known field", "unknown_field")
         external_id = text_field(errors, index, f"{path}.id", raw.get("id"), max_len=MAX_PASSAGE_ID)
         text = text_field(errors, index, f"{path}.text", raw.get("text"), max_len=MAX_PASSAGE_TEXT, allow_empty=True)
         score = number_field(errors, index, f"{path}.retrieval_score", raw.get("retrieval_score"), required=False)
         rank = raw.get("rank", position + 1)
+        if isinstance(rank, float) and rank.is_integer():  # 3.0 from a JSON library that writes floats only
+            rank = int(rank)
         if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= INT32_MAX:
             errors.add(index, f"{path}.rank", f"must be a whole number from 1 to {INT32_MAX}")
             rank = None
@@ -203,7 +205,7 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
         return None
     before = len(errors.items)
     for unknown in raw.keys() - _TOP_FIELDS:
-        errors.add(index, unknown, "is not a known field")
+        errors.add(index, unknown, "is not a known field", "unknown_field")
     request_id = text_field(errors, index, "request_id", raw.get("request_id"), max_len=MAX_ID)
     route = text_field(errors, index, "route", raw.get("route"), max_len=64)
     occurred_at = timestamp_field(errors, index, "occurred_at", raw.get("occurred_at"))
@@ -215,7 +217,7 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
         errors.add(index, "gate", "is required as an object {name, score, cutoff}")
     else:
         for unknown in gate.keys() - _GATE_FIELDS:
-            errors.add(index, f"gate.{unknown}", "is not a known field")
+            errors.add(index, f"gate.{unknown}", "is not a known field", "unknown_field")
         gate_name = text_field(errors, index, "gate.name", gate.get("name"), max_len=100)
         gate_score = number_field(errors, index, "gate.score", gate.get("score"))
         cutoff = number_field(errors, index, "gate.cutoff", gate.get("cutoff"))
@@ -231,7 +233,7 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
         served_answer = text_field(errors, index, "served_answer", served_answer, max_len=MAX_ANSWER)
     passages = _passages(errors, index, raw.get("passages"))
     if "versions" not in raw:
-        errors.add(index, "versions", "is required (model, retriever, corpus, gate)")
+        errors.add(index, "versions", "is required (model, retriever, corpus, gate)", "required")
     versions = _string_map(errors, index, "versions", raw.get("versions"), scalars=False)
     segments = _string_map(errors, index, "segments", raw.get("segments"), scalars=True)
     question_embedding = _embedding(errors, index, "question_embedding", raw.get("question_embedding"))
@@ -264,8 +266,7 @@ def _sha(data: str) -> str:
 
 def _fill_hashes(item: DecisionInput) -> None:
     corpus = item.versions.get("corpus", "")
-    passages = []
-    for passage in sorted(item.passages, key=lambda p: p.rank):
+    for passage in item.passages:
         passage.text_sha256 = _sha(passage.text)
         content = [passage.external_id, corpus, passage.text_sha256, passage.source, passage.uri]
         # A passage belongs to its route: the same chunk logged by two routes is two rows, each with
@@ -273,8 +274,57 @@ def _fill_hashes(item: DecisionInput) -> None:
         # The decision's own hash keeps the route-free digest (its route is in it already), so
         # decisions stored before passages were scoped still repeat as unchanged.
         passage.content_key = _sha(json.dumps([item.route, *content]))
-        passages.append([_sha(json.dumps(content)), passage.rank, passage.retrieval_score, passage.embedding])
     item.passages.sort(key=lambda p: p.rank)
+    item.content_hash = content_hash(item, canonical_numbers(item.segments))
+
+
+def canonical_numbers(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with each number in one form per value: `3` and `3.0` (another JSON library's
+    spelling) both become `3`, so a retry that spells a number differently hashes the same.
+    Integers beyond 2**53 become floats, as a double-only JSON library would send them."""
+    return {key: _canonical_number(value) for key, value in values.items()}
+
+
+def _canonical_number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_IN_A_DOUBLE:
+        return int(value)
+    if isinstance(value, int) and abs(value) >= _EXACT_IN_A_DOUBLE:
+        return float(value)
+    return value
+
+
+_EXACT_IN_A_DOUBLE = 2**53
+
+
+def same_values(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """True when two segment maps hold the same keys with equal values, numbers compared by value
+    (`3 == 3.0`) but never a boolean with a number (`true` is not `1`)."""
+    if one.keys() != other.keys():
+        return False
+    return all(
+        isinstance(one[key], bool) == isinstance(other[key], bool)
+        and isinstance(one[key], str) == isinstance(other[key], str)
+        and one[key] == other[key]
+        for key in one
+    )
+
+
+def content_hash(item: DecisionInput, segments: dict[str, Any]) -> str:
+    """SHA-256 of the decision with `segments` as given. Stored hashes were computed before segment
+    numbers were made canonical (console.ledger.services compares with the stored spelling on a
+    mismatch), which is why the segments are a parameter. Needs the passages' hashes filled."""
+    corpus = item.versions.get("corpus", "")
+    passages = [
+        [
+            _sha(json.dumps([p.external_id, corpus, p.text_sha256, p.source, p.uri])),
+            p.rank,
+            p.retrieval_score,
+            p.embedding,
+        ]
+        for p in item.passages
+    ]
     canonical = [
         item.route,
         item.request_id,
@@ -287,13 +337,13 @@ def _fill_hashes(item: DecisionInput) -> None:
         item.outcome,
         item.served_answer,
         item.versions,
-        item.segments,
+        segments,
         passages,
     ]
     if item.question_embedding is not None:
         # Appended only when sent, so decisions stored before the field existed keep their hashes.
         canonical.append(item.question_embedding)
-    item.content_hash = _sha(json.dumps(canonical, sort_keys=True, separators=(",", ":")))
+    return _sha(json.dumps(canonical, sort_keys=True, separators=(",", ":")))
 
 
 def validate_batch(records: list[Any], *, start_index: int = 0) -> tuple[list[DecisionInput], list[dict]]:

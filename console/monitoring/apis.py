@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import InvalidInput
+from console.core.errors import InvalidInput, detail
 from console.governance.models import PolicyVersion
 from console.monitoring import selectors
 from console.monitoring.services import alarms as alarm_services
@@ -122,7 +122,7 @@ _ACK = inline_serializer("AlarmAcknowledge", {"note": serializers.CharField()})
 def _text(data, name: str) -> str:
     value = data.get(name, "") if isinstance(data, dict) else ""
     if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string.", details=[{"field": name, "message": "must be a string"}])
+        raise InvalidInput(f"{name} must be a string.", details=[detail(name, "invalid_type", "must be a string")])
     return value
 
 
@@ -183,7 +183,7 @@ class RecheckCloseApi(APIView):
             if not isinstance(policy_id, int) or isinstance(policy_id, bool):
                 raise InvalidInput(
                     "policy_version must be an integer.",
-                    details=[{"field": "policy_version", "message": "must be an integer"}],
+                    details=[detail("policy_version", "invalid_type", "must be an integer")],
                 )
             new_policy = PolicyVersion.objects.filter(pk=policy_id, route=recheck.route).first()
         closed = recheck_services.recheck_close(

@@ -4,7 +4,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from audit.services import Actor
 from console.accounts import permissions
-from console.core.errors import Forbidden, InvalidInput
+from console.core.errors import Forbidden, InvalidInput, detail
 from console.notify import selectors, services
 from console.notify.models import Digest
 
@@ -22,7 +22,9 @@ def preferences(request):
     if request.method == "POST":
         digest = request.POST.get("digest", "")
         if digest not in Digest.values:
-            raise InvalidInput("Choose how often to be emailed.", details=[{"field": "digest", "message": "unknown"}])
+            raise InvalidInput(
+                "Choose how often to be emailed.", details=[detail("digest", "invalid_choice", "unknown")]
+            )
         services.preference_set(actor=Actor.user(request.user), user=request.user, digest=digest)
         messages.success(request, f"Saved: {Digest(digest).label.lower()}.")
         return redirect("notify-preferences")

@@ -10,7 +10,7 @@ from datetime import date
 from typing import Any
 
 from console.analysis.params import Window
-from console.core.errors import InvalidInput
+from console.core.errors import InvalidInput, detail
 from console.shadow.pipelines import validate_pipeline_url
 from console.trials.models import CandidateKind
 
@@ -103,7 +103,10 @@ def trial_spec(data: Any) -> TrialSpec:
     subset = _subset(data.get("subset"), errors)
     gates = _gates(data.get("gates"), errors)
     if errors:
-        raise InvalidInput("The trial request is not valid.", details=errors)
+        raise InvalidInput(
+            "The trial request is not valid.",
+            details=[detail(field, "invalid", message) for field, message in errors.items()],
+        )
     return TrialSpec(
         name=name.strip(),
         kind=kind,

@@ -40,7 +40,7 @@ def trial_list(request, slug: str):
             spec = trial_spec(_form_body(request.POST))
             trial = services.trial_start(actor=Actor.user(request.user), user=request.user, route=route, spec=spec)
         except InvalidInput as exc:
-            errors = exc.details or {"": exc.message}
+            errors = {d["field"] or "": d["message"] for d in exc.details or []} or {"": exc.message}
         else:
             return redirect("trial-detail", pk=trial.pk)
     return render(

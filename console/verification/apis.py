@@ -9,7 +9,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import InvalidInput, TooLarge
+from console.core.errors import InvalidInput, TooLarge, detail
 from console.core.validation import has_lone_surrogate
 from console.verification import selectors
 from console.verification.spans import TextNotUtf8, verify_span
@@ -116,7 +116,7 @@ class VerifyApi(APIView):
             raise TooLarge(
                 f"The text has {len(text)} characters; at most {MAX_TEXT_CHARS} are allowed.",
                 code="text_too_large",
-                details={"max_chars": MAX_TEXT_CHARS, "chars": len(text)},
+                details=[detail("text", "too_long", "is too long", max_chars=MAX_TEXT_CHARS, chars=len(text))],
             )
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

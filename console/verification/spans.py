@@ -82,7 +82,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import stringzilla
 
-from console.core.errors import InvalidInput, ServiceError
+from console.core.errors import InvalidInput, ServiceError, detail
 from console.verification.folding import ClaimPlan, fold_lengths, smallest_period
 
 MAX_CLAIM_CHARS = 2_000
@@ -273,7 +273,7 @@ def _plan(claim: str) -> ClaimPlan:
     if len(trimmed) > MAX_CLAIM_CHARS:
         raise ClaimTooLong(
             f"The claim has {len(trimmed)} characters; at most {MAX_CLAIM_CHARS} are allowed.",
-            details={"max_chars": MAX_CLAIM_CHARS, "chars": len(trimmed)},
+            details=[detail("claim", "too_long", "is too long", max_chars=MAX_CLAIM_CHARS, chars=len(trimmed))],
         )
     return ClaimPlan(trimmed)
 

@@ -12,7 +12,7 @@ from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts import permissions
-from console.core.errors import Conflict, Forbidden, InvalidInput
+from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from console.ledger.models import Route
 from grading import selectors
 from grading.models import (
@@ -254,12 +254,14 @@ def labels_import(
             repeats += 1
         else:
             conflicts.append(
-                {
-                    "index": item.index,
-                    "route": item.route,
-                    "request_id": item.request_id,
-                    "message": f"differs from item {first.index} for the same decision",
-                }
+                detail(
+                    "request_id",
+                    "request_id_conflict",
+                    f"differs from item {first.index} for the same decision",
+                    index=item.index,
+                    route=item.route,
+                    request_id=item.request_id,
+                )
             )
     for attempt in range(3):
         try:
@@ -283,13 +285,14 @@ def _labels_import_once(actor, wanted: dict[int, LabelInput], routes, repeats, c
             label.method == LabelMethod.IMPORTED and label.correct == item.correct and label.source == item.source
         ):
             conflicts.append(
-                {
-                    "index": item.index,
-                    "route": item.route,
-                    "request_id": item.request_id,
-                    "message": f"already labelled {label.verdict} ({label.method}"
-                    f"{', ' + label.source if label.source else ''})",
-                }
+                detail(
+                    "verdict",
+                    "already_labelled",
+                    f"already labelled {label.verdict} ({label.method}{', ' + label.source if label.source else ''})",
+                    index=item.index,
+                    route=item.route,
+                    request_id=item.request_id,
+                )
             )
     if conflicts:
         raise Conflict(

@@ -119,4 +119,4 @@ def test_scores_outside_the_unit_interval_cannot_be_binned(owner, integrator):
 def test_bad_calibration_parameters_are_refused(owner, route, query, parameter):
     response = owner.get(f"/api/v1/routes/it-support/calibration{query}")
     assert response.status_code == 400
-    assert parameter in [p["parameter"] for p in response.json()["error"]["details"]]
+    assert parameter in [p["field"] for p in response.json()["error"]["details"]]

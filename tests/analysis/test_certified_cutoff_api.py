@@ -159,4 +159,4 @@ def test_the_statement_names_route_window_and_versions(owner, integrator):
 def test_bad_certification_parameters_are_refused(owner, route, query, parameter):
     response = owner.get(f"/api/v1/routes/it-support/certified-cutoff{query}")
     assert response.status_code == 400
-    assert parameter in [p["parameter"] for p in response.json()["error"]["details"]]
+    assert parameter in [p["field"] for p in response.json()["error"]["details"]]

@@ -245,12 +245,12 @@ def test_bad_parameters_are_refused_with_every_problem_named(owner, make_census,
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "invalid_parameter"
-    assert parameter in [problem["parameter"] for problem in error["details"]]
+    assert parameter in [problem["field"] for problem in error["details"]]
 
 
 def test_several_bad_parameters_are_reported_together(owner, route):
     response = owner.get("/api/v1/routes/it-support/operating-points?confidence=2&interval=x&cutoffs=a")
-    assert {p["parameter"] for p in response.json()["error"]["details"]} == {"confidence", "interval", "cutoffs"}
+    assert {p["field"] for p in response.json()["error"]["details"]} == {"confidence", "interval", "cutoffs"}
 
 
 @pytest.mark.parametrize("path", ["operating-points", "certified-cutoff", "calibration"])

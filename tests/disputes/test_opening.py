@@ -86,7 +86,7 @@ def test_one_open_dispute_per_person_per_decision(decisions, reader, reviewer):
     second = open_dispute(reader, decisions[0], kind="other", evidence=None)
     assert second.status_code == 409
     error = second.json()["error"]
-    assert error["code"] == "already_open" and error["details"]["id"] == first["id"]
+    assert error["code"] == "already_open" and error["details"][0]["id"] == first["id"]
     assert open_dispute(reviewer, decisions[0]).status_code == 201  # another person may
     withdrawn = reader.post(
         f"/api/v1/disputes/{first['id']}/resolve", {"resolution": "withdrawn", "note": "wrong one"}, format="json"

@@ -182,7 +182,8 @@ def test_recomputing_is_deliberate_and_audited_and_the_old_hash_no_longer_signs(
     assert event.payload["as_of"] == {"old": draft["as_of"], "new": fresh["as_of"]}
     stale = _sign(owner, draft)
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "evidence_changed"
-    assert stale.json()["error"]["details"]["evidence_sha256"] == fresh["evidence_sha256"]
+    [detail] = stale.json()["error"]["details"]
+    assert detail["field"] == "evidence_sha256" and detail["evidence_sha256"] == fresh["evidence_sha256"]
     assert _sign(owner, fresh).status_code == 200
     again = owner.post(f"/api/v1/policies/{draft['id']}/recompute-evidence")
     assert again.status_code == 409 and again.json()["error"]["code"] == "not_draft"

@@ -199,3 +199,17 @@ def test_filters_narrow_the_evidence_and_unknown_filters_are_refused(reviewer, o
     assert by_segment["evidence"]["operating_points"]["population"] == 300
     response = reviewer.post("/api/v1/routes/it-support/policies", draft_body(filters={"segmnt": "x"}), format="json")
     assert response.status_code == 400 and response.json()["error"]["details"][0]["field"] == "filters"
+
+
+def test_the_list_of_versions_answers_exactly_what_its_schema_requires(draft, reviewer):
+    """The list leaves the evidence out (GET /api/v1/policies/{id} has it); its schema says so, so a
+    generated client reading a list item finds every key it requires and none it does not know."""
+    schema = reviewer.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operation = schema["paths"]["/api/v1/routes/{slug}/policies"]["get"]
+    listed = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    components = schema["components"]["schemas"]
+    item = components[components[listed]["properties"]["policies"]["items"]["$ref"].rsplit("/", 1)[-1]]
+    [version] = reviewer.get("/api/v1/routes/it-support/policies").json()["policies"]
+    assert set(item["required"]) <= set(version)
+    assert not {"evidence", "evidence_text", "arrived_since"} & set(item["properties"])
+    assert version["evidence_sha256"] == draft["evidence_sha256"]

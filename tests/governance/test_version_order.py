@@ -36,8 +36,10 @@ def test_signing_a_draft_older_than_the_version_in_force_is_409_and_signs_nothin
     assert response.status_code == 409
     error = response.json()["error"]
     assert error["code"] == "older_than_in_force"
-    assert error["details"]["in_force"] == {"id": v2["id"], "version": 2, "cutoff": 0.9}
-    assert error["details"]["draft"]["version"] == 1
+    [detail] = error["details"]
+    assert detail["field"] == "roll_back" and detail["code"] == "older_than_in_force"
+    assert detail["in_force"] == {"id": v2["id"], "version": 2, "cutoff": 0.9}
+    assert detail["draft"]["version"] == 1
     assert _statuses() == {1: "draft", 2: "active"}
     assert not AuditEvent.objects.filter(action="policy_rolled_back").exists()
     assert _sign(owner, v1, roll_back=False).status_code == 409

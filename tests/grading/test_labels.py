@@ -161,7 +161,7 @@ def test_a_bad_batch_lists_every_problem_and_writes_nothing(route, importer):
     response = importer.post("/api/v1/labels", body, format="json")
     assert response.status_code == 400
     problems = {(d["index"], d["field"]) for d in response.json()["error"]["details"]}
-    assert problems == {(1, "verdict"), (2, "source"), (3, "extra"), (4, "")}
+    assert problems == {(1, "verdict"), (2, "source"), (3, "extra"), (4, None)}  # null: the whole item
     assert not FinalLabel.objects.exists()
 
 
@@ -223,7 +223,9 @@ def test_who_may_import_labels(route, other_route, grader, reviewer, auditor):
     assert grader.post("/api/v1/labels", body, format="json").status_code == 403
     assert auditor.post("/api/v1/labels", body, format="json").status_code == 403
     elsewhere = api_client(make_user("hr-integrator", "integrator", other_route))
-    assert elsewhere.post("/api/v1/labels", body, format="json").status_code == 403
+    # A route the caller may not import into reads as unknown: the answer reveals nothing about it.
+    refused = elsewhere.post("/api/v1/labels", body, format="json")
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "unknown_route"
     assert reviewer.post("/api/v1/labels", body, format="json").status_code == 201
 
 

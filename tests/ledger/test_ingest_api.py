@@ -166,7 +166,8 @@ def test_a_grader_may_not_ingest(grader):
 def test_an_integrator_scoped_to_one_route_may_not_ingest_into_another(route, other_route, anonymous):
     scoped = make_user("scoped", "integrator", other_route)
     anonymous.credentials(HTTP_AUTHORIZATION=f"Token {make_token(scoped)}")
-    assert_envelope(post(anonymous, [record(route="it-support")]), 403)
+    assert_envelope(post(anonymous, [record(route="it-support")]), 400, "unknown_route")
+    assert Decision.objects.count() == 0
     assert post(anonymous, [record(route="hr-policy")]).status_code == 201
 
 

@@ -31,7 +31,7 @@ def _sign(owner, policy: dict, **extra):
     response = owner.post(url, {"evidence_sha256": sha, **extra}, format="json")
     if response.status_code == 409 and response.json()["error"]["code"] == "evidence_changed":
         # Decisions arrived since the draft: sign the evidence as it reads now (not what this test is about).
-        sha = response.json()["error"]["details"]["evidence_sha256"]
+        sha = response.json()["error"]["details"][0]["evidence_sha256"]
         response = owner.post(url, {"evidence_sha256": sha, **extra}, format="json")
     assert response.status_code == 200, response.json()
     return response.json()

@@ -45,7 +45,13 @@ def test_the_first_vector_fixes_the_route_dimension_and_another_is_400_naming_th
     body = response.json()["error"]
     assert body["code"] == "embedding_dimension"
     assert body["details"] == [
-        {"index": 1, "field": "question_embedding", "value": 2, "message": "has 2 numbers; route 'it-support' takes 3"}
+        {
+            "field": "question_embedding",
+            "index": 1,
+            "code": "embedding_dimension",
+            "message": "has 2 numbers; route 'it-support' takes 3",
+            "value": 2,
+        }
     ]
     assert QuestionVector.objects.count() == 1  # the batch was rolled back whole
 

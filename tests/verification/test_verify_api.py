@@ -168,7 +168,9 @@ def test_a_text_over_a_million_characters_is_413_text_too_large(route, reviewer)
     assert response.status_code == 413
     error = response.json()["error"]
     assert error["code"] == "text_too_large"
-    assert error["details"] == {"max_chars": 1_000_000, "chars": 1_000_001}
+    assert error["details"] == [
+        {"field": "text", "code": "too_long", "message": "is too long", "max_chars": 1_000_000, "chars": 1_000_001}
+    ]
 
 
 def test_a_text_of_a_million_characters_is_searched(route, reviewer):

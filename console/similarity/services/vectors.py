@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
-from console.core.errors import InvalidInput
+from console.core.errors import InvalidInput, detail
 from console.core.jobs import enqueue
 from console.ledger.models import Outcome, Route
 from console.ledger.validation import DecisionInput
@@ -116,22 +116,23 @@ def vectors_store_sent(
             size = len(item.question_embedding)
             if space.source != Source.SENT:
                 errors.append(
-                    {
-                        "index": item.index,
-                        "field": "question_embedding",
-                        "value": size,
-                        "message": f"route {slug!r} uses the console's built-in embedder; "
-                        "it takes no question_embedding",
-                    }
+                    detail(
+                        "question_embedding",
+                        "embedding_not_taken",
+                        f"route {slug!r} uses the console's built-in embedder; it takes no question_embedding",
+                        index=item.index,
+                        value=size,
+                    )
                 )
             elif size != space.dimension:
                 errors.append(
-                    {
-                        "index": item.index,
-                        "field": "question_embedding",
-                        "value": size,
-                        "message": f"has {size} numbers; route {slug!r} takes {space.dimension}",
-                    }
+                    detail(
+                        "question_embedding",
+                        "embedding_dimension",
+                        f"has {size} numbers; route {slug!r} takes {space.dimension}",
+                        index=item.index,
+                        value=size,
+                    )
                 )
             else:
                 rows.append(
