@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, Q, QuerySet
 
 from console.accounts import permissions
-from console.accounts.hooks import route_model
-from console.accounts.models import ApiToken, RoleGrant
+from console.accounts.models import ApiToken, RoleGrant, Route
 from console.core.errors import Forbidden, NotFound
 
 
@@ -17,7 +16,7 @@ def require_workspace_admin(user) -> None:
 
 def route_for_admin(user, slug: str):
     require_workspace_admin(user)
-    route = route_model().objects.filter(slug=slug).first()
+    route = Route.objects.filter(slug=slug).first()
     if route is None:
         raise NotFound("No such route.")
     return route
@@ -25,7 +24,7 @@ def route_for_admin(user, slug: str):
 
 def workspace_routes() -> QuerySet:
     """Every route with how many role grants name it."""
-    return route_model().objects.annotate(members=Count("grants")).order_by("slug")
+    return Route.objects.annotate(members=Count("grants")).order_by("slug")
 
 
 def route_grants(route) -> QuerySet[RoleGrant]:

@@ -43,9 +43,10 @@ from django.db.models.functions import Cast
 from numpy.typing import NDArray
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis.params import Window
 from console.core.errors import Forbidden, NotFound
-from console.ledger.models import Decision, DecisionProfile, Route, RouteScoreCount, RouteScoreTotal
+from console.ledger.models import Decision, DecisionProfile, RouteScoreCount, RouteScoreTotal
 from console.ledger.selectors import stats_routes
 from grading.models import FinalLabel, LabelMethod, LabelSample
 

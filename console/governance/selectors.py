@@ -10,10 +10,11 @@ from django.db.models.functions import Abs
 from django.db.models.lookups import GreaterThan
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Forbidden, NotFound
 from console.governance.evidence import arrivals_since, as_of_text
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.ledger.selectors import readable_routes
 
 # Compared as floats: a logged cutoff within this of the signed one follows the policy.

@@ -11,6 +11,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis.params import OperatingPointsQuery, Window
 from console.analysis.reports import operating_points_report
 from console.analysis.selectors import population_served_counts
@@ -18,7 +19,7 @@ from console.core.errors import NotFound
 from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.selectors import decisions_not_following_policy
 from console.ledger.hooks import route_figures
-from console.ledger.models import Decision, Route, RouteScoreCount
+from console.ledger.models import Decision, RouteScoreCount
 from console.ledger.selectors import readable_routes
 from console.monitoring.models import (
     SCORE_BINS,

@@ -5,9 +5,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Forbidden, InvalidInput, NotFound
-from console.ledger.models import Outcome, Route
+from console.ledger.models import Outcome
 from console.ledger.selectors import get_decision_for_user
 from console.similarity import selectors
 

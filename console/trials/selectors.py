@@ -9,10 +9,11 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis.params import Window
 from console.analysis.selectors import IMPORTED_STRATUM
 from console.core.errors import Forbidden, NotFound
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.stats.trials import promotion_gates, trial_figures
 from console.trials.models import CallErrorKind, CallStatus, Trial, TrialCall, TrialStatus
 from grading.models import FinalLabel, LabelMethod

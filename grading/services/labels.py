@@ -11,8 +11,8 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput
-from console.ledger.models import Route
 from grading import selectors
 from grading.models import (
     Assignment,
