@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 
 from console.accounts import permissions
-from console.accounts.models import ApiToken, RoleGrant, Route
+from console.accounts.models import ApiToken, Role, RoleGrant, Route
 from console.core.errors import Forbidden, NotFound
 
 
@@ -52,3 +53,9 @@ def token_get(pk: int) -> ApiToken:
     if token is None:
         raise NotFound("No such token.")
     return token
+
+
+def admin_addresses() -> list[str]:
+    """The e-mail addresses of the console's active admins (superusers and global admin grants)."""
+    users = get_user_model().objects.filter(is_active=True).filter(Q(is_superuser=True) | Q(grants__role=Role.ADMIN))
+    return sorted({user.email for user in users.distinct()})
