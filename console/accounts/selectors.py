@@ -9,18 +9,22 @@ from console.accounts import permissions
 from console.accounts.models import ApiToken, Role, RoleGrant, Route
 from console.core.errors import Forbidden, NotFound
 
+_ADMINS_ONLY = "Only admins may manage routes, members and API tokens."
+
 
 def require_workspace_admin(user) -> None:
     if not permissions.can_manage_workspace(user):
-        raise Forbidden("Only admins may manage routes, members and API tokens.")
+        raise Forbidden(_ADMINS_ONLY)
 
 
 def route_for_admin(user, slug: str):
-    require_workspace_admin(user)
-    route = Route.objects.filter(slug=slug).first()
-    if route is None:
-        raise NotFound("No such route.")
-    return route
+    return permissions.route_for(
+        user,
+        slug,
+        allowed=lambda user, route=None: permissions.can_manage_workspace(user),
+        refused=_ADMINS_ONLY,
+        missing="No such route.",
+    )
 
 
 def workspace_routes() -> QuerySet:
