@@ -7,8 +7,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit import selectors
+from audit.hooks import trail_access
 from audit.models import AuditEvent
-from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Forbidden, InvalidInput, NotFound
 
@@ -109,19 +109,19 @@ class AuditEventListApi(APIView):
         user = request.user
         if raw_object:
             kind, oid = _parse_object(raw_object)
-            if permissions.can_read_audit(user):
+            if trail_access().can_read_trail(user):
                 events = selectors.audit_events_for_object(kind, oid, selectors.readable_events(user))
             else:
-                if not permissions.can_read_decisions(user):
+                if not trail_access().can_read_decisions(user):
                     raise Forbidden("Your role does not allow reading decisions.")
                 if kind != "decision" or not (oid.isascii() and oid.isdigit()):
                     raise Forbidden("Only auditors may read this history.")
-                readable = selectors.readable_events(user, permissions.DECISION_READERS)
+                readable = selectors.readable_events(user, trail_access().decision_readers)
                 events = selectors.audit_events_for_object(kind, oid, readable)
                 if not events.exists():  # every stored decision has its ingest event on its route
                     raise NotFound("No such decision.")
         else:
-            if not permissions.can_read_audit(user):
+            if not trail_access().can_read_trail(user):
                 raise Forbidden("Only auditors may read the audit trail.")
             events = selectors.readable_events(user).order_by("seq")
         page = list(events.filter(seq__gt=after)[:_PAGE])
@@ -135,7 +135,7 @@ class AuditVerifyApi(APIView):
         summary="Recompute the hash chain and report the first broken link",
     )
     def get(self, request: Request) -> Response:
-        if not permissions.can_read_audit(request.user):
+        if not trail_access().can_read_trail(request.user):
             raise Forbidden("Only auditors may verify the audit trail.")
         return Response(selectors.audit_chain_verify())
 
@@ -152,7 +152,7 @@ class AuditExportApi(APIView):
         summary="Export the whole audit trail as JSON Lines",
     )
     def get(self, request: Request):
-        if not permissions.can_read_audit(request.user):
+        if not trail_access().can_read_trail(request.user):
             raise Forbidden("Only auditors may export the audit trail.")
         import json
 

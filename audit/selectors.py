@@ -9,14 +9,16 @@ from django.db.models.expressions import RawSQL
 
 from audit import checkpoints
 from audit.chain import GENESIS_HASH, SCHEME_JCS, SCHEME_PYTHON_JSON, event_hash, event_hash_jcs
+from audit.hooks import trail_access
 from audit.models import AuditEvent, ChainBreak
-from console.accounts import permissions
 
 
-def readable_events(user, roles=permissions.AUDIT_READERS) -> QuerySet[AuditEvent]:
-    """The events a user may read through `roles`: every event with a global grant, else only the
-    events of their routes (global events, such as users and tokens, stay with global readers)."""
-    slugs = permissions.route_slugs(user, roles)
+def readable_events(user, roles=None) -> QuerySet[AuditEvent]:
+    """The events a user may read through `roles` (default: the trail's readers): every event with
+    a global grant, else only the events of their routes (global events, such as users and tokens,
+    stay with global readers)."""
+    access = trail_access()
+    slugs = access.route_slugs(user, access.trail_readers if roles is None else roles)
     events = AuditEvent.objects.all()
     return events if slugs is None else events.filter(route__in=slugs)
 

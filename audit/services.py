@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import JSONField, Q, Value
+from django.db.models import JSONField, Value
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -18,7 +17,6 @@ from audit import checkpoints, hooks
 from audit.chain import CURRENT_SCHEME, GENESIS_HASH, canonical_payload, event_hash_jcs
 from audit.models import Action, AuditEvent, ChainBreak
 from audit.selectors import audit_head_verified_since_checkpoint
-from console.accounts.models import Role
 from console.core.errors import Conflict, detail
 
 # One fixed advisory-lock key serialises appends, so concurrent writers cannot fork the chain.
@@ -156,11 +154,6 @@ def _break_key(result: dict[str, Any]) -> str:
     return f"seq:{result.get('first_bad_seq')}"
 
 
-def _admin_addresses() -> list[str]:
-    users = get_user_model().objects.filter(is_active=True).filter(Q(is_superuser=True) | Q(grants__role=Role.ADMIN))
-    return sorted({user.email for user in users.distinct()})
-
-
 def chain_break_report(*, result: dict[str, Any], now=None) -> ChainBreak | None:
     """Record a break the checkpoint job found and email every admin, once per break: a break
     already open under the same key returns None and sends nothing. A different break replaces
@@ -184,7 +177,7 @@ def chain_break_report(*, result: dict[str, Any], now=None) -> ChainBreak | None
             detected_at=now,
         )
         chain_break.full_clean()
-        addresses = _admin_addresses()
+        addresses = hooks.trail_access().admin_addresses()
         chain_break.admins_notified = len(addresses)
         chain_break.save()
         where = f"at seq {chain_break.first_bad_seq}" if chain_break.first_bad_seq else "in its checkpoints"

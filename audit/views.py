@@ -5,13 +5,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from audit.forms import AuditFilterForm
+from audit.hooks import trail_access
 from audit.selectors import audit_chain_verify, readable_events
-from console.accounts import permissions
 
 
 @require_GET
 def audit_log(request):
-    if not permissions.can_read_audit(request.user):
+    if not trail_access().can_read_trail(request.user):
         raise PermissionDenied("Only auditors may read the audit trail.")
     given = QueryDict(mutable=True)
     for key in ("action", "actor", "object", "date_from", "date_to"):

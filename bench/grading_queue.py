@@ -291,7 +291,7 @@ def main() -> None:
 
     from audit.services import Actor
     from console.accounts import services as accounts
-    from console.ledger.services import route_create
+    from console.accounts.services import route_create
 
     actor = Actor.system("bench")
     run = uuid.uuid4().hex[:8]

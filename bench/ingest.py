@@ -385,8 +385,8 @@ def main() -> None:
 
     from audit.services import Actor
     from console.accounts import services as accounts
-    from console.ledger.models import Route
-    from console.ledger.services import route_create
+    from console.accounts.models import Route
+    from console.accounts.services import route_create
 
     actor = Actor.system("bench")
     route = Route.objects.filter(slug="bench").first() or route_create(actor=actor, slug="bench", name="Benchmark")

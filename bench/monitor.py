@@ -49,8 +49,9 @@ def load(database_url: str, size: int) -> list[int]:
     """Routes, policies and decisions; returns the route ids (reused when already loaded)."""
     import psycopg
 
+    from console.accounts.models import Route
     from console.governance.models import PolicyVersion
-    from console.ledger.models import Decision, Route
+    from console.ledger.models import Decision
 
     slugs = _slugs(size)
     routes = [Route.objects.get_or_create(slug=slug, defaults={"name": slug})[0] for slug in slugs]
@@ -170,7 +171,8 @@ def main() -> None:
     from django.db.models import Max
 
     from audit.services import Actor
-    from console.ledger.models import Decision, Route
+    from console.accounts.models import Route
+    from console.ledger.models import Decision
     from console.monitoring.models import Alarm, DailyAggregate
     from console.monitoring.services.alarms import monitor_route
 

@@ -57,8 +57,9 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
     from django.db import connection, transaction
 
     from audit.services import Actor
-    from console.ledger.models import Decision, Route
-    from console.ledger.services import route_create
+    from console.accounts.models import Route
+    from console.accounts.services import route_create
+    from console.ledger.models import Decision
     from console.similarity.models import QuestionVector, RouteEmbedding, Source
     from console.similarity.services.vectors import copy_vectors
 
@@ -153,7 +154,7 @@ def lookups(route_id: int, queries: int, exact: int) -> list[str]:
     from django.conf import settings
     from django.db import connection, transaction
 
-    from console.ledger.models import Route
+    from console.accounts.models import Route
     from console.similarity import selectors
     from console.similarity.models import QuestionVector
 

@@ -226,8 +226,9 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
 def ensure_loaded(database_url: str, data: DataSet, folder: Path) -> tuple[int, bool]:
     """The data set's route id, loading the data unless the right counts are already there."""
     from audit.services import Actor
-    from console.ledger.models import Decision, Route
-    from console.ledger.services import route_create
+    from console.accounts.models import Route
+    from console.accounts.services import route_create
+    from console.ledger.models import Decision
     from grading.models import FinalLabel
 
     route = Route.objects.filter(slug=data.route).first() or route_create(
@@ -250,9 +251,9 @@ def in_memory_arrays(route_id: int) -> tuple[np.ndarray, object]:
     """The population's scores and the graded sample, loaded once (not timed)."""
     from django.db import connection
 
+    from console.accounts.models import Route
     from console.analysis import selectors
     from console.analysis.params import Window
-    from console.ledger.models import Route
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])

@@ -161,7 +161,7 @@ def main() -> None:
 
     from audit.services import Actor
     from console.accounts import services as accounts
-    from console.ledger.services import route_create
+    from console.accounts.services import route_create
 
     actor = Actor.system("bench")
     route = route_create(actor=actor, slug="bench-storage", name="Storage benchmark")

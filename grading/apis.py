@@ -13,10 +13,10 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
-from console.ledger.models import Route
 from console.ledger.services import routes_for_items
 from grading import selectors
 from grading.blindness import route_blindness

@@ -23,8 +23,8 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Max, Q
 
+from console.accounts.models import Route
 from console.ledger.compression import decompress_head, head_sql
-from console.ledger.models import Route
 from console.stats.blindness import (
     MIN_PER_CLASS,
     NO_VARIATION,

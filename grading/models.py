@@ -42,7 +42,7 @@ class GradingPlan(models.Model):
     period like that window yields about `target` items per band.
     """
 
-    route = models.OneToOneField("ledger.Route", on_delete=models.CASCADE, related_name="grading_plan")
+    route = models.OneToOneField("accounts.Route", on_delete=models.CASCADE, related_name="grading_plan")
     strata = models.JSONField(
         default=list,
         blank=True,
@@ -134,7 +134,7 @@ class GradingItem(models.Model):
         editable=False,
         help_text="The only id graders see: random, so it says nothing about when or why the item entered.",
     )
-    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="grading_items")
+    route = models.ForeignKey("accounts.Route", on_delete=models.PROTECT, related_name="grading_items")
     decision = models.ForeignKey(
         "ledger.Decision",
         null=True,
@@ -283,7 +283,7 @@ class FinalLabel(models.Model):
     # (migration 0003), whatever the application sends: the statistics read a route's labels from
     # this table alone instead of fetching a labelled decision from every corner of the ledger.
     decision_route = models.ForeignKey(
-        "ledger.Route",
+        "accounts.Route",
         null=True,
         blank=True,
         editable=False,
@@ -329,7 +329,7 @@ class LabelSample(models.Model):
     """
 
     # No index of its own: the unique constraint's index leads with the route and the day.
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
+    route = models.ForeignKey("accounts.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
     day = models.DateField(help_text="UTC date of the labelled decisions' occurred_at.")
     method = models.CharField(max_length=12, choices=LabelMethod.choices, help_text="The labels' method.")
     source = models.CharField(max_length=200, blank=True, help_text="The labels' imported set, empty for grades.")

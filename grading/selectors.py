@@ -17,9 +17,10 @@ from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import detail
 from console.ledger.compression import decompress_text
-from console.ledger.models import DecisionPassage, Route
+from console.ledger.models import DecisionPassage
 from console.stats import agreement
 from grading.models import Assignment, FinalLabel, Grade, GradingItem, GradingPlan, ItemStatus, Verdict
 from grading.validation import LabelInput

@@ -22,8 +22,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from audit.services import Actor
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import ServiceError
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from grading import selectors
 from grading.blindness import route_blindness
 from grading.forms import (

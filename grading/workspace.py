@@ -10,7 +10,7 @@ from django import forms
 
 from audit.services import Actor
 from console.accounts.hooks import RouteSection, register_route_section
-from console.ledger.models import Route
+from console.accounts.models import Route
 from grading.services.pool import guidelines_sha256, route_guidelines_update
 
 MAX_GUIDELINES = 20_000

@@ -9,8 +9,8 @@ from typing import Any
 
 from audit.services import Actor
 from console.accounts import services as accounts
+from console.accounts.models import Route
 from console.ledger import services as ledger
-from console.ledger.models import Route
 from console.ledger.validation import validate_batch
 from tests.sample_record import BASE_RECORD
 
@@ -44,7 +44,7 @@ def make_route(slug: str = "it-support", name: str | None = None, **kwargs) -> R
     existing = Route.objects.filter(slug=slug).first()
     if existing:
         return existing
-    return ledger.route_create(actor=TEST_ACTOR, slug=slug, name=name or slug.replace("-", " ").title(), **kwargs)
+    return accounts.route_create(actor=TEST_ACTOR, slug=slug, name=name or slug.replace("-", " ").title(), **kwargs)
 
 
 def make_user(username: str, role: str | None = None, route: Route | None = None, password: str = "pw-12345678"):

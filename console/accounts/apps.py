@@ -5,3 +5,20 @@ class AccountsConfig(AppConfig):
     name = "console.accounts"
     label = "accounts"
     verbose_name = "Accounts, roles and API tokens"
+
+    def ready(self) -> None:
+        # Audit sits below accounts and imports nothing of it: its pages ask these checks through
+        # the hook (audit/hooks.py), so every permission check still lives here.
+        from audit.hooks import TrailAccess, register_trail_access
+        from console.accounts import permissions, selectors
+
+        register_trail_access(
+            TrailAccess(
+                can_read_trail=permissions.can_read_audit,
+                can_read_decisions=permissions.can_read_decisions,
+                route_slugs=permissions.route_slugs,
+                trail_readers=tuple(permissions.AUDIT_READERS),
+                decision_readers=tuple(permissions.DECISION_READERS),
+                admin_addresses=selectors.admin_addresses,
+            )
+        )

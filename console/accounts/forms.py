@@ -9,8 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils import timezone
 
-from console.accounts.hooks import route_model
-from console.accounts.models import Role
+from console.accounts.models import Role, Route
 from console.core.forms import ISO_DATE_FORMATS, IsoDateInput
 
 # A route-scoped admin grant would still make its holder admin of every route (permissions.is_admin),
@@ -35,7 +34,7 @@ class RouteSlugForm(forms.Form):
         slug = self.cleaned_data["slug"]
         if slug != slug.lower():
             raise forms.ValidationError("Use only lower-case letters, digits and dashes in the slug.")
-        if route_model().objects.filter(slug=slug).exists():
+        if Route.objects.filter(slug=slug).exists():
             raise forms.ValidationError(f"A route called {slug} exists already; choose another slug.")
         return slug
 

@@ -1,6 +1,7 @@
 """The hook point for the admins' route pages (`/routes/new/`, `/routes/<slug>/settings/`).
 
-A route's settings belong to the apps above accounts: its name and graders per item to the ledger,
+The route itself (`models.Route`) lives here, on the ground floor, and `services.route_create`
+writes it; its settings belong to the apps above: its name and graders per item to the ledger,
 its grading guidelines to grading, its shadow pipeline to shadow, its monitoring limits to
 monitoring. Accounts may not import them (docs/architecture.md), so each app registers a section
 from its `AppConfig.ready()`: a form, how to fill it from a route, and how to save it through the
@@ -47,10 +48,3 @@ def route_creator() -> RouteSection:
     if len(creators) != 1:
         raise RuntimeError(f"exactly one route section must create routes; found {len(creators)}")
     return creators[0]
-
-
-def route_model():
-    """The route model, as the role grants' foreign key names it (accounts sit below the ledger)."""
-    from console.accounts.models import RoleGrant
-
-    return RoleGrant._meta.get_field("route").related_model

@@ -2,6 +2,7 @@ import hashlib
 import secrets
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 
 
@@ -15,13 +16,41 @@ class Role(models.TextChoices):
     READER = "reader", "Reader"
 
 
+class Route(models.Model):
+    """One gated answering route (a product surface with its own gate, graders and policy).
+
+    The tenant: every other app's rows hang from it, so it lives on the ground floor beside the
+    role grants that point at it (as healthchecks keeps `Project` beside `Member`)."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    guidelines = models.TextField(blank=True, help_text="Grading guidelines in Markdown, shown to graders.")
+    graders_per_item = models.PositiveSmallIntegerField(
+        default=2, validators=[MinValueValidator(1)], help_text="Independent grades each item needs."
+    )
+    shadow_config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Shadow pipeline: {} for none, {"kind": "reference"} or {"kind": "http", "url": ...}.',
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # The table keeps the name it had when the route lived in the ledger (accounts 0005).
+        db_table = "ledger_route"
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
 class RoleGrant(models.Model):
     """One role for one user, on one route or (route empty) on every route."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="grants")
     role = models.CharField(max_length=20, choices=Role.choices)
     route = models.ForeignKey(
-        "ledger.Route",
+        Route,
         null=True,
         blank=True,
         on_delete=models.CASCADE,

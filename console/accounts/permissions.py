@@ -7,11 +7,12 @@ grading queue.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.db.models import Q, QuerySet
 
-from console.accounts.models import Role, RoleGrant
+from console.accounts.models import Role, RoleGrant, Route
+from console.core.errors import Forbidden, NotFound
 
 # Roles that may read decisions (scores, outcomes, passages, verifier results). A `reader` (support
 # agents, domain experts) reads a route's refusals to dispute them, and nothing more.
@@ -57,6 +58,38 @@ def has_role(user, roles: Iterable[str], route=None) -> bool:
         if route is None or grant.route_id is None or grant.route_id == route.pk:
             return True
     return False
+
+
+def route_for(
+    user,
+    slug: str,
+    *,
+    allowed: Callable[..., bool],
+    refused: str | Callable[[Route], str] | None = None,
+    missing: str | None = None,
+) -> Route:
+    """The route `slug` if `allowed(user, route)`; otherwise the answer the caller's page gives.
+
+    `allowed` is a check of this module, called as `allowed(user, route)`, and as `allowed(user)`
+    for "on any route" when `refused` is a message. `refused` says who hears why (403) rather than
+    a 404, which tells nobody whether a route they may not see exists:
+
+    - None: 404 for an unknown route and for one the user may not do this on;
+    - a message: 403 with it, before any lookup, for a user who may do this on no route at all
+      (a grader asking for statistics), then 404 as above;
+    - a function of the route: 404 for an unknown route and for one the user may not read at all
+      (no decision-reader role on it), and 403 with its message for a route the user reads but may
+      not do this on (a reader asking for the policy and its evidence).
+
+    `missing` is the 404's message (default "No route 'slug'.")."""
+    if isinstance(refused, str) and not allowed(user):
+        raise Forbidden(refused)
+    route = Route.objects.filter(slug=slug).first()
+    if route is not None and allowed(user, route):
+        return route
+    if route is not None and callable(refused) and has_role(user, DECISION_READERS, route):
+        raise Forbidden(refused(route))
+    raise NotFound(missing or f"No route {slug!r}.")
 
 
 def route_filter(user, roles: Iterable[str], field: str = "route") -> Q | None:

@@ -2,30 +2,34 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 
 from console.accounts import permissions
-from console.accounts.hooks import route_model
-from console.accounts.models import ApiToken, RoleGrant
+from console.accounts.models import ApiToken, Role, RoleGrant, Route
 from console.core.errors import Forbidden, NotFound
+
+_ADMINS_ONLY = "Only admins may manage routes, members and API tokens."
 
 
 def require_workspace_admin(user) -> None:
     if not permissions.can_manage_workspace(user):
-        raise Forbidden("Only admins may manage routes, members and API tokens.")
+        raise Forbidden(_ADMINS_ONLY)
 
 
 def route_for_admin(user, slug: str):
-    require_workspace_admin(user)
-    route = route_model().objects.filter(slug=slug).first()
-    if route is None:
-        raise NotFound("No such route.")
-    return route
+    return permissions.route_for(
+        user,
+        slug,
+        allowed=lambda user, route=None: permissions.can_manage_workspace(user),
+        refused=_ADMINS_ONLY,
+        missing="No such route.",
+    )
 
 
 def workspace_routes() -> QuerySet:
     """Every route with how many role grants name it."""
-    return route_model().objects.annotate(members=Count("grants")).order_by("slug")
+    return Route.objects.annotate(members=Count("grants")).order_by("slug")
 
 
 def route_grants(route) -> QuerySet[RoleGrant]:
@@ -53,3 +57,9 @@ def token_get(pk: int) -> ApiToken:
     if token is None:
         raise NotFound("No such token.")
     return token
+
+
+def admin_addresses() -> list[str]:
+    """The e-mail addresses of the console's active admins (superusers and global admin grants)."""
+    users = get_user_model().objects.filter(is_active=True).filter(Q(is_superuser=True) | Q(grants__role=Role.ADMIN))
+    return sorted({user.email for user in users.distinct()})

@@ -15,7 +15,7 @@ from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import hooks
-from console.accounts.models import ApiToken, Role, RoleGrant, hash_token
+from console.accounts.models import ApiToken, Role, RoleGrant, Route, hash_token
 from console.core.errors import Conflict, InvalidInput, detail
 
 
@@ -23,6 +23,46 @@ from console.core.errors import Conflict, InvalidInput, detail
 class IssuedToken:
     key: str
     token: ApiToken
+
+
+def route_create(
+    *,
+    actor: Actor,
+    slug: str,
+    name: str,
+    guidelines: str = "",
+    graders_per_item: int = 2,
+    shadow_config: dict | None = None,
+) -> Route:
+    """Create a route: the tenant every other app's rows hang from. `shadow_config` is stored as
+    given; callers validate it first (the shadow app's `validate_shadow_config`), as accounts may
+    not import the shadow app."""
+    route = Route(
+        slug=slug,
+        name=name,
+        guidelines=guidelines,
+        graders_per_item=graders_per_item,
+        shadow_config=shadow_config or {},
+    )
+    route.full_clean()
+    with transaction.atomic():
+        route.save()
+        audit_record(
+            actor=actor,
+            action=Action.ROUTE_CREATED,
+            object_type="route",
+            object_id=route.pk,
+            route=slug,
+            payload=field_changes(
+                new={
+                    "slug": slug,
+                    "name": name,
+                    "graders_per_item": graders_per_item,
+                    "shadow_config": route.shadow_config,
+                }
+            ),
+        )
+    return route
 
 
 def user_ensure(*, actor: Actor, username: str, password: str | None = None, email: str = ""):

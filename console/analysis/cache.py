@@ -23,9 +23,9 @@ from django.db import connection
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from console.accounts.models import Route
 from console.analysis import selectors
 from console.analysis.models import StatsResult
-from console.ledger.models import Route
 
 
 def params_key(kind: str, params: dict[str, Any]) -> str:

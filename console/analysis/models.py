@@ -12,7 +12,7 @@ class StatsResult(models.Model):
     unlogged (migration 0003): PostgreSQL empties it after a crash, and documents are computed again.
     """
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="stats_results")
+    route = models.ForeignKey("accounts.Route", on_delete=models.CASCADE, related_name="stats_results")
     kind = models.CharField(max_length=32, help_text="Which document: operating_points, calibration, ...")
     params_key = models.CharField(max_length=64, help_text="SHA-256 of the canonical JSON of the parameters.")
     params = models.JSONField(help_text="The parameters the document was computed for.")

@@ -17,6 +17,7 @@ from django.http import Http404, QueryDict
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from console.accounts.models import Route
 from console.analysis import charts, reports, selectors
 from console.analysis.forms import BandForm, CalibrationForm, CertifyForm, CostForm, PlannerForm, SettingsForm
 from console.analysis.hooks import side_panels
@@ -29,7 +30,6 @@ from console.analysis.params import (
 )
 from console.analysis.reports import CHART_CUTOFFS, CHART_POINTS
 from console.core.errors import detail
-from console.ledger.models import Route
 from console.ledger.selectors import stats_routes
 from console.stats.intervals import Interval
 from console.stats.operating_points import OperatingPointRow

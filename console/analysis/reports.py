@@ -7,11 +7,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from console.accounts.models import Route
 from console.analysis import selectors
 from console.analysis.cache import Document, as_json, cached
 from console.analysis.params import CalibrationQuery, CertifiedCutoffQuery, OperatingPointsQuery, Window
 from console.core.errors import InvalidInput
-from console.ledger.models import Route
 from console.stats.calibration import calibration_by_segment, calibration_report
 from console.stats.certification import RISK, Certification, certify_cutoff, n_start
 from console.stats.operating_points import (

@@ -43,10 +43,9 @@ from django.db.models.functions import Cast
 from numpy.typing import NDArray
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis.params import Window
-from console.core.errors import Forbidden, NotFound
-from console.ledger.models import Decision, DecisionProfile, Route, RouteScoreCount, RouteScoreTotal
-from console.ledger.selectors import stats_routes
+from console.ledger.models import Decision, DecisionProfile, RouteScoreCount, RouteScoreTotal
 from grading.models import FinalLabel, LabelMethod, LabelSample
 
 IMPORTED_STRATUM = "imported"
@@ -55,12 +54,12 @@ IMPORTED_STRATUM = "imported"
 def route_for_reader(user, slug: str) -> Route:
     """The route if the user may read its decisions: 403 for a user who reads no decisions at
     all (graders), 404 for a route that does not exist or that the user may not see."""
-    if not permissions.can_read_stats(user):
-        raise Forbidden("Your role does not allow reading decisions or their statistics.")
-    route = stats_routes(user).filter(slug=slug).first()
-    if route is None:
-        raise NotFound(f"No route {slug!r}.")
-    return route
+    return permissions.route_for(
+        user,
+        slug,
+        allowed=permissions.can_read_stats,
+        refused="Your role does not allow reading decisions or their statistics.",
+    )
 
 
 def data_version(route: Route) -> str:

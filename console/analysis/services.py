@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from console.accounts.models import Route
 from console.analysis import reports
 from console.analysis.models import StatsResult
 from console.analysis.params import CalibrationQuery, CertifiedCutoffQuery, OperatingPointsQuery
 from console.analysis.reports import CHART_CUTOFFS, CHART_POINTS, DEFAULT_BAND
 from console.core.errors import InvalidInput
-from console.ledger.models import Route
 
 
 def stats_recompute(*, route_id: int) -> int:

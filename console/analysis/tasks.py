@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from console.accounts.models import Route
 from console.analysis import cache, reports, services
 from console.analysis.params import OperatingPointsQuery
 from console.core.jobs import enqueue, job
-from console.ledger.models import Route
 
 
 @job("analysis.stats_recompute", soft_time_limit=600)

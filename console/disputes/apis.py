@@ -11,11 +11,11 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import Conflict, InvalidInput, NotFound, detail
+from console.core.errors import Conflict, InvalidInput, detail
 from console.disputes import selectors, services
 from console.disputes.models import USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
-from console.ledger.selectors import get_decision_for_user, readable_routes
+from console.ledger.selectors import get_decision_for_user
 
 _DISPUTE = inline_serializer(
     "Dispute",
@@ -154,9 +154,7 @@ class AppealLinkApi(APIView):
         responses={200: _LINK, 409: ERROR, **_ERRORS},
     )
     def get(self, request: Request, slug: str, request_id: str) -> Response:
-        route = readable_routes(request.user).filter(slug=slug).first()
-        if route is None or not permissions.can_read_appeal_link(request.user, route):
-            raise NotFound(f"No route {slug!r}.")
+        route = permissions.route_for(request.user, slug, allowed=permissions.can_read_appeal_link)
         if not services.storable_request_id(request_id):
             raise InvalidInput(
                 "request_id must be 1 to 200 characters of valid Unicode without NUL.",

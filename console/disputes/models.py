@@ -53,7 +53,7 @@ MAX_NOTE = 5_000
 
 
 class Dispute(models.Model):
-    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="disputes")
+    route = models.ForeignKey("accounts.Route", on_delete=models.PROTECT, related_name="disputes")
     request_id = models.CharField(max_length=200, help_text="The decision's request id within the route.")
     decision = models.ForeignKey(
         "ledger.Decision",
@@ -151,7 +151,7 @@ class AppealSecret(models.Model):
     """The key of a route's appeal links. Created when a link is first asked for; rotating it
     invalidates every link given out before."""
 
-    route = models.OneToOneField("ledger.Route", on_delete=models.CASCADE, related_name="appeal_secret")
+    route = models.OneToOneField("accounts.Route", on_delete=models.CASCADE, related_name="appeal_secret")
     secret = models.CharField(max_length=100)
     rotated_at = models.DateTimeField()
 
@@ -164,7 +164,7 @@ class AppealLinkRevocation(models.Model):
     abused): its page is the same 404 as a forged link, whatever the route's secret. Rotating the
     secret revokes every link of a route at once instead."""
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+")
+    route = models.ForeignKey("accounts.Route", on_delete=models.CASCADE, related_name="+")
     request_id = models.CharField(max_length=200)
     revoked_at = models.DateTimeField()
     revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")

@@ -12,10 +12,11 @@ from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Forbidden, NotFound
 from console.core.validation import has_lone_surrogate
 from console.disputes.models import AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 
 
 def readable_disputes(user) -> QuerySet[Dispute]:

@@ -22,6 +22,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from console.core.validation import has_lone_surrogate
 from console.disputes.models import MAX_APPEAL_MESSAGE, AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
@@ -29,7 +30,7 @@ from console.disputes.notices import dispute_escalated_notify, dispute_opened_no
 from console.disputes.validation import DisputeInput
 from console.governance.models import PolicyVersion
 from console.governance.selectors import eligible_owners, policy_in_force
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.notify.emails import absolute_url
 from console.verification.spans import verify_span
 

@@ -20,13 +20,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from audit.services import Actor
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.accounts.throttle import client_address
 from console.core.errors import Conflict, InvalidInput
 from console.disputes import selectors, services
 from console.disputes.models import MAX_APPEAL_MESSAGE, MAX_NOTE, MAX_REASON, USER_KINDS, Dispute, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
 from console.governance.selectors import policy_in_force
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.ledger.selectors import get_decision_for_user
 from console.notify.emails import absolute_url
 from console.similarity.selectors import similar_refusals_context

@@ -24,11 +24,12 @@ from django.db import connection
 from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
+from console.accounts.models import Route
 from console.analysis import reports
 from console.analysis import selectors as analysis_selectors
 from console.analysis.params import DEFAULT_CUTOFFS, CertifiedCutoffQuery, OperatingPointsQuery, Window
 from console.governance.models import PolicyVersion
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.ledger.selectors import start_of_day
 from console.trials.selectors import trial_evidence
 from grading.models import FinalLabel

@@ -29,7 +29,7 @@ class PolicyVersion(models.Model):
     content is a new version.
     """
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="policies")
+    route = models.ForeignKey("accounts.Route", on_delete=models.PROTECT, related_name="policies")
     version = models.PositiveIntegerField(help_text="1, 2, 3, ... per route, in order of drafting.")
     status = models.CharField(max_length=16, choices=PolicyStatus.choices, default=PolicyStatus.DRAFT)
     cutoff = models.FloatField(help_text="Answers whose gate score is at least this are served.")

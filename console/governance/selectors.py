@@ -10,11 +10,11 @@ from django.db.models.functions import Abs
 from django.db.models.lookups import GreaterThan
 
 from console.accounts import permissions
-from console.core.errors import Forbidden, NotFound
+from console.accounts.models import Route
+from console.core.errors import NotFound
 from console.governance.evidence import arrivals_since, as_of_text
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
-from console.ledger.models import Decision, Route
-from console.ledger.selectors import readable_routes
+from console.ledger.models import Decision
 
 # Compared as floats: a logged cutoff within this of the signed one follows the policy.
 CUTOFF_TOLERANCE = 1e-9
@@ -23,15 +23,14 @@ CUTOFF_TOLERANCE = 1e-9
 def route_for_policy_reader(user, slug: str) -> Route:
     """The route if the user may read its policy: 404 for routes they may not see at all, 403 with the
     reason for a route they see (as a reader) whose policy is not theirs to read."""
-    route = readable_routes(user).filter(slug=slug).first()
-    if route is None:
-        raise NotFound(f"No route {slug!r}.")
-    if not permissions.can_read_policy(user, route):
-        raise Forbidden(
-            f"The policy of {route.name} carries the statistical evidence behind its cutoff, which your role "
-            "on this route does not include. A reviewer or the route's policy owner can show it to you."
-        )
-    return route
+    return permissions.route_for(user, slug, allowed=permissions.can_read_policy, refused=_policy_refused)
+
+
+def _policy_refused(route: Route) -> str:
+    return (
+        f"The policy of {route.name} carries the statistical evidence behind its cutoff, which your role "
+        "on this route does not include. A reviewer or the route's policy owner can show it to you."
+    )
 
 
 def policy_versions(route: Route) -> QuerySet[PolicyVersion]:

@@ -13,13 +13,13 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis import selectors as analysis_selectors
 from console.core.errors import Conflict, Forbidden, detail
 from console.governance import hooks, selectors
 from console.governance.evidence import arrivals_since, as_of_text, compute_evidence, recompute_stored, snapshot_now
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
 from console.governance.validation import DraftInput
-from console.ledger.models import Route
 from console.notify.services import notification_send
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis.params import (
     CertifiedCutoffQuery,
     OperatingPointsQuery,
@@ -18,7 +19,6 @@ from console.analysis.params import (
 from console.core.errors import InvalidInput, detail
 from console.core.validation import FieldErrors, number_field, text_field
 from console.governance.models import MAX_RESPONSE_HOURS
-from console.ledger.models import Route
 from console.stats.policy_math import citation_adjusted_cost, cost_threshold
 
 MAX_TEXT = 20_000

@@ -2,12 +2,12 @@ import hashlib
 from functools import cached_property
 
 from django.contrib.postgres.indexes import GinIndex
-from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models.functions import Coalesce, Length
 from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
+from console.accounts.models import Route
 from console.ledger.compression import DICTIONARY_MAX_BYTES, compress_text, decompress_text
 
 # A GIN index collects new entries in a pending list and merges them into its tree when the list
@@ -17,29 +17,6 @@ from console.ledger.compression import DICTIONARY_MAX_BYTES, compress_text, deco
 GIN_PENDING_LIST_KB = 256
 
 _FINITE = models.Q(gate_score__lt=float("inf")) & models.Q(gate_score__gt=float("-inf"))
-
-
-class Route(models.Model):
-    """One gated answering route (a product surface with its own gate, graders and policy)."""
-
-    slug = models.SlugField(max_length=64, unique=True)
-    name = models.CharField(max_length=200)
-    guidelines = models.TextField(blank=True, help_text="Grading guidelines in Markdown, shown to graders.")
-    graders_per_item = models.PositiveSmallIntegerField(
-        default=2, validators=[MinValueValidator(1)], help_text="Independent grades each item needs."
-    )
-    shadow_config = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text='Shadow pipeline: {} for none, {"kind": "reference"} or {"kind": "http", "url": ...}.',
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["slug"]
-
-    def __str__(self) -> str:
-        return self.slug
 
 
 class DigestField(models.BinaryField):

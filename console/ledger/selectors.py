@@ -14,9 +14,10 @@ from django.http import Http404
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Forbidden
 from console.ledger.hooks import decision_filter, decision_filters
-from console.ledger.models import Decision, DecisionPassage, Outcome, Route, RouteDayCount
+from console.ledger.models import Decision, DecisionPassage, Outcome, RouteDayCount
 
 
 def readable_routes(user) -> QuerySet[Route]:

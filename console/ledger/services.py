@@ -17,6 +17,7 @@ from psycopg import errors as psycopg_errors
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
+from console.accounts.models import Route
 from console.core.errors import Conflict, InvalidInput, detail
 from console.core.jobs import enqueue
 from console.core.partitions import months_ensure
@@ -28,47 +29,10 @@ from console.ledger.compression import (
     newest_dictionary,
 )
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
-from console.ledger.models import PassageDictionary, Route
+from console.ledger.models import PassageDictionary
 from console.ledger.validation import DecisionInput, content_hash, same_values
 
 logger = logging.getLogger(__name__)
-
-
-def route_create(
-    *,
-    actor: Actor,
-    slug: str,
-    name: str,
-    guidelines: str = "",
-    graders_per_item: int = 2,
-    shadow_config: dict | None = None,
-) -> Route:
-    route = Route(
-        slug=slug,
-        name=name,
-        guidelines=guidelines,
-        graders_per_item=graders_per_item,
-        shadow_config=shadow_config or {},
-    )
-    route.full_clean()
-    with transaction.atomic():
-        route.save()
-        audit_record(
-            actor=actor,
-            action=Action.ROUTE_CREATED,
-            object_type="route",
-            object_id=route.pk,
-            route=slug,
-            payload=field_changes(
-                new={
-                    "slug": slug,
-                    "name": name,
-                    "graders_per_item": graders_per_item,
-                    "shadow_config": route.shadow_config,
-                }
-            ),
-        )
-    return route
 
 
 def route_update(*, actor: Actor, route: Route, name: str, graders_per_item: int) -> bool:

@@ -9,8 +9,9 @@ from django import forms
 
 from audit.services import Actor
 from console.accounts.hooks import RouteSection, register_route_section
-from console.ledger.models import Route
-from console.ledger.services import route_create, route_update
+from console.accounts.models import Route
+from console.accounts.services import route_create
+from console.ledger.services import route_update
 
 MAX_GRADERS_PER_ITEM = 10
 

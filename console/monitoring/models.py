@@ -29,7 +29,7 @@ class Recheck(models.Model):
     NOTHING make concurrent ingest batches open it exactly once."""
 
     policy = models.ForeignKey("governance.PolicyVersion", on_delete=models.PROTECT, related_name="rechecks")
-    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="rechecks")
+    route = models.ForeignKey("accounts.Route", on_delete=models.PROTECT, related_name="rechecks")
     versions = models.JSONField(help_text="The new combination: {model, retriever, corpus, gate} as logged.")
     versions_key = models.CharField(max_length=1000, help_text="Canonical JSON of `versions`, for uniqueness.")
     status = models.CharField(max_length=8, choices=RecheckStatus.choices, default=RecheckStatus.OPEN)
@@ -78,7 +78,7 @@ class AlarmStatus(models.TextChoices):
 class Alarm(models.Model):
     """A drift alarm: at most one open per route and kind."""
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="alarms")
+    route = models.ForeignKey("accounts.Route", on_delete=models.PROTECT, related_name="alarms")
     policy = models.ForeignKey("governance.PolicyVersion", on_delete=models.PROTECT, related_name="alarms")
     kind = models.CharField(max_length=16, choices=AlarmKind.choices)
     status = models.CharField(max_length=8, choices=AlarmStatus.choices, default=AlarmStatus.OPEN)
@@ -110,7 +110,7 @@ class DailyAggregate(models.Model):
     """One route's decisions on one UTC day, folded for the monitor: filled incrementally, so the
     daily run reads these rows and not every decision."""
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="daily_aggregates")
+    route = models.ForeignKey("accounts.Route", on_delete=models.CASCADE, related_name="daily_aggregates")
     day = models.DateField()
     n = models.PositiveIntegerField(help_text="Decisions that day.")
     cutoff = models.FloatField(help_text="The signed cutoff refused_at_cutoff was counted at.")
@@ -136,7 +136,7 @@ class DailyAggregate(models.Model):
 class RouteMonitoring(models.Model):
     """A route's monitoring settings; a route without a row uses the defaults in settings."""
 
-    route = models.OneToOneField("ledger.Route", on_delete=models.CASCADE, related_name="monitoring")
+    route = models.OneToOneField("accounts.Route", on_delete=models.CASCADE, related_name="monitoring")
     evidence_max_label_age_days = models.PositiveSmallIntegerField(
         validators=[MinValueValidator(1), MaxValueValidator(LABEL_AGE_MAX_DAYS)],
         help_text="The signed evidence is stale once its newest label is older than this many days.",

@@ -11,6 +11,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis.params import OperatingPointsQuery, Window
 from console.analysis.reports import operating_points_report
 from console.analysis.selectors import population_served_counts
@@ -18,8 +19,7 @@ from console.core.errors import NotFound
 from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.selectors import decisions_not_following_policy
 from console.ledger.hooks import route_figures
-from console.ledger.models import Decision, Route, RouteScoreCount
-from console.ledger.selectors import readable_routes
+from console.ledger.models import Decision, RouteScoreCount
 from console.monitoring.models import (
     SCORE_BINS,
     Alarm,
@@ -49,10 +49,9 @@ CURRENT_TRAFFIC_DAYS = 7
 
 
 def route_for_monitoring_reader(user, slug: str) -> Route:
-    route = readable_routes(user).filter(slug=slug).first()
-    if route is None or not permissions.can_read_monitoring(user, route):
-        raise NotFound(f"No route {slug!r}.")
-    return route
+    # Every role that reads a route's monitoring reads its decisions, so a route the user may not
+    # read is a 404 like any other refusal.
+    return permissions.route_for(user, slug, allowed=permissions.can_read_monitoring)
 
 
 def get_recheck_for_user(user, pk: int) -> Recheck:

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from audit.services import Actor
 from console.accounts.hooks import RouteSection, register_route_section
-from console.ledger.models import Route
+from console.accounts.models import Route
 from console.monitoring.models import LABEL_AGE_MAX_DAYS
 from console.monitoring.selectors import label_age_limit_days
 from console.monitoring.services.evidence import route_monitoring_set

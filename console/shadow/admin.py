@@ -2,9 +2,9 @@ from django import forms
 from django.contrib import admin
 
 from audit.services import Actor
+from console.accounts.models import Route
 from console.core.admin import ReadOnlyAdmin
 from console.core.errors import InvalidInput
-from console.ledger.models import Route
 from console.shadow.models import ShadowRun
 from console.shadow.pipelines import validate_shadow_config
 from console.shadow.services import route_shadow_set

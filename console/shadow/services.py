@@ -26,9 +26,10 @@ from django.utils import timezone
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
+from console.accounts.models import Route
 from console.core.errors import Conflict
 from console.core.jobs import enqueue
-from console.ledger.models import Decision, Outcome, Route
+from console.ledger.models import Decision, Outcome
 from console.shadow import selectors
 from console.shadow.models import ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelineError, passages_sha256, pipeline_for, validate_shadow_config

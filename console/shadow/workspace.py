@@ -10,8 +10,8 @@ from django import forms
 
 from audit.services import Actor
 from console.accounts.hooks import RouteSection, register_route_section
+from console.accounts.models import Route
 from console.core.errors import InvalidInput
-from console.ledger.models import Route
 from console.shadow.pipelines import MAX_URL_CHARS, validate_shadow_config
 from console.shadow.services import route_shadow_set
 

@@ -5,9 +5,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.api import ERROR_SCHEMA as ERROR
-from console.core.errors import Forbidden, InvalidInput, NotFound
-from console.ledger.models import Outcome, Route
+from console.core.errors import Forbidden, InvalidInput
+from console.ledger.models import Outcome
 from console.ledger.selectors import get_decision_for_user
 from console.similarity import selectors
 
@@ -132,12 +133,13 @@ class SimilarDecisionsApi(APIView):
 
 
 def get_route_for_gaps(user, slug: str) -> Route:
-    if not permissions.can_read_gaps(user):
-        raise Forbidden("Corpus gaps are for reviewers and policy owners.")
-    route = Route.objects.filter(slug=slug).first()
-    if route is None or not permissions.can_read_gaps(user, route):
-        raise NotFound(f"No route {slug!r} you may read.")
-    return route
+    return permissions.route_for(
+        user,
+        slug,
+        allowed=permissions.can_read_gaps,
+        refused="Corpus gaps are for reviewers and policy owners.",
+        missing=f"No route {slug!r} you may read.",
+    )
 
 
 def cluster_dict(cluster) -> dict:

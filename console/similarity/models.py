@@ -38,7 +38,7 @@ class RouteEmbedding(models.Model):
     """Where a route's question vectors come from, and their dimension (fixed by the first one)."""
 
     route = models.OneToOneField(
-        "ledger.Route", on_delete=models.CASCADE, primary_key=True, related_name="embedding_space"
+        "accounts.Route", on_delete=models.CASCADE, primary_key=True, related_name="embedding_space"
     )
     source = models.CharField(max_length=8, choices=Source.choices)
     dimension = models.PositiveIntegerField(help_text="Every vector of the route has this many numbers.")
@@ -71,7 +71,7 @@ class EmbedderVersion(models.Model):
     `EmbedderModel`, in storage of its own that goes when the version retires.
     """
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="embedder_versions")
+    route = models.ForeignKey("accounts.Route", on_delete=models.CASCADE, related_name="embedder_versions")
     number = models.PositiveIntegerField(help_text="1, 2, ... per route.")
     state = models.CharField(max_length=8, choices=EmbedderState.choices, default=EmbedderState.BUILDING)
     dimension = models.PositiveIntegerField()
@@ -141,7 +141,7 @@ class QuestionVector(models.Model):
         db_index=False,
         db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/ledger/partitions.py)
     )
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
+    route = models.ForeignKey("accounts.Route", on_delete=models.CASCADE, related_name="+", db_index=False)
     embedder = models.ForeignKey(
         EmbedderVersion,
         null=True,
@@ -182,7 +182,7 @@ class QuestionVector(models.Model):
 class GapRun(models.Model):
     """One clustering of a route's refused questions over a window."""
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.CASCADE, related_name="gap_runs")
+    route = models.ForeignKey("accounts.Route", on_delete=models.CASCADE, related_name="gap_runs")
     computed_at = models.DateTimeField(auto_now_add=True)
     window_from = models.DateTimeField()
     window_to = models.DateTimeField()

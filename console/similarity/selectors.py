@@ -13,7 +13,8 @@ from django.db import connection
 from django.utils import timezone
 
 from console.accounts import permissions
-from console.ledger.models import Decision, Outcome, Route
+from console.accounts.models import Route
+from console.ledger.models import Decision, Outcome
 from console.similarity import topics
 from console.similarity.hooks import cluster_figures, neighbour_facts
 from console.similarity.models import GapCluster, GapRun

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import QuerySet
 
-from console.ledger.models import Route
+from console.accounts.models import Route
 from console.similarity.models import (
     EmbedderState,
     EmbedderVersion,

@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Forbidden, NotFound
 from console.core.jobs import enqueue
-from console.ledger.models import Route
 from console.similarity import selectors
 from console.similarity.apis import get_route_for_gaps
 from console.similarity.models import GapCluster

@@ -16,7 +16,7 @@ class Candidate(models.Model):
     """A gate to try: an HTTP endpoint, or the built-in reference rule. Registered by name per route;
     registering the same name again replaces its URL, headers and timeout."""
 
-    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="candidates")
+    route = models.ForeignKey("accounts.Route", on_delete=models.PROTECT, related_name="candidates")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=16, choices=CandidateKind.choices, default=CandidateKind.HTTP)
     url = models.CharField(max_length=2000, blank=True, help_text="Where the console POSTs each item (http kind).")
@@ -51,7 +51,7 @@ class TrialStatus(models.TextChoices):
 
 
 class Trial(models.Model):
-    route = models.ForeignKey("ledger.Route", on_delete=models.PROTECT, related_name="trials")
+    route = models.ForeignKey("accounts.Route", on_delete=models.PROTECT, related_name="trials")
     candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, related_name="trials")
     repeats = models.PositiveSmallIntegerField(default=3, help_text="Calls per item.")
     subset = models.JSONField(default=dict, blank=True, help_text='{"from", "to", "segment", "model"} as given.')

@@ -9,10 +9,11 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.analysis.params import Window
 from console.analysis.selectors import IMPORTED_STRATUM
 from console.core.errors import Forbidden, NotFound
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.stats.trials import promotion_gates, trial_figures
 from console.trials.models import CallErrorKind, CallStatus, Trial, TrialCall, TrialStatus
 from grading.models import FinalLabel, LabelMethod
@@ -25,11 +26,9 @@ def _require_trial_role(user) -> None:
 
 def route_for_trials(user, slug: str) -> Route:
     """403 for a user who may run trials nowhere (graders), 404 for a route they may not see."""
-    _require_trial_role(user)
-    route = Route.objects.filter(slug=slug).first()
-    if route is None or not permissions.can_run_trials(user, route):
-        raise NotFound(f"No route {slug!r}.")
-    return route
+    return permissions.route_for(
+        user, slug, allowed=permissions.can_run_trials, refused="Your role does not allow candidate gate trials."
+    )
 
 
 def get_trial_for_user(user, pk: int) -> Trial:

@@ -26,9 +26,10 @@ from django.utils import timezone
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
+from console.accounts.models import Route
 from console.core.errors import InvalidInput
 from console.core.jobs import enqueue
-from console.ledger.models import DecisionPassage, Route
+from console.ledger.models import DecisionPassage
 from console.trials import candidates, hooks, selectors
 from console.trials.models import (
     CallErrorKind,

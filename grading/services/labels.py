@@ -12,8 +12,8 @@ from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
-from console.ledger.models import Route
 from grading import selectors
 from grading.models import (
     Assignment,

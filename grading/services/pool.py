@@ -20,9 +20,10 @@ from django.utils import timezone
 
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record, audit_record_many
+from console.accounts.models import Route
 from console.core.errors import Conflict, InvalidInput
 from console.core.jobs import commit_without_waiting, enqueue
-from console.ledger.models import SERVED_ANSWER, Decision, Outcome, Route
+from console.ledger.models import SERVED_ANSWER, Decision, Outcome
 from console.ledger.validation import DecisionInput
 from console.shadow.models import ShadowRun, ShadowStatus
 from grading.models import (

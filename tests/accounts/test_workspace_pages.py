@@ -10,8 +10,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import Action, AuditEvent
-from console.accounts.models import ApiToken, RoleGrant, hash_token
-from console.ledger.models import Route
+from console.accounts.models import ApiToken, RoleGrant, Route, hash_token
 from console.monitoring.models import RouteMonitoring
 from tests.factories import make_user
 

@@ -22,7 +22,7 @@ from tests.grading.helpers import api_client, grade, next_item, pooled
 User = get_user_model()
 
 # Admins that may save, because their saves call an audited service.
-SERVICE_BACKED = {"ledger.route"}
+SERVICE_BACKED = {"accounts.route"}
 # Models the console does not audit at all (Django's own groups: the console's roles are RoleGrants).
 NOT_AUDITED = {"auth.group"}
 

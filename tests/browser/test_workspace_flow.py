@@ -3,8 +3,7 @@ API token for the integrator and copies its key (shown once), then revokes the t
 
 import pytest
 
-from console.accounts.models import ApiToken, RoleGrant
-from console.ledger.models import Route
+from console.accounts.models import ApiToken, RoleGrant, Route
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

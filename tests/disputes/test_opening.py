@@ -68,7 +68,7 @@ def test_outside_source_and_no_evidence(decisions, reader, reviewer):
 
 
 def make_client(name: str, role: str = "reader"):
-    from console.ledger.models import Route
+    from console.accounts.models import Route
 
     return client_for(make_user(name, role, Route.objects.get(slug="it-support")))
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.cache import cache
 from django.core.management import call_command
 
-from console.ledger.models import Route
+from console.accounts.models import Route
 from grading.blindness import route_blindness
 from grading.services.pool import grading_pool_enter
 from tests.factories import TEST_ACTOR, make_user, record, served_record

@@ -4,7 +4,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
-from console.ledger.models import Decision, Route
+from console.accounts.models import Route
+from console.ledger.models import Decision
 from tests.factories import record
 
 

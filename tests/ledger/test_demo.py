@@ -1,7 +1,7 @@
 from django.core.management import call_command
 
-from console.accounts.models import RoleGrant
-from console.ledger.models import Decision, Route
+from console.accounts.models import RoleGrant, Route
+from console.ledger.models import Decision
 from grading.models import FinalLabel
 
 

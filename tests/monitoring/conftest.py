@@ -16,10 +16,10 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from audit.services import Actor
+from console.accounts.models import Route
 from console.governance import services as governance
 from console.governance.models import PolicyVersion
 from console.governance.validation import parse_draft
-from console.ledger.models import Route
 from tests import factories
 from tests.analysis.populations import decision_records, label_each, post_decisions
 from tests.governance.conftest import client_for, draft_body  # noqa: F401 -- client_for is used by the tests

@@ -33,7 +33,8 @@ REACHES_UP = {
     # Partitioning the decisions replaced the foreign keys six upper apps held to ledger_decision
     # by reference-check triggers on their tables (it depends on their migrations to find them).
     ("ledger", "0007_monthly_partitions"),
-    # accounts' role grants name their route by a foreign key to ledger_route (the model still does).
+    # accounts' role grants named their route `ledger.Route` before the route moved down beside them
+    # (accounts 0005 moved it in state only; the table is still `ledger_route`).
     ("accounts", "0001_initial"),
 }
 

@@ -47,11 +47,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from console.accounts import services as accounts
-from console.accounts.models import ApiToken, RoleGrant
+from console.accounts.models import ApiToken, RoleGrant, Route
 from console.disputes.models import Dispute
 from console.disputes.services import appeal_path
 from console.governance.models import IN_FORCE, PolicyVersion
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.monitoring.models import Alarm, AlarmKind, Recheck
 from console.monitoring.services.rechecks import rechecks_open
 from console.shadow.models import ShadowRun

@@ -9,7 +9,8 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
 from audit.services import Actor
-from console.ledger.models import Decision, Route
+from console.accounts.models import Route
+from console.ledger.models import Decision
 from console.shadow import services, tasks
 from console.shadow.models import ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelinePassage, ReferencePipeline, passages_sha256
@@ -238,7 +239,7 @@ def test_the_admin_edits_the_pipeline_through_the_audited_service(route):
     admin.is_superuser = True
     admin.save()
     browser = _page(admin)
-    url = f"/admin/ledger/route/{route.pk}/change/"
+    url = f"/admin/accounts/route/{route.pk}/change/"
     assert browser.get(url).status_code == 200
     bad = browser.post(url, {"shadow_kind": "http", "shadow_url": "javascript:alert(1)"})
     assert bad.status_code == 200 and "Not an http(s) URL" in bad.content.decode()

@@ -213,7 +213,7 @@ def test_the_30_day_count_walks_deeper_only_when_every_neighbour_found_is_in_sim
 def test_outside_a_transaction_ef_search_is_set_once_per_connection_and_never_lost_to_a_rollback(integrator, settings):
     from django.db import transaction
 
-    from console.ledger.models import Route
+    from console.accounts.models import Route
     from console.similarity import selectors
 
     records = [factories.record(question=f"q{i}", question_embedding=v.tolist()) for i, v in enumerate(VECTORS)]

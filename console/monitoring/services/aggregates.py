@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from console.ledger.models import Route, RouteDayCount
+from console.accounts.models import Route
+from console.ledger.models import RouteDayCount
 from console.monitoring.models import SCORE_BINS, DailyAggregate
 
 RECENT_DAYS = 2

@@ -39,9 +39,10 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput
 from console.governance.models import IN_FORCE, PolicyVersion
-from console.ledger.models import Decision, Route
+from console.ledger.models import Decision
 from console.monitoring.models import Alarm, AlarmKind, AlarmStatus, DailyAggregate
 from console.monitoring.notices import notify_escalation
 from console.monitoring.selectors import alarm_figures_text

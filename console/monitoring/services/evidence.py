@@ -7,9 +7,9 @@ from django.db import transaction
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
+from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput
 from console.governance.models import IN_FORCE, PolicyVersion
-from console.ledger.models import Route
 from console.monitoring.models import LABEL_AGE_MAX_DAYS, RouteMonitoring
 from console.monitoring.selectors import label_age_limit_days
 from console.monitoring.services.rechecks import recheck_plan

@@ -12,8 +12,9 @@ from django.utils import timezone
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
+from console.accounts.models import Route
 from console.core.jobs import enqueue
-from console.ledger.models import Decision, Outcome, Route
+from console.ledger.models import Decision, Outcome
 from console.ledger.selectors import route_decision_total
 from console.similarity import embedder
 from console.similarity.models import EmbedderModel, EmbedderState, EmbedderVersion, RouteEmbedding, Source

@@ -13,7 +13,7 @@ from django.utils import timezone
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
-from console.ledger.models import Route
+from console.accounts.models import Route
 from console.similarity import topics
 from console.similarity.models import GapCluster, GapRun
 from console.similarity.spaces import active_space

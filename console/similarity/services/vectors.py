@@ -14,9 +14,10 @@ from pgvector.psycopg import register_vector
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
+from console.accounts.models import Route
 from console.core.errors import InvalidInput, detail
 from console.core.jobs import enqueue
-from console.ledger.models import Outcome, Route
+from console.ledger.models import Outcome
 from console.ledger.validation import DecisionInput
 from console.similarity.models import RouteEmbedding, Source
 from console.similarity.services.partitions import space_partition_create

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.services import Actor
+from console.accounts.models import Route
 from console.core.errors import InvalidInput
-from console.ledger.models import Route
 from grading.services.pool import grading_plan_set
 
 

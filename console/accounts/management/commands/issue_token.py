@@ -6,8 +6,7 @@ from django.utils import timezone
 
 from audit.services import Actor
 from console.accounts import services
-from console.accounts.hooks import route_model
-from console.accounts.models import Role
+from console.accounts.models import Role, Route
 from console.core.errors import ServiceError
 
 
@@ -29,7 +28,7 @@ class Command(BaseCommand):
         actor = Actor.system("issue_token")
         route_obj = None
         if route:
-            route_obj = route_model().objects.filter(slug=route).first()
+            route_obj = Route.objects.filter(slug=route).first()
             if route_obj is None:
                 raise CommandError(f"Unknown route {route!r}. Create it with create_route first.")
         try:

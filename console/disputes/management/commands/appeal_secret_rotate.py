@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.services import Actor
+from console.accounts.models import Route
 from console.disputes.services import appeal_secret_rotate
-from console.ledger.models import Route
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.services import Actor
-from console.ledger.models import Route
+from console.accounts.models import Route
 from console.monitoring.services.alarms import monitor_run
 
 

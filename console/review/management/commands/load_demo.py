@@ -7,10 +7,10 @@ from django.db import transaction
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import services as accounts
+from console.accounts.models import Route
 from console.disputes.demo import demo_disputes
 from console.governance.demo import demo_policies, demo_policy_waiting
 from console.ledger import services
-from console.ledger.models import Route
 from console.ledger.validation import validate_batch
 from console.review.demo import demo_answer_is_correct, demo_records, gap_records
 from console.review.monitoring_demo import demo_monitoring
@@ -46,7 +46,7 @@ class Command(BaseCommand):
         actor = Actor.system("load_demo")
         for slug, name in DEMO_ROUTES.items():
             if not Route.objects.filter(slug=slug).exists():
-                services.route_create(
+                accounts.route_create(
                     actor=actor,
                     slug=slug,
                     name=name,

@@ -2,9 +2,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.services import Actor
+from console.accounts.models import Route
+from console.accounts.services import route_create
 from console.core.errors import InvalidInput
-from console.ledger.models import Route
-from console.ledger.services import route_create
 from console.shadow.pipelines import validate_shadow_config
 from console.shadow.services import route_shadow_set
 
