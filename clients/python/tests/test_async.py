@@ -1,9 +1,18 @@
 import asyncio
+import concurrent.futures
 import json
 import time
 
 import httpx
 from abstention_console import AsyncConsole, Backoff
+
+
+def run(coroutine):
+    """Run `coroutine` on a loop of its own in another thread: in the whole suite an earlier test's
+    loop (Playwright's sync API keeps one in the main thread) is still running there, and
+    asyncio.run() refuses to start inside it."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _async_transport(fake, down=lambda: False, hang=None):
@@ -35,7 +44,7 @@ def test_the_async_console_sends_in_batches_and_reads_the_policy(fake, decision,
             assert (await console.policy("it-support"))["cutoff"] == 0.5
             assert (await console.policy("it-support"))["cutoff"] == 0.5
 
-    asyncio.run(main())
+    run(main())
     assert sorted(fake.batches) == [5, 10, 10]
     assert "if-none-match" in fake.policy_requests[1]
 
@@ -62,7 +71,7 @@ def test_async_record_does_not_wait_for_a_hanging_console(fake, decision, tmp_pa
         await console.close()
         return slowest
 
-    assert asyncio.run(main()) < 0.01
+    assert run(main()) < 0.01
     assert len(fake.stored) == 501
 
 
@@ -87,7 +96,7 @@ def test_the_async_console_spools_an_outage_and_replays_it_once(fake, decision, 
             state["down"] = False
             assert await console.flush(timeout=10)
 
-    asyncio.run(main())
+    run(main())
     assert len(fake.stored) == 60
     assert set(fake.accepted.values()) == {1}
 
@@ -101,6 +110,6 @@ def test_closing_the_async_console_spools_what_it_could_not_send(fake, decision,
             await console.record(decision(n))
         await console.close(timeout=0.2)
 
-    asyncio.run(main())
+    run(main())
     lines = [json.loads(line) for p in tmp_path.glob("spool-*.jsonl") for line in p.read_bytes().splitlines()]
     assert {d["request_id"] for d in lines} == {f"q-{n:05d}" for n in range(5)}
