@@ -19,7 +19,7 @@ from console.ledger.selectors import route_decision_total
 from console.similarity import embedder
 from console.similarity.models import EmbedderModel, EmbedderState, EmbedderVersion, RouteEmbedding, Source
 from console.similarity.services.partitions import index_create, space_partition_create, space_partition_drop
-from console.similarity.services.vectors import copy_vectors
+from console.similarity.services.vectors import copy_vectors, space_fix
 
 _EMBED_CHUNK = 5_000
 
@@ -154,13 +154,7 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
     )
     model = embedder.fit(sample, seed=seed)
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "INSERT INTO similarity_routeembedding (route_id, source, dimension, index_ready, created_at) "
-                "VALUES (%s, %s, %s, false, now()) ON CONFLICT (route_id) DO NOTHING RETURNING route_id",
-                [route.pk, Source.BUILTIN, embedder.DIMENSION],
-            )
-            fixed = cursor.fetchone() is not None
+        space_fix(actor=actor, route=route, source=Source.BUILTIN, dimension=embedder.DIMENSION)
         if RouteEmbedding.objects.get(route=route).source != Source.BUILTIN:
             return None  # sent vectors arrived while fitting
         last = EmbedderVersion.objects.filter(route=route).order_by("-number").first()
@@ -174,15 +168,6 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
         )
         space_partition_create(version.space_key)
         EmbedderModel.objects.create(version=version, data=embedder.dumps(model))
-        if fixed:
-            audit_record(
-                actor=actor,
-                action=Action.QUESTION_VECTORS_FIXED,
-                object_type="route",
-                object_id=route.pk,
-                route=route.slug,
-                payload=field_changes(new={"source": Source.BUILTIN, "dimension": embedder.DIMENSION}),
-            )
         audit_record(
             actor=actor,
             action=Action.EMBEDDER_FITTED,

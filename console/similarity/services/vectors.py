@@ -67,30 +67,37 @@ def unit(vector) -> np.ndarray:
 # --- vectors sent by the integrator -------------------------------------------------------
 
 
-def _space_for_sent(*, actor: Actor, route: Route, dimension: int) -> tuple[RouteEmbedding, bool]:
-    """The route's space, fixing it to sent vectors of `dimension` when it has none yet.
+def space_fix(*, actor: Actor, route: Route, source: str, dimension: int) -> bool:
+    """Fix the route's vectors to `source` and `dimension` when it has none yet, with its audit
+    event; False when it already had them (whichever source that was).
 
-    ON CONFLICT DO NOTHING settles two first batches racing: the second waits for the first to
-    commit and then reads its row.
-    """
+    ON CONFLICT DO NOTHING settles two first writers racing (two batches, or a batch and a fit):
+    the second waits for the first to commit and then finds its row."""
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO similarity_routeembedding (route_id, source, dimension, index_ready, created_at) "
             "VALUES (%s, %s, %s, false, now()) ON CONFLICT (route_id) DO NOTHING RETURNING route_id",
-            [route.pk, Source.SENT, dimension],
+            [route.pk, source, dimension],
         )
-        created = cursor.fetchone() is not None
+        if cursor.fetchone() is None:
+            return False
+    audit_record(
+        actor=actor,
+        action=Action.QUESTION_VECTORS_FIXED,
+        object_type="route",
+        object_id=route.pk,
+        route=route.slug,
+        payload=field_changes(new={"source": source, "dimension": dimension}),
+    )
+    return True
+
+
+def _space_for_sent(*, actor: Actor, route: Route, dimension: int) -> tuple[RouteEmbedding, bool]:
+    """The route's space, fixing it to sent vectors of `dimension` when it has none yet."""
+    created = space_fix(actor=actor, route=route, source=Source.SENT, dimension=dimension)
     space = RouteEmbedding.objects.get(route=route)
     if created:
         space_partition_create(space.space_key)
-        audit_record(
-            actor=actor,
-            action=Action.QUESTION_VECTORS_FIXED,
-            object_type="route",
-            object_id=route.pk,
-            route=route.slug,
-            payload=field_changes(new={"source": Source.SENT, "dimension": dimension}),
-        )
         enqueue("similarity.space_index_create", route_id=route.pk)
     return space, created
 
