@@ -11,6 +11,7 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
@@ -141,8 +142,15 @@ def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput | Any) -
             object_type="policy",
             object_id=policy.pk,
             route=route.slug,
-            payload=_summary(policy)
-            | {"as_of": as_of_text(snapshot.as_of), "warnings": [w["code"] for w in policy.warnings]},
+            # A creation, each field from none; events before this shape held the same keys plainly.
+            payload={
+                "version": policy.version,
+                **field_changes(
+                    new={k: v for k, v in _summary(policy).items() if k != "version"}
+                    | {"status": policy.status, "as_of": as_of_text(snapshot.as_of)}
+                ),
+                "warnings": [w["code"] for w in policy.warnings],
+            },
         )
         notification_send(
             channel="email",
