@@ -68,7 +68,9 @@ def test_the_service_refuses_a_draft_by_a_role_that_may_not_draft_whatever_the_b
 
 def test_the_service_parses_a_body_only_for_who_may_draft(route, owner, reviewer, graded):
     with pytest.raises(InvalidInput) as invalid:
-        services.policy_draft(actor=Actor.user(reviewer.user), user=reviewer.user, route=route, draft={"cutoff": "high"})
+        services.policy_draft(
+            actor=Actor.user(reviewer.user), user=reviewer.user, route=route, draft={"cutoff": "high"}
+        )
     assert {d["field"] for d in invalid.value.details} >= {"cutoff", "owner"}
     policy = services.policy_draft(actor=Actor.user(reviewer.user), user=reviewer.user, route=route, draft=draft_body())
     assert policy.status == PolicyStatus.DRAFT and policy.version == 1
