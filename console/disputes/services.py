@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
@@ -305,7 +306,26 @@ def appeals_attach(decision_ids: list[int]) -> int:
 
 
 def _locked(dispute: Dispute) -> Dispute:
-    return Dispute.objects.select_for_update(of=("self",)).select_related("route", "opened_by").get(pk=dispute.pk)
+    return (
+        Dispute.objects.select_for_update(of=("self",))
+        .select_related("route", "opened_by", "assigned_to")
+        .get(pk=dispute.pk)
+    )
+
+
+def _assignment(dispute: Dispute) -> dict[str, Any]:
+    return {
+        "assigned_to": dispute.assigned_to.get_username() if dispute.assigned_to_id else None,
+        "assigned_at": dispute.assigned_at.isoformat() if dispute.assigned_at else None,
+    }
+
+
+def _resolution(dispute: Dispute) -> dict[str, Any]:
+    return {
+        "status": dispute.status,
+        "resolution_note": dispute.resolution_note,
+        "resolved_by": dispute.resolved_by.get_username() if dispute.resolved_by_id else None,
+    }
 
 
 def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
@@ -315,7 +335,7 @@ def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
         locked = _locked(dispute)
         if not locked.is_open:
             raise Conflict(f"This dispute is {locked.status}.", code="not_open")
-        before = locked.assigned_to.get_username() if locked.assigned_to_id else None
+        old = _assignment(locked)
         locked.assigned_to, locked.assigned_at = user, timezone.now()
         locked.save(update_fields=["assigned_to", "assigned_at"])
         audit_record(
@@ -324,7 +344,8 @@ def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
             object_type="dispute",
             object_id=locked.pk,
             route=locked.route.slug,
-            payload={"to": user.get_username(), "before": before},
+            # Events before the per-field shape recorded {"to": username, "before": username | None}.
+            payload=field_changes(old=old, new=_assignment(locked)),
         )
     return locked
 
@@ -341,6 +362,7 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
         locked = _locked(dispute)
         if not locked.is_open:
             raise Conflict(f"This dispute is already {locked.status}.", code="not_open")
+        old = _resolution(locked)
         locked.status, locked.resolution_note = resolution, note
         locked.resolved_at, locked.resolved_by = timezone.now(), user
         locked.save(update_fields=["status", "resolution_note", "resolved_at", "resolved_by"])
@@ -350,7 +372,8 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
             object_type="dispute",
             object_id=locked.pk,
             route=locked.route.slug,
-            payload={"resolution": resolution, "note": note},
+            # Events before the per-field shape recorded {"resolution": status, "note": note}.
+            payload=field_changes(old=old, new=_resolution(locked)),
         )
         appeal_url = ""
         if locked.appellant_email and not revoked(locked.route, locked.request_id):
