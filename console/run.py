@@ -188,6 +188,10 @@ def web_command(host: str, port: int) -> list[str]:
         str(max_requests // 10),
         "--preload",
         "--no-control-socket",
+        # No request-line limit of gunicorn's own (its 414 is an HTML page): the application answers
+        # a URL past MAX_URL_LENGTH with its own 414 (console/core/middleware.py).
+        "--limit-request-line",
+        "0",
         *_tmpfs_heartbeat(),
         "--access-logfile",
         "-",

@@ -110,7 +110,9 @@ def trial_start(
     if spec.headers_env and not permissions.can_name_header_variable(user):
         raise Forbidden(
             "Only an admin may name an environment variable a candidate's header is read from.",
-            details=[detail("headers_env", "admin_only", "Ask an admin to start this trial, or send the header itself.")],
+            details=[
+                detail("headers_env", "admin_only", "Ask an admin to start this trial, or send the header itself.")
+            ],
         )
     decision_ids = selectors.graded_decision_ids(route, spec.window())
     if not decision_ids:

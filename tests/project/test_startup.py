@@ -1,6 +1,7 @@
 """`make run` (console/run.py): the logins printed once, gunicorn's files kept out of the home
 directory, and /healthz answering as soon as gunicorn listens."""
 
+import json
 import os
 import socket
 import subprocess
@@ -62,6 +63,12 @@ def test_gunicorn_answers_health_right_after_listening_and_leaves_home_alone(tmp
                 continue
             break
         answered_after = time.monotonic() - listening
+        long_url = f"http://127.0.0.1:{port}/api/v1/routes/x/decisions?q=" + "a" * 20_000
+        with pytest.raises(urllib.error.HTTPError) as too_long:
+            urllib.request.urlopen(long_url, timeout=30)
+        # The application's 414 in the API's envelope, not gunicorn's HTML page.
+        assert too_long.value.code == 414
+        assert json.loads(too_long.value.read())["error"]["code"] == "uri_too_long"
     finally:
         process.terminate()
         process.wait(timeout=30)
