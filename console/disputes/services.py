@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -232,6 +234,19 @@ def appeal_link_revoke(*, actor: Actor, user, route: Route, request_id: str, rea
     return revocation
 
 
+def _one_email_address(value: str) -> bool:
+    """One address a reply can be sent to: Django's validator (a local part, one @, a domain with a
+    dot), and no control character anywhere, so nothing stored can add a header or a recipient to
+    the reply (a CR/LF, a second address after a comma, a bare "@")."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value) or "," in value or ";" in value:
+        return False
+    try:
+        validate_email(value)
+    except ValidationError:
+        return False
+    return True
+
+
 def appeal_open(*, route: Route, request_id: str, message: str, email: str = "") -> Dispute:
     """An appeal by the person refused; the caller has checked the link's token. One at a time per
     link (409 ``appeal_waiting`` while one is open) and at most APPEALS_PER_LINK in all (409
@@ -246,7 +261,7 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
         or has_lone_surrogate(message + email)
     ):
         raise InvalidInput(f"The message may be at most {MAX_APPEAL_MESSAGE:,} characters.", code="too_long")
-    if email and "@" not in email:
+    if email and not _one_email_address(email):
         raise InvalidInput(
             "That is not an email address.", details=[detail("email", "invalid_email", "not an address")]
         )
