@@ -15,8 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -26,10 +24,11 @@ from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
-from console.core.validation import has_lone_surrogate
+from console.core.validation import has_lone_surrogate, is_one_email_address
 from console.disputes.models import MAX_APPEAL_MESSAGE, AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
 from console.disputes.notices import dispute_escalated_notify, dispute_opened_notify, dispute_resolved_notify
 from console.disputes.validation import DisputeInput
+from console.governance.escalation import channel_target
 from console.governance.models import PolicyVersion
 from console.governance.selectors import eligible_owners, policy_in_force
 from console.ledger.models import Decision
@@ -234,19 +233,6 @@ def appeal_link_revoke(*, actor: Actor, user, route: Route, request_id: str, rea
     return revocation
 
 
-def _one_email_address(value: str) -> bool:
-    """One address a reply can be sent to: Django's validator (a local part, one @, a domain with a
-    dot), and no control character anywhere, so nothing stored can add a header or a recipient to
-    the reply (a CR/LF, a second address after a comma, a bare "@")."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in value) or "," in value or ";" in value:
-        return False
-    try:
-        validate_email(value)
-    except ValidationError:
-        return False
-    return True
-
-
 def appeal_open(*, route: Route, request_id: str, message: str, email: str = "") -> Dispute:
     """An appeal by the person refused; the caller has checked the link's token. One at a time per
     link (409 ``appeal_waiting`` while one is open) and at most APPEALS_PER_LINK in all (409
@@ -261,7 +247,7 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
         or has_lone_surrogate(message + email)
     ):
         raise InvalidInput(f"The message may be at most {MAX_APPEAL_MESSAGE:,} characters.", code="too_long")
-    if email and not _one_email_address(email):
+    if email and not is_one_email_address(email):
         raise InvalidInput(
             "That is not an email address.", details=[detail("email", "invalid_email", "not an address")]
         )
@@ -379,15 +365,14 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
 
 def _escalation_targets(dispute: Dispute) -> list[tuple[str, str]]:
     """(notify channel, recipient) pairs: the signed escalation channel, or the route's policy owners
-    by email when no signed path exists. A channel that is neither mailto: nor a URL is recorded as a
+    by email when no signed path exists. A channel of no documented form (console/governance/
+    escalation.py; only versions signed before channels were checked hold one) is recorded as a
     failed webhook, so the gap is visible on the Outbox page rather than silent."""
     if dispute.policy_id is None:
         owners = eligible_owners(dispute.route)
         return [("email", owner.email) for owner in owners] or [("email", "")]
     channel = dispute.policy.escalation_channel.strip()
-    if channel.lower().startswith("mailto:"):
-        return [("email", channel[len("mailto:") :].split("?")[0])]
-    return [("webhook", channel)]
+    return [channel_target(channel) or ("webhook", channel)]
 
 
 _CLAIM_SQL = """
