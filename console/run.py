@@ -2,7 +2,8 @@
 
 Starts (or joins) the embedded PostgreSQL, starts the embedded Redis broker, applies migrations,
 loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs two Celery workers (the
-gradable path; everything else, with beat) and gunicorn as child processes. DATABASE_URL and
+gradable path; everything else, with beat), each leading its own process group, and gunicorn as
+child processes. DATABASE_URL and
 CELERY_BROKER_URL switch either service to an external one, in which case it is neither started
 nor stopped here.
 """
@@ -57,8 +58,10 @@ def main() -> int:
             print("Loading the demo workspace (first start) ...", flush=True)
             manage(*DEMO_COMMAND)
             marker.write_text("loaded\n")
+        # Each worker leads a process group of its own (its pool and, on the background worker, beat),
+        # so stopping it reaches whatever it started even when it was killed first (stop_group).
         children += [
-            subprocess.Popen(command, env={**env, **extra}, cwd=ROOT)
+            subprocess.Popen(command, env={**env, **extra}, cwd=ROOT, process_group=0)
             for command, extra in zip(worker_commands(data_dir), worker_environments(), strict=True)
         ]
         # Its own session: Ctrl-C reaches only this script, which stops gunicorn with one SIGTERM.
@@ -70,9 +73,26 @@ def main() -> int:
     finally:
         print("Stopping ...", flush=True)
         for child in reversed(children):
-            embedded.stop_process(child, timeout=20)
+            stop_group(child, timeout=20)
         embedded.stop_process(redis_process)
     return 0
+
+
+def stop_group(child: subprocess.Popen, *, timeout: float) -> None:
+    """Stop a child (SIGTERM, then SIGKILL after `timeout`), then SIGKILL anything left in its process
+    group: a worker killed with SIGKILL leaves its pool and beat behind, and a beat left running
+    would schedule beside the next start's (console/beat_guard.py keeps a second one waiting)."""
+    embedded.stop_process(child, timeout=timeout)
+    try:
+        os.getpgid(child.pid)
+        return  # the child is reaped, so a process with its pid is a new one (its group, if any, too)
+    except ProcessLookupError:
+        pass
+    try:
+        # Linux reuses no pid while a group of that id has members, so these are the child's leftovers.
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 # Signals that end the wait: a stop request, or a child that exited.

@@ -3,6 +3,7 @@ directory, and /healthz answering as soon as gunicorn listens."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -144,3 +145,25 @@ def _start_and_interrupt(tmp_path) -> None:
             os.kill(pid, signal.SIGKILL)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_stopping_a_killed_worker_ends_what_it_left_in_its_group():
+    # A stand-in worker: its shell leads a group and starts a child that would outlive it.
+    worker = subprocess.Popen(["sh", "-c", "sleep 300 & echo $!; wait"], stdout=subprocess.PIPE, process_group=0)
+    orphan_pid = int(worker.stdout.readline())
+    os.kill(worker.pid, signal.SIGKILL)  # the leader alone, as the OOM killer would
+    worker.wait(10)
+    assert _alive(orphan_pid)
+    run.stop_group(worker, timeout=5)
+    deadline = time.monotonic() + 10
+    while _alive(orphan_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(orphan_pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
