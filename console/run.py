@@ -1,9 +1,9 @@
 """`make run`: the whole console on one machine, stopped together on Ctrl-C.
 
 Starts (or joins) the embedded PostgreSQL, starts the embedded Redis broker, applies migrations,
-loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs two Celery workers (the
-gradable path; everything else, with beat), each leading its own process group, and gunicorn as
-child processes. DATABASE_URL and
+loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs three Celery workers (the
+gradable path; everything else, with beat; candidate gate trials), each leading its own process
+group, and gunicorn as child processes. DATABASE_URL and
 CELERY_BROKER_URL switch either service to an external one, in which case it is neither started
 nor stopped here.
 """
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from console import embedded
-from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES
+from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES, TRIAL_QUEUES
 from console.env import env_bool, env_console_url, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,13 +128,16 @@ DEMO_COMMAND = ("load_demo", "--no-logins")
 
 
 def worker_commands(data_dir: Path) -> list[list[str]]:
-    """Two Celery workers that together consume every queue (console/core/queues.py).
+    """Three Celery workers that together consume every queue (console/core/queues.py).
 
     The first takes only the gradable path (span checks, pool entry), sized by CELERY_CONCURRENCY
     (WORKER_CONCURRENCY is the older name; default 2): on one worker for every queue, a 13-second
     embedder refit or a statistics recompute held the processes ingest's follow-up work needed, and
     decisions became gradable at 0.38x the rate they arrived. The second takes every other queue
-    and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). Each child is replaced after
+    but trials and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). The third takes only
+    candidate gate trials (CELERY_TRIALS_CONCURRENCY, default 1): a trial calls a URL a reviewer chose,
+    and a gate that dripped one byte a second once held the shared worker while an escalation
+    waited. Each child is replaced after
     CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
     so a child that grew on one large job does not keep that memory at rest.
     """
@@ -142,6 +145,7 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
         "CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64), minimum=1, maximum=64
     )
     background = env_int("CELERY_BACKGROUND_CONCURRENCY", 1, minimum=1, maximum=64)
+    trials = env_int("CELERY_TRIALS_CONCURRENCY", 1, minimum=1, maximum=64)
     return [
         _worker("gradable", GRADABLE_PATH_QUEUES, gradable),
         [
@@ -150,16 +154,18 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
             "--schedule",
             str(data_dir / "celerybeat-schedule"),
         ],
+        _worker("trials", TRIAL_QUEUES, trials),
     ]
 
 
 def worker_environments() -> list[dict[str, str]]:
-    """What each of `worker_commands` adds to the environment: the background worker runs at a lower
+    """What each of `worker_commands` adds to the environment: the background and trial workers run at a lower
     CPU priority (CELERY_BACKGROUND_NICE, default 10; 0 turns it off; console/celery.py applies it).
     On the 2-core machine a 20-second embedder refit during a burst of ingest took a core from the
     span checks, and decisions became gradable a second after the last batch instead of at once."""
     niceness = env_int("CELERY_BACKGROUND_NICE", 10, minimum=0, maximum=19)
-    return [{}, {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}]
+    lowered = {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}
+    return [{}, lowered, dict(lowered)]
 
 
 IDLE_QUIET_WORKER_FLAGS = ("--without-gossip", "--without-mingle", "--without-heartbeat")
