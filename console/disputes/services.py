@@ -25,10 +25,11 @@ from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
-from console.core.validation import has_lone_surrogate
+from console.core.validation import has_lone_surrogate, is_one_email_address
 from console.disputes.models import MAX_APPEAL_MESSAGE, AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
 from console.disputes.notices import dispute_escalated_notify, dispute_opened_notify, dispute_resolved_notify
 from console.disputes.validation import DisputeInput
+from console.governance.escalation import channel_target
 from console.governance.models import PolicyVersion
 from console.governance.selectors import eligible_owners, policy_in_force
 from console.ledger.models import Decision
@@ -247,7 +248,7 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
         or has_lone_surrogate(message + email)
     ):
         raise InvalidInput(f"The message may be at most {MAX_APPEAL_MESSAGE:,} characters.", code="too_long")
-    if email and "@" not in email:
+    if email and not is_one_email_address(email):
         raise InvalidInput(
             "That is not an email address.", details=[detail("email", "invalid_email", "not an address")]
         )
@@ -387,15 +388,14 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
 
 def _escalation_targets(dispute: Dispute) -> list[tuple[str, str]]:
     """(notify channel, recipient) pairs: the signed escalation channel, or the route's policy owners
-    by email when no signed path exists. A channel that is neither mailto: nor a URL is recorded as a
+    by email when no signed path exists. A channel of no documented form (console/governance/
+    escalation.py; only versions signed before channels were checked hold one) is recorded as a
     failed webhook, so the gap is visible on the Outbox page rather than silent."""
     if dispute.policy_id is None:
         owners = eligible_owners(dispute.route)
         return [("email", owner.email) for owner in owners] or [("email", "")]
     channel = dispute.policy.escalation_channel.strip()
-    if channel.lower().startswith("mailto:"):
-        return [("email", channel[len("mailto:") :].split("?")[0])]
-    return [("webhook", channel)]
+    return [channel_target(channel) or ("webhook", channel)]
 
 
 _CLAIM_SQL = """

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
@@ -303,7 +303,6 @@ def policy_sign(
         _draft_only(locked, "a draft can be signed")
         _refuse_unread_evidence(locked, evidence_sha256)
         rolled_back = _version_order_check(locked, roll_back=roll_back)
-        now = timezone.now()
         for previous in PolicyVersion.objects.select_for_update().filter(route_id=locked.route_id, status__in=IN_FORCE):
             old_status = previous.status
             previous.status = PolicyStatus.SUPERSEDED
@@ -317,8 +316,12 @@ def policy_sign(
                 payload={"status": {"old": old_status, "new": previous.status}, "by_version": locked.version},
             )
             hooks.policy_superseded(actor=actor, user=user, superseded=previous, by=locked)
+        # The database makes a draft active only through this function (governance migration 0005):
+        # it signs for the draft's own owner and changes nothing else.
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT governance_policy_sign(%s, %s, %s)", [locked.pk, user.pk, now])
         locked.status, locked.signed_at, locked.signed_by = PolicyStatus.ACTIVE, now, user
-        locked.save(update_fields=["status", "signed_at", "signed_by"])
         audit_record(
             actor=actor,
             action=Action.POLICY_ROLLED_BACK if rolled_back else Action.POLICY_SIGNED,
