@@ -8,7 +8,11 @@ import asyncio
 import concurrent.futures
 import hashlib
 import logging
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +212,16 @@ def test_a_failing_chain_records_nothing_and_the_handler_never_raises(fake, cons
         handler.gate(score=0.9, cutoff=0.85)
     assert "not recorded" in caplog.text
     assert fake.records == {}
+
+
+def test_the_client_imports_no_framework_until_an_integration_is_imported():
+    code = "import sys, abstention_console, console_client, abstention_console.integrations; " + (
+        "print(sorted(m for m in sys.modules if m.startswith(('langchain', 'llama_index'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_src_env())
+    assert out.stdout.strip() == "[]"
+
+
+def _src_env():
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
