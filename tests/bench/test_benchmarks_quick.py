@@ -46,6 +46,7 @@ EXPECTED = {
         r"json\.dumps of the same decision: p50 [\d.]+ ms  p99 [\d.]+ ms",
         r"ratio record\(\)/json\.dumps, p99 : [\d.]+",
         r"record\(\) p99 under 1 ms +: (PASS|FAIL)",
+        r"record\(\) with the queue full +: p50 [\d.]+ ms  p99 [\d.]+ ms",
         r"client into the console +: +[\d,]+ decisions/s",
         r"raw batched HTTP \(httpx, 500\) +: +[\d,]+ decisions/s",
         r"ratio client/raw +: [\d.]+ .*(PASS|FAIL)",

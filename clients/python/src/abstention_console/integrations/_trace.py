@@ -235,10 +235,10 @@ class Recorder:
         problems = [
             what
             for what, missing in (
-                ("a question", question is None),
-                ("an answer", claim is None),
-                ("a finite gate score", score is None),
-                ("a cutoff (gate() or the handler's cutoff=)", cutoff is None),
+                ("question", question is None),
+                ("answer", claim is None),
+                ("finite gate score", score is None),
+                ("cutoff (give it to gate() or the handler)", cutoff is None),
             )
             if missing
         ]

@@ -202,6 +202,10 @@ class ConsoleCallbackHandler(BaseCallbackHandler):
         trace = self._trace(run_id)
         if trace is None:
             return
+        with self._lock:  # two retrievers of one run may end at once (a RunnableParallel's threads)
+            self._add_passages(trace, documents)
+
+    def _add_passages(self, trace: Trace, documents: Sequence[Document]) -> None:
         for position, document in enumerate(documents, start=1):
             metadata = document.metadata or {}
             score = next((metadata[key] for key in self.score_keys if metadata.get(key) is not None), None)
