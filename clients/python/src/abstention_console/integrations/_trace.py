@@ -283,6 +283,38 @@ class Recorder:
             logger.exception("run %s not recorded", trace.request_id)
 
 
+class Gating:
+    """`gate()` for a handler that keeps its Recorder as `recorder`."""
+
+    def gate(
+        self,
+        *,
+        score: float,
+        cutoff: float | None = None,
+        outcome: str | None = None,
+        band_lower: float | None = None,
+        name: str | None = None,
+        request_id: str | None = None,
+        answer: str | None = None,
+    ) -> str | None:
+        """The gate's decision for a run: `score` against `cutoff` (default: the handler's `cutoff=`),
+        served when score >= cutoff, `served_with_evidence` from `band_lower` up, else refused,
+        unless `outcome` says otherwise. `request_id` names the run (see the handler's module);
+        without it, the last run that ended without a gate, else the last one still running.
+        `answer` replaces the answer taken from the run (a streamed one, say). The run is recorded
+        as soon as it has ended. Returns its request_id, or None (logged) when no run matches."""
+        recorder: Recorder = self.recorder  # type: ignore[attr-defined]
+        return recorder.gate(
+            score=score,
+            cutoff=cutoff,
+            outcome=outcome,
+            band_lower=band_lower,
+            name=name,
+            request_id=request_id,
+            answer=answer,
+        )
+
+
 def never_raises(method: Callable[..., Any]) -> Callable[..., Any]:
     """A framework callback that logs its own errors instead of raising them into the chain (both
     frameworks would swallow them; LlamaIndex without a word)."""

@@ -35,7 +35,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.outputs import LLMResult
 
-from abstention_console.integrations._trace import TAG, Cutoff, Recorder, Recording, Trace, never_raises
+from abstention_console.integrations._trace import TAG, Cutoff, Gating, Recorder, Recording, Trace, never_raises
 
 __all__ = ["ConsoleCallbackHandler"]
 
@@ -63,7 +63,7 @@ def _text_of(value: Any, keys: Sequence[str]) -> str | None:
     return None
 
 
-class ConsoleCallbackHandler(BaseCallbackHandler):
+class ConsoleCallbackHandler(Gating, BaseCallbackHandler):
     """Records each top-level run it sees as one gated decision (see the module's docstring)."""
 
     raise_error = False
@@ -101,33 +101,6 @@ class ConsoleCallbackHandler(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._root_of: dict[UUID, UUID] = {}  # every run in progress -> its top-level run
         self._runs: dict[UUID, tuple[Trace, list[UUID]]] = {}  # top-level run -> its trace, the runs mapped to it
-
-    def gate(
-        self,
-        *,
-        score: float,
-        cutoff: float | None = None,
-        outcome: str | None = None,
-        band_lower: float | None = None,
-        name: str | None = None,
-        request_id: str | None = None,
-        answer: str | None = None,
-    ) -> str | None:
-        """The gate's decision for a run: `score` against `cutoff` (default: the handler's), served
-        when score >= cutoff, `served_with_evidence` from `band_lower` up, else refused, unless
-        `outcome` says otherwise. `request_id` names the run (the run_id given in its config, as a
-        string, or the metadata's request_id); without it, the last run that ended without a gate.
-        `answer` replaces the answer taken from the run (a streamed one, say). Returns the run's
-        request_id, or None (logged) when no run matches."""
-        return self.recorder.gate(
-            score=score,
-            cutoff=cutoff,
-            outcome=outcome,
-            band_lower=band_lower,
-            name=name,
-            request_id=request_id,
-            answer=answer,
-        )
 
     # -- which run is which -------------------------------------------------------------------------
 

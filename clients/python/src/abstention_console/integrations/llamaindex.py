@@ -45,7 +45,7 @@ from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
 from llama_index.core.schema import MetadataMode
 from pydantic import PrivateAttr
 
-from abstention_console.integrations._trace import TAG, Cutoff, Recorder, Recording, Trace, never_raises
+from abstention_console.integrations._trace import TAG, Cutoff, Gating, Recorder, Recording, Trace, never_raises
 
 __all__ = ["ConsoleEventHandler"]
 
@@ -70,7 +70,7 @@ def _response_text(response: Any) -> str | None:
     return text if isinstance(text, str) else None
 
 
-class ConsoleEventHandler(BaseEventHandler):
+class ConsoleEventHandler(Gating, BaseEventHandler):
     """Records each top-level query it sees as one gated decision (see the module's docstring)."""
 
     _recorder: Recorder = PrivateAttr()
@@ -119,33 +119,6 @@ class ConsoleEventHandler(BaseEventHandler):
     @property
     def recorder(self) -> Recorder:
         return self._recorder
-
-    def gate(
-        self,
-        *,
-        score: float,
-        cutoff: float | None = None,
-        outcome: str | None = None,
-        band_lower: float | None = None,
-        name: str | None = None,
-        request_id: str | None = None,
-        answer: str | None = None,
-    ) -> str | None:
-        """The gate's decision for a query: `score` against `cutoff` (default: the handler's), served
-        when score >= cutoff, `served_with_evidence` from `band_lower` up, else refused, unless
-        `outcome` says otherwise. `request_id` names the query (as set in its instrument tags);
-        without it, the last query that ended without a gate. `answer` replaces the answer taken
-        from the query (a streamed one, say). Returns the query's request_id, or None (logged)
-        when no query matches."""
-        return self._recorder.gate(
-            score=score,
-            cutoff=cutoff,
-            outcome=outcome,
-            band_lower=band_lower,
-            name=name,
-            request_id=request_id,
-            answer=answer,
-        )
 
     def _open_trace(self) -> tuple[str | None, Trace] | None:
         current = self._current.get()
