@@ -225,3 +225,27 @@ def test_the_client_imports_no_framework_until_an_integration_is_imported():
 def _src_env():
     src = str(Path(__file__).resolve().parents[1] / "src")
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+
+
+class NumpyScoredRetriever(BaseRetriever):
+    """Scores as vector stores hand them out: numpy floats, and a NaN from a degenerate distance."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        import numpy
+
+        return [
+            Document(id="a", page_content="first", metadata={"score": numpy.float32(0.5), "rank": 2}),
+            Document(id="b", page_content="second", metadata={"score": float("nan"), "rank": 2}),
+        ]
+
+
+def test_numpy_scores_are_sent_as_numbers_a_nan_score_is_left_out_and_ranks_stay_unique(fake, console, handler):
+    pytest.importorskip("numpy")
+    chain = rag_chain(FakeListLLM(responses=["An answer."]), retriever=NumpyScoredRetriever())
+    options = {"request_id": "q-numpy", "gate": {"score": 0.9, "cutoff": 0.5}}
+    chain.invoke("Which?", config={"callbacks": [handler], "metadata": {"abstention_console": options}})
+    assert console.flush(timeout=5)
+    assert fake.records["q-numpy"]["passages"] == [
+        {"id": "a", "text": "first", "rank": 2, "retrieval_score": 0.5},
+        {"id": "b", "text": "second", "rank": 3},  # 2 is taken: the next free rank after those given
+    ]
