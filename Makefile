@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]" -e clients/python
+	$(PY) -m pip install --quiet -e ".[dev]" -e "clients/python[langchain,llamaindex]"
 	touch $(STAMP)
 
 run: $(STAMP)

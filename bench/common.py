@@ -108,45 +108,95 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class WebServer:
+    """gunicorn serving the console on a loopback port that stays the same across `stop()` and
+    `start()`, so a client keeps its URL while the console is down (bench/client.py's kill test)."""
+
+    def __init__(self, *, workers: int = 2, threads: int = 2, port: int | None = None) -> None:
+        self.workers, self.threads = workers, threads
+        self.port = port or free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "console.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(self.workers),
+                "--threads",
+                str(self.threads),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=dict(os.environ),
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/healthz", timeout=1)
+                break
+            except urllib.error.HTTPError:
+                break  # 503 (no broker) still means the server answers
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.stop(kill=True)
+                    raise RuntimeError("benchmark web server did not start") from None
+                time.sleep(0.2)
+
+    def stop(self, *, kill: bool = False) -> None:
+        """SIGTERM (gunicorn finishes the requests in flight), or SIGKILL to every process of the
+        server at once (`kill`): requests in flight are cut off, as in a crash."""
+        if self.process is None:
+            return
+        # The server stays in the benchmark's process group (bench/run_all.py stops a late benchmark's
+        # group), so a kill names the master and its workers one by one.
+        pids = [self.process.pid, *_children(self.process.pid)] if kill else []
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if not kill:
+            self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 @contextmanager
 def web_server(*, workers: int = 2, threads: int = 2):
     """gunicorn serving the console on a free loopback port, for the length of the block."""
-    port = free_port()
-    env = dict(os.environ)
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "gunicorn"),
-            "console.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--threads",
-            str(threads),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url + "/healthz", timeout=1)
-            break
-        except urllib.error.HTTPError:
-            break  # 503 (no broker) still means the server answers
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("benchmark web server did not start") from None
-            time.sleep(0.2)
+    server = WebServer(workers=workers, threads=threads)
+    server.start()
     try:
-        yield url
+        yield server.url
     finally:
-        process.terminate()
-        process.wait(10)
+        server.stop()
 
 
 def month_partitions(cursor, moments) -> None:

@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 ORDER = [
     "ingest.py",
     "ingest.py --shared",
+    "client.py",
     "storage.py",
     "verify.py",
     "grading_queue.py",

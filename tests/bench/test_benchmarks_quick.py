@@ -39,6 +39,22 @@ EXPECTED = {
         r"decisions/s until gradable +: +[\d,]+ decisions/s \([\d.]+ s; span checks \+ pool item",
         r"ratio gradable/HTTP +: [\d.]+ .*(PASS|FAIL)",
     ],
+    "client.py": [
+        r"== client",
+        r"decisions: 2,000 with 5 passages each; kill test stream 2,000, down 3 s",
+        r"record\(\) on the calling thread : p50 [\d.]+ ms  p99 [\d.]+ ms",
+        r"json\.dumps of the same decision: p50 [\d.]+ ms  p99 [\d.]+ ms",
+        r"ratio record\(\)/json\.dumps, p99 : [\d.]+",
+        r"record\(\) p99 under 1 ms +: (PASS|FAIL)",
+        r"record\(\) with the queue full +: p50 [\d.]+ ms  p99 [\d.]+ ms",
+        r"client into the console +: +[\d,]+ decisions/s",
+        r"raw batched HTTP \(httpx, 500\) +: +[\d,]+ decisions/s",
+        r"ratio client/raw +: [\d.]+ .*(PASS|FAIL)",
+        r"kill test: 2,000 decisions at [\d,]+/s; console SIGKILLed",
+        # correctness, not timing: a console killed mid-stream loses and repeats nothing
+        r"in the database: 2,000 of 2,000 sent, missing 0, duplicates 0, unknown 0, dead letters 0, "
+        r"spool left 0 bytes: PASS",
+    ],
     "storage.py": [
         r"== storage",
         r"decisions: 1,000 through POST /api/v1/decisions .* passages from the popular pool: [\d,]+ of 5,000",

@@ -29,6 +29,7 @@ class FakeConsole:
 
     def __init__(self) -> None:
         self.stored: dict[tuple[str, str], str] = {}
+        self.records: dict[str, dict[str, Any]] = {}  # request_id -> the decision as first stored
         self.accepted: Counter[str] = Counter()  # request_id -> times sent in a batch that was accepted
         self.batches: list[int] = []  # sizes of accepted batches
         self.attempts: list[float] = []  # time of every ingest request
@@ -78,6 +79,7 @@ class FakeConsole:
                 key = (item["route"], item["request_id"])
                 if key not in self.stored:
                     created += 1
+                    self.records[item["request_id"]] = item
                     self.stored[key] = hashlib.sha256(json.dumps(item, sort_keys=True).encode()).hexdigest()
                 self.accepted[item["request_id"]] += 1
             self.batches.append(len(items))

@@ -1,0 +1,1 @@
+"""`abstention_console.integrations` under the import name DESIGN.md gives the client."""

@@ -1,0 +1,5 @@
+"""`abstention_console.integrations.langchain` under the import name DESIGN.md gives the client."""
+
+from abstention_console.integrations.langchain import ConsoleCallbackHandler
+
+__all__ = ["ConsoleCallbackHandler"]
