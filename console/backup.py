@@ -180,7 +180,7 @@ def _backup_into(work: Path, *, folder: Path, err: TextIO) -> dict[str, Any]:
     files.mkdir()
     for name, source in data_files(folder).items():
         if source.is_file():
-            shutil.copy2(source, files / name)
+            _copy_locked(source, files / name)
             _say(err, f"copied {name}")
     for name in DATA_FOLDERS:
         source = folder / name
@@ -230,6 +230,16 @@ def _backup_into(work: Path, *, folder: Path, err: TextIO) -> dict[str, Any]:
         },
         "files": _file_list(work),
     }
+
+
+def _copy_locked(source: Path, destination: Path) -> None:
+    """Copy under a shared lock: the checkpoint log is appended under an exclusive one
+    (audit/checkpoints.py), so the copy never ends in half a line."""
+    import fcntl
+
+    with source.open("rb") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        shutil.copy2(source, destination)
 
 
 def _django_setup() -> None:
@@ -551,8 +561,23 @@ def verify_restored(manifest: dict[str, Any], *, out: TextIO, err: TextIO) -> bo
         f"decisions: {Decision.objects.count()}, final labels: {FinalLabel.objects.count()}, "
         f"policy versions: {PolicyVersion.objects.count()}",
     )
+    pending = _pending_migrations()
+    if pending or _console_version()["commit"] != console.get("commit"):
+        _say(
+            out,
+            f"note: this console is {_console_version()['commit']}, the backup's was {console.get('commit')}; "
+            f"{pending} migrations to apply (manage.py migrate, or make run, applies them)",
+        )
     _say(out, "verified" if ok else "NOT verified")
     return ok
+
+
+def _pending_migrations() -> int:
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
 
 
 # ------------------------------------------------------------------------------------------------ main
