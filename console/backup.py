@@ -30,7 +30,9 @@ starts the console on it and verifies the audit chain against the signed checkpo
 always ends by promoting the cluster to a new timeline, so the restored console may archive its
 WAL into the same folder as the original without either overwriting the other's segments.
 
-An external PostgreSQL (DATABASE_URL) is backed up with its own tools; the README says how.
+With DATABASE_URL (an external PostgreSQL) the database part is `pg_dump -Fc` (db/console.dump,
+one snapshot, as the owner role when DATABASE_OWNER_URL is set), restored with `pg_restore` into an
+empty database in one transaction; point-in-time recovery is then the server's own (README).
 """
 
 from __future__ import annotations
@@ -135,11 +137,6 @@ def backup(target: Path, *, folder: Path, err: TextIO) -> dict[str, Any]:
     target = target.expanduser().resolve()
     if not _is_empty_folder(target):
         raise BackupError(f"{target} is not empty; a backup goes into a new or empty folder")
-    if os.environ.get("DATABASE_URL"):
-        raise BackupError(
-            "DATABASE_URL points at an external PostgreSQL: back it up with pg_basebackup or pg_dump and "
-            "WAL archiving, and copy the data folder's keys (README, 'Backup and restore')"
-        )
     if target == folder or folder in target.parents:
         raise BackupError(f"{target} is inside the data folder {folder}; keep backups elsewhere")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +186,65 @@ def _backup_into(work: Path, *, folder: Path, err: TextIO) -> dict[str, Any]:
             count = sum(1 for path in (files / name).rglob("*") if path.is_file())
             _say(err, f"copied {name}/ ({count} files)")
 
+    database = _dump_external(work, err=err) if _external() else _base_backup(work, folder=folder, err=err)
+    head_after = _audit_head()
+    _say(err, f"audit head seq {head_before['seq']} when the backup began, {head_after['seq']} when it ended")
+
+    archive = embedded.wal_archive_dir()
+    return {
+        "format": FORMAT,
+        "created_at": started_at.isoformat(),
+        "finished_at": datetime.now(UTC).isoformat(),
+        "console": _console_version(),
+        "database": database,
+        "wal_archive": str(archive) if archive and not _external() else None,
+        "audit": {
+            "chain_ok_at_start": chain_ok,
+            "head_before": head_before,
+            "head_after": head_after,
+            "last_checkpoint": last_checkpoint,
+        },
+        "files": _file_list(work),
+    }
+
+
+def _external() -> str | None:
+    """The URL to back up or restore an external database with: the owner role's when there is one
+    (it owns every object), else DATABASE_URL's; None for the embedded cluster."""
+    if not os.environ.get("DATABASE_URL"):
+        return None
+    return os.environ.get("DATABASE_OWNER_URL") or os.environ["DATABASE_URL"]
+
+
+def _pg_program(name: str, url: str) -> str:
+    """pg_dump or pg_restore for the server at `url`: of its major version if one is at hand (the
+    embedded PostgreSQL 16, the PostgreSQL 18 the same wheel carries, the machine's on PATH), else
+    the oldest newer one: pg_dump refuses a server newer than itself."""
+    import re
+
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        server = int(conn.execute("SELECT current_setting('server_version_num')::int / 10000").fetchone()[0])
+    embedded_bin = embedded.postgres_bin_dir()
+    candidates = [embedded_bin / name, embedded_bin.parent.parent / "pginstall18" / "bin" / name]
+    if on_path := shutil.which(name):
+        candidates.append(Path(on_path))
+    found: dict[int, str] = {}
+    for program in candidates:
+        try:
+            version = subprocess.run([str(program), "--version"], capture_output=True, text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        if match := re.search(r"(\d+)(?:\.\d+)", version):
+            found.setdefault(int(match[1]), str(program))
+    usable = sorted(major for major in found if major >= server)
+    if not usable:
+        raise BackupError(f"no {name} for PostgreSQL {server} or newer: put one on PATH")
+    return found[usable[0]]
+
+
+def _base_backup(work: Path, *, folder: Path, err: TextIO) -> dict[str, Any]:
     _say(err, "copying the database (pg_basebackup, WAL streamed alongside) ...")
     url = embedded.postgres_superuser_url(folder, "postgres")
     result = subprocess.run(
@@ -203,33 +259,33 @@ def _backup_into(work: Path, *, folder: Path, err: TextIO) -> dict[str, Any]:
             "--checkpoint=fast",
             "--no-password",
             "--label",
-            f"console backup {started_at.isoformat(timespec='seconds')}",
+            "console backup",
         ],
         capture_output=True,
         text=True,
     )
     if result.returncode:
         raise BackupError(f"pg_basebackup failed: {result.stderr.strip()}")
-    head_after = _audit_head()
     size = sum(path.stat().st_size for path in (work / "pg").iterdir())
-    _say(err, f"database copied ({size / 1e6:.1f} MB); audit head seq {head_before['seq']} -> {head_after['seq']}")
+    _say(err, f"database copied ({size / 1e6:.1f} MB)")
+    return {"kind": "embedded", "method": "pg_basebackup -Ft -X stream", **_server_facts(url)}
 
-    archive = embedded.wal_archive_dir()
-    return {
-        "format": FORMAT,
-        "created_at": started_at.isoformat(),
-        "finished_at": datetime.now(UTC).isoformat(),
-        "console": _console_version(),
-        "database": {"kind": "embedded", "method": "pg_basebackup -Ft -X stream", **_server_facts(url)},
-        "wal_archive": str(archive) if archive else None,
-        "audit": {
-            "chain_ok_at_start": chain_ok,
-            "head_before": head_before,
-            "head_after": head_after,
-            "last_checkpoint": last_checkpoint,
-        },
-        "files": _file_list(work),
-    }
+
+def _dump_external(work: Path, *, err: TextIO) -> dict[str, Any]:
+    """pg_dump reads the whole database in one snapshot, so the dump is consistent while ingest goes on."""
+    _say(err, "dumping the external database (pg_dump -Fc) ...")
+    (work / "db").mkdir()
+    dump = work / "db" / "console.dump"
+    url = _external()
+    result = subprocess.run(
+        [_pg_program("pg_dump", url), "--format=custom", "--no-password", "--file", str(dump), "--dbname", url],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        raise BackupError(f"pg_dump failed: {result.stderr.strip()}")
+    _say(err, f"database dumped ({dump.stat().st_size / 1e6:.1f} MB)")
+    return {"kind": "external", "method": "pg_dump -Fc", **_server_facts(url)}
 
 
 def _copy_locked(source: Path, destination: Path) -> None:
@@ -349,12 +405,20 @@ def restore(
     source = source.expanduser().resolve()
     if not _is_empty_folder(folder):
         raise BackupError(f"CONSOLE_DATA_DIR {folder} is not empty; restore into a new or empty folder")
-    if os.environ.get("DATABASE_URL"):
-        raise BackupError(
-            "DATABASE_URL points at an external PostgreSQL: restore it with its own tools and copy the "
-            "keys from the backup's files/ (README, 'Backup and restore')"
-        )
     manifest = manifest_verify(source, err=err)
+    external = _external()
+    kind = manifest.get("database", {}).get("kind")
+    if external and kind != "external":
+        raise BackupError("this is a backup of the embedded cluster: restore it without DATABASE_URL")
+    if not external and kind == "external":
+        raise BackupError("this is a dump of an external database: set DATABASE_URL to the empty database to fill")
+    if external and until is not None:
+        raise BackupError(
+            "--until replays the embedded cluster's WAL archive; an external PostgreSQL recovers to a "
+            "moment with its own tools (README, 'Backup and restore')"
+        )
+    if external:
+        _external_must_be_empty(external)
     destinations = data_files(folder)
     outside = [str(path) for name, path in destinations.items() if folder not in path.parents and path.exists()]
     if outside:
@@ -366,9 +430,9 @@ def restore(
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.restoring-", dir=folder.parent))
     try:
-        pgdata = work / "pg"
-        _unpack_cluster(source / "pg", pgdata, err=err)
-        _recover(pgdata, until=until, archive=archive, err=err)
+        if not external:
+            _unpack_cluster(source / "pg", work / "pg", err=err)
+            _recover(work / "pg", until=until, archive=archive, err=err)
         for name, destination in destinations.items():
             copied = source / "files" / name
             if copied.is_file():
@@ -379,6 +443,8 @@ def restore(
             if (source / "files" / name).is_dir():
                 shutil.copytree(source / "files" / name, work / name)
         _say(err, "keys, checkpoint log and records laid down")
+        if external:  # last: one transaction, so a failure leaves the database as empty as it was
+            _restore_dump(source / "db" / "console.dump", external, err=err)
         if folder.exists():
             folder.rmdir()
         os.rename(work, folder)
@@ -387,6 +453,44 @@ def restore(
         shutil.rmtree(work, ignore_errors=True)
         raise
     return manifest
+
+
+def _external_must_be_empty(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')"
+        ).fetchone()[0]
+    if tables:
+        raise BackupError(f"the database at DATABASE_URL has {tables} tables; restore into an empty database")
+
+
+def _restore_dump(dump: Path, url: str, *, err: TextIO) -> None:
+    """As the owner role, in one transaction. Ownership and grants are the new server's: the owner
+    role owns what it restores, and the app role is granted its privileges afterwards (as `migrate`
+    does). The vector extension must already be in the database, as for a first `migrate`."""
+    _say(err, "restoring the dump (pg_restore) ...")
+    result = subprocess.run(
+        [
+            _pg_program("pg_restore", url),
+            "--exit-on-error",
+            "--single-transaction",
+            "--no-owner",
+            "--no-privileges",
+            "--no-comments",
+            "--no-password",
+            "--dbname",
+            url,
+            str(dump),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        raise BackupError(f"pg_restore failed; the database is left as it was: {result.stderr.strip()}")
+    _say(err, "database restored")
 
 
 def _path_or_none(raw: str | None) -> Path | None:
@@ -524,6 +628,12 @@ def verify_restored(manifest: dict[str, Any], *, out: TextIO, err: TextIO) -> bo
     from console.ledger.models import Decision
     from grading.models import FinalLabel
 
+    if _external():
+        from console.core.db_roles import app_privileges_grant, as_owner
+
+        with as_owner("default") as app_role:
+            if app_role:
+                app_privileges_grant(alias="default", app_role=app_role)
     result = audit_chain_verify()
     head = _audit_head()
     taken = manifest.get("created_at")

@@ -179,6 +179,63 @@ def test_restore_until_a_moment_keeps_the_writes_before_it_and_none_after(source
     assert not any(request_id.startswith("after-") for request_id in request_ids)
 
 
+_HOLD_A_SERVER = """
+import sys
+from pathlib import Path
+from console import embedded
+folder = Path(sys.argv[1])
+print(embedded.postgres_url(folder), embedded.postgres_owner_url(folder), embedded.postgres_superuser_url(folder))
+sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+@pytest.mark.slow
+def test_with_an_external_database_the_backup_is_a_dump_restored_into_an_empty_database(tmp_path):
+    """An embedded cluster held by a process of its own stands in for the external PostgreSQL."""
+    import psycopg
+
+    folder = Path(tempfile.mkdtemp(prefix="console-external-"))  # not under tmp_path: see `source`
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_A_SERVER, str(folder / "server")],
+        env=_env(folder / "server"),
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        app_url, owner_url, superuser_url = holder.stdout.readline().split()
+        with psycopg.connect(superuser_url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE console_copy OWNER console_owner")
+        env = _env(folder / "data", DATABASE_URL=app_url, DATABASE_OWNER_URL=owner_url)
+        for args in (("migrate", "-v", "0"), ("create_route", "it-support", "--name", "IT support")):
+            result = _manage(env, *args)
+            assert result.returncode == 0, result.stderr
+        _console(env, "write", "external", "5")
+        taken = _manage(env, "backup", str(folder / "backup"))
+        assert taken.returncode == 0, taken.stderr
+        assert (folder / "backup" / "db" / "console.dump").is_file()
+
+        copy_env = _env(
+            folder / "restored",
+            DATABASE_URL=app_url.replace("/console?", "/console_copy?"),
+            DATABASE_OWNER_URL=owner_url.replace("/console?", "/console_copy?"),
+        )
+        restored = _manage(copy_env, "restore", str(folder / "backup"))
+        assert restored.returncode == 0, restored.stdout + restored.stderr
+        assert restored.stdout.rstrip().endswith("verified")
+        assert _dump(copy_env, folder / "copy.json") == _dump(env, folder / "original.json")
+        # An empty data folder is not enough: the database must be empty too.
+        again = _manage({**copy_env, "CONSOLE_DATA_DIR": str(folder / "again")}, "restore", str(folder / "backup"))
+        assert again.returncode == 1 and "restore into an empty database" in again.stderr
+        assert not (folder / "again").exists()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=120)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_a_backup_goes_only_into_a_new_or_empty_folder(tmp_path):
     (tmp_path / "backup").mkdir()
     (tmp_path / "backup" / "old").write_text("x")
