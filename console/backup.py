@@ -617,9 +617,13 @@ def _tail(log: Path, lines: int = 15) -> str:
         return "(no server log)"
 
 
-def verify_restored(manifest: dict[str, Any], *, out: TextIO, err: TextIO) -> bool:
+def verify_restored(
+    manifest: dict[str, Any], *, source: Path, until: datetime | None, out: TextIO, err: TextIO
+) -> bool:
     """Start the console on the restored folder, verify its audit chain against the last signed
-    checkpoint and the head the backup began at, and print what that proved."""
+    checkpoint and the head the backup began at, and print what that proved. Once it verifies, the
+    restore itself is recorded in the trail (a restore to a moment drops every later event; the
+    record says so) and the new head is signed."""
     _say(err, "starting the restored console ...")
     _django_setup()
     from audit.models import AuditEvent
@@ -678,6 +682,21 @@ def verify_restored(manifest: dict[str, Any], *, out: TextIO, err: TextIO) -> bo
             f"note: this console is {_console_version()['commit']}, the backup's was {console.get('commit')}; "
             f"{pending} migrations to apply (manage.py migrate, or make run, applies them)",
         )
+    if ok:
+        from audit.services import Actor, audit_checkpoint_create, console_restored_record
+
+        event = console_restored_record(
+            actor=Actor.system("restore"),
+            restored={
+                "backup_taken_at": manifest.get("created_at"),
+                "backup_console": console,
+                "manifest_sha256": _sha256(source / MANIFEST),
+                "until": until.isoformat() if until else None,
+                "verified_head": head,
+            },
+        )
+        signed = audit_checkpoint_create()
+        _say(out, f"the restore is audit event {event.seq}, signed in a checkpoint at seq {signed.get('seq')}")
     _say(out, "verified" if ok else "NOT verified")
     return ok
 
@@ -718,4 +737,5 @@ def main(argv: list[str], *, out: TextIO = sys.stdout, err: TextIO = sys.stderr)
     except BackupError as exc:
         _say(err, f"{command} failed: {exc}")
         return 1
-    return 0 if verify_restored(manifest, out=out, err=err) else 1
+    source = options.dir.expanduser().resolve()
+    return 0 if verify_restored(manifest, source=source, until=until, out=out, err=err) else 1

@@ -114,7 +114,10 @@ def test_a_backup_taken_during_ingest_restores_to_a_console_holding_the_same_rec
 
     original, copy = _dump(env, folder / "original.json"), _dump(restored_env, folder / "copy.json")
     manifest = json.loads((folder / "under-load" / "manifest.json").read_text())
+    restore_event = copy["events"].pop()
+    assert restore_event["action"] == "console_restored" and restore_event["actor"] == "system:restore"
     head = len(copy["events"])
+    assert restore_event["payload"]["verified_head"]["new"]["seq"] == head
     # The copy is the original as it stood at one moment: a prefix of its audit trail, with the
     # head the backup began at and no more than it ended at, and exactly the decisions written by then.
     assert manifest["audit"]["head_before"]["seq"] <= head <= manifest["audit"]["head_after"]["seq"]
@@ -127,7 +130,8 @@ def test_a_backup_taken_during_ingest_restores_to_a_console_holding_the_same_rec
 
     # The restored console's own verification agrees: the chain verifies against its checkpoints.
     verified = _manage(restored_env, "audit_verify")
-    assert verified.returncode == 0 and verified.stdout.startswith(f"ok: {head} events")
+    assert verified.returncode == 0 and verified.stdout.startswith(f"ok: {head + 1} events")
+    assert f"latest at seq {head + 1}" in verified.stdout  # the restore's own event is signed too
 
 
 @pytest.mark.slow
@@ -225,7 +229,9 @@ def test_with_an_external_database_the_backup_is_a_dump_restored_into_an_empty_d
         restored = _manage(copy_env, "restore", str(folder / "backup"))
         assert restored.returncode == 0, restored.stdout + restored.stderr
         assert restored.stdout.rstrip().endswith("verified")
-        assert _dump(copy_env, folder / "copy.json") == _dump(env, folder / "original.json")
+        copy, original = _dump(copy_env, folder / "copy.json"), _dump(env, folder / "original.json")
+        assert copy.pop("events")[:-1] == original.pop("events")
+        assert copy == original and copy["decisions"]
         # An empty data folder is not enough: the database must be empty too.
         again = _manage({**copy_env, "CONSOLE_DATA_DIR": str(folder / "again")}, "restore", str(folder / "backup"))
         assert again.returncode == 1 and "restore into an empty database" in again.stderr
