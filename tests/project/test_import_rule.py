@@ -51,6 +51,8 @@ PROJECT_MODULES = {
     "console.run",
     "console.embedded",
     "console.env",
+    # manage.py backup / restore: run before Django starts the embedded database (console/backup.py)
+    "console.backup",
     "console",
 }
 
