@@ -202,7 +202,8 @@ class PolicySignApi(APIView):
         "signed. Signing makes the version active and supersedes the previous active version in one "
         "transaction, and records what arrived since `as_of`. Anyone but the owner: 403. A draft drafted "
         "before the version in force was signed is 409 `older_than_in_force` unless the body asks for "
-        '`"roll_back": true` (audited as `policy_rolled_back`).',
+        '`"roll_back": true` (audited as `policy_rolled_back`). Only with a token: a browser session is 403 '
+        "`step_up_required` (the sign page asks for the password again).",
         request=_SIGN,
         responses={200: _POLICY, 400: ERROR, 409: ERROR, **_ERRORS},
     )
@@ -215,6 +216,8 @@ class PolicySignApi(APIView):
             policy=policy,
             evidence_sha256=body.get("evidence_sha256"),
             roll_back=body.get("roll_back", False),
+            # A token is its holder's proof; a browser session is not (the sign page asks for the password).
+            proof=services.SigningProof.TOKEN if request.auth is not None else services.SigningProof.SESSION,
         )
         return Response(selectors.policy_as_dict(selectors.get_policy(signed.pk)))
 

@@ -4,6 +4,7 @@ transaction; signing supersedes the version in force in the same transaction."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 from django.db import connection, transaction
@@ -281,8 +282,29 @@ def _signing_input(evidence_sha256: Any, roll_back: Any) -> None:
         )
 
 
+class SigningProof(StrEnum):
+    """How the signer proved, just now, that they are the owner (step-up).
+
+    A browser session alone is not a proof: its cookie (and the CSRF cookie beside it) is what a
+    page left open, or a script running in it, already holds, and it signed through the API with no
+    password. The sign page asks for the password again (throttled with the sign-in's counts); the
+    API takes a token, which only its holder sends; code in the console's own process (the demo
+    loader, commands) signs for a user it already chose."""
+
+    PASSWORD = "password"
+    TOKEN = "token"
+    IN_PROCESS = "in_process"
+    SESSION = "session"  # refused
+
+
 def policy_sign(
-    *, actor: Actor, user, policy: PolicyVersion, evidence_sha256: Any, roll_back: Any = False
+    *,
+    actor: Actor,
+    user,
+    policy: PolicyVersion,
+    evidence_sha256: Any,
+    roll_back: Any = False,
+    proof: SigningProof = SigningProof.IN_PROCESS,
 ) -> PolicyVersion:
     """Make a draft the policy in force. Only its named owner signs, only a draft, and only on the
     evidence they read: the draft's stored snapshot, whose SHA-256 they send (409
@@ -292,8 +314,15 @@ def policy_sign(
     Checked in this order, whoever calls: the signer (403), what they sent (400: `evidence_sha256`
     a non-empty string, `roll_back` a boolean, as a JSON body may hold anything), the version's
     state (409 ``not_draft``), the evidence read (409 ``evidence_changed``), the version order
-    (409 ``older_than_in_force``)."""
+    (409 ``older_than_in_force``). A signature with a browser session as its only proof is 403
+    ``step_up_required`` (see SigningProof)."""
     _may_sign(user, policy)
+    if proof == SigningProof.SESSION:
+        raise Forbidden(
+            "Signing needs a fresh proof that it is you: sign on the policy's sign page with your password, "
+            "or through the API with a token. A browser session alone does not sign.",
+            code="step_up_required",
+        )
     _signing_input(evidence_sha256, roll_back)
     _draft_only(policy, "a draft can be signed")
     with transaction.atomic():

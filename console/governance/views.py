@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from audit.services import Actor
-from console.accounts import permissions
+from console.accounts import permissions, throttle
 from console.core.errors import Conflict, InvalidInput
 from console.governance import forms, selectors, services
 from console.stats.intervals import INTERVAL_METHODS
@@ -96,8 +96,16 @@ def policy_sign(request, pk: int):
     services.sign_gate(request.user, policy)  # before the password and the tick; policy_sign asks it again
     error = ""
     roll_back = request.POST.get("roll_back") == "yes"
+    throttled = None
     if request.method == "POST":
-        if not request.user.check_password(request.POST.get("password", "")):
+        # The password counts against the sign-in's throttle (same counts): a wrong one here is a
+        # failed sign-in, and a throttled user or client is refused, right password or not.
+        address, username = throttle.client_address(request), request.user.get_username()
+        throttled = throttle.blocked("login", username=username, address=address)
+        if throttled:
+            error = throttled.message
+        elif not request.user.check_password(request.POST.get("password", "")):
+            throttle.record_failure("login", username=username, address=address)
             error = "The password is not right. Signing needs your password again."
         elif request.POST.get("read_evidence") != "yes":
             error = "Tick that you have read the evidence before signing."
@@ -110,6 +118,7 @@ def policy_sign(request, pk: int):
                     policy=policy,
                     evidence_sha256=request.POST.get("evidence_sha256", ""),
                     roll_back=roll_back,
+                    proof=services.SigningProof.PASSWORD,
                 )
             except (InvalidInput, Conflict) as exc:
                 if exc.code == "older_than_in_force":
@@ -123,20 +132,25 @@ def policy_sign(request, pk: int):
                 messages.success(request, done + ".")
                 return redirect("route-policy", slug=policy.route.slug)
     if roll_back and error:  # a wrong password or no tick: ask again on the confirmation
-        return _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""), error=error)
-    since = selectors.arrived_since(policy)
-    return render(
-        request,
-        "governance/sign.html",
-        {
-            "policy": policy,
-            "evidence": selectors.evidence_of(policy),
-            "since": since,
-            "error": error,
-            "newer_in_force": selectors.newer_in_force(policy),
-        },
-        status=400 if error else 200,
-    )
+        response = _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""), error=error)
+    else:
+        since = selectors.arrived_since(policy)
+        response = render(
+            request,
+            "governance/sign.html",
+            {
+                "policy": policy,
+                "evidence": selectors.evidence_of(policy),
+                "since": since,
+                "error": error,
+                "newer_in_force": selectors.newer_in_force(policy),
+            },
+            status=400 if error else 200,
+        )
+    if throttled:
+        response.status_code = 429
+        response["Retry-After"] = str(throttled.retry_after)
+    return response
 
 
 def _roll_back_confirmation(request, policy, evidence_sha256: str, *, error: str = ""):

@@ -157,8 +157,9 @@ def _race(actions) -> list:
 
 
 def _owner_client(owner) -> APIClient:
+    """A client of its own per thread, with the owner's token (a session alone does not sign)."""
     client = APIClient()
-    client.force_authenticate(owner.user)
+    client.credentials(**owner._credentials)
     return client
 
 

@@ -37,6 +37,42 @@ def test_signing_in_the_browser_needs_the_password_and_the_read_tick(draft, owne
     assert "In force: version 1" in in_force and "<strong>reliably</strong>" in in_force
 
 
+def test_the_owners_browser_session_cannot_sign_through_the_api(draft, owner):
+    session = Client(enforce_csrf_checks=True)
+    session.force_login(owner.user)
+    session.get(f"/policies/{draft['id']}/sign/")  # sets the CSRF cookie, as a page left open would
+    token = session.cookies["csrftoken"].value
+    response = session.post(
+        f"/api/v1/policies/{draft['id']}/sign",
+        {"evidence_sha256": draft["evidence_sha256"]},
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=token,
+    )
+    assert response.status_code == 403 and response.json()["error"]["code"] == "step_up_required"
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "draft"
+    signed = owner.post(
+        f"/api/v1/policies/{draft['id']}/sign", {"evidence_sha256": draft["evidence_sha256"]}, format="json"
+    )
+    assert signed.status_code == 200  # the owner's token is the proof
+
+
+def test_wrong_sign_form_passwords_count_against_the_sign_in_throttle(draft, owner, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.LOGIN_FAILURES_PER_USER = 3
+    page = _browser(owner)
+    url = f"/policies/{draft['id']}/sign/"
+    form = {"evidence_sha256": draft["evidence_sha256"], "read_evidence": "yes", "password": "wrong"}
+    assert [page.post(url, form).status_code for _ in range(3)] == [400, 400, 400]
+    refused = page.post(url, form | {"password": "pw-12345678"})  # right, but throttled now
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "draft"
+    login = Client().post("/accounts/login/", {"username": owner.user.get_username(), "password": "pw-12345678"})
+    assert login.status_code == 429  # one count: the sign-in page refuses this user too
+    cache.clear()
+
+
 def test_nobody_but_the_owner_reaches_the_sign_page(draft, reviewer, admin, other_owner):
     for client in (reviewer, admin, other_owner):
         page = _browser(client)
