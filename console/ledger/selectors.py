@@ -55,6 +55,33 @@ def get_decision_for_user(
     return decision
 
 
+def decision_record(decision: Decision) -> dict[str, Any]:
+    """A decision as the API gives it: the ledger's own fields, as sent and as stored. The lookup
+    (console.review) adds passages and what the other apps know of it; the decisions list gives this
+    much, so a page of a thousand costs one query."""
+    return {
+        "id": decision.pk,
+        "route": decision.route.slug,
+        "request_id": decision.request_id,
+        "occurred_at": decision.occurred_at.isoformat(),
+        "ingested_at": decision.ingested_at.isoformat(),
+        "question": decision.question,
+        "claim": decision.claim,
+        "gate": {"name": decision.gate_name, "score": decision.gate_score, "cutoff": decision.cutoff},
+        "outcome": decision.outcome,
+        "served_answer": decision.served_answer,
+        "versions": decision.versions,
+        "segments": decision.segments,
+        "content_hash": decision.content_hash,
+    }
+
+
+def route_decisions(user, filters: DecisionFilters) -> QuerySet[Decision]:
+    """The decisions the filters keep among those the user may read, with their route: the
+    refusals page's filters, for the decisions list of the API (which pages it newest first)."""
+    return filters.apply(readable_decisions(user)).select_related("route")
+
+
 def _ranked_passages_prefetch():
     from django.db.models import Prefetch
 
