@@ -16,6 +16,7 @@ a client follows it until it is null. Lists that an endpoint bounds by a paramet
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
@@ -24,6 +25,8 @@ from uuid import UUID
 
 from django.core import signing
 from django.db.models import Q, QuerySet
+from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from rest_framework import serializers
 
 from console.core.errors import InvalidInput, detail
 
@@ -35,6 +38,35 @@ _SALT = "console.core.paging"
 def whole(results: list) -> dict[str, Any]:
     """A list that fits one page by its own bound: the shape, with no next page."""
     return {"results": results, "next": None}
+
+
+def page_schema(
+    name: str, item: Any, *, also_as: str | None = None, **kept: serializers.Field
+) -> serializers.Serializer:
+    """The OpenAPI shape of a page of `item`s: `results` and `next`, with what a list sent before it took
+    this shape and still sends: its items under their old key (`also_as`) and other keys (`kept`)."""
+    if also_as:
+        kept[also_as] = serializers.ListField(
+            child=copy.deepcopy(item), help_text="The same items as `results` (the older key)."
+        )
+    return inline_serializer(
+        name,
+        {
+            "results": serializers.ListField(child=copy.deepcopy(item)),
+            "next": serializers.URLField(
+                allow_null=True, help_text="The next page, with the same parameters; null on the last page."
+            ),
+            **kept,
+        },
+    )
+
+
+def page_parameters(default: int, maximum: int = MAX_LIMIT) -> list[OpenApiParameter]:
+    """`limit` and `cursor`, as every paged list documents them."""
+    return [
+        OpenApiParameter("limit", int, description=f"Items per page, 1 to {maximum}; default {default}."),
+        OpenApiParameter("cursor", str, description="Opaque; taken from a `next` URL."),
+    ]
 
 
 def read_limit(params: Mapping[str, Any], *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:

@@ -1,5 +1,5 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,7 +10,7 @@ from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Forbidden
-from console.core.paging import MAX_LIMIT, Keyset
+from console.core.paging import MAX_LIMIT, Keyset, page_parameters, page_schema
 from console.core.params import QueryReader
 from console.ledger import selectors, services
 from console.ledger.models import Outcome
@@ -55,15 +55,26 @@ class DecisionIngestApi(APIView):
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
 
 
+_ROUTE = inline_serializer(
+    "RouteSummary",
+    {"slug": serializers.CharField(), "name": serializers.CharField(), "graders_per_item": serializers.IntegerField()},
+)
+_ROUTE_LIST = page_schema("RouteList", _ROUTE, also_as="routes")
+_ROUTE_PAGES = Keyset("ledger.routes", "slug")
+
+
 class RouteListApi(APIView):
-    @extend_schema(responses={200: OpenApiResponse(description="Routes the caller may read")}, summary="List routes")
+    @extend_schema(
+        responses={200: _ROUTE_LIST, 401: ERROR, 403: ERROR},
+        parameters=page_parameters(100),
+        summary="List routes",
+    )
     def get(self, request: Request) -> Response:
         if not permissions.can_read_decisions(request.user):
             raise Forbidden("Your role does not allow reading routes.")
-        routes = selectors.readable_routes(request.user)
-        return Response(
-            {"routes": [{"slug": r.slug, "name": r.name, "graders_per_item": r.graders_per_item} for r in routes]}
-        )
+        page, next_url = _ROUTE_PAGES.page(request, selectors.readable_routes(request.user))
+        rows = [{"slug": r.slug, "name": r.name, "graders_per_item": r.graders_per_item} for r in page]
+        return Response({"results": rows, "next": next_url, "routes": rows})
 
 
 class DecisionRecordSerializer(serializers.Serializer):
@@ -151,8 +162,7 @@ class RouteDecisionListApi(APIView):
                 str,
                 description="Keep decisions with this segment value; any segment.<key> works the same way.",
             ),
-            OpenApiParameter("limit", int, description=f"Decisions per page, 1 to {MAX_LIMIT}; default 100."),
-            OpenApiParameter("cursor", str, description="Opaque; taken from a `next` URL."),
+            *page_parameters(100),
         ],
         responses={200: DecisionPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 429: ERROR},
     )
