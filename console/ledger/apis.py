@@ -138,6 +138,7 @@ def _list_filters(reader: QueryReader, route_slug: str) -> selectors.DecisionFil
 
 class RouteDecisionListApi(APIView):
     @extend_schema(
+        operation_id="v1_routes_decisions_list",
         summary="List a route's decisions, newest first",
         description="The refusals page's filters over every decision of the route (all outcomes unless "
         "`outcome` says otherwise), paged by cursor: follow `next` until it is null. Unknown and bad "
