@@ -194,6 +194,8 @@ class RequestBodyDecodingMiddleware:
             body = request.body
         except RequestDataTooBig:
             return api_error(413, "The request body is larger than the server accepts.", "too_large")
+        if not body:  # nothing to decode (a GET that names an encoding anyway)
+            return self.get_response(request)
         for coding in reversed(codings):  # the last coding applied is undone first
             try:
                 body = body_decoders()[coding](body, limit)

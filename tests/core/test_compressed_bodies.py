@@ -77,3 +77,15 @@ def test_a_compressed_body_that_is_bad_json_is_malformed_json(route, integrator)
 
 def test_identity_is_no_encoding(route, integrator):
     assert _post(integrator, _batch(1), "identity").status_code == 201
+
+
+def test_a_read_that_names_an_encoding_without_a_body_is_answered(route, integrator):
+    response = integrator.get("/api/v1/routes", HTTP_CONTENT_ENCODING="gzip")
+    assert response.status_code == 200
+
+
+def test_pages_are_left_alone(route, integrator):
+    from django.test import Client
+
+    response = Client().post("/accounts/login/", b"\x1f\x8b", content_type="text/plain", HTTP_CONTENT_ENCODING="br")
+    assert response.status_code != 415
