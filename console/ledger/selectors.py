@@ -16,6 +16,7 @@ from django.utils import timezone
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import Forbidden
+from console.core.paging import Keyset
 from console.ledger.hooks import decision_filter, decision_filters
 from console.ledger.models import Decision, DecisionPassage, Outcome, RouteDayCount
 
@@ -261,18 +262,11 @@ def decision_page(
 
 
 def _beyond(queryset: QuerySet[Decision], order: Sort, cursor: tuple[Any, int], *, forward: bool) -> QuerySet:
-    """Rows strictly after (``forward``) or before the cursor in the list's order. The bound on
-    the column alone (``lte``/``gte``) lets PostgreSQL start the index scan at the cursor."""
-    value, pk = cursor
-    later = order.descending == forward  # moving towards smaller values
-    if later:
-        return queryset.filter(
-            Q(**{f"{order.field}__lt": value}) | Q(**{order.field: value, "pk__lt": pk}),
-            **{f"{order.field}__lte": value},
-        )
-    return queryset.filter(
-        Q(**{f"{order.field}__gt": value}) | Q(**{order.field: value, "pk__gt": pk}), **{f"{order.field}__gte": value}
-    )
+    """Rows strictly after (``forward``) or before the cursor in the list's order, by the API's
+    keyset condition (console.core.paging), read in the direction of travel."""
+    towards_smaller = "-" if order.descending == forward else ""
+    keyset = Keyset("ledger.refusals", f"{towards_smaller}{order.field}", f"{towards_smaller}pk")
+    return queryset.filter(keyset.after(list(cursor)))
 
 
 def _cursor_of(decision: Decision, order: Sort = SORTS[DEFAULT_SORT]) -> str:
