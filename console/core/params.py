@@ -78,6 +78,16 @@ class QueryReader:
             return default
         return raw
 
+    def flag(self, name: str) -> bool:
+        """`true`/`false` (also 1/0, yes/no, on/off); absent or empty is false."""
+        raw = (self.raw(name) or "").lower()
+        if raw in ("", "false", "0", "no", "off"):
+            return False
+        if raw in ("true", "1", "yes", "on"):
+            return True
+        self.error(name, f"must be true or false; got {raw[:40]!r}.")
+        return False
+
     def text(self, name: str, *, max_length: int) -> str:
         raw = self.raw(name) or ""
         if len(raw) > max_length or "\x00" in raw:

@@ -13,6 +13,7 @@ from console.core.errors import Forbidden
 from console.core.paging import MAX_LIMIT, Keyset, page_parameters, page_schema
 from console.core.params import QueryReader
 from console.ledger import selectors, services
+from console.ledger.hooks import decision_filters
 from console.ledger.models import Outcome
 from console.ledger.validation import validate_batch
 
@@ -109,12 +110,23 @@ class DecisionPageSerializer(serializers.Serializer):
 # Newest first; the id breaks ties of one instant and makes each position unique.
 _DECISION_PAGES = Keyset("ledger.decisions", "-occurred_at", "-pk")
 _OUTCOME_CHOICES = (*Outcome.values, "any")
-_LIST_PARAMETERS = ("outcome", "score_min", "score_max", "from", "to", "q", "limit", "cursor")
+_LIST_PARAMETERS = (
+    "outcome",
+    "score_min",
+    "score_max",
+    "from",
+    "to",
+    "q",
+    "no_supporting_passage",
+    "limit",
+    "cursor",
+)
 
 
 def _list_filters(reader: QueryReader, route_slug: str) -> selectors.DecisionFilters:
     """The refusals page's filters from the API's parameters (every bad one reported together)."""
-    reader.refuse_unknown(_LIST_PARAMETERS, ("version.", "segment."))
+    named = tuple(hook.name for hook in decision_filters())
+    reader.refuse_unknown((*_LIST_PARAMETERS, *named), ("version.", "segment."))
     outcome = reader.choice("outcome", "any", _OUTCOME_CHOICES)
     score_min = reader.number("score_min", None, -1e12, 1e12, closed=True)
     score_max = reader.number("score_max", None, -1e12, 1e12, closed=True)
@@ -133,6 +145,8 @@ def _list_filters(reader: QueryReader, route_slug: str) -> selectors.DecisionFil
         versions=dict(reader.pairs("version.")) or None,
         segments=dict(reader.pairs("segment.")) or None,
         text=reader.text("q", max_length=200),
+        no_supporting_passage=reader.flag("no_supporting_passage"),
+        extra=tuple(name for name in named if reader.flag(name)),
     )
 
 
@@ -152,6 +166,13 @@ class RouteDecisionListApi(APIView):
             OpenApiParameter("to", OpenApiTypes.DATE, description="Last day (UTC, inclusive)."),
             OpenApiParameter(
                 "q", str, description='Words in the question or claim: "a phrase", or, -word (at most 200 characters).'
+            ),
+            OpenApiParameter(
+                "no_supporting_passage",
+                bool,
+                description="Only decisions whose claim no logged passage supports (verified). The page's "
+                "other named filters work the same way: `disputed=true`, `shadow_failed=true`, "
+                "`not_following_policy=true`.",
             ),
             OpenApiParameter(
                 "version.model",

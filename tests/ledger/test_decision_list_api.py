@@ -138,3 +138,18 @@ def test_a_page_costs_a_fixed_number_of_queries(route, integrator, django_assert
         # token (+ last used), the caller's grants, the route, the page
         with django_assert_num_queries(5):
             assert integrator.get("/api/v1/routes/it-support/decisions?limit=1000").status_code == 200
+
+
+def test_the_pages_named_filters_are_flags(route, integrator, reviewer):
+    [disputed, _] = ingest([record(request_id="disputed"), record(request_id="quiet")])
+    opened = reviewer.post(
+        f"/api/v1/decisions/{disputed}/disputes", {"kind": "other", "reason": "It was answerable."}, format="json"
+    )
+    assert opened.status_code == 201, opened.content
+    base = "/api/v1/routes/it-support/decisions"
+    assert _ids(integrator.get(f"{base}?disputed=true")) == ["disputed"]
+    assert sorted(_ids(integrator.get(f"{base}?disputed=false"))) == ["disputed", "quiet"]
+    assert _ids(integrator.get(f"{base}?no_supporting_passage=true")) == []  # nothing verified yet
+    response = integrator.get(f"{base}?disputed=perhaps")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"][0]["field"] == "disputed"
