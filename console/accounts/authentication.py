@@ -69,8 +69,10 @@ def _token_counting_the_call(key_hash: str, now) -> ApiToken | None:
         cursor.execute(
             f"""
             WITH found AS (
-                SELECT id, GREATEST(COALESCE(rate_allowance_at, %(now)s), %(now)s)
-                           + make_interval(secs => 60.0 / NULLIF(COALESCE(rate_per_minute, %(rate)s), 0)) AS moved_to
+                SELECT id,
+                       GREATEST(COALESCE(rate_allowance_at, %(now)s), %(now)s)
+                       + make_interval(secs => %(window)s::float8 / NULLIF(COALESCE(rate_per_minute, %(rate)s), 0))
+                       AS moved_to
                 FROM {tokens} WHERE key_hash = %(key_hash)s FOR UPDATE
             ), spent AS (
                 UPDATE {tokens} AS t SET rate_allowance_at = found.moved_to FROM found
