@@ -51,6 +51,7 @@ PROJECT_MODULES = {
     "console.run",
     "console.embedded",
     "console.env",
+    "console.beat_guard",
     "console",
 }
 
