@@ -11,8 +11,11 @@ from audit.hooks import trail_access
 from audit.models import AuditEvent
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Forbidden, InvalidInput, NotFound
+from console.core.paging import Keyset, page_parameters
 
 _PAGE = 500
+# Oldest first, as the chain runs; seq is unique.
+_EVENT_PAGES = Keyset("audit.events", "seq")
 
 # Response bodies, for the OpenAPI schema only: event_as_dict and audit_chain_verify build them.
 _EVENT = inline_serializer(
@@ -36,7 +39,9 @@ _EVENT = inline_serializer(
 _EVENT_PAGE = inline_serializer(
     "AuditEventPage",
     {
-        "events": _EVENT.__class__(many=True),
+        "results": _EVENT.__class__(many=True),
+        "next": serializers.URLField(allow_null=True, help_text="The next page; null on the last page"),
+        "events": _EVENT.__class__(many=True, help_text="The same events as `results` (the first shape of this list)"),
         "next_after": serializers.IntegerField(
             allow_null=True, help_text="Pass as `after` for the next page; null on the last page"
         ),
@@ -96,6 +101,7 @@ class AuditEventListApi(APIView):
         parameters=[
             OpenApiParameter("object", str, description="type:id, e.g. decision:12"),
             OpenApiParameter("after", int, description="Return events with seq greater than this"),
+            *page_parameters(_PAGE),
         ],
         responses={200: _EVENT_PAGE, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},
         summary="List audit events",
@@ -126,9 +132,10 @@ class AuditEventListApi(APIView):
             if not trail_access().can_read_trail(user):
                 raise Forbidden("Only auditors may read the audit trail.")
             events = selectors.readable_events(user).order_by("seq")
-        page = list(events.filter(seq__gt=after)[:_PAGE])
-        next_after = page[-1].seq if len(page) == _PAGE else None
-        return Response({"events": [event_as_dict(e) for e in page], "next_after": next_after})
+        page, next_url = _EVENT_PAGES.page(request, events, default_limit=_PAGE, cursor=[after] if after else None)
+        rows = [event_as_dict(e) for e in page]
+        next_after = page[-1].seq if next_url else None
+        return Response({"results": rows, "next": next_url, "events": rows, "next_after": next_after})
 
 
 class AuditVerifyApi(APIView):

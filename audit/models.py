@@ -60,6 +60,7 @@ class Action(models.TextChoices):
     ROUTE_MONITORING_CHANGED = "route_monitoring_changed", "Route's monitoring settings changed"
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
+    TOKEN_RATE_CHANGED = "token_rate_changed", "Token rate limit changed"
     CANDIDATE_REGISTERED = "candidate_registered", "Candidate gate registered"
     TRIAL_STARTED = "trial_started", "Gate trial started"
     TRIAL_CALLS_LOST = "trial_calls_lost", "Gate trial calls lost with their worker"

@@ -78,6 +78,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # before anything reads an API request's body (README "API": compressed request bodies)
+    "console.core.middleware.RequestBodyDecodingMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "console.core.middleware.RejectLongUrlMiddleware",
@@ -173,6 +175,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["console.core.parsers.SafeJSONParser"],
     "EXCEPTION_HANDLER": "console.core.api.exception_handler",
+    # Per-token call rates (API_TOKEN_RATE_PER_MINUTE below); session calls are not limited.
+    "DEFAULT_THROTTLE_CLASSES": ["console.accounts.throttle.TokenRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -376,6 +380,10 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", 
 LOGIN_FAILURES_PER_USER = env_int("LOGIN_FAILURES_PER_USER", 5, minimum=1, maximum=1000)
 LOGIN_FAILURES_PER_CLIENT = env_int("LOGIN_FAILURES_PER_CLIENT", 20, minimum=1, maximum=100_000)
 LOGIN_THROTTLE_SECONDS = env_int("LOGIN_THROTTLE_SECONDS", 15 * 60, minimum=1, maximum=24 * 3600)
+# API calls a minute per token (README "API": rate limits), for tokens without a rate of their own (set on
+# the /tokens/ page or with `issue_token --rate`); past it the API answers 429 with Retry-After. 0: no
+# limit for those tokens. The default is generous: it stops a runaway client, not a busy integration.
+API_TOKEN_RATE_PER_MINUTE = env_int("API_TOKEN_RATE_PER_MINUTE", 6000, minimum=0, maximum=10_000_000)
 # Behind a reverse proxy every request comes from the proxy: name the header it appends the client's
 # address to (e.g. X-Forwarded-For) and its right-most entry is taken as the client.
 CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER")

@@ -17,6 +17,7 @@ from console.accounts.models import Route
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
+from console.core.paging import Keyset, page_parameters, page_schema
 from console.ledger.services import routes_for_items
 from grading import selectors
 from grading.blindness import route_blindness
@@ -182,10 +183,18 @@ def _adjudication_dict(view: selectors.AdjudicationView) -> dict:
     }
 
 
+_WAITING_ITEM = inline_serializer(
+    "AdjudicationWaiting",
+    {"id": serializers.UUIDField(), "route": serializers.CharField(), "grades": serializers.IntegerField()},
+)
+# Oldest first, as the queue is worked.
+_ADJUDICATION_PAGES = Keyset("grading.adjudications", "created_at", "pk")
+
+
 class AdjudicationListApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("route", str, required=False)],
-        responses={200: OpenApiResponse(description="Items waiting for a reviewer"), 403: ERROR},
+        parameters=[OpenApiParameter("route", str, required=False), *page_parameters(500)],
+        responses={200: page_schema("AdjudicationList", _WAITING_ITEM, also_as="items"), 400: ERROR, 403: ERROR},
         summary="Items the graders disagreed on",
     )
     def get(self, request: Request) -> Response:
@@ -197,13 +206,9 @@ class AdjudicationListApi(APIView):
             if not SLUG.fullmatch(slug):
                 raise InvalidInput('"route" must be a route slug.')
             queryset = queryset.filter(route__slug=slug)
-        return Response(
-            {
-                "items": [
-                    {"id": str(i.public_id), "route": i.route.slug, "grades": i.grade_count} for i in queryset[:500]
-                ]
-            }
-        )
+        page, next_url = _ADJUDICATION_PAGES.page(request, queryset, default_limit=500)
+        rows = [{"id": str(i.public_id), "route": i.route.slug, "grades": i.grade_count} for i in page]
+        return Response({"results": rows, "next": next_url, "items": rows})
 
 
 class AdjudicateApi(APIView):

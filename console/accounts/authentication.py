@@ -1,3 +1,8 @@
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
@@ -38,7 +43,7 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
         except UnicodeError:
             raise exceptions.AuthenticationFailed("Token contains invalid characters.") from None
         now = timezone.now()
-        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(key)).first()
+        token = _token_counting_the_call(hash_token(key), now)
         if token is None or not token.is_live(now) or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
@@ -47,6 +52,52 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+def _token_counting_the_call(key_hash: str, now) -> ApiToken | None:
+    """The token with this key hash and its user, with the call counted against the token's rate
+    (console.accounts.throttle): one statement, as the lookup alone was. `rate_wait_seconds` on the
+    token is how long the caller must wait before this call would fit, 0 when it fits now."""
+    user_model = get_user_model()
+    token_fields = ApiToken._meta.concrete_fields
+    user_fields = user_model._meta.concrete_fields
+    tokens, users = ApiToken._meta.db_table, user_model._meta.db_table
+    user_pk = connection.ops.quote_name(user_model._meta.pk.column)
+    columns = [f"t.{connection.ops.quote_name(f.column)}" for f in token_fields]
+    columns += [f"u.{connection.ops.quote_name(f.column)}" for f in user_fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH found AS (
+                SELECT id,
+                       GREATEST(COALESCE(rate_allowance_at, %(now)s), %(now)s)
+                       + make_interval(secs => %(window)s::float8 / NULLIF(COALESCE(rate_per_minute, %(rate)s), 0))
+                       AS moved_to
+                FROM {tokens} WHERE key_hash = %(key_hash)s FOR UPDATE
+            ), spent AS (
+                UPDATE {tokens} AS t SET rate_allowance_at = found.moved_to FROM found
+                WHERE t.id = found.id AND found.moved_to <= %(now)s + make_interval(secs => %(window)s)
+            )
+            SELECT {", ".join(columns)}, found.moved_to
+            FROM found JOIN {tokens} AS t ON t.id = found.id JOIN {users} AS u ON u.{user_pk} = t.user_id
+            """,
+            {
+                "now": now,
+                "rate": settings.API_TOKEN_RATE_PER_MINUTE,
+                "key_hash": key_hash,
+                "window": throttle.RATE_WINDOW_SECONDS,
+            },
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    split = len(token_fields)
+    token = ApiToken.from_db(connection.alias, [f.attname for f in token_fields], row[:split])
+    token.user = user_model.from_db(connection.alias, [f.attname for f in user_fields], row[split:-1])
+    moved_to = row[-1]
+    ahead = (moved_to - now - timedelta(seconds=throttle.RATE_WINDOW_SECONDS)).total_seconds() if moved_to else 0.0
+    token.rate_wait_seconds = max(ahead, 0.0)
+    return token
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):

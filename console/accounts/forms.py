@@ -92,6 +92,16 @@ class TokenForm(forms.Form):
         error_messages={"invalid": "Give the expiry date as YYYY-MM-DD."},
     )
 
+    rate_per_minute = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=10_000_000,
+        label="Calls a minute",
+        help_text="The most API calls a minute the token may make; past it the API answers 429. "
+        "Empty: the console's default.",
+        error_messages={"invalid": "Give a whole number of calls.", "min_value": "Allow at least 1 call a minute."},
+    )
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["expires_on"].initial = (timezone.now() + timedelta(days=TOKEN_DAYS_DEFAULT)).date()
@@ -113,3 +123,16 @@ class TokenForm(forms.Form):
     def expires_at(self) -> datetime | None:
         day = self.cleaned_data.get("expires_on")
         return datetime.combine(day, time.min, tzinfo=UTC) if day else None
+
+
+class TokenRateForm(forms.Form):
+    """A token's calls a minute, changed on the tokens page."""
+
+    rate_per_minute = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=10_000_000,
+        label="Calls a minute",
+        help_text="Empty: the console's default.",
+        error_messages={"invalid": "Give a whole number of calls.", "min_value": "Allow at least 1 call a minute."},
+    )

@@ -94,6 +94,19 @@ class ApiToken(models.Model):
     )
     last_used_at = models.DateTimeField(null=True, blank=True, help_text="Last API call made with it (to the minute).")
     revoked_at = models.DateTimeField(null=True, blank=True, help_text="When an admin revoked it; refused from then.")
+    rate_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="API calls a minute this token may make (429 past it); empty means API_TOKEN_RATE_PER_MINUTE.",
+    )
+    rate_allowance_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Where the token's calls so far, spaced at its rate, would end (console.accounts.throttle); "
+        "a call that would push it more than a minute past now is refused.",
+    )
 
     def __str__(self) -> str:
         return f"token {self.prefix}… of {self.user}"

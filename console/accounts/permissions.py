@@ -129,8 +129,8 @@ def visible(queryset: QuerySet, user, roles: Iterable[str], field: str = "route"
     return queryset if condition is None else queryset.filter(condition)
 
 
-def can_read_decisions(user) -> bool:
-    return has_role(user, DECISION_READERS)
+def can_read_decisions(user, route=None) -> bool:
+    return has_role(user, DECISION_READERS, route)
 
 
 def can_read_stats(user, route=None) -> bool:

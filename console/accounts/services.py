@@ -146,11 +146,20 @@ def member_add(*, actor: Actor, route, username: str, role: str, email: str = ""
         return role_grant(actor=actor, user=user, role=role, route=route)
 
 
-def token_issue(*, actor: Actor, user, name: str = "", expires_at: datetime | None = None) -> IssuedToken:
+def token_issue(
+    *, actor: Actor, user, name: str = "", expires_at: datetime | None = None, rate_per_minute: int | None = None
+) -> IssuedToken:
     """A new token for `user`, acting with the user's roles. The key is returned here and never again:
-    only its SHA-256 is stored."""
+    only its SHA-256 is stored. `rate_per_minute` None: the setting's rate (API_TOKEN_RATE_PER_MINUTE)."""
     key = ApiToken.new_key()
-    token = ApiToken(user=user, key_hash=hash_token(key), prefix=key[:12], name=name, expires_at=expires_at)
+    token = ApiToken(
+        user=user,
+        key_hash=hash_token(key),
+        prefix=key[:12],
+        name=name,
+        expires_at=expires_at,
+        rate_per_minute=rate_per_minute,
+    )
     token.full_clean()
     if expires_at is not None and expires_at <= timezone.now():
         raise InvalidInput("The expiry must lie in the future.", code="expiry_past")
@@ -169,6 +178,7 @@ def token_issue(*, actor: Actor, user, name: str = "", expires_at: datetime | No
                         "name": name,
                         "owner": user.get_username(),
                         "expires_at": expires_at.isoformat() if expires_at else None,
+                        "rate_per_minute": rate_per_minute,
                     },
                 },
             },
@@ -201,6 +211,33 @@ def tokens_revoke(*, actor: Actor, token_ids: list[int]) -> int:
                 },
             )
     return len(live)
+
+
+def token_rate_set(*, actor: Actor, token: ApiToken, rate_per_minute: int | None) -> bool:
+    """Set the calls a minute the token may make (None: the setting's rate); False when it already had
+    that rate (nothing is written). Takes effect on the token's next call, with its count started afresh:
+    calls spaced at the old rate say nothing about the new one."""
+    with transaction.atomic(durable=True):
+        token = ApiToken.objects.select_for_update().select_related("user").get(pk=token.pk)
+        old = token.rate_per_minute
+        if old == rate_per_minute:
+            return False
+        token.rate_per_minute = rate_per_minute
+        token.rate_allowance_at = None
+        token.full_clean()
+        token.save(update_fields=["rate_per_minute", "rate_allowance_at"])
+        audit_record(
+            actor=actor,
+            action=Action.TOKEN_RATE_CHANGED,
+            object_type="user",
+            object_id=token.user_id,
+            payload={
+                "token_prefix": token.prefix,
+                "name": token.name,
+                **field_changes(old={"rate_per_minute": old}, new={"rate_per_minute": rate_per_minute}),
+            },
+        )
+    return True
 
 
 def route_settings_create(*, actor: Actor, user, slug: str, sections: dict[str, dict[str, Any]]):

@@ -1,6 +1,7 @@
-"""Throttling of failed sign-ins, per username and per client address.
+"""Throttling: of failed sign-ins, per username and per client address; and of API calls, per token
+(at the end of this module).
 
-Counts live in Django's cache (the database cache by default, so every web worker sees the same
+Failed sign-ins are counted in Django's cache (the database cache by default, so every web worker sees the same
 counts). A window opens at the first failure and lasts LOGIN_THROTTLE_SECONDS; once a username or
 a client has failed its limit within the window, further attempts are refused, right or wrong, until
 the window ends. A successful sign-in clears its username's count, never its client's, so an
@@ -78,3 +79,32 @@ def record_failure(scope: str, *, username: str | None, address: str) -> None:
 
 def clear_username(scope: str, *, username: str) -> None:
     cache.delete(_key(scope, "user", username.strip().casefold()))
+
+
+# --- per-token call rates -------------------------------------------------------------------------
+#
+# Each token may make `rate_per_minute` calls a minute (API_TOKEN_RATE_PER_MINUTE when it has no rate
+# of its own), as a generic cell rate algorithm (GCRA): the token keeps one instant,
+# `rate_allowance_at`, where its calls so far would end if spaced 60/rate seconds apart. A call moves
+# it one spacing on (from now, if it lay in the past) and is refused when that would put it more than
+# a minute ahead of now: so an idle token may spend a whole minute's calls at once, and then one per
+# spacing; a refused call moves nothing, and `Retry-After` is when the next one fits.
+#
+# The count lives in the token's row, and moves in the same statement that finds the token for
+# authentication (console.accounts.authentication): every gunicorn worker sees the same count, with
+# no query added to any request (the database cache would add three) and no other service to reach.
+# The row is locked for that one statement only (API requests run in autocommit until a service
+# opens its transaction), so concurrent calls of one token queue for a moment and never lose a count.
+
+RATE_WINDOW_SECONDS = 60
+
+
+class TokenRateThrottle:
+    """DRF's throttle for token-authenticated calls: reads what authentication counted."""
+
+    def allow_request(self, request, view) -> bool:
+        self._wait = getattr(request.auth, "rate_wait_seconds", 0.0) if request.auth is not None else 0.0
+        return self._wait <= 0
+
+    def wait(self) -> float:
+        return self._wait

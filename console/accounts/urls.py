@@ -12,4 +12,5 @@ urlpatterns = [
     path("routes/<slug:slug>/members/<int:pk>/revoke/", views.route_member_revoke, name="route-member-revoke"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
+    path("tokens/<int:pk>/rate/", views.token_rate, name="token-rate"),
 ]

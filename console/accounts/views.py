@@ -4,6 +4,7 @@ pages: routes with their settings and members, and API tokens."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from audit.services import Actor
 from console.accounts import hooks, selectors, services, throttle
-from console.accounts.forms import MemberAddForm, RouteSlugForm, TokenForm
+from console.accounts.forms import MemberAddForm, RouteSlugForm, TokenForm, TokenRateForm
 from console.core.errors import Conflict, InvalidInput
 
 
@@ -162,10 +163,17 @@ def tokens(request):
             user=form.cleaned_data["owner"],
             name=form.cleaned_data["name"],
             expires_at=form.expires_at,
+            rate_per_minute=form.cleaned_data["rate_per_minute"],
         )
         messages.success(request, f"Token {issued.token.name} created. Copy its key now: it is shown only this once.")
         form = TokenForm()
-    context = {"form": form, "issued": issued, "tokens": selectors.tokens_list(), "now": timezone.now()}
+    context = {
+        "form": form,
+        "issued": issued,
+        "tokens": selectors.tokens_list(),
+        "now": timezone.now(),
+        "default_rate": settings.API_TOKEN_RATE_PER_MINUTE,
+    }
     response = render(request, "accounts/tokens.html", context)
     add_never_cache_headers(response)
     return response
@@ -179,4 +187,21 @@ def token_revoke(request, pk: int):
         messages.success(request, f"Token {token.name or token.prefix} revoked: the API refuses it from now on.")
     else:
         messages.info(request, f"Token {token.name or token.prefix} was revoked already.")
+    return redirect("tokens")
+
+
+@require_POST
+def token_rate(request, pk: int):
+    selectors.require_workspace_admin(request.user)
+    token = selectors.token_get(pk)
+    form = TokenRateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Token {token.name or token.prefix}: {form.errors['rate_per_minute'][0]}")
+        return redirect("tokens")
+    rate = form.cleaned_data["rate_per_minute"]
+    if services.token_rate_set(actor=Actor.user(request.user), token=token, rate_per_minute=rate):
+        limit = f"{rate} calls a minute" if rate else "the default rate"
+        messages.success(request, f"Token {token.name or token.prefix} may now make {limit}.")
+    else:
+        messages.info(request, f"Token {token.name or token.prefix} had that rate already.")
     return redirect("tokens")

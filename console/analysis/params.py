@@ -13,7 +13,6 @@ whose versions / segments hold that key with that (string) value. Several keys c
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from console.core.errors import InvalidInput, detail
+from console.core.params import PAIR_KEY, QueryReader, raise_for, to_float
 from console.ledger.selectors import DecisionFilters
 from console.stats.certification import DEFAULT_GRID
 from console.stats.intervals import INTERVAL_METHODS
@@ -30,8 +29,6 @@ DEFAULT_CUTOFFS: tuple[float, ...] = (0.5, 0.7, 0.85, 0.9, 0.95)
 MAX_CUTOFFS = 50
 MAX_GRID = 1001
 MAX_BINS = 100
-_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-_MAX_VALUE = 200
 FILTER_PARAMETERS = ("from", "to")
 FILTER_PREFIXES = ("version.", "segment.")
 
@@ -135,50 +132,8 @@ class CalibrationQuery:
         }
 
 
-class _Reader:
-    """Reads one parameter at a time from a QueryDict-like mapping, collecting every problem."""
-
-    def __init__(self, params: Mapping[str, Any]) -> None:
-        self.params = params
-        self.errors: list[dict[str, str]] = []
-
-    def values(self, name: str) -> list[str]:
-        getlist = getattr(self.params, "getlist", None)
-        if getlist is not None:
-            return list(getlist(name))
-        value = self.params.get(name)
-        return [] if value is None else [value]
-
-    def raw(self, name: str) -> str | None:
-        values = self.values(name)
-        if len(values) > 1:
-            self.error(name, "is given more than once.")
-            return None
-        return values[0].strip() if values else None
-
-    def error(self, name: str, message: str) -> None:
-        self.errors.append(detail(name, "invalid_parameter", f"{name} {message}", parameter=name))
-
-    def number(self, name: str, default: float, low: float, high: float, *, closed: bool = False) -> float:
-        raw = self.raw(name)
-        if raw is None or raw == "":
-            return default
-        value = _to_float(raw)
-        inside = value is not None and (low <= value <= high if closed else low < value < high)
-        if not inside:
-            bounds = f"[{low:g}, {high:g}]" if closed else f"strictly between {low:g} and {high:g}"
-            self.error(name, f"must be a number {bounds}; got {raw[:40]!r}.")
-            return default
-        return value
-
-    def integer(self, name: str, default: int | None, low: int, high: int) -> int | None:
-        raw = self.raw(name)
-        if raw is None or raw == "":
-            return default
-        if not re.fullmatch(r"\d{1,7}", raw) or not low <= int(raw) <= high:
-            self.error(name, f"must be a whole number from {low} to {high}; got {raw[:40]!r}.")
-            return default
-        return int(raw)
+class _Reader(QueryReader):
+    """The generic reader, plus the statistics' own shapes: lists of cutoffs and the window."""
 
     def number_list(
         self, name: str, default: tuple[float, ...], limit: int, *, ranges: bool = False
@@ -194,7 +149,7 @@ class _Reader:
         if len(parts) > limit:
             self.error(name, f"takes at most {limit} numbers; got {len(parts)}.")
             return default
-        numbers = [_range(part) if ranges and ":" in part else _to_float(part) for part in parts]
+        numbers = [_range(part) if ranges and ":" in part else to_float(part) for part in parts]
         bad = [part for part, value in zip(parts, numbers, strict=True) if value is None]
         if bad:
             shape = "finite numbers or start:stop:step ranges (start <= stop, step > 0)" if ranges else "finite numbers"
@@ -236,35 +191,10 @@ class _Reader:
         date_from, date_to = self.day("from"), self.day("to")
         if date_from and date_to and date_from > date_to:
             self.error("from", f"({date_from}) is after to ({date_to}).")
-        pairs: dict[str, list[tuple[str, str]]] = {"version.": [], "segment.": []}
-        for name in self.params:
-            prefix = next((p for p in FILTER_PREFIXES if name.startswith(p)), None)
-            if prefix is None:
-                continue
-            key = name[len(prefix) :]
-            value = self.raw(name)
-            if not _KEY.fullmatch(key):
-                self.error(name, "needs a key of letters, digits, '_' or '-' (at most 64) after the dot.")
-            elif not value or len(value) > _MAX_VALUE or "\x00" in value:
-                self.error(name, f"needs a value of 1 to {_MAX_VALUE} characters.")
-            else:
-                pairs[prefix].append((key, value))
-        return Window(date_from, date_to, tuple(sorted(pairs["version."])), tuple(sorted(pairs["segment."])))
+        return Window(date_from, date_to, self.pairs("version."), self.pairs("segment."))
 
-    def refuse_unknown(self, known: Iterable[str]) -> None:
-        allowed = set(known) | set(FILTER_PARAMETERS)
-        for name in self.params:
-            if name not in allowed and not name.startswith(FILTER_PREFIXES):
-                self.error(name, "is not a parameter of this endpoint.")
-
-    def finish(self) -> None:
-        _raise_for(self.errors)
-
-
-def _raise_for(errors: list[dict[str, str]]) -> None:
-    if errors:
-        problems = " ".join(e["message"] for e in errors)
-        raise InvalidInput(f"Invalid parameters. {problems}", details=errors, code="invalid_parameter")
+    def refuse_unknown(self, known: Iterable[str], prefixes: tuple[str, ...] = FILTER_PREFIXES) -> None:
+        super().refuse_unknown(set(known) | set(FILTER_PARAMETERS), prefixes)
 
 
 @dataclass(frozen=True)
@@ -286,20 +216,12 @@ class _Range:
 
 def _range(part: str) -> _Range | None:
     pieces = part.split(":")
-    floats = [_to_float(piece) for piece in pieces]
+    floats = [to_float(piece) for piece in pieces]
     # A step too small for a float (1e-400) counts as zero: it would also overflow the count below.
     if len(pieces) != 3 or None in floats or floats[2] <= 0 or floats[0] > floats[1]:
         return None
     start, stop, step = (Decimal(piece.strip()) for piece in pieces)
     return _Range(start, step, int((stop - start) / step) + 1)
-
-
-def _to_float(raw: str) -> float | None:
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and abs(value) <= 1e12 else None
 
 
 def parse_operating_points(
@@ -320,7 +242,7 @@ def parse_operating_points(
 def operating_points_query(params: Mapping[str, Any], *, also_allowed: Iterable[str] = ()) -> OperatingPointsQuery:
     """``cutoffs`` (1 to 50 distinct finite numbers), ``confidence`` in (0, 1), ``interval``."""
     query, errors = parse_operating_points(params, also_allowed=also_allowed)
-    _raise_for(errors)
+    raise_for(errors)
     return query
 
 
@@ -354,7 +276,7 @@ def calibration_query(params: Mapping[str, Any], *, also_allowed: Iterable[str] 
     by = None
     if by_raw:
         kind, dot, key = by_raw.partition(".")
-        if kind in ("segment", "version") and dot and _KEY.fullmatch(key):
+        if kind in ("segment", "version") and dot and PAIR_KEY.fullmatch(key):
             by = (kind, key)
         else:
             reader.error("by", f"must be segment.<key> or version.<key>; got {by_raw[:40]!r}.")

@@ -1,8 +1,12 @@
+import functools
+import io
 import logging
+import zlib
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import HttpResponseServerError
 from django.shortcuts import render
 from django.urls import Resolver404
@@ -177,3 +181,101 @@ def _reason(exception) -> str:
     if exception is None or isinstance(exception, Resolver404):
         return ""
     return str(exception)
+
+
+class RequestBodyDecodingMiddleware:
+    """API request bodies sent with `Content-Encoding: gzip` (or `zstd`, where the zstandard module is
+    installed) are decoded before DRF parses them, so a view sees the body as if it came plain.
+
+    The decoded body is bounded like a plain one (DATA_UPLOAD_MAX_MEMORY_SIZE, the setting
+    MAX_REQUEST_BYTES): decoding stops one byte past it and answers 413, so a small body that inflates
+    to gigabytes (a zip bomb) costs at most that much memory. An encoding the server cannot decode is
+    415 `unsupported_content_encoding`; a body that is not what its header says (broken or truncated)
+    is 400 `malformed_body`. Pages never get encoded bodies and are left alone.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        header = request.META.get("HTTP_CONTENT_ENCODING", "")
+        codings = [c.strip().lower() for c in header.split(",") if c.strip() and c.strip().lower() != "identity"]
+        if not codings or not _is_api(request):
+            return self.get_response(request)
+        unknown = [c for c in codings if c not in body_decoders()]
+        if unknown:
+            accepted = ", ".join(body_decoders())
+            return api_error(
+                415,
+                f"Content-Encoding {unknown[0]!r} is not accepted; send the body plain or as {accepted}.",
+                "unsupported_content_encoding",
+            )
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            return api_error(413, "The request body is larger than the server accepts.", "too_large")
+        if not body:  # nothing to decode (a GET that names an encoding anyway)
+            return self.get_response(request)
+        for coding in reversed(codings):  # the last coding applied is undone first
+            try:
+                body = body_decoders()[coding](body, limit)
+            except BodyTooLarge:
+                return api_error(
+                    413, f"The decoded request body is larger than the server accepts ({limit} bytes).", "too_large"
+                )
+            except ValueError as exc:
+                return api_error(400, f"The {coding} request body could not be decoded: {exc}", "malformed_body")
+        request._body = body
+        request.META["CONTENT_LENGTH"] = str(len(body))
+        del request.META["HTTP_CONTENT_ENCODING"]
+        return self.get_response(request)
+
+
+class BodyTooLarge(Exception):
+    """A decoded body grew past the limit."""
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """Every gzip member of `data` (RFC 1952 allows several, one after another), at most `limit` bytes."""
+    out = bytearray()
+    while True:
+        decoder = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            out += decoder.decompress(data, limit + 1 - len(out))
+            while decoder.unconsumed_tail and len(out) <= limit:
+                out += decoder.decompress(decoder.unconsumed_tail, limit + 1 - len(out))
+        except zlib.error as exc:
+            raise ValueError(str(exc)) from None
+        if len(out) > limit:
+            raise BodyTooLarge
+        if not decoder.eof:
+            raise ValueError("the gzip stream ends early")
+        data = decoder.unused_data
+        if not data.strip(b"\x00"):  # some writers pad the end with zeros
+            return bytes(out)
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    import zstandard
+
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+            out = reader.read(limit + 1)
+    except zstandard.ZstdError as exc:
+        raise ValueError(str(exc)) from None
+    if len(out) > limit:
+        raise BodyTooLarge
+    return out
+
+
+@functools.cache
+def body_decoders() -> dict[str, Callable[[bytes, int], bytes]]:
+    """The content codings the API accepts on request bodies: gzip always (`x-gzip` is its old name),
+    zstd when the zstandard module is there (it is not a dependency of its own)."""
+    decoders: dict[str, Callable[[bytes, int], bytes]] = {"gzip": _gunzip, "x-gzip": _gunzip}
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        return decoders
+    return decoders | {"zstd": _unzstd}

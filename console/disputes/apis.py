@@ -12,6 +12,7 @@ from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Conflict, InvalidInput, detail
+from console.core.paging import Keyset, page_parameters, page_schema
 from console.disputes import selectors, services
 from console.disputes.models import USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
@@ -61,7 +62,9 @@ _RESOLVE = inline_serializer(
     "DisputeResolve",
     {"resolution": serializers.ChoiceField(["upheld", "overturned", "withdrawn"]), "note": serializers.CharField()},
 )
-_LIST = inline_serializer("DisputeList", {"disputes": serializers.ListField(child=_DISPUTE)})
+_LIST = page_schema("DisputeList", _DISPUTE, also_as="disputes")
+# Soonest due first, as the inbox reads them.
+_DISPUTE_PAGES = Keyset("disputes.disputes", "due_by", "pk")
 _LINK = inline_serializer("AppealLink", {"url": serializers.CharField()})
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
 
@@ -100,12 +103,15 @@ class DisputeListApi(APIView):
             OpenApiParameter("kind", str, enum=Kind.values),
             OpenApiParameter("overdue", bool),
             OpenApiParameter("mine", bool),
+            *page_parameters(500),
         ],
         responses={200: _LIST, **_ERRORS},
     )
     def get(self, request: Request) -> Response:
         disputes = selectors.dispute_list(request.user, selectors.DisputeFilters.from_params(request.query_params))
-        return Response({"disputes": [selectors.dispute_as_dict(d, request.user) for d in disputes[:500]]})
+        page, next_url = _DISPUTE_PAGES.page(request, disputes, default_limit=500)
+        rows = [selectors.dispute_as_dict(d, request.user) for d in page]
+        return Response({"results": rows, "next": next_url, "disputes": rows})
 
 
 class DisputeDetailApi(APIView):

@@ -14,7 +14,9 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.conditional import not_modified
 from console.core.errors import NotFound
+from console.core.paging import Keyset, page_parameters, page_schema
 from console.governance import selectors, services
 from console.governance.evidence import evidence_check
 
@@ -121,6 +123,10 @@ _SIGN = inline_serializer(
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
 
 
+# Newest version first.
+_NEWEST_VERSIONS = Keyset("governance.versions", "-version", "-pk")
+
+
 class RoutePoliciesApi(APIView):
     @extend_schema(
         summary="Draft a policy version",
@@ -162,23 +168,25 @@ class RoutePoliciesApi(APIView):
         description="`decisions_not_following_policy`: decisions of the route whose logged cutoff "
         "differs from the signed cutoff in force at their time (gate not following policy).",
         responses={
-            200: inline_serializer(
+            200: page_schema(
                 "PolicyVersionList",
-                {
-                    "policies": serializers.ListField(child=_POLICY_SUMMARY),
-                    "decisions_not_following_policy": serializers.IntegerField(),
-                },
+                _POLICY_SUMMARY,
+                also_as="policies",
+                decisions_not_following_policy=serializers.IntegerField(),
             ),
             **_ERRORS,
         },
+        parameters=page_parameters(100),
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_policy_reader(request.user, slug)
+        page, next_url = _NEWEST_VERSIONS.page(request, selectors.policy_versions(route))
+        rows = [selectors.policy_as_dict(p, with_evidence=False) for p in page]
         return Response(
             {
-                "policies": [
-                    selectors.policy_as_dict(p, with_evidence=False) for p in selectors.policy_versions(route)
-                ],
+                "results": rows,
+                "next": next_url,
+                "policies": rows,
                 "decisions_not_following_policy": selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0),
             }
         )
@@ -267,8 +275,9 @@ class PolicyWithdrawApi(APIView):
 class RoutePolicyApi(APIView):
     @extend_schema(
         summary="The policy in force on a route, for the answering system",
-        description="Every reader of the route, integrators included. Sends an ETag; a request with a "
-        "matching If-None-Match gets 304. 404 `no_policy` while no version is signed.",
+        description="Every reader of the route, integrators included. Sends an ETag; a request whose "
+        'If-None-Match holds it (compared weakly: `W/"x"` matches `"x"`) or is `*` gets 304. '
+        "404 `no_policy` while no version is signed.",
         responses={200: _ROUTE_POLICY, 304: OpenApiResponse(description="Unchanged"), **_ERRORS},
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
@@ -278,7 +287,7 @@ class RoutePolicyApi(APIView):
             raise NotFound(f"Route {slug!r} has no signed policy yet.", code="no_policy")
         body = json.dumps(selectors.route_policy_as_dict(policy), separators=(",", ":")).encode()
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
+        if not_modified(request, etag):
             response = HttpResponse(status=304)
         else:
             response = HttpResponse(body, content_type="application/json")

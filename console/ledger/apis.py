@@ -1,4 +1,5 @@
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -9,7 +10,11 @@ from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Forbidden
+from console.core.paging import MAX_LIMIT, Keyset, page_parameters, page_schema
+from console.core.params import QueryReader
 from console.ledger import selectors, services
+from console.ledger.hooks import decision_filters
+from console.ledger.models import Outcome
 from console.ledger.validation import validate_batch
 
 
@@ -54,12 +59,148 @@ class DecisionIngestApi(APIView):
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
 
 
+_ROUTE = inline_serializer(
+    "RouteSummary",
+    {"slug": serializers.CharField(), "name": serializers.CharField(), "graders_per_item": serializers.IntegerField()},
+)
+_ROUTE_LIST = page_schema("RouteList", _ROUTE, also_as="routes")
+_ROUTE_PAGES = Keyset("ledger.routes", "slug")
+
+
 class RouteListApi(APIView):
-    @extend_schema(responses={200: OpenApiResponse(description="Routes the caller may read")}, summary="List routes")
+    @extend_schema(
+        responses={200: _ROUTE_LIST, 401: ERROR, 403: ERROR},
+        parameters=page_parameters(100),
+        summary="List routes",
+    )
     def get(self, request: Request) -> Response:
         if not permissions.can_read_decisions(request.user):
             raise Forbidden("Your role does not allow reading routes.")
-        routes = selectors.readable_routes(request.user)
-        return Response(
-            {"routes": [{"slug": r.slug, "name": r.name, "graders_per_item": r.graders_per_item} for r in routes]}
+        page, next_url = _ROUTE_PAGES.page(request, selectors.readable_routes(request.user))
+        rows = [{"slug": r.slug, "name": r.name, "graders_per_item": r.graders_per_item} for r in page]
+        return Response({"results": rows, "next": next_url, "routes": rows})
+
+
+class DecisionRecordSerializer(serializers.Serializer):
+    """One decision of the list: the lookup's shape without what other apps add (passages, span
+    checks, shadow run, grades); `GET /api/v1/decisions/{id}` gives the whole of it."""
+
+    class GateSerializer(serializers.Serializer):
+        name = serializers.CharField()
+        score = serializers.FloatField()
+        cutoff = serializers.FloatField()
+
+    id = serializers.IntegerField()
+    route = serializers.CharField(help_text="The route's slug.")
+    request_id = serializers.CharField()
+    occurred_at = serializers.DateTimeField()
+    ingested_at = serializers.DateTimeField()
+    question = serializers.CharField()
+    claim = serializers.CharField()
+    gate = GateSerializer()
+    outcome = serializers.ChoiceField(choices=Outcome.values)
+    served_answer = serializers.CharField(allow_null=True)
+    versions = serializers.DictField(child=serializers.CharField())
+    segments = serializers.DictField(child=serializers.JSONField())
+    content_hash = serializers.CharField(help_text="SHA-256 (hex) of the decision as sent; replays compare it.")
+
+
+class DecisionPageSerializer(serializers.Serializer):
+    results = DecisionRecordSerializer(many=True)
+    next = serializers.URLField(allow_null=True, help_text="The next page (same filters); null on the last page.")
+
+
+# Newest first; the id breaks ties of one instant and makes each position unique.
+_DECISION_PAGES = Keyset("ledger.decisions", "-occurred_at", "-pk")
+_OUTCOME_CHOICES = (*Outcome.values, "any")
+_LIST_PARAMETERS = (
+    "outcome",
+    "score_min",
+    "score_max",
+    "from",
+    "to",
+    "q",
+    "no_supporting_passage",
+    "limit",
+    "cursor",
+)
+
+
+def _list_filters(reader: QueryReader, route_slug: str) -> selectors.DecisionFilters:
+    """The refusals page's filters from the API's parameters (every bad one reported together)."""
+    named = tuple(hook.name for hook in decision_filters())
+    reader.refuse_unknown((*_LIST_PARAMETERS, *named), ("version.", "segment."))
+    outcome = reader.choice("outcome", "any", _OUTCOME_CHOICES)
+    score_min = reader.number("score_min", None, -1e12, 1e12, closed=True)
+    score_max = reader.number("score_max", None, -1e12, 1e12, closed=True)
+    if score_min is not None and score_max is not None and score_min > score_max:
+        reader.error("score_min", f"({score_min:g}) is above score_max ({score_max:g}).")
+    date_from, date_to = reader.day("from"), reader.day("to")
+    if date_from and date_to and date_from > date_to:
+        reader.error("from", f"({date_from}) is after to ({date_to}).")
+    return selectors.DecisionFilters(
+        route=route_slug,
+        outcome=None if outcome == "any" else outcome,
+        score_min=score_min,
+        score_max=score_max,
+        date_from=date_from,
+        date_to=date_to,
+        versions=dict(reader.pairs("version.")) or None,
+        segments=dict(reader.pairs("segment.")) or None,
+        text=reader.text("q", max_length=200),
+        no_supporting_passage=reader.flag("no_supporting_passage"),
+        extra=tuple(name for name in named if reader.flag(name)),
+    )
+
+
+class RouteDecisionListApi(APIView):
+    @extend_schema(
+        operation_id="v1_routes_decisions_list",
+        summary="List a route's decisions, newest first",
+        description="The refusals page's filters over every decision of the route (all outcomes unless "
+        "`outcome` says otherwise), paged by cursor: follow `next` until it is null. Unknown and bad "
+        "parameters are a 400 naming each. A route the caller may not read answers 404 as an unknown "
+        "one does; a role that reads no decisions (grader) gets 403.",
+        parameters=[
+            OpenApiParameter("outcome", str, enum=list(_OUTCOME_CHOICES), description="Default `any`."),
+            OpenApiParameter("score_min", float, description="Gate score at least this."),
+            OpenApiParameter("score_max", float, description="Gate score at most this."),
+            OpenApiParameter("from", OpenApiTypes.DATE, description="First day (UTC, inclusive)."),
+            OpenApiParameter("to", OpenApiTypes.DATE, description="Last day (UTC, inclusive)."),
+            OpenApiParameter(
+                "q", str, description='Words in the question or claim: "a phrase", or, -word (at most 200 characters).'
+            ),
+            OpenApiParameter(
+                "no_supporting_passage",
+                bool,
+                description="Only decisions whose claim no logged passage supports (verified). The page's "
+                "other named filters work the same way: `disputed=true`, `shadow_failed=true`, "
+                "`not_following_policy=true`.",
+            ),
+            OpenApiParameter(
+                "version.model",
+                str,
+                description="Keep decisions with this model version; any version.<key> works the same way.",
+            ),
+            OpenApiParameter(
+                "segment.language",
+                str,
+                description="Keep decisions with this segment value; any segment.<key> works the same way.",
+            ),
+            *page_parameters(100),
+        ],
+        responses={200: DecisionPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 429: ERROR},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        route = permissions.route_for(
+            request.user,
+            slug,
+            allowed=permissions.can_read_decisions,
+            refused="Your role does not allow reading decisions.",
         )
+        reader = QueryReader(request.query_params)
+        filters = _list_filters(reader, route.slug)
+        limit = reader.integer("limit", 100, 1, MAX_LIMIT)
+        reader.finish()
+        rows, next_url = _DECISION_PAGES.page(request, selectors.route_decisions(request.user, filters), limit=limit)
+        return Response({"results": [selectors.decision_record(d) for d in rows], "next": next_url})

@@ -16,6 +16,7 @@ from django.utils import timezone
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import Forbidden
+from console.core.paging import Keyset
 from console.ledger.hooks import decision_filter, decision_filters
 from console.ledger.models import Decision, DecisionPassage, Outcome, RouteDayCount
 
@@ -53,6 +54,33 @@ def get_decision_for_user(
     if decision is None:
         raise Http404("No such decision.")
     return decision
+
+
+def decision_record(decision: Decision) -> dict[str, Any]:
+    """A decision as the API gives it: the ledger's own fields, as sent and as stored. The lookup
+    (console.review) adds passages and what the other apps know of it; the decisions list gives this
+    much, so a page of a thousand costs one query."""
+    return {
+        "id": decision.pk,
+        "route": decision.route.slug,
+        "request_id": decision.request_id,
+        "occurred_at": decision.occurred_at.isoformat(),
+        "ingested_at": decision.ingested_at.isoformat(),
+        "question": decision.question,
+        "claim": decision.claim,
+        "gate": {"name": decision.gate_name, "score": decision.gate_score, "cutoff": decision.cutoff},
+        "outcome": decision.outcome,
+        "served_answer": decision.served_answer,
+        "versions": decision.versions,
+        "segments": decision.segments,
+        "content_hash": decision.content_hash,
+    }
+
+
+def route_decisions(user, filters: DecisionFilters) -> QuerySet[Decision]:
+    """The decisions the filters keep among those the user may read, with their route: the
+    refusals page's filters, for the decisions list of the API (which pages it newest first)."""
+    return filters.apply(readable_decisions(user)).select_related("route")
 
 
 def _ranked_passages_prefetch():
@@ -234,18 +262,11 @@ def decision_page(
 
 
 def _beyond(queryset: QuerySet[Decision], order: Sort, cursor: tuple[Any, int], *, forward: bool) -> QuerySet:
-    """Rows strictly after (``forward``) or before the cursor in the list's order. The bound on
-    the column alone (``lte``/``gte``) lets PostgreSQL start the index scan at the cursor."""
-    value, pk = cursor
-    later = order.descending == forward  # moving towards smaller values
-    if later:
-        return queryset.filter(
-            Q(**{f"{order.field}__lt": value}) | Q(**{order.field: value, "pk__lt": pk}),
-            **{f"{order.field}__lte": value},
-        )
-    return queryset.filter(
-        Q(**{f"{order.field}__gt": value}) | Q(**{order.field: value, "pk__gt": pk}), **{f"{order.field}__gte": value}
-    )
+    """Rows strictly after (``forward``) or before the cursor in the list's order, by the API's
+    keyset condition (console.core.paging), read in the direction of travel."""
+    towards_smaller = "-" if order.descending == forward else ""
+    keyset = Keyset("ledger.refusals", f"{towards_smaller}{order.field}", f"{towards_smaller}pk")
+    return queryset.filter(keyset.after(list(cursor)))
 
 
 def _cursor_of(decision: Decision, order: Sort = SORTS[DEFAULT_SORT]) -> str:

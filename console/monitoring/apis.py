@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import InvalidInput, detail
+from console.core.paging import Keyset, page_parameters, page_schema
 from console.governance.models import PolicyVersion
 from console.monitoring import selectors
 from console.monitoring.services import alarms as alarm_services
@@ -137,17 +138,22 @@ class RouteHealthApi(APIView):
         return Response(selectors.route_health(route, user=request.user))
 
 
+# Newest first, as the models order them.
+_NEWEST_RECHECKS = Keyset("monitoring.rechecks", "-opened_at", "-pk")
+_NEWEST_ALARMS = Keyset("monitoring.alarms", "-opened_at", "-pk")
+
+
 class RouteRechecksApi(APIView):
     @extend_schema(
         summary="A route's release rechecks, newest first, each with its diagnosis",
-        responses={
-            200: inline_serializer("RecheckList", {"rechecks": serializers.ListField(child=_RECHECK)}),
-            **_ERRORS,
-        },
+        responses={200: page_schema("RecheckList", _RECHECK, also_as="rechecks"), **_ERRORS},
+        parameters=page_parameters(50),
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
-        return Response({"rechecks": [selectors.recheck_as_dict(r) for r in selectors.route_rechecks(route)[:50]]})
+        page, next_url = _NEWEST_RECHECKS.page(request, selectors.route_rechecks(route), default_limit=50)
+        rows = [selectors.recheck_as_dict(r) for r in page]
+        return Response({"results": rows, "next": next_url, "rechecks": rows})
 
 
 class RecheckDetailApi(APIView):
@@ -200,11 +206,14 @@ class RecheckCloseApi(APIView):
 class RouteAlarmsApi(APIView):
     @extend_schema(
         summary="A route's drift alarms, newest first",
-        responses={200: inline_serializer("AlarmList", {"alarms": serializers.ListField(child=_ALARM)}), **_ERRORS},
+        responses={200: page_schema("AlarmList", _ALARM, also_as="alarms"), **_ERRORS},
+        parameters=page_parameters(100),
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
-        return Response({"alarms": [selectors.alarm_as_dict(a) for a in selectors.route_alarms(route)[:100]]})
+        page, next_url = _NEWEST_ALARMS.page(request, selectors.route_alarms(route), default_limit=100)
+        rows = [selectors.alarm_as_dict(a) for a in page]
+        return Response({"results": rows, "next": next_url, "alarms": rows})
 
 
 class AlarmAcknowledgeApi(APIView):

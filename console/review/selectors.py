@@ -7,6 +7,7 @@ from typing import Any
 from console.accounts import permissions
 from console.governance.selectors import signed_policy_as_dict
 from console.ledger.models import Decision
+from console.ledger.selectors import decision_record
 from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
 from console.verification.selectors import span_checks_as_list, support_as_dict
 from grading.models import FinalLabel
@@ -15,19 +16,7 @@ from grading.selectors import decision_grading
 
 def decision_as_dict(decision: Decision) -> dict[str, Any]:
     return {
-        "id": decision.pk,
-        "route": decision.route.slug,
-        "request_id": decision.request_id,
-        "occurred_at": decision.occurred_at.isoformat(),
-        "ingested_at": decision.ingested_at.isoformat(),
-        "question": decision.question,
-        "claim": decision.claim,
-        "gate": {"name": decision.gate_name, "score": decision.gate_score, "cutoff": decision.cutoff},
-        "outcome": decision.outcome,
-        "served_answer": decision.served_answer,
-        "versions": decision.versions,
-        "segments": decision.segments,
-        "content_hash": decision.content_hash,
+        **decision_record(decision),
         "passages": [
             {
                 "passage_id": link.passage.pk,

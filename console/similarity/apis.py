@@ -8,6 +8,7 @@ from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Forbidden, InvalidInput
+from console.core.paging import whole
 from console.ledger.models import Outcome
 from console.ledger.selectors import get_decision_for_user
 from console.similarity import selectors
@@ -65,6 +66,7 @@ _SIMILAR = inline_serializer(
             "which the built-in embedder cannot place, or zeros sent as its question_embedding), so no similarity "
             "can be computed. Null otherwise. Decisions with a zero vector are never listed as neighbours.",
         ),
+        "next": serializers.URLField(allow_null=True, help_text="Always null: `k` bounds the list (1 to 50)."),
     },
 )
 
@@ -87,7 +89,7 @@ def neighbour_dict(neighbour) -> dict:
 def similar_as_dict(result) -> dict:
     space = result.space
     return {
-        "results": [neighbour_dict(n) for n in result.neighbours],
+        **whole([neighbour_dict(n) for n in result.neighbours]),  # the k nearest: one page
         "vectors": None
         if space is None
         else {
@@ -168,6 +170,10 @@ class RouteGapsApi(APIView):
                 "CorpusGaps",
                 {
                     "computed_at": serializers.DateTimeField(allow_null=True),
+                    "results": serializers.ListField(
+                        child=serializers.JSONField(), help_text="The clusters, as `clusters` gives them."
+                    ),
+                    "next": serializers.URLField(allow_null=True, help_text="Always null: one run's clusters."),
                     "clusters": serializers.ListField(child=serializers.JSONField()),
                     "reason": serializers.ChoiceField(
                         choices=["not_computed", "no_refusals", "too_few_refusals", "no_groups"],
@@ -187,16 +193,20 @@ class RouteGapsApi(APIView):
         route = get_route_for_gaps(request.user, slug)
         run = selectors.latest_gap_run(route)
         if run is None:
-            return Response({"computed_at": None, "clusters": [], "reason": selectors.gaps_reason(None, [])})
+            return Response(
+                {"computed_at": None, **whole([]), "clusters": [], "reason": selectors.gaps_reason(None, [])}
+            )
         clusters = selectors.gap_clusters(run)
+        rows = [cluster_dict(c) for c in clusters]
         return Response(
             {
+                **whole(rows),
                 "computed_at": run.computed_at.isoformat(),
                 "window": {"from": run.window_from.isoformat(), "to": run.window_to.isoformat()},
                 "refusals": run.refusals,
                 "unclustered": run.unclustered,
                 "source": run.source,
-                "clusters": [cluster_dict(c) for c in clusters],
+                "clusters": rows,
                 "reason": selectors.gaps_reason(run, clusters),
             }
         )

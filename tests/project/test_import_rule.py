@@ -53,6 +53,8 @@ PROJECT_MODULES = {
     "console.env",
     # manage.py backup / restore: run before Django starts the embedded database (console/backup.py)
     "console.backup",
+    # beat's start-up guards, wired by console/celery.py
+    "console.beat_guard",
     "console",
 }
 

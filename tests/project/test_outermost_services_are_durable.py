@@ -28,6 +28,7 @@ DURABLE = {
         "member_add",
         "role_revoke",
         "tokens_revoke",
+        "token_rate_set",
         "route_settings_create",
         "route_settings_update",
     },

@@ -80,7 +80,8 @@ UNAUDITED_TABLES = {
     "django_cache": "the database cache (login throttles, short-lived lookups): no record of anything",
     "auth_user": "last_login on sign-in (Django's); users and their changes are audited through roles and tokens",
     "django_admin_log": "Django's own admin history, written beside the audited change it describes",
-    "accounts_apitoken": "a token's last-used stamp on every authenticated API call; issuing and revoking are audited",
+    "accounts_apitoken": "a token's last-used stamp and rate count on every authenticated API call; issuing, "
+    "revoking and setting its rate are audited",
     "policy_statsresult": "stored statistics documents: derived data, computed again when missing",
     "grading_labelsample": "labels packed per day by a trigger: always equal to a GROUP BY over the audited labels",
     "ledger_routedaycount": "counters kept by ingest's statements: derived from the audited decisions",
@@ -354,6 +355,7 @@ def world(transactional_db, settings, tmp_path) -> dict[str | None, Any]:
     # What the workspace pages revoke: a role on the route and a token nobody walks with.
     factories.make_user("walk-doomed-member", "grader", route)
     accounts.token_issue(actor=factories.TEST_ACTOR, user=people["integrator"], name="walk-doomed")
+    accounts.token_issue(actor=factories.TEST_ACTOR, user=people["integrator"], name="walk-rated")
     return people
 
 
@@ -451,6 +453,7 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
         "monitoring-alarm-acknowledge": values["alarm_id"],
         "route-member-revoke": _first(RoleGrant.objects.filter(route=route, user__username="walk-doomed-member")),
         "token-revoke": _first(ApiToken.objects.filter(name="walk-doomed", revoked_at__isnull=True)),
+        "token-rate": _first(ApiToken.objects.filter(name="walk-rated")),
         "grading-gold-remove": _first(
             GradingItem.objects.filter(route=route, is_gold=True, status="open").order_by("pk")
         ),
@@ -603,6 +606,7 @@ VALID_BODIES: dict[str, Callable[[], Any]] = {
     "route-member-revoke": lambda: {},
     "tokens": lambda: {"name": f"walk-{next(_request_ids)}", "owner": "walk-integrator", "expires_on": ""},
     "token-revoke": lambda: {},
+    "token-rate": lambda: {"rate_per_minute": str(100 + next(_request_ids))},
 }
 
 # Values no field should take without a 4xx: empty, absurd, hostile.
