@@ -30,9 +30,12 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
             # Only failures touch the throttle: a valid token costs no extra query, and a key of 256
             # random bits cannot be guessed anyway; what this stops is a client hammering with bad keys.
             address = throttle.client_address(request)
-            if blocked := throttle.blocked("api-token", username=None, address=address):
+            with throttle.one_attempt_at_a_time("api-token", username=None, address=address):
+                blocked = throttle.blocked("api-token", username=None, address=address)
+                if not blocked:
+                    throttle.record_failure("api-token", username=None, address=address)
+            if blocked:
                 raise exceptions.Throttled(wait=blocked.retry_after, detail=blocked.message) from None
-            throttle.record_failure("api-token", username=None, address=address)
             raise
 
     def _authenticate_token(self, header: list[bytes]):

@@ -13,10 +13,13 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection, transaction
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,38 @@ def _keys(scope: str, *, username: str | None, address: str) -> list[tuple[str, 
 
 def _key(scope: str, kind: str, value: str) -> str:
     return f"throttle:{scope}:{kind}:{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
+@contextmanager
+def one_attempt_at_a_time(scope: str, *, username: str | None, address: str) -> Iterator[None]:
+    """Hold the counters an attempt reads and writes (its username's and its client's) until it is
+    recorded: transaction-scoped advisory locks, taken in key order, around check and count.
+
+    The counts live in the cache, read and written apart; attempts sent at once all read the count
+    before any wrote it, and 12 wrong passwords got past a limit of 5. Under these locks the next
+    attempt on the same username or client waits for this one to be counted, so a limit holds.
+    Raise nothing inside: an exception would roll the count back with the lock's transaction."""
+    keys = sorted(key for key, _limit in _keys(scope, username=username, address=address))
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            for key in keys:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+        yield
+
+
+def count_within(key: str, *, limit: int, window_seconds: int) -> bool:
+    """Count one event under `key` in a window that opens at its first event; False once more than
+    `limit` events fell in the window. Atomic across processes (an advisory lock on the key)."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+        now = time.time()
+        window = cache.get(key)
+        if not window or window["until"] <= now:
+            window = {"events": 0, "until": now + window_seconds}
+        window["events"] += 1
+        cache.set(key, window, timeout=math.ceil(window["until"] - now))
+        return window["events"] <= limit
 
 
 def blocked(scope: str, *, username: str | None, address: str) -> Throttled | None:

@@ -29,15 +29,22 @@ class ThrottledAuthenticationForm(AuthenticationForm):
     def clean(self):
         username = self.data.get("username") or ""
         address = throttle.client_address(self.request)
-        self.throttled = throttle.blocked("login", username=username, address=address)
+        failed: ValidationError | None = None
+        # Nothing is raised inside: the lock's transaction must commit the count it wrote.
+        with throttle.one_attempt_at_a_time("login", username=username, address=address):
+            self.throttled = throttle.blocked("login", username=username, address=address)
+            if not self.throttled:
+                try:
+                    cleaned = super().clean()
+                except ValidationError as exc:
+                    failed = exc
+                    throttle.record_failure("login", username=username, address=address)
+                else:
+                    throttle.clear_username("login", username=username)
         if self.throttled:
             raise ValidationError(self.throttled.message, code="throttled")
-        try:
-            cleaned = super().clean()
-        except ValidationError:
-            throttle.record_failure("login", username=username, address=address)
-            raise
-        throttle.clear_username("login", username=username)
+        if failed is not None:
+            raise failed
         return cleaned
 
 

@@ -9,7 +9,6 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -21,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from audit.services import Actor
 from console.accounts import permissions
 from console.accounts.models import Route
-from console.accounts.throttle import client_address
+from console.accounts.throttle import client_address, count_within
 from console.core.errors import Conflict, InvalidInput
 from console.disputes import selectors, services
 from console.disputes.models import MAX_APPEAL_MESSAGE, MAX_NOTE, MAX_REASON, USER_KINDS, Dispute, Kind, Status
@@ -288,17 +287,15 @@ def dispute_open(request, pk: int):
 
 
 def _client_over_limit(request) -> bool:
-    """Counts appeals per client address in Django's cache (the database cache, shared by workers);
-    a window opens at the first appeal and lasts APPEALS_CLIENT_WINDOW_SECONDS."""
+    """Counts appeals per client address (the database cache, shared by workers, counted under an
+    advisory lock so appeals sent at once cannot all read the count before it grows); a window opens
+    at the first appeal and lasts APPEALS_CLIENT_WINDOW_SECONDS."""
     address = hashlib.sha256(client_address(request).encode("utf-8", "surrogatepass")).hexdigest()
-    key = f"appeal-client:{address}"
-    cache.add(key, 0, timeout=settings.APPEALS_CLIENT_WINDOW_SECONDS)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # the window ended between add and incr
-        cache.set(key, 1, timeout=settings.APPEALS_CLIENT_WINDOW_SECONDS)
-        count = 1
-    return count > settings.APPEALS_PER_CLIENT
+    return not count_within(
+        f"appeal-client:{address}",
+        limit=settings.APPEALS_PER_CLIENT,
+        window_seconds=settings.APPEALS_CLIENT_WINDOW_SECONDS,
+    )
 
 
 @never_cache

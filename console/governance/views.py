@@ -101,11 +101,14 @@ def policy_sign(request, pk: int):
         # The password counts against the sign-in's throttle (same counts): a wrong one here is a
         # failed sign-in, and a throttled user or client is refused, right password or not.
         address, username = throttle.client_address(request), request.user.get_username()
-        throttled = throttle.blocked("login", username=username, address=address)
+        with throttle.one_attempt_at_a_time("login", username=username, address=address):
+            throttled = throttle.blocked("login", username=username, address=address)
+            right = not throttled and request.user.check_password(request.POST.get("password", ""))
+            if not throttled and not right:
+                throttle.record_failure("login", username=username, address=address)
         if throttled:
             error = throttled.message
-        elif not request.user.check_password(request.POST.get("password", "")):
-            throttle.record_failure("login", username=username, address=address)
+        elif not right:
             error = "The password is not right. Signing needs your password again."
         elif request.POST.get("read_evidence") != "yes":
             error = "Tick that you have read the evidence before signing."

@@ -109,3 +109,42 @@ def test_a_client_sending_bad_api_tokens_is_throttled_and_good_tokens_still_work
     assert client.get("/api/v1/routes", REMOTE_ADDR="10.0.0.6").status_code == 401
     client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(ada)}")
     assert client.get("/api/v1/routes", REMOTE_ADDR="10.0.0.5").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wrong_passwords_sent_at_once_cannot_race_past_the_limit(monkeypatch):
+    """Twelve guesses at once against a limit of five: each attempt is checked and counted under
+    the username's lock, so at most five are tried and the rest are refused."""
+    import threading
+
+    from django.contrib.auth.models import AbstractBaseUser
+    from django.core.cache import cache
+
+    cache.clear()
+    make_user("ada", "reviewer", password="the-right-password")
+    real_check = AbstractBaseUser.check_password
+
+    def slow_check(self, raw):  # widen the window between reading the count and writing it
+        time.sleep(0.2)
+        return real_check(self, raw)
+
+    monkeypatch.setattr(AbstractBaseUser, "check_password", slow_check)
+    barrier = threading.Barrier(12)
+    codes: list[int] = []
+
+    def guess(n: int) -> None:
+        from django.db import connection
+
+        try:
+            barrier.wait()
+            codes.append(_sign_in(f"guess-{n}", address=f"10.0.3.{n}").status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(codes) == [200] * 5 + [429] * 7
+    cache.clear()
