@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.accounts import permissions
+from console.accounts.hooks import route_fields, with_route_fields
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Forbidden
@@ -56,7 +57,9 @@ class RouteListApi(APIView):
     def get(self, request: Request) -> Response:
         if not permissions.can_read_decisions(request.user):
             raise Forbidden("Your role does not allow reading routes.")
-        routes = selectors.readable_routes(request.user)
+        # The apps above add their fields of a route (grading: graders_per_item) through accounts' hook.
+        fields = route_fields()
+        routes = with_route_fields(selectors.readable_routes(request.user))
         return Response(
-            {"routes": [{"slug": r.slug, "name": r.name, "graders_per_item": r.graders_per_item} for r in routes]}
+            {"routes": [{"slug": r.slug, "name": r.name, **{f.name: getattr(r, f.name) for f in fields}} for r in routes]}
         )
