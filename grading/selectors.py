@@ -139,7 +139,9 @@ def current_lease(grader, route_ids: list[int] | None) -> Assignment | None:
     if route_ids is not None:
         queryset = queryset.filter(item__route_id__in=route_ids)
     # with the item's decision, whose texts the item reads unless it holds its own
-    assignment = queryset.select_related("item__route", "item__decision").order_by("leased_at").first()
+    assignment = (
+        queryset.select_related("item__route__grading_settings", "item__decision").order_by("leased_at").first()
+    )
     if assignment is not None:
         assignment.item.route_guidelines = route_grading_settings(assignment.item.route).guidelines
     return assignment
