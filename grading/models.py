@@ -6,8 +6,8 @@ on the server.
 """
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
 from django.contrib.postgres.functions import RandomUUID
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models.functions import Coalesce, NullIf
 

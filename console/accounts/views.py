@@ -73,9 +73,7 @@ def _sections_data(section_forms) -> dict[str, dict]:
 def workspace_index(request):
     selectors.require_workspace_admin(request.user)
     fields = hooks.route_fields()
-    routes = [
-        (route, [getattr(route, field.name) for field in fields]) for route in selectors.workspace_routes()
-    ]
+    routes = [(route, [getattr(route, field.name) for field in fields]) for route in selectors.workspace_routes()]
     return render(request, "accounts/workspace.html", {"routes": routes, "fields": fields})
 
 

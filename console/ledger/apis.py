@@ -61,5 +61,9 @@ class RouteListApi(APIView):
         fields = route_fields()
         routes = with_route_fields(selectors.readable_routes(request.user))
         return Response(
-            {"routes": [{"slug": r.slug, "name": r.name, **{f.name: getattr(r, f.name) for f in fields}} for r in routes]}
+            {
+                "routes": [
+                    {"slug": r.slug, "name": r.name, **{f.name: getattr(r, f.name) for f in fields}} for r in routes
+                ]
+            }
         )

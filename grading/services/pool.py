@@ -75,7 +75,11 @@ def _ready_for_pool(decision_ids: list[int] | None):
             shadow_answer=Subquery(shadow_answer),
             labelled=Exists(FinalLabel.objects.filter(decision=OuterRef("pk"))),
         )
-        .filter(~Q(outcome=Outcome.REFUSED) | Q(shadow_answer__isnull=False) | ~Q(route__shadow_settings__config__has_key="kind"))
+        .filter(
+            ~Q(outcome=Outcome.REFUSED)
+            | Q(shadow_answer__isnull=False)
+            | ~Q(route__shadow_settings__config__has_key="kind")
+        )
         # Rows, not model instances: pool entry only reads their values, and a deferred-field
         # instance per decision cost about a quarter of the read.
         .values_list(

@@ -157,7 +157,8 @@ def _claim_waiting_for_locked(claim_sql: str, params: dict[str, Any]) -> Grading
 def _gold_claim(*, grader, route_id: int, now, expires) -> Assignment | None:
     items = list(
         GradingItem.objects.raw(
-            _GOLD_SQL.format(passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES), {"route": route_id, "grader": grader.pk}
+            _GOLD_SQL.format(passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES),
+            {"route": route_id, "grader": grader.pk},
         )
     )
     if not items:

@@ -11,10 +11,10 @@ from audit.models import AuditEvent
 from console.ledger.models import Decision
 from grading import selectors
 from grading.models import Assignment, FinalLabel, Grade, GradingItem, ItemStatus
+from grading.selectors import published_guidelines
 from grading.services import labels as labels_services
 from grading.services import pool as pool_services
 from grading.services import queue as queue_services
-from grading.selectors import published_guidelines
 from tests.factories import TEST_ACTOR, make_route, make_user, record, served_record, set_grading
 from tests.grading.helpers import pooled
 
@@ -186,11 +186,14 @@ def test_the_graders_pages_are_never_stored_by_a_browser_or_proxy(route, grader_
 
 
 def test_guidelines_show_no_image_from_another_site(route, page_of):
-    set_grading(route, guidelines=(
-        '![pixel](https://tracker.example/p.png) <img src="//tracker.example/q.png"> '
-        '<img src="/\\tracker.example/r.png"> ![logo](/static/logo.png) '
-        "![dot](data:image/png;base64,iVBORw0KGgo=) [a link](data:text/html,hi)"
-    ))
+    set_grading(
+        route,
+        guidelines=(
+            '![pixel](https://tracker.example/p.png) <img src="//tracker.example/q.png"> '
+            '<img src="/\\tracker.example/r.png"> ![logo](/static/logo.png) '
+            "![dot](data:image/png;base64,iVBORw0KGgo=) [a link](data:text/html,hi)"
+        ),
+    )
     html = page_of(make_user("pixel-reviewer", "reviewer")).get("/grading/routes/it-support/guidelines/")
     preview = html.content.decode().split("</textarea>")[-1]
     assert "tracker.example" not in preview
@@ -215,7 +218,8 @@ def test_reviewers_edit_guidelines_as_markdown_and_publish_after_reviewing_the_c
         follow=True,
     )
     assert "Guidelines published" in response.content.decode()
-    assert published_guidelines(route) == "Use **the passages**.\n\n<img src=x onerror=alert(1)>"  # line breaks as typed
+    # line breaks as typed
+    assert published_guidelines(route) == "Use **the passages**.\n\n<img src=x onerror=alert(1)>"
     event = AuditEvent.objects.get(action="route_updated")
     assert event.payload["guidelines"]["old"] == "" and event.actor == "user:guide-reviewer"
 

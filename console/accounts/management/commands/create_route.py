@@ -43,7 +43,9 @@ class Command(BaseCommand):
                 if not name:
                     raise CommandError("--name is required to create a route.")
                 route = route_create(actor=actor, slug=slug, name=name)
-                lines = [option.apply(actor=actor, route=route, created=True, options=options) for option in apps_options]
+                lines = [
+                    option.apply(actor=actor, route=route, created=True, options=options) for option in apps_options
+                ]
         except InvalidInput as exc:
             raise CommandError(exc.message) from exc
         except ValidationError as exc:
