@@ -78,16 +78,29 @@ def get_shadow_run_for_retry(user, pk: int) -> ShadowRun:
     return run
 
 
+# A refusal's run (one at most) and its route's pipeline, in one row whether or not either exists.
+_RUN_AND_PIPELINE_SQL = f"""
+SELECT r.*, s.config ->> 'kind' AS route_pipeline
+FROM (SELECT 1) AS one
+LEFT JOIN {ShadowRun._meta.db_table} r ON r.decision_id = %s
+LEFT JOIN {RouteShadowSettings._meta.db_table} s ON s.route_id = %s
+"""
+
+
 def shadow_context(user, decision: Decision) -> dict[str, Any]:
-    """What the refusal detail page shows about the decision's shadow run (one query)."""
-    run = shadow_run_of(decision) if decision.outcome == Outcome.REFUSED else None
+    """What the refusal detail page shows about the decision's shadow run (one query, for a refusal):
+    the run, or, while it has none, whether its route names a pipeline."""
+    run, pipeline = None, ""
+    if decision.outcome == Outcome.REFUSED:
+        [row] = ShadowRun.objects.raw(_RUN_AND_PIPELINE_SQL, [decision.pk, decision.route_id])
+        run, pipeline = (row if row.pk is not None else None), row.route_pipeline or ""
     logged = [
         PipelinePassage(id=link.passage.external_id, text=link.passage.text) for link in decision.ranked_passages.all()
     ]  # prefetched in rank order: no query
     logged_sha256 = passages_sha256(logged) if run and run.passages_sha256 else ""
     return {
         "shadow_run": run,
-        "shadow_pipeline": route_shadow_config(decision.route).get("kind", ""),
+        "shadow_pipeline": pipeline,
         "shadow_checksum_matches": bool(run and run.passages_sha256 and run.passages_sha256 == logged_sha256),
         "shadow_can_retry": bool(run and run.status == ShadowStatus.FAILED and can_retry(user, decision.route)),
     }
