@@ -89,8 +89,8 @@ def _parse_object(raw: str) -> tuple[str, str]:
 
 
 class AuditEventListApi(APIView):
-    """Audit events, oldest first. Auditors see their routes' events (global auditors all);
-    readers of a decision see its own history."""
+    """Audit events, oldest first. Auditors see their routes' events (global auditors all); the
+    roles that read a route's statistics see the history of its decisions, as on the decision page."""
 
     @extend_schema(
         parameters=[
@@ -112,11 +112,13 @@ class AuditEventListApi(APIView):
             if trail_access().can_read_trail(user):
                 events = selectors.audit_events_for_object(kind, oid, selectors.readable_events(user))
             else:
-                if not trail_access().can_read_decisions(user):
-                    raise Forbidden("Your role does not allow reading decisions.")
+                # The decision page's rule: the roles that read a route's statistics read the history
+                # of its decisions (who graded what); a `reader` reads the refusal, not its grades.
+                if not trail_access().can_read_history(user):
+                    raise Forbidden("Your role does not allow reading a decision's history.")
                 if kind != "decision" or not (oid.isascii() and oid.isdigit()):
                     raise Forbidden("Only auditors may read this history.")
-                readable = selectors.readable_events(user, trail_access().decision_readers)
+                readable = selectors.readable_events(user, trail_access().history_readers)
                 events = selectors.audit_events_for_object(kind, oid, readable)
                 if not events.exists():  # every stored decision has its ingest event on its route
                     raise NotFound("No such decision.")

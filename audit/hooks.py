@@ -37,12 +37,13 @@ class TrailAccess:
 
     # The user may read, verify and export the trail (of their routes).
     can_read_trail: Callable[[Any], bool]
-    # The user may read decisions, and so the history of the ones on their routes.
-    can_read_decisions: Callable[[Any], bool]
+    # The user may read the history (grades, labels, actions) of the decisions on their routes: the
+    # roles that read statistics, not every decision reader (a `reader` sees refusals, not grades).
+    can_read_history: Callable[[Any], bool]
     # route_slugs(user, roles): slugs of the routes where the user holds one of `roles`; None is all.
     route_slugs: Callable[[Any, Iterable[str]], set[str] | None]
     trail_readers: tuple[str, ...]
-    decision_readers: tuple[str, ...]
+    history_readers: tuple[str, ...]
     # The e-mail addresses of the console's admins, told of a broken chain.
     admin_addresses: Callable[[], list[str]]
 

@@ -48,6 +48,7 @@ def _synthetic(rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
 def load(database_url: str, size: int) -> list[int]:
     """Routes, policies and decisions; returns the route ids (reused when already loaded)."""
     import psycopg
+    from django.db import connection
 
     from console.accounts.models import Route
     from console.governance.models import PolicyVersion
@@ -100,10 +101,11 @@ def load(database_url: str, size: int) -> list[int]:
     for route in routes:
         if not PolicyVersion.objects.filter(route=route).exists():
             evidence = json.dumps({"traffic_versions": {"model": "gen-2026-10", "gate": "nli-4"}, "chosen_row": None})
-            PolicyVersion.objects.create(
+            # Drafted, then signed in the past through the database's signing function: the app's
+            # role may not insert a version already in force (governance migration 0005).
+            policy = PolicyVersion.objects.create(
                 route=route,
                 version=1,
-                status="active",
                 cutoff=CUTOFF,
                 owner=owner,
                 created_by=owner,
@@ -116,9 +118,10 @@ def load(database_url: str, size: int) -> list[int]:
                 evidence_text=evidence,
                 evidence_sha256=PolicyVersion.sha256_of(evidence),
                 data_version="bench",
-                signed_at=today - timedelta(days=WINDOW_END_DAYS_AGO - 1),
-                signed_by=owner,
             )
+            with connection.cursor() as cursor:
+                signed_at = today - timedelta(days=WINDOW_END_DAYS_AGO - 1)
+                cursor.execute("SELECT governance_policy_sign(%s, %s, %s)", [policy.pk, owner.pk, signed_at])
     return ids
 
 

@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import beat_init, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
@@ -19,3 +19,13 @@ def _lower_priority(**kwargs) -> None:
     niceness = int(os.environ.get("CELERY_WORKER_NICE") or 0)
     if niceness > 0:
         os.nice(niceness)
+
+
+@beat_init.connect
+def _one_scheduler(sender=None, **kwargs) -> None:
+    """Beat ends with the worker that embeds it and waits for any other scheduler of the same
+    schedule file to end before it sends anything (console/beat_guard.py)."""
+    from console import beat_guard
+
+    beat_guard.die_with_parent()
+    beat_guard.hold_scheduler_lock(sender.schedule_filename if sender is not None else "celerybeat-schedule")

@@ -1,8 +1,9 @@
 """`make run`: the whole console on one machine, stopped together on Ctrl-C.
 
 Starts (or joins) the embedded PostgreSQL, starts the embedded Redis broker, applies migrations,
-loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs two Celery workers (the
-gradable path; everything else, with beat) and gunicorn as child processes. DATABASE_URL and
+loads the demo workspace on first start (unless CONSOLE_DEMO=0), then runs three Celery workers (the
+gradable path; everything else, with beat; candidate gate trials), each leading its own process
+group, and gunicorn as child processes. DATABASE_URL and
 CELERY_BROKER_URL switch either service to an external one, in which case it is neither started
 nor stopped here.
 """
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 from console import embedded
-from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES
+from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES, TRIAL_QUEUES
 from console.env import env_bool, env_console_url, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,8 +58,10 @@ def main() -> int:
             print("Loading the demo workspace (first start) ...", flush=True)
             manage(*DEMO_COMMAND)
             marker.write_text("loaded\n")
+        # Each worker leads a process group of its own (its pool and, on the background worker, beat),
+        # so stopping it reaches whatever it started even when it was killed first (stop_group).
         children += [
-            subprocess.Popen(command, env={**env, **extra}, cwd=ROOT)
+            subprocess.Popen(command, env={**env, **extra}, cwd=ROOT, process_group=0)
             for command, extra in zip(worker_commands(data_dir), worker_environments(), strict=True)
         ]
         # Its own session: Ctrl-C reaches only this script, which stops gunicorn with one SIGTERM.
@@ -70,9 +73,26 @@ def main() -> int:
     finally:
         print("Stopping ...", flush=True)
         for child in reversed(children):
-            embedded.stop_process(child, timeout=20)
+            stop_group(child, timeout=20)
         embedded.stop_process(redis_process)
     return 0
+
+
+def stop_group(child: subprocess.Popen, *, timeout: float) -> None:
+    """Stop a child (SIGTERM, then SIGKILL after `timeout`), then SIGKILL anything left in its process
+    group: a worker killed with SIGKILL leaves its pool and beat behind, and a beat left running
+    would schedule beside the next start's (console/beat_guard.py keeps a second one waiting)."""
+    embedded.stop_process(child, timeout=timeout)
+    try:
+        os.getpgid(child.pid)
+        return  # the child is reaped, so a process with its pid is a new one (its group, if any, too)
+    except ProcessLookupError:
+        pass
+    try:
+        # Linux reuses no pid while a group of that id has members, so these are the child's leftovers.
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 # Signals that end the wait: a stop request, or a child that exited.
@@ -108,13 +128,16 @@ DEMO_COMMAND = ("load_demo", "--no-logins")
 
 
 def worker_commands(data_dir: Path) -> list[list[str]]:
-    """Two Celery workers that together consume every queue (console/core/queues.py).
+    """Three Celery workers that together consume every queue (console/core/queues.py).
 
     The first takes only the gradable path (span checks, pool entry), sized by CELERY_CONCURRENCY
     (WORKER_CONCURRENCY is the older name; default 2): on one worker for every queue, a 13-second
     embedder refit or a statistics recompute held the processes ingest's follow-up work needed, and
     decisions became gradable at 0.38x the rate they arrived. The second takes every other queue
-    and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). Each child is replaced after
+    but trials and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). The third takes only
+    candidate gate trials (CELERY_TRIALS_CONCURRENCY, default 1): a trial calls a URL a reviewer chose,
+    and a gate that dripped one byte a second once held the shared worker while an escalation
+    waited. Each child is replaced after
     CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
     so a child that grew on one large job does not keep that memory at rest.
     """
@@ -122,6 +145,7 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
         "CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64), minimum=1, maximum=64
     )
     background = env_int("CELERY_BACKGROUND_CONCURRENCY", 1, minimum=1, maximum=64)
+    trials = env_int("CELERY_TRIALS_CONCURRENCY", 1, minimum=1, maximum=64)
     return [
         _worker("gradable", GRADABLE_PATH_QUEUES, gradable),
         [
@@ -130,16 +154,18 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
             "--schedule",
             str(data_dir / "celerybeat-schedule"),
         ],
+        _worker("trials", TRIAL_QUEUES, trials),
     ]
 
 
 def worker_environments() -> list[dict[str, str]]:
-    """What each of `worker_commands` adds to the environment: the background worker runs at a lower
+    """What each of `worker_commands` adds to the environment: the background and trial workers run at a lower
     CPU priority (CELERY_BACKGROUND_NICE, default 10; 0 turns it off; console/celery.py applies it).
     On the 2-core machine a 20-second embedder refit during a burst of ingest took a core from the
     span checks, and decisions became gradable a second after the last batch instead of at once."""
     niceness = env_int("CELERY_BACKGROUND_NICE", 10, minimum=0, maximum=19)
-    return [{}, {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}]
+    lowered = {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}
+    return [{}, lowered, dict(lowered)]
 
 
 IDLE_QUIET_WORKER_FLAGS = ("--without-gossip", "--without-mingle", "--without-heartbeat")
@@ -188,6 +214,10 @@ def web_command(host: str, port: int) -> list[str]:
         str(max_requests // 10),
         "--preload",
         "--no-control-socket",
+        # No request-line limit of gunicorn's own (its 414 is an HTML page): the application answers
+        # a URL past MAX_URL_LENGTH with its own 414 (console/core/middleware.py).
+        "--limit-request-line",
+        "0",
         *_tmpfs_heartbeat(),
         "--access-logfile",
         "-",

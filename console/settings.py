@@ -80,6 +80,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "console.core.middleware.RejectLongUrlMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -144,6 +145,9 @@ WHITENOISE_USE_FINDERS = True
 # A batch of 1,000 decisions with their passages can be large; bigger bodies get 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
+# The longest path and query string the console reads (a 414 in its own shape past it). The longest
+# legitimate URL is a filtered refusals list or export; 8,192 is what most proxies and browsers pass.
+MAX_URL_LENGTH = env_int("MAX_URL_LENGTH", 8192, minimum=1024, maximum=1_000_000)
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads nothing from it; the token is set on <body>

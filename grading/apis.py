@@ -352,6 +352,9 @@ class BlindnessApi(APIView):
 class LabelsImportApi(APIView):
     """Import an existing graded set as final labels (method `imported`, with its source name)."""
 
+    # Reports a lone surrogate as its own field error (console/core/parsers.py).
+    reports_lone_surrogates = True
+
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "LabelsImportInput"

@@ -15,10 +15,10 @@ class AccountsConfig(AppConfig):
         register_trail_access(
             TrailAccess(
                 can_read_trail=permissions.can_read_audit,
-                can_read_decisions=permissions.can_read_decisions,
+                can_read_history=permissions.can_read_stats,
                 route_slugs=permissions.route_slugs,
                 trail_readers=tuple(permissions.AUDIT_READERS),
-                decision_readers=tuple(permissions.DECISION_READERS),
+                history_readers=tuple(permissions.STATS_READERS),
                 admin_addresses=selectors.admin_addresses,
             )
         )

@@ -248,6 +248,13 @@ def can_run_trials(user, route=None) -> bool:
     return has_role(user, TRIAL_RUNNERS, route)
 
 
+def can_name_header_variable(user) -> bool:
+    """Naming an environment variable a candidate gate's header is read from is an admin's act: the
+    value leaves the server for a URL the trial's author chose, and only admins decide which of the
+    operator's ``CANDIDATE_HEADER_<NAME>`` variables may go where."""
+    return is_admin(user)
+
+
 # Disputes of single refusals. Whoever may read a route's decisions may dispute one of its refusals
 # and read its disputes; reviewers and policy owners of the route work the inbox (take, resolve); the
 # opener alone may withdraw. Integrators fetch the appeal link their answering system shows.

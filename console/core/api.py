@@ -67,6 +67,7 @@ _CODES = {
     406: "not_acceptable",
     409: "conflict",
     413: "too_large",
+    414: "uri_too_long",
     415: "unsupported_media_type",
     429: "throttled",
     500: "server_error",

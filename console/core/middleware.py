@@ -73,6 +73,26 @@ class ServiceErrorPagesMiddleware:
         return error_page(request, exception.status, exception.message)
 
 
+class RejectLongUrlMiddleware:
+    """A path and query longer than MAX_URL_LENGTH characters is a 414 in the console's own shape
+    (the JSON envelope under /api/, the error page elsewhere) before anything reads it. gunicorn is
+    started without its own request-line limit (console/run.py), whose answer was an HTML page no
+    API client could parse."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.limit = settings.MAX_URL_LENGTH
+
+    def __call__(self, request):
+        length = len(request.META.get("PATH_INFO", "")) + len(request.META.get("QUERY_STRING", ""))
+        if length > self.limit:
+            message = f"The URL is {length:,} characters long; the console reads at most {self.limit:,}."
+            if request.META.get("PATH_INFO", "").startswith("/api/"):
+                return api_error(414, message, "uri_too_long")
+            return error_page(request, 414, message)
+        return self.get_response(request)
+
+
 class RejectNulInPathMiddleware:
     """A NUL in the path (`/decisions/1%00/`) is a 400 before any view runs: PostgreSQL refuses
     NUL in text, so every lookup by a path segment would otherwise fail as a server error."""
@@ -95,6 +115,7 @@ _TITLES = {
     404: "Not found",
     409: "Conflict",
     413: "Too large",
+    414: "Address too long",
     500: "Server error",
 }
 

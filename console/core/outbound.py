@@ -89,6 +89,33 @@ class OutboundError(Exception):
         return self.kind in (CONNECT, TIMEOUT, BROKEN)
 
 
+# What a failure may say to whoever reads it in the console (an outbox row, a trial page), where the
+# destination was chosen by a user: nothing the far side sent, and one answer for "refused",
+# "unreachable" and "no answer in time", whose difference would map which ports are open.
+_UNREACHED = (CONNECT, TIMEOUT, BROKEN, MALFORMED)
+
+
+def public_reason(error: OutboundError, target: str) -> str:
+    """A short reason for a failed call that reveals neither the reply nor the state of the port.
+
+    Policy and configuration failures (an invalid URL or header, a destination the egress policy
+    refuses) keep their full message: they say what the console itself refused. The full message of
+    any failure goes to the log for the operator."""
+    if error.kind in (INVALID_URL, INVALID_HEADER, REFUSED):
+        return str(error)
+    if error.kind in _UNREACHED:
+        return f"{target} could not be reached, or did not answer in time"
+    if error.kind == TLS:
+        return f"the certificate of {target} does not hold for its name"
+    if error.kind == REDIRECT:
+        return f"{target} answered with a redirect; redirects are not followed: configure the final URL"
+    if error.kind == STATUS:
+        return f"{target} answered HTTP {error.status}"
+    if error.kind == TOO_LARGE:
+        return f"{target} answered with a larger body than the console reads"
+    return f"the call to {target} failed"
+
+
 @dataclass(frozen=True)
 class Retry:
     """How often a call is tried and after which failures. `on` holds failure kinds; STATUS in it

@@ -9,10 +9,16 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 from rest_framework.utils import json
 
+from console.core.errors import InvalidInput, detail
+from console.core.validation import has_lone_surrogate
+
 # Only a number with a three-digit exponent or a hundred digits in a row can exceed a double; a body
 # without either is parsed without a per-number check (float-heavy bodies, such as embeddings,
 # parse twice as slowly with one).
 _MAYBE_TOO_LARGE = re.compile(rb"[eE][+-]?[0-9]{3}|[0-9]{100}")
+# A lone surrogate can only arrive as a JSON escape (raw UTF-8 cannot hold one): a body without a
+# \uD800-\uDFFF escape is not walked.
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _finite_float(text: str) -> float:
@@ -41,8 +47,41 @@ class SafeJSONParser(JSONParser):
             text = raw.decode(encoding)
             parse_float = _finite_float if _MAYBE_TOO_LARGE.search(raw) else None
             parse_constant = json.strict_constant if self.strict else None
-            return json.loads(text, parse_constant=parse_constant, parse_float=parse_float)
+            data = json.loads(text, parse_constant=parse_constant, parse_float=parse_float)
         except RecursionError:
             raise ParseError("JSON parse error - nested too deeply.") from None
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
+        view = (parser_context or {}).get("view")
+        if _MAYBE_SURROGATE.search(raw) and not getattr(view, "reports_lone_surrogates", False):
+            where = _lone_surrogate_path(data, "")
+            if where is not None:
+                raise InvalidInput(
+                    "The body holds a lone surrogate (such as \\ud800), which has no UTF-8 form.",
+                    details=[detail(where or None, "invalid_unicode", "must be valid Unicode")],
+                )
+        return data
+
+
+def _lone_surrogate_path(value, path: str) -> str | None:
+    """Where the first string (or key) with a lone surrogate is, as `a.b[0].c`; None when there is none.
+
+    Views that validate their own text fields and report the field in their own terms (ingest, label
+    import, the span verifier) set ``reports_lone_surrogates``; every other write is refused here, so no
+    such string reaches a service, the database or the audit trail's hash."""
+    if isinstance(value, str):
+        return path if has_lone_surrogate(value) else None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{path}.{key}" if path else key
+            if has_lone_surrogate(key):
+                return name.encode("utf-8", "backslashreplace").decode()
+            found = _lone_surrogate_path(item, name)
+            if found is not None:
+                return found
+    return None

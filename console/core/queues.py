@@ -36,7 +36,12 @@ QUEUES: tuple[str, ...] = tuple(dict.fromkeys(QUEUE_OF_PREFIX.values()))
 # them a worker of their own, so an embedder refit or a statistics recompute never holds the
 # processes they need; every other queue shares a second, smaller worker (with beat).
 GRADABLE_PATH_QUEUES: tuple[str, ...] = ("verification", "pool")
-BACKGROUND_QUEUES: tuple[str, ...] = tuple(queue for queue in QUEUES if queue not in GRADABLE_PATH_QUEUES)
+# Candidate gate trials call URLs a reviewer chose, which may answer slowly or never: they get a
+# worker of their own too, so a trial can never delay notifications, escalations or checkpoints.
+TRIAL_QUEUES: tuple[str, ...] = ("trials",)
+BACKGROUND_QUEUES: tuple[str, ...] = tuple(
+    queue for queue in QUEUES if queue not in GRADABLE_PATH_QUEUES and queue not in TRIAL_QUEUES
+)
 
 
 def task_routes() -> dict[str, dict[str, str]]:

@@ -7,6 +7,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
 from console.core.errors import detail
 
 # What PostgreSQL can store: int4 for ranks and counts, float4 for pgvector components.
@@ -24,6 +27,19 @@ def has_lone_surrogate(value: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def is_one_email_address(value: str) -> bool:
+    """One address a message can be sent to: Django's validator (a local part, one @, a domain with a
+    dot), and no control character, comma or semicolon anywhere, so nothing stored can add a header
+    or a recipient to a message (a CR/LF, a second address, a bare "@")."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value) or "," in value or ";" in value:
+        return False
+    try:
+        validate_email(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def printable(value: str) -> str:

@@ -19,15 +19,17 @@ from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
-from console.core.validation import has_lone_surrogate
+from console.core.validation import has_lone_surrogate, is_one_email_address
 from console.disputes.models import MAX_APPEAL_MESSAGE, AppealLinkRevocation, AppealSecret, Dispute, Kind, Status
 from console.disputes.notices import dispute_escalated_notify, dispute_opened_notify, dispute_resolved_notify
 from console.disputes.validation import DisputeInput
+from console.governance.escalation import channel_target
 from console.governance.models import PolicyVersion
 from console.governance.selectors import eligible_owners, policy_in_force
 from console.ledger.models import Decision
@@ -246,7 +248,7 @@ def appeal_open(*, route: Route, request_id: str, message: str, email: str = "")
         or has_lone_surrogate(message + email)
     ):
         raise InvalidInput(f"The message may be at most {MAX_APPEAL_MESSAGE:,} characters.", code="too_long")
-    if email and "@" not in email:
+    if email and not is_one_email_address(email):
         raise InvalidInput(
             "That is not an email address.", details=[detail("email", "invalid_email", "not an address")]
         )
@@ -305,7 +307,26 @@ def appeals_attach(decision_ids: list[int]) -> int:
 
 
 def _locked(dispute: Dispute) -> Dispute:
-    return Dispute.objects.select_for_update(of=("self",)).select_related("route", "opened_by").get(pk=dispute.pk)
+    return (
+        Dispute.objects.select_for_update(of=("self",))
+        .select_related("route", "opened_by", "assigned_to")
+        .get(pk=dispute.pk)
+    )
+
+
+def _assignment(dispute: Dispute) -> dict[str, Any]:
+    return {
+        "assigned_to": dispute.assigned_to.get_username() if dispute.assigned_to_id else None,
+        "assigned_at": dispute.assigned_at.isoformat() if dispute.assigned_at else None,
+    }
+
+
+def _resolution(dispute: Dispute) -> dict[str, Any]:
+    return {
+        "status": dispute.status,
+        "resolution_note": dispute.resolution_note,
+        "resolved_by": dispute.resolved_by.get_username() if dispute.resolved_by_id else None,
+    }
 
 
 def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
@@ -315,7 +336,7 @@ def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
         locked = _locked(dispute)
         if not locked.is_open:
             raise Conflict(f"This dispute is {locked.status}.", code="not_open")
-        before = locked.assigned_to.get_username() if locked.assigned_to_id else None
+        old = _assignment(locked)
         locked.assigned_to, locked.assigned_at = user, timezone.now()
         locked.save(update_fields=["assigned_to", "assigned_at"])
         audit_record(
@@ -324,7 +345,8 @@ def dispute_assign(*, actor: Actor, user, dispute: Dispute) -> Dispute:
             object_type="dispute",
             object_id=locked.pk,
             route=locked.route.slug,
-            payload={"to": user.get_username(), "before": before},
+            # Events before the per-field shape recorded {"to": username, "before": username | None}.
+            payload=field_changes(old=old, new=_assignment(locked)),
         )
     return locked
 
@@ -341,6 +363,7 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
         locked = _locked(dispute)
         if not locked.is_open:
             raise Conflict(f"This dispute is already {locked.status}.", code="not_open")
+        old = _resolution(locked)
         locked.status, locked.resolution_note = resolution, note
         locked.resolved_at, locked.resolved_by = timezone.now(), user
         locked.save(update_fields=["status", "resolution_note", "resolved_at", "resolved_by"])
@@ -350,7 +373,8 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
             object_type="dispute",
             object_id=locked.pk,
             route=locked.route.slug,
-            payload={"resolution": resolution, "note": note},
+            # Events before the per-field shape recorded {"resolution": status, "note": note}.
+            payload=field_changes(old=old, new=_resolution(locked)),
         )
         appeal_url = ""
         if locked.appellant_email and not revoked(locked.route, locked.request_id):
@@ -364,15 +388,14 @@ def dispute_resolve(*, actor: Actor, user, dispute: Dispute, resolution: str, no
 
 def _escalation_targets(dispute: Dispute) -> list[tuple[str, str]]:
     """(notify channel, recipient) pairs: the signed escalation channel, or the route's policy owners
-    by email when no signed path exists. A channel that is neither mailto: nor a URL is recorded as a
+    by email when no signed path exists. A channel of no documented form (console/governance/
+    escalation.py; only versions signed before channels were checked hold one) is recorded as a
     failed webhook, so the gap is visible on the Outbox page rather than silent."""
     if dispute.policy_id is None:
         owners = eligible_owners(dispute.route)
         return [("email", owner.email) for owner in owners] or [("email", "")]
     channel = dispute.policy.escalation_channel.strip()
-    if channel.lower().startswith("mailto:"):
-        return [("email", channel[len("mailto:") :].split("?")[0])]
-    return [("webhook", channel)]
+    return [channel_target(channel) or ("webhook", channel)]
 
 
 _CLAIM_SQL = """

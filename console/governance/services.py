@@ -3,23 +3,25 @@ transaction; signing supersedes the version in force in the same transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.analysis import selectors as analysis_selectors
-from console.core.errors import Conflict, Forbidden, detail
+from console.core.errors import Conflict, Forbidden, InvalidInput, ServiceError, detail
 from console.governance import hooks, selectors
 from console.governance.evidence import arrivals_since, as_of_text, compute_evidence, recompute_stored, snapshot_now
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
-from console.governance.validation import DraftInput
+from console.governance.validation import DraftInput, parse_draft
 from console.notify.services import notification_send
 
 
@@ -33,10 +35,64 @@ def _summary(policy: PolicyVersion) -> dict[str, Any]:
     }
 
 
-def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> PolicyVersion:
-    """A new draft version with its evidence computed now; the owner is told it waits for them."""
+# --- the gate -------------------------------------------------------------------------------------
+# Who may do what to a version, and in which state, is said here once. The services below call
+# these first, so a view or an API only maps the error they raise (403 Forbidden, 409 Conflict
+# ``not_draft``) to its response; a page that shows an action's form asks the action's gate before
+# showing it, and `passes` tells a template whether to offer the action at all.
+
+
+def draft_gate(user, route: Route) -> None:
     if not permissions.can_draft_policy(user, route):
         raise Forbidden("Only reviewers, policy owners and admins of this route may draft its policy.")
+
+
+def _draft_only(policy: PolicyVersion, only: str) -> None:
+    """409 ``not_draft`` unless `policy` (as read, or as locked) is still a draft."""
+    if policy.status != PolicyStatus.DRAFT:
+        raise Conflict(f"Version {policy.version} is {policy.status}; only {only}.", code="not_draft")
+
+
+def _may_sign(user, policy: PolicyVersion) -> None:
+    if not permissions.can_sign_policy(user, policy):
+        raise Forbidden("Only the owner named in this policy version may sign it.")
+
+
+def sign_gate(user, policy: PolicyVersion) -> None:
+    _may_sign(user, policy)
+    _draft_only(policy, "a draft can be signed")
+
+
+def recompute_gate(user, policy: PolicyVersion) -> None:
+    if not permissions.can_recompute_evidence(user, policy):
+        raise Forbidden("Only the owner of this draft, or someone who may draft the route's policy, may recompute it.")
+    _draft_only(policy, "a draft's evidence can be recomputed")
+
+
+def withdraw_gate(user, policy: PolicyVersion) -> None:
+    if not permissions.can_withdraw_policy(user, policy):
+        raise Forbidden("Only the author of a draft or its owner may withdraw it.")
+    _draft_only(policy, "a draft can be withdrawn")
+
+
+def passes(gate: Callable[..., None], *args: Any) -> bool:
+    """Whether `gate(*args)` lets the action through: what a page offers is what the service accepts."""
+    try:
+        gate(*args)
+    except ServiceError:
+        return False
+    return True
+
+
+def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput | Any) -> PolicyVersion:
+    """A new draft version with its evidence computed now; the owner is told it waits for them.
+
+    `draft` is a parsed `DraftInput`, or a body as the API and the draft form send it (anything a
+    JSON body may be), parsed here after the permission check: a user who may not draft hears 403
+    whatever they sent, never 400."""
+    draft_gate(user, route)
+    if not isinstance(draft, DraftInput):
+        draft = parse_draft(draft, route=route)
     snapshot = snapshot_now(route)
     evidence = compute_evidence(
         route=route,
@@ -86,8 +142,15 @@ def policy_draft(*, actor: Actor, user, route: Route, draft: DraftInput) -> Poli
             object_type="policy",
             object_id=policy.pk,
             route=route.slug,
-            payload=_summary(policy)
-            | {"as_of": as_of_text(snapshot.as_of), "warnings": [w["code"] for w in policy.warnings]},
+            # A creation, each field from none; events before this shape held the same keys plainly.
+            payload={
+                "version": policy.version,
+                **field_changes(
+                    new={k: v for k, v in _summary(policy).items() if k != "version"}
+                    | {"status": policy.status, "as_of": as_of_text(snapshot.as_of)}
+                ),
+                "warnings": [w["code"] for w in policy.warnings],
+            },
         )
         notification_send(
             channel="email",
@@ -107,21 +170,12 @@ def policy_evidence_recompute(*, actor: Actor, user, policy: PolicyVersion) -> P
     """Compute a draft's evidence again as of now, when its owner (or whoever may draft) wants the
     figures on the newest data; the old snapshot's hash no longer signs. Never done implicitly:
     new traffic alone leaves a draft's evidence as it was read."""
-    if not permissions.can_recompute_evidence(user, policy):
-        raise Forbidden("Only the owner of this draft, or someone who may draft the route's policy, may recompute it.")
-    if policy.status != PolicyStatus.DRAFT:
-        raise Conflict(
-            f"Version {policy.version} is {policy.status}; only a draft's evidence can be recomputed.", code="not_draft"
-        )
+    recompute_gate(user, policy)  # before the snapshot, which may wait seconds for a settled instant
     snapshot = snapshot_now(policy.route)
     evidence = recompute_stored(policy, as_of=snapshot.as_of)
     with transaction.atomic(durable=True):
         locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
-        if locked.status != PolicyStatus.DRAFT:
-            raise Conflict(
-                f"Version {locked.version} is {locked.status}; only a draft's evidence can be recomputed.",
-                code="not_draft",
-            )
+        _draft_only(locked, "a draft's evidence can be recomputed")
         old = {"evidence_sha256": locked.evidence_sha256, "as_of": locked.evidence_as_of}
         locked.evidence_text, locked.evidence_sha256, locked.warnings = (
             evidence.text,
@@ -216,28 +270,39 @@ def _version_order_check(policy: PolicyVersion, *, roll_back: bool) -> PolicyVer
     return newer
 
 
+def _signing_input(evidence_sha256: Any, roll_back: Any) -> None:
+    if not isinstance(evidence_sha256, str) or not evidence_sha256:
+        raise InvalidInput(
+            "evidence_sha256 is required.", details=[detail("evidence_sha256", "required", "is required")]
+        )
+    if not isinstance(roll_back, bool):
+        raise InvalidInput(
+            "roll_back must be true or false.", details=[detail("roll_back", "invalid_type", "must be a boolean")]
+        )
+
+
 def policy_sign(
-    *, actor: Actor, user, policy: PolicyVersion, evidence_sha256: str, roll_back: bool = False
+    *, actor: Actor, user, policy: PolicyVersion, evidence_sha256: Any, roll_back: Any = False
 ) -> PolicyVersion:
     """Make a draft the policy in force. Only its named owner signs, only a draft, and only on the
     evidence they read: the draft's stored snapshot, whose SHA-256 they send (409
     ``evidence_changed`` when it is not the stored one, with nothing signed). Traffic that arrived
-    after the snapshot's ``as_of`` does not change it; the signature records how much did."""
-    if not permissions.can_sign_policy(user, policy):
-        raise Forbidden("Only the owner named in this policy version may sign it.")
-    if policy.status != PolicyStatus.DRAFT:
-        raise Conflict(f"Version {policy.version} is {policy.status}; only a draft can be signed.", code="not_draft")
+    after the snapshot's ``as_of`` does not change it; the signature records how much did.
+
+    Checked in this order, whoever calls: the signer (403), what they sent (400: `evidence_sha256`
+    a non-empty string, `roll_back` a boolean, as a JSON body may hold anything), the version's
+    state (409 ``not_draft``), the evidence read (409 ``evidence_changed``), the version order
+    (409 ``older_than_in_force``)."""
+    _may_sign(user, policy)
+    _signing_input(evidence_sha256, roll_back)
+    _draft_only(policy, "a draft can be signed")
     with transaction.atomic():
         # The route row serialises signatures on one route: two signs never both see the same version in force.
         Route.objects.select_for_update().filter(pk=policy.route_id).first()
         locked = PolicyVersion.objects.select_for_update().select_related("route", "owner").get(pk=policy.pk)
-        if locked.status != PolicyStatus.DRAFT:
-            raise Conflict(
-                f"Version {locked.version} is {locked.status}; only a draft can be signed.", code="not_draft"
-            )
+        _draft_only(locked, "a draft can be signed")
         _refuse_unread_evidence(locked, evidence_sha256)
         rolled_back = _version_order_check(locked, roll_back=roll_back)
-        now = timezone.now()
         for previous in PolicyVersion.objects.select_for_update().filter(route_id=locked.route_id, status__in=IN_FORCE):
             old_status = previous.status
             previous.status = PolicyStatus.SUPERSEDED
@@ -251,8 +316,12 @@ def policy_sign(
                 payload={"status": {"old": old_status, "new": previous.status}, "by_version": locked.version},
             )
             hooks.policy_superseded(actor=actor, user=user, superseded=previous, by=locked)
+        # The database makes a draft active only through this function (governance migration 0005):
+        # it signs for the draft's own owner and changes nothing else.
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT governance_policy_sign(%s, %s, %s)", [locked.pk, user.pk, now])
         locked.status, locked.signed_at, locked.signed_by = PolicyStatus.ACTIVE, now, user
-        locked.save(update_fields=["status", "signed_at", "signed_by"])
         audit_record(
             actor=actor,
             action=Action.POLICY_ROLLED_BACK if rolled_back else Action.POLICY_SIGNED,
@@ -272,14 +341,10 @@ def policy_sign(
 
 def policy_withdraw(*, actor: Actor, user, policy: PolicyVersion) -> PolicyVersion:
     """Withdraw a draft (its author or its owner); signed versions are superseded, never withdrawn."""
-    if not permissions.can_withdraw_policy(user, policy):
-        raise Forbidden("Only the author of a draft or its owner may withdraw it.")
+    withdraw_gate(user, policy)
     with transaction.atomic(durable=True):
         locked = PolicyVersion.objects.select_for_update().select_related("route").get(pk=policy.pk)
-        if locked.status != PolicyStatus.DRAFT:
-            raise Conflict(
-                f"Version {locked.version} is {locked.status}; only a draft can be withdrawn.", code="not_draft"
-            )
+        _draft_only(locked, "a draft can be withdrawn")
         locked.status = PolicyStatus.WITHDRAWN
         locked.save(update_fields=["status"])
         audit_record(

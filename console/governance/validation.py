@@ -18,6 +18,7 @@ from console.analysis.params import (
 )
 from console.core.errors import InvalidInput, detail
 from console.core.validation import FieldErrors, number_field, text_field
+from console.governance.escalation import CHANNEL_FORMS, is_escalation_channel
 from console.governance.models import MAX_RESPONSE_HOURS
 from console.stats.policy_math import citation_adjusted_cost, cost_threshold
 
@@ -190,6 +191,9 @@ def parse_draft(data: Any, *, route: Route) -> DraftInput:
         escalation = {}
     contact = text_field(errors, 0, "escalation.contact", escalation.get("contact"), max_len=200)
     channel = text_field(errors, 0, "escalation.channel", escalation.get("channel"), max_len=500)
+    if channel is not None and not is_escalation_channel(channel):
+        errors.add(0, "escalation.channel", CHANNEL_FORMS, "invalid_channel")
+        channel = None
     hours = escalation.get("response_hours")
     if hours is None:
         errors.add(0, "escalation.response_hours", "is required")

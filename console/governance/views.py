@@ -10,9 +10,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from audit.services import Actor
 from console.accounts import permissions
-from console.core.errors import Conflict, Forbidden, InvalidInput
+from console.core.errors import Conflict, InvalidInput
 from console.governance import forms, selectors, services
-from console.governance.validation import parse_draft
 from console.stats.intervals import INTERVAL_METHODS
 
 
@@ -27,7 +26,7 @@ def route_policy(request, slug: str):
             "history": selectors.history(route),
             "not_following": selectors.decisions_not_following_policy([route.pk]).get(route.pk, 0),
             "not_following_list": selectors.decisions_not_following_policy_list(route),
-            "can_draft": permissions.can_draft_policy(request.user, route),
+            "can_draft": services.passes(services.draft_gate, request.user, route),
             "can_run_trials": permissions.can_run_trials(request.user, route),
         },
     )
@@ -36,8 +35,7 @@ def route_policy(request, slug: str):
 @require_http_methods(["GET", "POST"])
 def policy_draft(request, slug: str):
     route = selectors.route_for_policy_reader(request.user, slug)
-    if not permissions.can_draft_policy(request.user, route):
-        raise Forbidden("Only reviewers, policy owners and admins of this route may draft its policy.")
+    services.draft_gate(request.user, route)  # before showing the form; policy_draft asks it again
     params = request.POST if request.method == "POST" else request.GET
     in_force = selectors.policy_in_force(route)
     if request.method == "GET" and in_force is not None and not params.get("cutoff"):
@@ -45,11 +43,12 @@ def policy_draft(request, slug: str):
     errors: list[dict] = []
     if request.method == "POST":
         try:
-            draft = parse_draft(forms.draft_body(request.POST), route=route)
+            policy = services.policy_draft(
+                actor=Actor.user(request.user), user=request.user, route=route, draft=forms.draft_body(request.POST)
+            )
         except InvalidInput as exc:
             errors = forms.labelled_errors(exc.details or [{"field": "", "message": exc.message}])
         else:
-            policy = services.policy_draft(actor=Actor.user(request.user), user=request.user, route=route, draft=draft)
             messages.success(request, f"Draft v{policy.version} saved; {policy.owner.get_username()} was notified.")
             return redirect("policy-record", pk=policy.pk)
     return render(
@@ -76,8 +75,8 @@ def policy_record(request, pk: int):
         {
             "policy": policy,
             "evidence": selectors.evidence_of(policy),
-            "can_sign": policy.status == "draft" and permissions.can_sign_policy(request.user, policy),
-            "can_withdraw": policy.status == "draft" and permissions.can_withdraw_policy(request.user, policy),
+            "can_sign": services.passes(services.sign_gate, request.user, policy),
+            "can_withdraw": services.passes(services.withdraw_gate, request.user, policy),
         },
     )
 
@@ -94,10 +93,7 @@ def policy_sign(request, pk: int):
     """Signing is deliberate: the owner re-enters their password, reads the evidence as it will be
     stored and ticks that they read it; the hash of what the page showed is what gets signed."""
     policy = selectors.get_policy(pk)
-    if not permissions.can_sign_policy(request.user, policy):
-        raise Forbidden("Only the owner named in this policy version may sign it.")
-    if policy.status != "draft":
-        raise Conflict(f"Version {policy.version} is {policy.status}; only a draft can be signed.")
+    services.sign_gate(request.user, policy)  # before the password and the tick; policy_sign asks it again
     error = ""
     roll_back = request.POST.get("roll_back") == "yes"
     if request.method == "POST":
@@ -115,7 +111,7 @@ def policy_sign(request, pk: int):
                     evidence_sha256=request.POST.get("evidence_sha256", ""),
                     roll_back=roll_back,
                 )
-            except Conflict as exc:
+            except (InvalidInput, Conflict) as exc:
                 if exc.code == "older_than_in_force":
                     return _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""))
                 error, roll_back = exc.message, False  # the sign page shows what changed
@@ -163,7 +159,7 @@ def policy_recompute_evidence(request, pk: int):
     policy = selectors.get_policy_for_user(request.user, pk)
     recomputed = services.policy_evidence_recompute(actor=Actor.user(request.user), user=request.user, policy=policy)
     messages.success(request, f"The evidence was recomputed as of {recomputed.evidence_as_of:%Y-%m-%d %H:%M:%S} UTC.")
-    if permissions.can_sign_policy(request.user, recomputed):
+    if services.passes(services.sign_gate, request.user, recomputed):
         return redirect("policy-sign", pk=recomputed.pk)
     return redirect("policy-record", pk=recomputed.pk)
 

@@ -17,6 +17,9 @@ from console.ledger.validation import validate_batch
 class DecisionIngestApi(APIView):
     """Store a batch of gated decisions (served and refused) atomically."""
 
+    # Reports a lone surrogate as its own field error (console/core/parsers.py).
+    reports_lone_surrogates = True
+
     class InputSerializer(serializers.Serializer):
         decisions = serializers.ListField(child=serializers.JSONField(), max_length=1000)
 

@@ -204,13 +204,23 @@ def _deliver_webhook(notification: Notification) -> None:
     """One POST through the outbound client; any failure (HTTP error, redirect, a destination the
     egress policy refuses) raises and counts as a failed attempt of the notification."""
     body = webhook_body(notification)
-    outbound.post(
-        notification.recipient,
-        body,
-        headers={"Content-Type": "application/json", SIGNATURE_HEADER: webhook_signature(body)},
-        target="the webhook",
-        timeout=settings.NOTIFY_WEBHOOK_TIMEOUT_S,
-    )
+    try:
+        outbound.post(
+            notification.recipient,
+            body,
+            headers={"Content-Type": "application/json", SIGNATURE_HEADER: webhook_signature(body)},
+            target="the webhook",
+            timeout=settings.NOTIFY_WEBHOOK_TIMEOUT_S,
+        )
+    except outbound.OutboundError as exc:
+        # The outbox shows the short reason only: no reply text, and one answer for refused, unreachable
+        # and silent, so a webhook URL cannot be used to map which ports answer.
+        logger.info("webhook notification %s failed: %s", notification.pk, exc)
+        raise WebhookFailed(outbound.public_reason(exc, "the webhook")) from None
+
+
+class WebhookFailed(Exception):
+    """A webhook delivery failed; the message is what the outbox may show."""
 
 
 def notification_deliver(*, notification_id: int) -> float | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -35,8 +36,9 @@ from console.core import outbound
 from console.stats.trials import VERDICTS
 from console.verification.spans import ClaimTooLong, TextNotUtf8, TimeBudgetExceeded, split_claim_units, verify_span
 
-_EXCERPT = 200
 HEADER_ENV_PREFIX = "CANDIDATE_HEADER_"
+
+logger = logging.getLogger(__name__)
 
 
 class CallFailed(Exception):
@@ -120,23 +122,23 @@ def reply_from(raw: bytes, sent_ids: set[str]) -> CandidateReply:
     """The candidate's reply checked against the contract, or CallFailed / CitationError."""
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CallFailed(f"Malformed JSON in the response ({exc}): {_excerpt(raw)}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise CallFailed(f"The reply is not JSON ({len(raw):,} bytes).") from None
     if not isinstance(data, dict):
-        raise CallFailed(f"The response is not a JSON object: {_excerpt(raw)}")
+        raise CallFailed(f"The reply is JSON but not an object (a {_kind(data)}).")
     verdict = data.get("verdict")
     if not isinstance(verdict, str) or verdict not in VERDICTS:
-        raise CallFailed(f'"verdict" must be one of {", ".join(sorted(VERDICTS))}; got {verdict!r:.100}.')
+        raise CallFailed(f'"verdict" must be one of {", ".join(sorted(VERDICTS))}; got {_shape(verdict)}.')
     score = data.get("score")
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-            raise CallFailed(f'"score" must be a finite number; got {score!r:.100}.')
+            raise CallFailed(f'"score" must be a finite number; got {_shape(score)}.')
         score = float(score)
     citations = data.get("citations")
     if citations is None:
         citations = []
     if not isinstance(citations, list) or not all(isinstance(c, str) for c in citations):
-        raise CallFailed(f'"citations" must be a list of passage ids (strings); got {citations!r:.100}.')
+        raise CallFailed(f'"citations" must be a list of passage ids (strings); got {_shape(citations)}.')
     unknown = sorted(set(citations) - sent_ids)
     if unknown:
         raise CitationError(
@@ -147,9 +149,20 @@ def reply_from(raw: bytes, sent_ids: set[str]) -> CandidateReply:
     return CandidateReply(verdict, score, citations)
 
 
-def _excerpt(raw: bytes) -> str:
-    text = raw[:_EXCERPT].decode("utf-8", "replace").strip()
-    return text + ("…" if len(raw) > _EXCERPT else "")
+def _kind(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+def _shape(value: Any) -> str:
+    """What a wrong value was, never what it said: the reply comes from a URL a reviewer chose, and
+    its text shown on the trial page would make the console a reader of whatever answers there."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return f"a string of {len(value):,} characters"
+    if isinstance(value, list | dict):
+        return f"a {_kind(value)} of {len(value):,} items"
+    return f"a {_kind(value)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +184,8 @@ def call_http(request: CallRequest, *, url: str, headers: dict[str, str], timeou
             url, body, headers=sent, target="the candidate", timeout=timeout_s, retry=outbound.NO_RETRY
         )
     except outbound.OutboundError as exc:
-        raise CallFailed(str(exc)) from None
+        logger.info("candidate call to %s failed: %s", url, exc)
+        raise CallFailed(outbound.public_reason(exc, "the candidate")) from None
     return reply_from(response.body, {p["id"] for p in request.passages})
 
 

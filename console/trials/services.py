@@ -26,8 +26,9 @@ from django.utils import timezone
 from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
+from console.accounts import permissions
 from console.accounts.models import Route
-from console.core.errors import InvalidInput
+from console.core.errors import Forbidden, InvalidInput, detail
 from console.core.jobs import enqueue
 from console.ledger.models import DecisionPassage
 from console.trials import candidates, hooks, selectors
@@ -106,6 +107,13 @@ def trial_start(
     ``cutoff`` is ``(signed cutoff, source)`` to compare the current gate at; by default the
     cutoff in force (hooks.cutoff_in_force), else each decision's logged cutoff.
     """
+    if spec.headers_env and not permissions.can_name_header_variable(user):
+        raise Forbidden(
+            "Only an admin may name an environment variable a candidate's header is read from.",
+            details=[
+                detail("headers_env", "admin_only", "Ask an admin to start this trial, or send the header itself.")
+            ],
+        )
     decision_ids = selectors.graded_decision_ids(route, spec.window())
     if not decision_ids:
         raise InvalidInput("The route has no graded items in this subset; grade some first.", code="no_graded_items")

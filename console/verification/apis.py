@@ -49,6 +49,9 @@ class VerifyApi(APIView):
     caller's own input and reveals nothing stored.
     """
 
+    # Reports a lone surrogate as its own field error (console/core/parsers.py).
+    reports_lone_surrogates = True
+
     @extend_schema_serializer(component_name="VerifyInput")
     class InputSerializer(serializers.Serializer):
         passage_id = serializers.IntegerField(

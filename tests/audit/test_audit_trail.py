@@ -150,6 +150,18 @@ def test_a_grader_cannot_read_a_decisions_history(route, grader):
     assert grader.get(f"/api/v1/audit/events?object=decision:{decision_id}").status_code == 403
 
 
+def test_a_reader_cannot_read_a_decisions_grades_through_the_history(route, reviewer):
+    from tests.factories import make_user
+    from tests.grading.helpers import api_client
+
+    reader = api_client(make_user("support-agent", "reader", route))
+    [decision_id] = ingest([record()])
+    assert reader.get(f"/api/v1/decisions/{decision_id}").status_code == 200  # the refusal itself: yes
+    response = reader.get(f"/api/v1/audit/events?object=decision:{decision_id}")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "forbidden"
+    assert reviewer.get(f"/api/v1/audit/events?object=decision:{decision_id}").status_code == 200
+
+
 def test_the_export_streams_every_event_as_json_lines(route, auditor):
     import json
 

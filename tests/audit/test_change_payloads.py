@@ -160,3 +160,31 @@ def test_a_long_value_is_cut_on_the_page_and_whole_in_the_payload(db, auditor_pa
     page = auditor_page.get("/audit/?object=route:long").content.decode()
     assert "Grade &lt;b&gt;carefully&lt;/b&gt;. Grade" in page and "<b>carefully</b>" not in page
     assert page.count("…</span>") == 1
+
+
+def test_a_dispute_taken_and_resolved_before_the_per_field_shape_reads_beside_one_taken_now(db, auditor_page):
+    # As dispute_assigned and dispute_resolved were stored before they were recorded per field ...
+    for action, payload in (
+        (Action.DISPUTE_ASSIGNED, {"to": "reviewer", "before": None}),
+        (Action.DISPUTE_RESOLVED, {"resolution": "upheld", "note": "The passage does not say it."}),
+    ):
+        audit_record(actor=Actor.system("tests"), action=action, object_type="dispute", object_id=7, payload=payload)
+    # ... and as they are recorded now.
+    audit_record(
+        actor=Actor.system("tests"),
+        action=Action.DISPUTE_RESOLVED,
+        object_type="dispute",
+        object_id=8,
+        payload=field_changes(
+            old={"status": "open", "resolution_note": "", "resolved_by": None},
+            new={"status": "overturned", "resolution_note": "Passage 1 says how.", "resolved_by": "reviewer"},
+        ),
+    )
+    earlier = auditor_page.get("/audit/?object=dispute:7").content.decode()
+    assert '<ul class="changes">' not in earlier  # shown as stored, in the payload
+    assert "&quot;to&quot;: &quot;reviewer&quot;" in earlier and "The passage does not say it." in earlier
+    now = auditor_page.get("/audit/?object=dispute:8").content.decode()
+    assert (
+        '<li><span class="mono">status</span>: <span class="value">open</span> → '
+        '<span class="value">overturned</span></li>'
+    ) in now

@@ -89,20 +89,29 @@ def _append_three() -> None:
 
 
 def _old_scheme_event(seq: int, prev_hash: str, payload: dict) -> str:
-    """An event as the console wrote them before scheme 2: hashed from Python's json of the payload."""
+    """An event as the console wrote them before scheme 2: hashed from Python's json of the payload.
+
+    The database now accepts only scheme 2 appends (audit migration 0009), so it is written as a
+    restore of an old trail would be, by the cluster's superuser with triggers off for its session."""
     at = timezone.now()
     fields = dict(seq=seq, at=at, actor="system:old", action="route_updated", object_type="route", object_id="1")
     digest = event_hash(payload=payload, prev_hash=prev_hash, route="", **fields)
-    AuditEvent.objects.bulk_create(
-        [AuditEvent(hash=digest, hash_scheme=SCHEME_PYTHON_JSON, payload=payload, prev_hash=prev_hash, **fields)]
-    )
+    with superuser_cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        cursor.execute(
+            "INSERT INTO audit_auditevent (seq, at, actor, action, object_type, object_id, payload, hash_scheme, "
+            "route, prev_hash, hash) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, '', %s, %s)",
+            [seq, at, fields["actor"], fields["action"], "route", "1", json.dumps(payload), SCHEME_PYTHON_JSON]
+            + [prev_hash, digest],
+        )
     return digest
 
 
-def test_events_hashed_by_the_old_scheme_still_verify_before_and_among_new_ones(db):
+@pytest.mark.django_db(transaction=True)
+def test_events_hashed_by_the_old_scheme_still_verify_before_and_among_new_ones():
+    head = _old_scheme_event(1, GENESIS_HASH, {"i": 1, "text": "naïve"})
+    _old_scheme_event(2, head, {"i": 2})
     with transaction.atomic():
-        head = _old_scheme_event(1, GENESIS_HASH, {"i": 1, "text": "naïve"})
-        _old_scheme_event(2, head, {"i": 2})
         audit_record(actor=Actor.system("test"), action=Action.ROUTE_UPDATED, object_type="route", object_id=1)
     assert list(AuditEvent.objects.order_by("seq").values_list("hash_scheme", flat=True)) == [1, 1, 2]
     result = audit_chain_verify()

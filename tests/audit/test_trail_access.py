@@ -9,9 +9,9 @@ from console.accounts import permissions
 def test_accounts_tells_the_trail_who_may_read_it():
     access = hooks.trail_access()
     assert access.can_read_trail is permissions.can_read_audit
-    assert access.can_read_decisions is permissions.can_read_decisions
+    assert access.can_read_history is permissions.can_read_stats
     assert access.trail_readers == tuple(permissions.AUDIT_READERS)
-    assert access.decision_readers == tuple(permissions.DECISION_READERS)
+    assert access.history_readers == tuple(permissions.STATS_READERS)
 
 
 def test_without_accounts_the_trail_refuses_to_guess_who_may_read_it(monkeypatch):

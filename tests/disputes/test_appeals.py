@@ -257,3 +257,24 @@ def test_reviewers_copy_a_refusals_appeal_link_from_its_page_and_revoke_it(
     assert 'id="appeal-link-revoked"' in html and "Posted on a forum." in html and url not in html
     assert pages.post(f"/decisions/{decisions[0]}/appeal-link/revoke/", {"reason": "again"}).status_code == 409
     assert Client().get(link(integrator, "req-other")).status_code == 200  # other refusals' links still work
+
+
+@pytest.mark.parametrize(
+    "email",
+    [
+        "me@example.org\r\nBcc: all@example.org",
+        "me@example.org\nX-Header: y",
+        "me@example.org, second@example.org",
+        "me@example.org;second@example.org",
+        "@",
+        "me@",
+        "@example.org",
+        "me@@example.org",
+        "me@example.org\x07",
+    ],
+)
+def test_an_appeal_email_is_one_address_with_no_control_characters(route, integrator, decisions, email):
+    url = link(integrator, "req-refused")
+    response = Client().post(url, {"message": "I needed the VPN steps.", "email": email})
+    assert response.status_code == 400
+    assert not Dispute.objects.exists()

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from audit.models import AuditEvent
 from console.disputes.models import Dispute
 from tests import factories
 from tests.disputes.conftest import open_dispute, passage_id
@@ -72,12 +73,14 @@ def test_the_inbox_orders_by_due_time_marks_overdue_and_filters(decisions, reade
     # Take: assigned to me, then "mine" lists it.
     assert reviewer_pages.post(f"/disputes/{first['id']}/take/").status_code == 302
     assert Dispute.objects.get(pk=first["id"]).assigned_to.username == "reviewer"
+    taken = AuditEvent.objects.get(action="dispute_assigned")
+    assert taken.payload["assigned_to"] == {"old": None, "new": "reviewer"}
+    assert taken.payload["assigned_at"]["old"] is None and taken.payload["assigned_at"]["new"]
     mine = reviewer_pages.get("/disputes/?mine=1").content.decode()
     assert f"#{first['id']}<" in mine
 
 
 def test_resolution_is_recorded_notified_and_shown(decisions, reader, reviewer_pages, reader_pages):
-    from audit.models import AuditEvent
     from console.notify.models import Notification
 
     dispute = open_dispute(reader, decisions[0]).json()
@@ -101,7 +104,11 @@ def test_resolution_is_recorded_notified_and_shown(decisions, reader, reviewer_p
         ": the refusal was overturned: the answer should have been given"
     )
     event = AuditEvent.objects.get(action="dispute_resolved")
-    assert event.payload == {"resolution": "overturned", "note": "Passage 1 answers it."}
+    assert event.payload == {
+        "status": {"old": "open", "new": "overturned"},
+        "resolution_note": {"old": "", "new": "Passage 1 answers it."},
+        "resolved_by": {"old": None, "new": "reviewer"},
+    }
     assert event.actor == "user:reviewer"
 
 

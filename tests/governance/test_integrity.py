@@ -59,11 +59,79 @@ def test_the_trigger_lets_the_status_move_and_refuses_deleting_a_signed_version(
         cursor.execute("DELETE FROM governance_policyversion WHERE id = %s", [draft["id"]])
 
 
+def _sql(statement: str, params: list | None = None) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(statement, params or [])
+
+
 @pytest.mark.django_db
-def test_a_draft_can_still_be_changed_in_sql(draft):
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE governance_policyversion SET rationale = 'edited' WHERE id = %s", [draft["id"]])
-    assert PolicyVersion.objects.get(pk=draft["id"]).rationale == "edited"
+@pytest.mark.parametrize("assignment", ["rationale = 'edited'", "cutoff = 0.1", "owner_id = created_by_id"])
+def test_a_drafts_content_is_as_drafted_and_only_its_evidence_may_be_recomputed(draft, assignment):
+    with pytest.raises(DatabaseError, match="only a draft's evidence may change"):
+        _sql(f"UPDATE governance_policyversion SET {assignment} WHERE id = %s", [draft["id"]])
+    _sql(
+        "UPDATE governance_policyversion SET evidence_text = '{}', evidence_sha256 = repeat('1', 64) WHERE id = %s",
+        [draft["id"]],
+    )
+    assert PolicyVersion.objects.get(pk=draft["id"]).evidence_sha256 == "1" * 64
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "assignment",
+    [
+        "status = 'active', signed_at = now(), signed_by_id = owner_id",  # a signature without the owner
+        "status = 'active', signed_at = now(), signed_by_id = owner_id, cutoff = 0.1",  # and a new cutoff
+        "status = 'needs_recheck', signed_at = now(), signed_by_id = owner_id",
+        "status = 'superseded', signed_at = now(), signed_by_id = owner_id",
+    ],
+)
+def test_the_apps_role_cannot_put_a_draft_in_force_by_sql(draft, assignment):
+    with pytest.raises(DatabaseError):
+        _sql(f"UPDATE governance_policyversion SET {assignment} WHERE id = %s", [draft["id"]])
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == "draft"
+
+
+@pytest.mark.django_db
+def test_the_signing_function_signs_a_draft_for_its_owner_only(draft, owner):
+    stored = PolicyVersion.objects.get(pk=draft["id"])
+    with pytest.raises(DatabaseError, match="not a draft owned by"):
+        _sql("SELECT governance_policy_sign(%s, %s, now())", [stored.pk, stored.created_by_id])
+    _sql("SELECT governance_policy_sign(%s, %s, now())", [stored.pk, stored.owner_id])
+    signed = PolicyVersion.objects.get(pk=draft["id"])
+    assert signed.status == "active" and signed.signed_by_id == stored.owner_id and signed.signed_at is not None
+    with pytest.raises(DatabaseError, match="not a draft owned by"):
+        _sql("SELECT governance_policy_sign(%s, %s, now())", [stored.pk, stored.owner_id])  # only a draft
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", ["active", "needs_recheck", "superseded"])
+def test_a_version_cannot_be_inserted_already_signed(draft, status):
+    columns = (
+        "route_id, version, cutoff, exchange_answers, owner_id, created_by_id, created_at, escalation_contact, "
+        "escalation_channel, escalation_response_hours, refusal_message, rationale, filters, confidence, interval, "
+        "evidence_text, evidence_sha256, data_version, warnings"
+    )
+    with pytest.raises(DatabaseError, match="starts as an unsigned draft"):
+        _sql(
+            f"INSERT INTO governance_policyversion ({columns}, status, signed_at, signed_by_id) "
+            f"SELECT {columns}, %s, now(), owner_id FROM governance_policyversion WHERE id = %s",
+            [status, draft["id"]],
+        )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("start", "to"),
+    [("superseded", "active"), ("superseded", "needs_recheck"), ("active", "draft"), ("active", "withdrawn")],
+)
+def test_a_signed_version_moves_only_along_the_legal_transitions(draft, owner, start, to):
+    assert _sign(owner, draft) == 200
+    if start == "superseded":
+        _sql("UPDATE governance_policyversion SET status = 'superseded' WHERE id = %s", [draft["id"]])
+    with pytest.raises(DatabaseError, match="not a legal transition"):
+        _sql("UPDATE governance_policyversion SET status = %s WHERE id = %s", [to, draft["id"]])
+    assert PolicyVersion.objects.get(pk=draft["id"]).status == start
 
 
 def _race(actions) -> list:

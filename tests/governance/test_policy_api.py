@@ -75,10 +75,31 @@ def test_missing_required_fields_are_named_one_by_one(reviewer, owner, graded):
 
 
 def test_response_hours_outside_1_to_720_are_refused(reviewer, owner, graded):
-    body = draft_body(escalation={"contact": "x", "channel": "y", "response_hours": 721})
+    body = draft_body(escalation={"contact": "x", "channel": "mailto:x@example.org", "response_hours": 721})
     response = reviewer.post("/api/v1/routes/it-support/policies", body, format="json")
     assert response.status_code == 400
     assert [d["field"] for d in response.json()["error"]["details"]] == ["escalation.response_hours"]
+
+
+@pytest.mark.parametrize(
+    "channel",
+    ["y", "pager:it-desk", "mailto:desk@example.org\r\nBcc: all@example.org", "a@example.org,b@example.org", "ftp://x"],
+)
+def test_an_escalation_channel_must_be_one_a_message_can_reach(reviewer, owner, graded, channel):
+    body = draft_body(escalation={"contact": "x", "channel": channel, "response_hours": 24})
+    response = reviewer.post("/api/v1/routes/it-support/policies", body, format="json")
+    assert response.status_code == 400
+    details = response.json()["error"]["details"]
+    assert [(d["field"], d["code"]) for d in details] == [("escalation.channel", "invalid_channel")]
+
+
+@pytest.mark.parametrize(
+    "channel", ["mailto:desk@example.org", "desk@example.org", "https://hooks.example.org/desk", "http://10.0.0.5/hook"]
+)
+def test_the_documented_escalation_channels_are_accepted(reviewer, owner, graded, channel):
+    body = draft_body(escalation={"contact": "x", "channel": channel, "response_hours": 24})
+    response = reviewer.post("/api/v1/routes/it-support/policies", body, format="json")
+    assert response.status_code == 201, response.content
 
 
 def test_the_owner_must_hold_policy_owner_on_the_route(reviewer, owner, other_owner, graded):

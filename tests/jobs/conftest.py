@@ -94,12 +94,15 @@ class Worker:
 
 @pytest.fixture
 def start_worker(transactional_db, live_broker, tmp_path):
-    """start_worker(beat=False, pool="solo", queues=QUEUES, **env) -> Worker, ready to take jobs from `queues`."""
+    """start_worker(beat=False, pool="solo", queues=QUEUES, **env) -> Worker, ready to take jobs from `queues`.
+
+    `beat` may be the path of a schedule file to share between workers (as two starts of `make run`
+    share the data folder's)."""
     workers: list[Worker] = []
 
     def start(
         *,
-        beat: bool = False,
+        beat: bool | Path = False,
         pool: str = "solo",
         concurrency: int = 1,
         queues: tuple[str, ...] = QUEUES,
@@ -137,7 +140,8 @@ def start_worker(transactional_db, live_broker, tmp_path):
             "--without-heartbeat",
         ]
         if beat:
-            command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]
+            schedule = beat if isinstance(beat, Path) else tmp_path / f"{name}-beat"
+            command += ["--beat", "--schedule", str(schedule)]
         log = tmp_path / f"{name}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(

@@ -59,13 +59,17 @@ def _queues_of(command: list[str]) -> list[str]:
     return command[command.index("-Q") + 1].split(",")
 
 
-def test_make_run_workers_consume_every_queue_once_with_the_gradable_path_on_its_own(tmp_path):
-    gradable, background = worker_commands(tmp_path)
-    assert sorted(_queues_of(gradable) + _queues_of(background)) == sorted(QUEUES)
+def test_make_run_workers_consume_every_queue_once_with_the_gradable_path_and_trials_on_their_own(tmp_path):
+    gradable, background, trials = worker_commands(tmp_path)
+    assert sorted(_queues_of(gradable) + _queues_of(background) + _queues_of(trials)) == sorted(QUEUES)
     assert set(_queues_of(gradable)) == set(GRADABLE_PATH_QUEUES) == {"verification", "pool"}
+    # a slow candidate gate can hold only the trial worker, never notifications or escalations
+    assert _queues_of(trials) == ["trials"]
+    assert {"notifications", "disputes", "monitoring"} <= set(_queues_of(background))
     # beat runs once, on the worker that does not carry the ingest path
-    assert "--beat" in background and "--beat" not in gradable
-    assert gradable[gradable.index("--hostname") + 1] != background[background.index("--hostname") + 1]
+    assert "--beat" in background and "--beat" not in gradable and "--beat" not in trials
+    hostnames = {command[command.index("--hostname") + 1] for command in (gradable, background, trials)}
+    assert len(hostnames) == 3
 
 
 @pytest.mark.django_db(transaction=True)
@@ -81,11 +85,11 @@ def test_span_checks_are_not_starved_by_a_backed_up_shadow_queue(start_worker, l
     assert live_broker.client.llen("shadow") >= 50  # still waiting: the verification worker took none
 
 
-def test_make_run_lowers_the_background_workers_cpu_priority_only(monkeypatch):
-    gradable, background = worker_environments()
-    assert gradable == {} and background == {"CELERY_WORKER_NICE": "10"}
+def test_make_run_lowers_the_background_and_trial_workers_cpu_priority_only(monkeypatch):
+    gradable, background, trials = worker_environments()
+    assert gradable == {} and background == trials == {"CELERY_WORKER_NICE": "10"}
     monkeypatch.setenv("CELERY_BACKGROUND_NICE", "0")
-    assert worker_environments() == [{}, {}]
+    assert worker_environments() == [{}, {}, {}]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -42,3 +42,18 @@ def test_a_webhook_to_a_loopback_address_is_refused_unless_its_network_is_listed
 def test_a_webhook_url_the_client_will_not_call_is_a_failure_when_recorded(url, problem):
     notification = notification_send(channel="webhook", recipient=url, subject="Alarm", body="Drift.")
     assert notification.status == "failed" and problem in notification.error
+
+
+def test_the_outbox_does_not_tell_a_closed_port_from_a_silent_one(settings):
+    import socket
+
+    settings.NOTIFY_MAX_ATTEMPTS = 1
+    settings.NOTIFY_WEBHOOK_TIMEOUT_S = 0.5
+    with socket.socket() as closed, socket.socket() as silent:
+        closed.bind(("127.0.0.1", 0))
+        closed_port = closed.getsockname()[1]
+        closed.close()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        errors = {_deliver(f"http://127.0.0.1:{port}/hook").error for port in (closed_port, silent.getsockname()[1])}
+    assert errors == {"WebhookFailed: the webhook could not be reached, or did not answer in time"}

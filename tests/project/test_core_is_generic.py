@@ -1,6 +1,6 @@
 """`console/core` is the ground floor: it names no app's table and does not import the project's
 wiring, so what an app needs of it (partitions, append-only grants, jobs) is declared by the app
-(docs/architecture.md, "The dependency rule")."""
+(docs/architecture.md, "The floor plan")."""
 
 from __future__ import annotations
 

@@ -8,10 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
+
+from audit.chain import event_hash_jcs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,12 +76,16 @@ def test_the_init_script_and_migrate_leave_the_app_role_append_only_on_the_audit
     with psycopg.connect(_url(fresh_cluster, "console_app"), autocommit=True) as app:
         owner = app.execute("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'audit_auditevent'")
         assert owner.fetchone()[0] == "console_owner"
-        app.execute(
-            "INSERT INTO audit_auditevent (seq, at, actor, action, object_type, object_id, payload, hash_scheme, "
-            "route, prev_hash, hash) VALUES (1, now(), 'system:t', 'route_created', 'route', '1', '{}', 1, "
-            "'', "
-            "repeat('0', 64), repeat('a', 64))"
+        insert = (
+            "INSERT INTO audit_auditevent (seq, at, actor, action, object_type, object_id, payload, payload_text, "
+            "hash_scheme, route, prev_hash, hash) VALUES (1, %s, 'system:t', 'route_created', 'route', '1', '{}', "
+            "'{}', 2, '', repeat('0', 64), %s)"
         )
+        at = datetime.now(UTC)
+        with pytest.raises(psycopg.errors.CheckViolation):  # a row that is not the hash of its content
+            app.execute(insert, [at, "a" * 64])
+        fields = dict(seq=1, at=at, actor="system:t", action="route_created", object_type="route", object_id="1")
+        app.execute(insert, [at, event_hash_jcs(payload_text="{}", prev_hash="0" * 64, route="", **fields)])
         assert app.execute("SELECT count(*) FROM audit_auditevent").fetchone()[0] == 1
         for statement in (
             "UPDATE audit_auditevent SET actor = 'x'",

@@ -49,9 +49,11 @@ def test_pools_are_sized_from_the_environment_and_grown_workers_recycled(monkeyp
     assert web[web.index("--max-requests") + 1] == "500" and web[web.index("--max-requests-jitter") + 1] == "50"
     assert "--preload" in web
     monkeypatch.setenv("CELERY_BACKGROUND_CONCURRENCY", "3")
-    gradable, background = worker_commands(tmp_path)
+    monkeypatch.setenv("CELERY_TRIALS_CONCURRENCY", "2")
+    gradable, background, trials = worker_commands(tmp_path)
     assert gradable[gradable.index("--concurrency") + 1] == "5"
     assert background[background.index("--concurrency") + 1] == "3"
+    assert trials[trials.index("--concurrency") + 1] == "2"
 
     from django.conf import settings
 
@@ -65,11 +67,13 @@ def test_pool_defaults(monkeypatch, tmp_path):
         "CELERY_CONCURRENCY",
         "WORKER_CONCURRENCY",
         "CELERY_BACKGROUND_CONCURRENCY",
+        "CELERY_TRIALS_CONCURRENCY",
         "WEB_MAX_REQUESTS",
     ):
         monkeypatch.delenv(name, raising=False)
     web = web_command("127.0.0.1", 8000)
     assert (web[web.index("--workers") + 1], web[web.index("--threads") + 1]) == ("2", "4")
-    gradable, background = worker_commands(tmp_path)
+    gradable, background, trials = worker_commands(tmp_path)
     assert gradable[gradable.index("--concurrency") + 1] == "2"
     assert background[background.index("--concurrency") + 1] == "1"
+    assert trials[trials.index("--concurrency") + 1] == "1"

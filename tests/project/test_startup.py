@@ -1,7 +1,9 @@
 """`make run` (console/run.py): the logins printed once, gunicorn's files kept out of the home
 directory, and /healthz answering as soon as gunicorn listens."""
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -62,6 +64,12 @@ def test_gunicorn_answers_health_right_after_listening_and_leaves_home_alone(tmp
                 continue
             break
         answered_after = time.monotonic() - listening
+        long_url = f"http://127.0.0.1:{port}/api/v1/routes/x/decisions?q=" + "a" * 20_000
+        with pytest.raises(urllib.error.HTTPError) as too_long:
+            urllib.request.urlopen(long_url, timeout=30)
+        # The application's 414 in the API's envelope, not gunicorn's HTML page.
+        assert too_long.value.code == 414
+        assert json.loads(too_long.value.read())["error"]["code"] == "uri_too_long"
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -137,3 +145,25 @@ def _start_and_interrupt(tmp_path) -> None:
             os.kill(pid, signal.SIGKILL)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_stopping_a_killed_worker_ends_what_it_left_in_its_group():
+    # A stand-in worker: its shell leads a group and starts a child that would outlive it.
+    worker = subprocess.Popen(["sh", "-c", "sleep 300 & echo $!; wait"], stdout=subprocess.PIPE, process_group=0)
+    orphan_pid = int(worker.stdout.readline())
+    os.kill(worker.pid, signal.SIGKILL)  # the leader alone, as the OOM killer would
+    worker.wait(10)
+    assert _alive(orphan_pid)
+    run.stop_group(worker, timeout=5)
+    deadline = time.monotonic() + 10
+    while _alive(orphan_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(orphan_pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from rest_framework.test import APIClient
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 from audit.models import AuditEvent
 from console.trials import candidates
-from console.trials.models import CallStatus, Candidate, TrialCall
+from console.trials.models import CallStatus, Candidate, Trial, TrialCall
+from tests import factories
 from tests.jobs_inline import run_jobs
 from tests.trials.conftest import graded_items
 from tests.trials.standin import StandInCandidate
@@ -20,6 +22,12 @@ A, P, C, X = "answer", "answer_partially", "surface_conflict", "abstain"
 def _browser(user) -> Client:
     client = Client()
     client.force_login(user)
+    return client
+
+
+def _client_of(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {factories.make_token(user)}")
     return client
 
 
@@ -251,14 +259,35 @@ def test_a_subset_limits_the_items_by_segment_model_and_window(route, reviewer, 
     assert response.status_code == 400 and response.json()["error"]["code"] == "no_graded_items"
 
 
-def test_a_header_can_come_from_the_environment_and_is_never_stored(route, reviewer, trial_body, monkeypatch):
+def test_a_header_can_come_from_the_environment_and_is_never_stored(route, trial_body, monkeypatch):
     monkeypatch.setenv("CANDIDATE_HEADER_GATE_TOKEN", "X-Gate-Key: from-env-123")
     graded_items([(True, 0.9)])
+    admin = _client_of(factories.make_user("admin-1", "admin"))
     with StandInCandidate({}) as standin:
-        _start(reviewer, trial_body(standin.url, repeats=1, headers_env="CANDIDATE_HEADER_GATE_TOKEN"))
+        _start(admin, trial_body(standin.url, repeats=1, headers_env="CANDIDATE_HEADER_GATE_TOKEN"))
         assert standin.headers[0]["X-Gate-Key"] == "from-env-123"
     stored = Candidate.objects.get(name="evaluator-v2")
     assert stored.headers_env == "CANDIDATE_HEADER_GATE_TOKEN" and stored.headers_encrypted == ""
+
+
+def test_only_an_admin_may_name_a_header_variable(route, reviewer, owner, trial_body, monkeypatch):
+    monkeypatch.setenv("CANDIDATE_HEADER_GATE_TOKEN", "X-Gate-Key: from-env-123")
+    graded_items([(True, 0.9)])
+    with StandInCandidate({}) as standin:
+        for client in (reviewer, owner):
+            response = client.post(
+                "/api/v1/routes/it-support/gate-trials",
+                trial_body(standin.url, repeats=1, headers_env="CANDIDATE_HEADER_GATE_TOKEN"),
+                format="json",
+            )
+            assert response.status_code == 403, response.content
+            assert response.json()["error"]["details"][0] == {
+                "field": "headers_env",
+                "code": "admin_only",
+                "message": "Ask an admin to start this trial, or send the header itself.",
+            }
+        assert standin.headers == []
+    assert not Candidate.objects.exists() and not Trial.objects.exists()
 
 
 @pytest.mark.parametrize("name", ["DATABASE_URL", "SECRET_KEY", "CANDIDATE_HEADER_", "candidate_header_x"])
