@@ -292,16 +292,12 @@ def main() -> None:
     from audit.services import Actor
     from console.accounts import services as accounts
     from console.accounts.services import route_create
+    from grading.services.pool import route_grading_set
 
     actor = Actor.system("bench")
     run = uuid.uuid4().hex[:8]
-    route = route_create(
-        actor=actor,
-        slug=f"queue-{run}",
-        name="Queue benchmark",
-        graders_per_item=K,
-        guidelines="Grade the answer **as written**.",
-    )
+    route = route_create(actor=actor, slug=f"queue-{run}", name="Queue benchmark")
+    route_grading_set(actor=actor, route=route, graders_per_item=K, guidelines="Grade the answer **as written**.")
     started = time.perf_counter()
     load_items(database_url, route.pk, args.items, run)
     setup_seconds = time.perf_counter() - started

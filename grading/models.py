@@ -7,6 +7,7 @@ on the server.
 
 from django.conf import settings
 from django.contrib.postgres.functions import RandomUUID
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models.functions import Coalesce, NullIf
 
@@ -31,6 +32,39 @@ class ItemStatus(models.TextChoices):
     ADJUDICATION = "adjudication", "Graders disagree"
     LABELLED = "labelled", "Labelled"
     EXCLUDED = "excluded", "Not sampled"
+
+
+# Independent grades an item needs when its route says nothing else (no settings row).
+DEFAULT_GRADERS_PER_ITEM = 2
+
+
+class RouteGradingSettings(models.Model):
+    """A route's grading settings: the guidelines its graders read and how many grade each item.
+
+    Grading's own one-to-one table, as monitoring and similarity keep theirs; a route without a row
+    takes the defaults (no guidelines, `DEFAULT_GRADERS_PER_ITEM`), which
+    `grading.selectors.route_grading_settings` returns as an unsaved row.
+    """
+
+    route = models.OneToOneField(
+        "accounts.Route", on_delete=models.CASCADE, primary_key=True, related_name="grading_settings"
+    )
+    guidelines = models.TextField(blank=True, help_text="Grading guidelines in Markdown, shown to graders.")
+    graders_per_item = models.PositiveSmallIntegerField(
+        default=DEFAULT_GRADERS_PER_ITEM,
+        validators=[MinValueValidator(1)],
+        help_text="Independent grades each new item needs; items in the pool keep the number they entered with.",
+    )
+
+    class Meta:
+        verbose_name = "route grading settings"
+        verbose_name_plural = "route grading settings"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(graders_per_item__gte=1), name="at_least_one_grader_per_item")
+        ]
+
+    def __str__(self) -> str:
+        return f"grading settings of route {self.route_id}"
 
 
 class GradingPlan(models.Model):

@@ -22,7 +22,16 @@ from console.core.errors import detail
 from console.ledger.compression import decompress_text
 from console.ledger.models import DecisionPassage
 from console.stats import agreement
-from grading.models import Assignment, FinalLabel, Grade, GradingItem, GradingPlan, ItemStatus, Verdict
+from grading.models import (
+    Assignment,
+    FinalLabel,
+    Grade,
+    GradingItem,
+    GradingPlan,
+    ItemStatus,
+    RouteGradingSettings,
+    Verdict,
+)
 from grading.validation import LabelInput
 
 
@@ -73,7 +82,7 @@ def grader_item(assignment: Assignment) -> GraderItem:
     texts = getattr(item, "passage_texts", None)
     guidelines = getattr(item, "route_guidelines", None)
     if guidelines is None:  # an item given back by an undo comes with its route
-        guidelines = item.route.guidelines
+        guidelines = route_grading_settings(item.route).guidelines
     passages = (
         _passages(item.decision_id)
         if texts is None
@@ -87,6 +96,18 @@ def grader_item(assignment: Assignment) -> GraderItem:
         guidelines=guidelines,
         lease_expires_at=assignment.lease_expires_at,
     )
+
+
+def route_grading_settings(route: Route) -> RouteGradingSettings:
+    """The route's grading settings: its row, or an unsaved row of the defaults when it has none.
+    Read once per route instance (cached on it; `select_related("grading_settings")` saves the query)."""
+    settings = getattr(route, "grading_settings", None)
+    return settings if settings is not None else RouteGradingSettings(route_id=route.pk)
+
+
+def published_guidelines(route: Route) -> str:
+    """The route's guidelines as stored now (read afresh, not from a row cached on `route`)."""
+    return RouteGradingSettings.objects.filter(route_id=route.pk).values_list("guidelines", flat=True).first() or ""
 
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
@@ -118,9 +139,11 @@ def current_lease(grader, route_ids: list[int] | None) -> Assignment | None:
     if route_ids is not None:
         queryset = queryset.filter(item__route_id__in=route_ids)
     # with the item's decision, whose texts the item reads unless it holds its own
-    assignment = queryset.select_related("item__route", "item__decision").order_by("leased_at").first()
+    assignment = (
+        queryset.select_related("item__route__grading_settings", "item__decision").order_by("leased_at").first()
+    )
     if assignment is not None:
-        assignment.item.route_guidelines = assignment.item.route.guidelines
+        assignment.item.route_guidelines = route_grading_settings(assignment.item.route).guidelines
     return assignment
 
 
@@ -196,6 +219,7 @@ class AdjudicationView:
     passages: list[dict[str, Any]]
     grades: list[Grade]
     label: FinalLabel | None = None
+    guidelines: str = ""
 
 
 def adjudication_item(user, public_id) -> AdjudicationView:
@@ -205,7 +229,7 @@ def adjudication_item(user, public_id) -> AdjudicationView:
             user,
             permissions.LABEL_REVIEWERS,
         )
-        .select_related("route", "final_label__decided_by")
+        .select_related("route__grading_settings", "final_label__decided_by")
         .first()
     )
     if item is None:
@@ -215,7 +239,13 @@ def adjudication_item(user, public_id) -> AdjudicationView:
     if label is None and item.status == ItemStatus.LABELLED:
         # a label imported before the decision entered the pool is tied to the decision alone
         label = FinalLabel.objects.filter(decision_id=item.decision_id).select_related("decided_by").first()
-    return AdjudicationView(item=item, passages=_passages(item.decision_id), grades=grades, label=label)
+    return AdjudicationView(
+        item=item,
+        passages=_passages(item.decision_id),
+        grades=grades,
+        label=label,
+        guidelines=route_grading_settings(item.route).guidelines,
+    )
 
 
 def decision_grading(decision_id: int) -> dict[str, Any]:

@@ -256,16 +256,17 @@ def _reviewed_route(request, slug: str) -> Route:
 
 
 def _guidelines_page(request, route: Route, form: GuidelinesForm, *, confirm: bool = False):
+    published = selectors.published_guidelines(route)
     if not form.is_bound:
-        text = draft = route.guidelines
+        text = draft = published
     elif form.is_valid():
         text = draft = form.cleaned_data["guidelines"]
     else:  # keep what was typed in the box, but render nothing that failed the checks
         text, draft = "", form.data.get("guidelines", "")
     context = {"route": route, "form": form, "text": text, "draft": draft, "confirm": confirm}
     if confirm:
-        context["diff"] = selectors.guidelines_diff(route.guidelines, text)
-        context["base"] = pool_services.guidelines_sha256(route.guidelines)
+        context["diff"] = selectors.guidelines_diff(published, text)
+        context["base"] = pool_services.guidelines_sha256(published)
     return render(request, "grading/guidelines.html", context)
 
 
@@ -274,7 +275,7 @@ def guidelines_edit(request, slug: str):
     """Edit (with a live preview), then review the change, then publish it: the last step only
     from the review step, which carries the sha256 of the text the change was shown against."""
     route = _reviewed_route(request, slug)
-    form = GuidelinesForm(request.POST or None, initial={"guidelines": route.guidelines})
+    form = GuidelinesForm(request.POST or None, initial={"guidelines": selectors.published_guidelines(route)})
     step = request.POST.get("step")
     if request.method == "GET" or not form.is_valid() or step == "edit":
         return _guidelines_page(request, route, form)
@@ -288,7 +289,6 @@ def guidelines_edit(request, slug: str):
             )
         except ServiceError as exc:
             messages.error(request, exc.message)
-            route.refresh_from_db()
         else:
             messages.success(request, "Guidelines published; graders see them with their next item.")
             return redirect("grading-guidelines", slug=route.slug)

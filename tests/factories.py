@@ -12,6 +12,8 @@ from console.accounts import services as accounts
 from console.accounts.models import Route
 from console.ledger import services as ledger
 from console.ledger.validation import validate_batch
+from console.shadow.services import route_shadow_set
+from grading.services.pool import route_grading_set
 from tests.sample_record import BASE_RECORD
 
 _counter = itertools.count(1)
@@ -40,11 +42,31 @@ def served_record(**overrides: Any) -> dict[str, Any]:
     return record(**overrides)
 
 
-def make_route(slug: str = "it-support", name: str | None = None, **kwargs) -> Route:
+def make_route(
+    slug: str = "it-support",
+    name: str | None = None,
+    *,
+    guidelines: str | None = None,
+    graders_per_item: int | None = None,
+    shadow_config: dict | None = None,
+) -> Route:
+    """The route, created with its settings where it does not exist: each app's part through that
+    app's own service (grading's guidelines and graders per item, shadow's pipeline)."""
     existing = Route.objects.filter(slug=slug).first()
     if existing:
         return existing
-    return accounts.route_create(actor=TEST_ACTOR, slug=slug, name=name or slug.replace("-", " ").title(), **kwargs)
+    route = accounts.route_create(actor=TEST_ACTOR, slug=slug, name=name or slug.replace("-", " ").title())
+    if guidelines is not None or graders_per_item is not None:
+        route_grading_set(actor=TEST_ACTOR, route=route, guidelines=guidelines, graders_per_item=graders_per_item)
+    if shadow_config:
+        route_shadow_set(actor=TEST_ACTOR, route=route, config=shadow_config)
+    return route
+
+
+def set_grading(route: Route, **settings) -> Route:
+    """Change the route's grading settings (guidelines, graders_per_item) through grading's service."""
+    route_grading_set(actor=TEST_ACTOR, route=route, **settings)
+    return route
 
 
 def make_user(username: str, role: str | None = None, route: Route | None = None, password: str = "pw-12345678"):

@@ -20,19 +20,12 @@ class Route(models.Model):
     """One gated answering route (a product surface with its own gate, graders and policy).
 
     The tenant: every other app's rows hang from it, so it lives on the ground floor beside the
-    role grants that point at it (as healthchecks keeps `Project` beside `Member`)."""
+    role grants that point at it (as healthchecks keeps `Project` beside `Member`). It holds only
+    what every app shares; each app keeps its own settings of a route in a one-to-one table of its
+    own (shadow's pipeline, grading's guidelines and graders per item, monitoring's limits)."""
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
-    guidelines = models.TextField(blank=True, help_text="Grading guidelines in Markdown, shown to graders.")
-    graders_per_item = models.PositiveSmallIntegerField(
-        default=2, validators=[MinValueValidator(1)], help_text="Independent grades each item needs."
-    )
-    shadow_config = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text='Shadow pipeline: {} for none, {"kind": "reference"} or {"kind": "http", "url": ...}.',
-    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

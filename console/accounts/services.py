@@ -25,25 +25,11 @@ class IssuedToken:
     token: ApiToken
 
 
-def route_create(
-    *,
-    actor: Actor,
-    slug: str,
-    name: str,
-    guidelines: str = "",
-    graders_per_item: int = 2,
-    shadow_config: dict | None = None,
-) -> Route:
-    """Create a route: the tenant every other app's rows hang from. `shadow_config` is stored as
-    given; callers validate it first (the shadow app's `validate_shadow_config`), as accounts may
-    not import the shadow app."""
-    route = Route(
-        slug=slug,
-        name=name,
-        guidelines=guidelines,
-        graders_per_item=graders_per_item,
-        shadow_config=shadow_config or {},
-    )
+def route_create(*, actor: Actor, slug: str, name: str) -> Route:
+    """Create a route: the tenant every other app's rows hang from. Its settings are the apps'
+    own, saved by their own services in the caller's transaction (the route pages' sections,
+    `manage.py create_route`'s options); until then each app's defaults apply."""
+    route = Route(slug=slug, name=name)
     route.full_clean()
     with transaction.atomic():
         route.save()
@@ -53,14 +39,7 @@ def route_create(
             object_type="route",
             object_id=route.pk,
             route=slug,
-            payload=field_changes(
-                new={
-                    "slug": slug,
-                    "name": name,
-                    "graders_per_item": graders_per_item,
-                    "shadow_config": route.shadow_config,
-                }
-            ),
+            payload=field_changes(new={"slug": slug, "name": name}),
         )
     return route
 

@@ -80,7 +80,9 @@ def _sections_data(section_forms) -> dict[str, dict]:
 @require_http_methods(["GET"])
 def workspace_index(request):
     selectors.require_workspace_admin(request.user)
-    return render(request, "accounts/workspace.html", {"routes": selectors.workspace_routes()})
+    fields = hooks.route_fields()
+    routes = [(route, [getattr(route, field.name) for field in fields]) for route in selectors.workspace_routes()]
+    return render(request, "accounts/workspace.html", {"routes": routes, "fields": fields})
 
 
 @require_http_methods(["GET", "POST"])

@@ -35,12 +35,12 @@ from console.ledger.validation import DecisionInput, content_hash, same_values
 logger = logging.getLogger(__name__)
 
 
-def route_update(*, actor: Actor, route: Route, name: str, graders_per_item: int) -> bool:
-    """Rename a route or change how many independent grades its items need; True when something
-    changed. Items already in the pool keep the number they were created with; new items take this one."""
+def route_update(*, actor: Actor, route: Route, name: str) -> bool:
+    """Rename a route; True when the name changed. Its other settings belong to the apps that use
+    them, each in its own table and service (grading's graders per item, shadow's pipeline, ...)."""
     with transaction.atomic():
         route = Route.objects.select_for_update().get(pk=route.pk)
-        wanted = {"name": name, "graders_per_item": graders_per_item}
+        wanted = {"name": name}
         changes = {f: {"old": getattr(route, f), "new": v} for f, v in wanted.items() if getattr(route, f) != v}
         if not changes:
             return False

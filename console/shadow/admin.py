@@ -7,6 +7,7 @@ from console.core.admin import ReadOnlyAdmin
 from console.core.errors import InvalidInput
 from console.shadow.models import ShadowRun
 from console.shadow.pipelines import validate_shadow_config
+from console.shadow.selectors import route_shadow_config
 from console.shadow.services import route_shadow_set
 
 
@@ -41,7 +42,7 @@ class RouteAdminForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        config = self.instance.shadow_config or {}
+        config = route_shadow_config(self.instance)
         self.fields["shadow_kind"].initial = config.get("kind", "")
         self.fields["shadow_url"].initial = config.get("url", "")
 
@@ -62,13 +63,14 @@ class RouteAdminForm(forms.ModelForm):
 @admin.register(Route)
 class RouteAdmin(admin.ModelAdmin):
     form = RouteAdminForm
-    list_display = ["slug", "name", "graders_per_item", "shadow_pipeline", "created_at"]
-    fields = ["slug", "name", "guidelines", "graders_per_item", "shadow_kind", "shadow_url", "created_at"]
-    readonly_fields = ["slug", "name", "guidelines", "graders_per_item", "created_at"]
+    list_display = ["slug", "name", "shadow_pipeline", "created_at"]
+    fields = ["slug", "name", "shadow_kind", "shadow_url", "created_at"]
+    readonly_fields = ["slug", "name", "created_at"]
+    list_select_related = ["shadow_settings"]
 
     @admin.display(description="Shadow pipeline")
     def shadow_pipeline(self, route: Route) -> str:
-        config = route.shadow_config or {}
+        config = route_shadow_config(route)
         return config.get("url") or config.get("kind") or "—"
 
     def has_add_permission(self, request) -> bool:

@@ -49,3 +49,25 @@ class ShadowRun(models.Model):
 
     def __str__(self) -> str:
         return f"shadow {self.pipeline} for decision {self.decision_id}: {self.status}"
+
+
+class RouteShadowSettings(models.Model):
+    """A route's shadow pipeline. A route without a row has none (`{}`): its refusals are graded
+    on the logged claim. The shadow app's own one-to-one table, as monitoring and similarity keep
+    theirs; `console.shadow.selectors.route_shadow_config` reads it with that default."""
+
+    route = models.OneToOneField(
+        "accounts.Route", on_delete=models.CASCADE, primary_key=True, related_name="shadow_settings"
+    )
+    config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Shadow pipeline: {} for none, {"kind": "reference"} or {"kind": "http", "url": ...}.',
+    )
+
+    class Meta:
+        verbose_name = "route shadow settings"
+        verbose_name_plural = "route shadow settings"
+
+    def __str__(self) -> str:
+        return f"shadow pipeline of route {self.route_id}"

@@ -4,7 +4,8 @@ Every pipeline has the same small interface (`Pipeline`): a name, a version and
 `run(request) -> answer`, raising `PipelineError` with a message a person can act on when it
 cannot answer. It never invents an answer: a pipeline that fails leaves the run failed.
 
-A route chooses its pipeline in `Route.shadow_config`:
+A route chooses its pipeline in the shadow app's own row of it, `RouteShadowSettings.config`
+(no row: none):
 - ``{}``: none; refusals of the route get no shadow run.
 - ``{"kind": "reference"}``: the built-in extractive pipeline (no model, deterministic).
 - ``{"kind": "http", "url": "https://..."}``: the integrator's own pipeline, called over HTTP.

@@ -12,8 +12,24 @@ from console.accounts import permissions
 from console.core.errors import Forbidden
 from console.ledger.models import Decision, DecisionPassage, Outcome
 from console.ledger.selectors import readable_decisions
-from console.shadow.models import ShadowRun, ShadowStatus
+from console.shadow.models import RouteShadowSettings, ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelinePassage, PipelineRequest, passages_sha256
+
+
+def route_shadow_config(route) -> dict:
+    """The route's shadow pipeline config; `{}` (none) when the route has no settings row. Reads the
+    row once per route instance (cached on it; `select_related("shadow_settings")` saves the query)."""
+    settings = getattr(route, "shadow_settings", None)
+    return dict(settings.config) if settings is not None else {}
+
+
+def routes_with_pipeline(route_ids) -> set[int]:
+    """Which of these routes name a shadow pipeline (their refusals wait for a shadow run)."""
+    return set(
+        RouteShadowSettings.objects.filter(route_id__in=list(route_ids), config__has_key="kind").values_list(
+            "route_id", flat=True
+        )
+    )
 
 
 def logged_pipeline_request(decision: Decision) -> PipelineRequest:
@@ -62,16 +78,29 @@ def get_shadow_run_for_retry(user, pk: int) -> ShadowRun:
     return run
 
 
+# A refusal's run (one at most) and its route's pipeline, in one row whether or not either exists.
+_RUN_AND_PIPELINE_SQL = f"""
+SELECT r.*, s.config ->> 'kind' AS route_pipeline
+FROM (SELECT 1) AS one
+LEFT JOIN {ShadowRun._meta.db_table} r ON r.decision_id = %s
+LEFT JOIN {RouteShadowSettings._meta.db_table} s ON s.route_id = %s
+"""
+
+
 def shadow_context(user, decision: Decision) -> dict[str, Any]:
-    """What the refusal detail page shows about the decision's shadow run (one query)."""
-    run = shadow_run_of(decision) if decision.outcome == Outcome.REFUSED else None
+    """What the refusal detail page shows about the decision's shadow run (one query, for a refusal):
+    the run, or, while it has none, whether its route names a pipeline."""
+    run, pipeline = None, ""
+    if decision.outcome == Outcome.REFUSED:
+        [row] = ShadowRun.objects.raw(_RUN_AND_PIPELINE_SQL, [decision.pk, decision.route_id])
+        run, pipeline = (row if row.pk is not None else None), row.route_pipeline or ""
     logged = [
         PipelinePassage(id=link.passage.external_id, text=link.passage.text) for link in decision.ranked_passages.all()
     ]  # prefetched in rank order: no query
     logged_sha256 = passages_sha256(logged) if run and run.passages_sha256 else ""
     return {
         "shadow_run": run,
-        "shadow_pipeline": decision.route.shadow_config.get("kind", ""),
+        "shadow_pipeline": pipeline,
         "shadow_checksum_matches": bool(run and run.passages_sha256 and run.passages_sha256 == logged_sha256),
         "shadow_can_retry": bool(run and run.status == ShadowStatus.FAILED and can_retry(user, decision.route)),
     }
@@ -101,7 +130,7 @@ def decisions_awaiting_shadow_run(*, ingested_before: datetime, limit: int) -> l
     return list(
         Decision.objects.filter(
             outcome=Outcome.REFUSED,
-            route__shadow_config__has_key="kind",
+            route__shadow_settings__config__has_key="kind",
             shadow_runs__isnull=True,
             ingested_at__lt=ingested_before,
         )

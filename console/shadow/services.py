@@ -31,7 +31,7 @@ from console.core.errors import Conflict
 from console.core.jobs import enqueue
 from console.ledger.models import Decision, Outcome
 from console.shadow import selectors
-from console.shadow.models import ShadowRun, ShadowStatus
+from console.shadow.models import RouteShadowSettings, ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelineError, passages_sha256, pipeline_for, validate_shadow_config
 
 logger = logging.getLogger(__name__)
@@ -51,17 +51,25 @@ _OPEN_SQL = (
 EXECUTE_JOB = "shadow.shadow_run_execute"
 
 
-def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> Route:
-    """Choose the route's shadow pipeline ({} for none). New refusals get runs from now on, and the
-    sweeper opens runs for the route's earlier refusals, a few hundred per sweep."""
+def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> bool:
+    """Choose the route's shadow pipeline ({} for none); True when it changed (and was audited).
+    New refusals get runs from now on, and the sweeper opens runs for the route's earlier
+    refusals, a few hundred per sweep. The choice is the shadow app's own row of the route
+    (`RouteShadowSettings`), created on the first change."""
     new = validate_shadow_config(config or {})
-    old = route.shadow_config
-    if old == new:
-        return route
-    route.shadow_config = new
-    route.full_clean()
     with transaction.atomic():
-        route.save(update_fields=["shadow_config"])
+        # The route's row is the lock two concurrent choices of its pipeline queue on.
+        Route.objects.select_for_update().filter(pk=route.pk).first()
+        settings = RouteShadowSettings.objects.filter(route_id=route.pk).first()
+        old = settings.config if settings is not None else {}
+        if old == new:
+            return False
+        if settings is None:
+            settings = RouteShadowSettings(route=route)
+        settings.config = new
+        settings.full_clean(validate_unique=False)
+        settings.save()
+        route.shadow_settings = settings
         audit_record(
             actor=actor,
             action=Action.SHADOW_PIPELINE_SET,
@@ -70,7 +78,7 @@ def route_shadow_set(*, actor: Actor, route: Route, config: dict | None) -> Rout
             route=route.slug,
             payload={"slug": route.slug, "shadow_config": {"old": old, "new": new}},
         )
-    return route
+    return True
 
 
 def shadow_runs_open(*, actor: Actor, decision_ids: Sequence[int]) -> list[int]:
@@ -81,8 +89,8 @@ def shadow_runs_open(*, actor: Actor, decision_ids: Sequence[int]) -> list[int]:
     """
     candidates = sorted(
         Decision.objects.filter(
-            pk__in=list(decision_ids), outcome=Outcome.REFUSED, route__shadow_config__has_key="kind"
-        ).values_list("pk", "route__shadow_config__kind", "route__slug")
+            pk__in=list(decision_ids), outcome=Outcome.REFUSED, route__shadow_settings__config__has_key="kind"
+        ).values_list("pk", "route__shadow_settings__config__kind", "route__slug")
     )
     if not candidates:
         return []
@@ -133,7 +141,7 @@ def shadow_run_execute(*, run_id: int) -> ShadowRun | None:
     name, version, answer, error = run.pipeline, run.pipeline_version, "", ""
     started = time.monotonic()
     try:
-        pipeline = pipeline_for(decision.route.shadow_config)
+        pipeline = pipeline_for(selectors.route_shadow_config(decision.route))
         if pipeline is None:
             raise PipelineError("The route no longer names a shadow pipeline.")
         name, version = pipeline.name, pipeline.version
@@ -229,7 +237,7 @@ def shadow_run_retry(*, actor: Actor, run: ShadowRun) -> ShadowRun:
         locked = ShadowRun.objects.select_for_update().select_related("decision__route").get(pk=run.pk)
         if locked.status != ShadowStatus.FAILED:
             raise Conflict(f"Only a failed shadow run can be retried; this one is {locked.status}.", code="not_failed")
-        if not locked.decision.route.shadow_config:
+        if not selectors.route_shadow_config(locked.decision.route):
             raise Conflict("The route names no shadow pipeline any more; set one first.", code="no_pipeline")
         old_error = locked.error
         locked.status, locked.error, locked.queued_at = ShadowStatus.QUEUED, "", timezone.now()

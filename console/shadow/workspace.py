@@ -1,6 +1,6 @@
 """Shadow's section of the admins' route pages: which pipeline answers the route's refused
-questions with the gate disabled (console/accounts/hooks.py). Saved through `route_shadow_set`,
-as `manage.py create_route --shadow` does."""
+questions with the gate disabled (console/accounts/hooks.py); and its options of
+`manage.py create_route` (`--shadow`, `--shadow-url`). Both save through `route_shadow_set`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ from typing import Any
 from django import forms
 
 from audit.services import Actor
-from console.accounts.hooks import RouteSection, register_route_section
+from console.accounts.hooks import (
+    CreateRouteOption,
+    RouteSection,
+    register_create_route_option,
+    register_route_section,
+)
 from console.accounts.models import Route
 from console.core.errors import InvalidInput
 from console.shadow.pipelines import MAX_URL_CHARS, validate_shadow_config
+from console.shadow.selectors import route_shadow_config
 from console.shadow.services import route_shadow_set
 
 NONE, REFERENCE, HTTP = "none", "reference", "http"
@@ -59,18 +65,54 @@ class RouteShadowForm(forms.Form):
 
 
 def _initial(route: Route | None) -> dict[str, Any]:
-    config = route.shadow_config if route is not None else {}
+    config = route_shadow_config(route) if route is not None else {}
     return {"pipeline": config.get("kind", NONE), "url": config.get("url", "")}
 
 
 def _save(*, actor: Actor, user, route: Route, data: dict[str, Any]) -> bool:
-    old = route.shadow_config
-    return route_shadow_set(actor=actor, route=route, config=data["config"]).shadow_config != old
+    return route_shadow_set(actor=actor, route=route, config=data["config"])
+
+
+def _add_create_route_arguments(parser) -> None:
+    shadow = parser.add_mutually_exclusive_group()
+    shadow.add_argument(
+        "--shadow",
+        choices=["reference", "none"],
+        help="Shadow pipeline: the built-in extractive reference pipeline, or none.",
+    )
+    shadow.add_argument("--shadow-url", help="Shadow pipeline: an http(s) URL answering POSTed questions.")
+
+
+def _config_of(options: dict[str, Any]) -> dict | None:
+    """The pipeline the command's options name (validated), or None when they name none."""
+    shadow, url = options.get("shadow"), options.get("shadow_url")
+    if shadow is None and url is None:
+        return None
+    if url:
+        return validate_shadow_config({"kind": "http", "url": url})
+    return validate_shadow_config({} if shadow == "none" else {"kind": shadow})
+
+
+def _apply_create_route_options(*, actor: Actor, route: Route, created: bool, options: dict[str, Any]) -> str | None:
+    config = _config_of(options)
+    if config is None:
+        return None
+    route_shadow_set(actor=actor, route=route, config=config)
+    return None if created else f"Route {route.slug}: shadow pipeline set to {config or 'none'}."
 
 
 def register() -> None:
     register_route_section(
         RouteSection(
             key="shadow", title="Shadow pipeline", order=30, form_class=RouteShadowForm, initial=_initial, save=_save
+        )
+    )
+    register_create_route_option(
+        CreateRouteOption(
+            key="shadow",
+            add_arguments=_add_create_route_arguments,
+            apply=_apply_create_route_options,
+            check=_config_of,
+            changes_existing=lambda options: _config_of(options) is not None,
         )
     )

@@ -89,7 +89,7 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
         item = (
             GradingItem.objects.with_texts()  # handed back to the grader with its texts
             .select_for_update(of=("self",))
-            .select_related("route")
+            .select_related("route__grading_settings")  # the guidelines go back with the item
             .filter(public_id=public_id)
         ).first()
         grade = Grade.objects.filter(item=item, grader=grader).first() if item is not None else None

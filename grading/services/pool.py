@@ -26,14 +26,17 @@ from console.core.jobs import commit_without_waiting, enqueue
 from console.ledger.models import SERVED_ANSWER, Decision, Outcome
 from console.ledger.validation import DecisionInput
 from console.shadow.models import ShadowRun, ShadowStatus
+from console.shadow.selectors import routes_with_pipeline
 from grading.models import (
     AnswerSource,
     FinalLabel,
     GradingItem,
     GradingPlan,
     ItemStatus,
+    RouteGradingSettings,
     Verdict,
 )
+from grading.selectors import route_grading_settings
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +75,11 @@ def _ready_for_pool(decision_ids: list[int] | None):
             shadow_answer=Subquery(shadow_answer),
             labelled=Exists(FinalLabel.objects.filter(decision=OuterRef("pk"))),
         )
-        .filter(~Q(outcome=Outcome.REFUSED) | Q(shadow_answer__isnull=False) | ~Q(route__shadow_config__has_key="kind"))
+        .filter(
+            ~Q(outcome=Outcome.REFUSED)
+            | Q(shadow_answer__isnull=False)
+            | ~Q(route__shadow_settings__config__has_key="kind")
+        )
         # Rows, not model instances: pool entry only reads their values, and a deferred-field
         # instance per decision cost about a quarter of the read.
         .values_list(
@@ -203,6 +210,8 @@ def pool_enter_ingested(
     system's, as when a job enters them.
     """
     del actor  # the integrator stores decisions; entering them is the system's sampling
+    refusing = {routes[item.route].pk for item in items if item.outcome == Outcome.REFUSED}
+    waiting_for_shadow = routes_with_pipeline(refusing) if refusing else set()
     ready = [
         _Ready(
             pk=decision_id,
@@ -211,7 +220,7 @@ def pool_enter_ingested(
             outcome=item.outcome,
         )
         for item, decision_id in zip(items, decision_ids, strict=True)
-        if item.outcome != Outcome.REFUSED or "kind" not in (routes[item.route].shadow_config or {})
+        if item.outcome != Outcome.REFUSED or routes[item.route].pk not in waiting_for_shadow
     ]
     if not ready:
         return
@@ -241,7 +250,9 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
     if not decisions:
         return result
     route_ids = {d.route_id for d in decisions}
-    routes = {r.pk: r for r in Route.objects.filter(pk__in=route_ids).select_related("grading_plan")}
+    routes = {
+        r.pk: r for r in Route.objects.filter(pk__in=route_ids).select_related("grading_plan", "grading_settings")
+    }
     items = []
     for decision in decisions:
         route = routes[decision.route_id]
@@ -264,7 +275,7 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
                 stratum=stratum,
                 inclusion_probability=probability,
                 queue_key=_queue_key(),
-                grades_required=route.graders_per_item,
+                grades_required=route_grading_settings(route).graders_per_item,
                 status=status,
             )
         )
@@ -422,7 +433,7 @@ def gold_item_create(*, actor: Actor, decision: Decision, verdict: str, answer: 
         answer_source=AnswerSource.GOLD,
         stratum="gold",
         queue_key=_queue_key(),
-        grades_required=decision.route.graders_per_item,
+        grades_required=route_grading_settings(decision.route).graders_per_item,
         is_gold=True,
         gold_verdict=verdict,
     )
@@ -470,32 +481,61 @@ def guidelines_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str, base_sha256: str | None = None) -> Route:
-    """Replace a route's grading guidelines (Markdown, shown to its graders).
+def route_guidelines_update(*, actor: Actor, route: Route, guidelines: str, base_sha256: str | None = None) -> bool:
+    """Replace a route's grading guidelines (Markdown, shown to its graders); True when they changed.
 
     With `base_sha256` (the text the editor reviewed the change against), a text published by
     someone else in the meantime is a Conflict rather than silently overwritten.
     """
+    return route_grading_set(actor=actor, route=route, guidelines=guidelines, base_sha256=base_sha256)
+
+
+def route_grading_set(
+    *,
+    actor: Actor,
+    route: Route,
+    guidelines: str | None = None,
+    graders_per_item: int | None = None,
+    base_sha256: str | None = None,
+) -> bool:
+    """Change a route's grading settings (None leaves one as it is); True when something changed.
+
+    They are grading's own row of the route (`RouteGradingSettings`), created on the first change;
+    until then the route has the defaults. One `route_updated` event names each changed field.
+    Items already in the pool keep the graders per item they entered with; new items take the new
+    number. `base_sha256` guards the guidelines as in `route_guidelines_update`.
+    """
     with transaction.atomic():
-        route = Route.objects.select_for_update().get(pk=route.pk)
-        old = route.guidelines
-        if base_sha256 is not None and base_sha256 != guidelines_sha256(old):
+        # The route's row is the lock concurrent changes of its settings queue on.
+        Route.objects.select_for_update().filter(pk=route.pk).first()
+        settings = RouteGradingSettings.objects.filter(route_id=route.pk).first()
+        if settings is None:
+            settings = RouteGradingSettings(route=route)
+        if base_sha256 is not None and base_sha256 != guidelines_sha256(settings.guidelines):
             raise Conflict(
                 "The guidelines were changed by someone else since you reviewed your change; "
                 "review it against their text.",
                 code="guidelines_changed",
             )
-        if old == guidelines:
-            return route
-        route.guidelines = guidelines
-        route.full_clean()
-        route.save(update_fields=["guidelines"])
+        wanted = {"guidelines": guidelines, "graders_per_item": graders_per_item}
+        changes = {
+            name: {"old": getattr(settings, name), "new": value}
+            for name, value in wanted.items()
+            if value is not None and getattr(settings, name) != value
+        }
+        if not changes:
+            return False
+        for name, change in changes.items():
+            setattr(settings, name, change["new"])
+        settings.full_clean(validate_unique=False)
+        settings.save()
+        route.grading_settings = settings
         audit_record(
             actor=actor,
             action=Action.ROUTE_UPDATED,
             object_type="route",
             object_id=route.slug,
             route=route.slug,
-            payload={"guidelines": {"old": old, "new": guidelines}},
+            payload=changes,
         )
-    return route
+    return True

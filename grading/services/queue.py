@@ -42,14 +42,17 @@ _TEXTS = f"""COALESCE(NULLIF(i.own_question, ''), {_DECISION_TEXT.format(field="
            WHEN 'served' THEN {_DECISION_TEXT.format(field=SERVED_ANSWER_SQL)}
            WHEN 'claim' THEN {_DECISION_TEXT.format(field="d.claim")} END, '') AS answer"""
 
+# The route's guidelines (grading's settings row; none without one), read for the chosen row only.
+_GUIDELINES = "COALESCE((SELECT s.guidelines FROM grading_routegradingsettings s WHERE s.route_id = i.route_id), '')"
+
 # The next item for one grader: open, not gold, never assigned to this grader, with fewer than k
 # places taken (a grade or a running lease takes one), first in queue_key order. SKIP LOCKED lets
 # concurrent graders pass over items another claim holds instead of waiting for it.
 _CLAIM_SQL = """
 SELECT i.id, i.public_id, i.route_id, i.decision_id, {texts}, i.grades_required,
-       r.guidelines AS route_guidelines, COALESCE(p.gold_rate, 0) AS route_gold_rate, {passages} AS passage_texts
+       {guidelines} AS route_guidelines, COALESCE(p.gold_rate, 0) AS route_gold_rate,
+       {passages} AS passage_texts
 FROM grading_gradingitem i
-JOIN ledger_route r ON r.id = i.route_id
 LEFT JOIN grading_gradingplan p ON p.route_id = i.route_id
 WHERE i.status = 'open' AND NOT i.is_gold {route_clause}
   AND NOT (i.id = ANY(%(passed)s::bigint[]))
@@ -75,9 +78,8 @@ RETURNING id
 
 _GOLD_SQL = """
 SELECT i.id, i.public_id, i.route_id, i.decision_id, {texts}, i.grades_required,
-       r.guidelines AS route_guidelines, {passages} AS passage_texts
+       {guidelines} AS route_guidelines, {passages} AS passage_texts
 FROM grading_gradingitem i
-JOIN ledger_route r ON r.id = i.route_id
 WHERE i.route_id = %(route)s AND i.is_gold AND i.status = 'open'
   AND NOT EXISTS (SELECT 1 FROM grading_assignment a WHERE a.item_id = i.id AND a.grader_id = %(grader)s)
 ORDER BY i.queue_key
@@ -111,7 +113,7 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
         "passed": [],
         "route": route_ids[0] if route_ids else None,
     }
-    claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS)
+    claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES)
     with transaction.atomic(durable=True):
         # Each lost race passes over one more item, so the loop ends when the queue does.
         while True:
@@ -155,7 +157,8 @@ def _claim_waiting_for_locked(claim_sql: str, params: dict[str, Any]) -> Grading
 def _gold_claim(*, grader, route_id: int, now, expires) -> Assignment | None:
     items = list(
         GradingItem.objects.raw(
-            _GOLD_SQL.format(passages=_PASSAGES, texts=_TEXTS), {"route": route_id, "grader": grader.pk}
+            _GOLD_SQL.format(passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES),
+            {"route": route_id, "grader": grader.pk},
         )
     )
     if not items:

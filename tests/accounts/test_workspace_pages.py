@@ -12,6 +12,8 @@ from rest_framework.test import APIClient
 from audit.models import Action, AuditEvent
 from console.accounts.models import ApiToken, RoleGrant, Route, hash_token
 from console.monitoring.models import RouteMonitoring
+from console.shadow.selectors import route_shadow_config
+from grading.selectors import route_grading_settings
 from tests.factories import make_user
 
 NON_ADMIN_ROLES = ("grader", "reader", "reviewer", "policy_owner", "auditor", "integrator", None)
@@ -53,16 +55,25 @@ def _new_route_body(**overrides) -> dict:
     return body | overrides
 
 
+def _grading(route: Route):
+    return route_grading_settings(Route.objects.get(pk=route.pk))
+
+
+def _pipeline(route: Route) -> dict:
+    return route_shadow_config(Route.objects.get(pk=route.pk))
+
+
 def _settings_body(route: Route, **overrides) -> dict:
     from grading.services.pool import guidelines_sha256
 
+    grading, pipeline = _grading(route), _pipeline(route)
     body = {
         "route-name": route.name,
-        "route-graders_per_item": str(route.graders_per_item),
-        "grading-guidelines": route.guidelines,
-        "grading-base": guidelines_sha256(route.guidelines),
-        "shadow-pipeline": route.shadow_config.get("kind", "none"),
-        "shadow-url": route.shadow_config.get("url", ""),
+        "route-graders_per_item": str(grading.graders_per_item),
+        "grading-guidelines": grading.guidelines,
+        "grading-base": guidelines_sha256(grading.guidelines),
+        "shadow-pipeline": pipeline.get("kind", "none"),
+        "shadow-url": pipeline.get("url", ""),
         "monitoring-evidence_max_label_age_days": "90",
     }
     return body | overrides
@@ -111,8 +122,12 @@ def test_an_admin_creates_a_route_with_its_settings_in_one_audited_change(admin_
     assert response.redirect_chain[-1][0] == "/routes/billing/members/"
     assert "Route billing created." in response.content.decode()
     route = Route.objects.get(slug="billing")
-    assert (route.name, route.graders_per_item, route.shadow_config) == ("Billing questions", 3, {"kind": "reference"})
-    assert route.guidelines.startswith("Grade **correct**")
+    assert (route.name, _grading(route).graders_per_item, _pipeline(route)) == (
+        "Billing questions",
+        3,
+        {"kind": "reference"},
+    )
+    assert _grading(route).guidelines.startswith("Grade **correct**")
     assert RouteMonitoring.objects.get(route=route).evidence_max_label_age_days == 60
     [created] = [e for e in _events(Action.ROUTE_CREATED) if e.route == "billing"]
     assert created.actor == "user:ada" and created.payload["name"] == {"old": None, "new": "Billing questions"}
@@ -121,7 +136,7 @@ def test_an_admin_creates_a_route_with_its_settings_in_one_audited_change(admin_
 
 
 def test_a_new_route_with_the_default_settings_writes_only_its_creation(admin_page):
-    body = _new_route_body(**{"grading-guidelines": "", "shadow-pipeline": "none"})
+    body = _new_route_body(**{"grading-guidelines": "", "shadow-pipeline": "none", "route-graders_per_item": "2"})
     body["monitoring-evidence_max_label_age_days"] = "90"
     admin_page.post("/routes/new/", body)
     assert list(AuditEvent.objects.filter(route="billing").values_list("action", flat=True)) == ["route_created"]
@@ -155,15 +170,21 @@ def test_an_admin_changes_a_routes_settings_and_each_change_is_audited_with_old_
     body |= {"grading-guidelines": "New guidelines.", "shadow-pipeline": "reference"}
     body["monitoring-evidence_max_label_age_days"] = "30"
     response = admin_page.post("/routes/it-support/settings/", body, follow=True)
-    assert "Saved the route&#x27;s route, grading guidelines, shadow pipeline, monitoring." in response.content.decode()
+    assert "Saved the route&#x27;s route, grading, shadow pipeline, monitoring." in response.content.decode()
     route.refresh_from_db()
-    assert (route.name, route.graders_per_item, route.guidelines) == ("IT help desk", 3, "New guidelines.")
-    updated = [e for e in _events(Action.ROUTE_UPDATED) if "name" in e.payload]
-    assert updated[-1].payload == {
-        "name": {"old": "IT support", "new": "IT help desk"},
+    assert (route.name, _grading(route).graders_per_item, _grading(route).guidelines) == (
+        "IT help desk",
+        3,
+        "New guidelines.",
+    )
+    # one event per app whose settings changed, each naming its own fields
+    renamed, regraded = _events(Action.ROUTE_UPDATED)[-2:]
+    assert renamed.payload == {"name": {"old": "IT support", "new": "IT help desk"}}
+    assert regraded.payload == {
+        "guidelines": {"old": "", "new": "New guidelines."},
         "graders_per_item": {"old": 2, "new": 3},
     }
-    assert updated[-1].actor == "user:ada" and updated[-1].route == "it-support"
+    assert {(e.actor, e.route) for e in (renamed, regraded)} == {("user:ada", "it-support")}
     assert _events(Action.SHADOW_PIPELINE_SET)[-1].payload["shadow_config"]["new"] == {"kind": "reference"}
     assert _events(Action.ROUTE_MONITORING_CHANGED)[-1].payload == {
         "evidence_max_label_age_days": {"old": 90, "new": 30}
@@ -185,8 +206,7 @@ def test_guidelines_published_meanwhile_are_not_overwritten(admin_page, route):
     route_guidelines_update(actor=TEST_ACTOR, route=route, guidelines="Someone else's.")
     response = admin_page.post("/routes/it-support/settings/", body)
     assert "changed by someone else" in response.content.decode()
-    route.refresh_from_db()
-    assert route.guidelines == "Someone else's."
+    assert _grading(route).guidelines == "Someone else's."
 
 
 def test_the_settings_of_an_unknown_route_are_a_404(admin_page):

@@ -13,8 +13,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from audit.models import AuditEvent
-from console.accounts.models import ApiToken, RoleGrant
+from console.accounts.models import ApiToken, RoleGrant, Route
 from console.shadow.models import ShadowRun
+from console.shadow.selectors import route_shadow_config
 from grading.models import Assignment, FinalLabel, Grade, GradingItem, GradingPlan
 from tests.factories import make_route, make_token, make_user, record
 from tests.grading.helpers import api_client, grade, next_item, pooled
@@ -144,8 +145,8 @@ def test_a_route_edit_in_the_admin_writes_its_event(superuser_browser, route):
         _url(type(route), "change", route.pk), {"shadow_kind": "reference", "shadow_url": "", "name": "Renamed"}
     )
     assert response.status_code == 302
-    route.refresh_from_db()
-    assert route.shadow_config == {"kind": "reference"} and route.name == "IT support"
+    route = Route.objects.get(pk=route.pk)
+    assert route_shadow_config(route) == {"kind": "reference"} and route.name == "IT support"
     assert AuditEvent.objects.count() == before + 1
     assert AuditEvent.objects.order_by("-seq").first().action == "shadow_pipeline_set"
     assert superuser_browser.post(_url(type(route), "add"), {"slug": "x", "name": "X"}).status_code == 403

@@ -4,6 +4,8 @@ API token for the integrator and copies its key (shown once), then revokes the t
 import pytest
 
 from console.accounts.models import ApiToken, RoleGrant, Route
+from console.shadow.selectors import route_shadow_config
+from grading.selectors import route_grading_settings
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +28,7 @@ def test_an_admin_creates_a_route_adds_a_member_and_issues_then_revokes_a_token(
     assert page.url.endswith("/routes/billing/members/")
     assert "Route billing created." in page.inner_text("ul.messages")
     route = Route.objects.get(slug="billing")
-    assert (route.graders_per_item, route.shadow_config) == (3, {"kind": "reference"})
+    assert (route_grading_settings(route).graders_per_item, route_shadow_config(route)) == (3, {"kind": "reference"})
 
     # A person nobody has added yet: the page asks for an email address first, in words.
     page.fill("#id_username", "gwen")

@@ -15,7 +15,7 @@ from django.test import Client
 
 from console.shadow.models import ShadowRun
 from grading.models import GradingItem
-from tests.factories import make_route, make_user, record, served_record
+from tests.factories import make_route, make_user, record, served_record, set_grading
 from tests.grading.helpers import api_client, grade, pooled
 
 SCORES = {"refused": (0.7319, 0.8527), "served": (0.9461, 0.8527), "shadowed": (0.6183, 0.7914)}
@@ -61,8 +61,7 @@ def assert_response_blind(response, where: str) -> None:
 @pytest.fixture
 def known_items(route):
     """Items whose gate score, cutoff and outcome are known, on a route with and one without a shadow pipeline."""
-    route.guidelines = "Mark an answer *correct* only when the passages support every step."
-    route.save()
+    set_grading(route, guidelines="Mark an answer *correct* only when the passages support every step.")
     make_route("assisted", "Assisted answers", shadow_config={"kind": "reference"})
     passages = [
         {"id": "kb/one", "text": "Open Settings and choose Reset.", "rank": 1, "retrieval_score": 0.7319},

@@ -11,7 +11,7 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from grading.models import Assignment, Grade, GradingItem
 from grading.services import queue
-from tests.factories import make_route, make_token, make_user, record, served_record
+from tests.factories import make_route, make_token, make_user, record, served_record, set_grading
 from tests.grading.helpers import api_client, grade, next_item, pooled
 
 
@@ -20,8 +20,7 @@ def _expire_leases():
 
 
 def test_next_hands_out_exactly_the_documented_shape(route, grader):
-    route.guidelines = "Judge **facts** only."
-    route.save()
+    set_grading(route, guidelines="Judge **facts** only.")
     pooled(
         [
             record(

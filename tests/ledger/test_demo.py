@@ -2,6 +2,7 @@ from django.core.management import call_command
 
 from console.accounts.models import RoleGrant, Route
 from console.ledger.models import Decision
+from console.shadow.selectors import route_shadow_config
 from grading.models import FinalLabel
 
 
@@ -13,7 +14,7 @@ def test_load_demo_builds_a_workspace_people_can_sign_in_to(db, settings, tmp_pa
     # to IT support's last days.
     assert Decision.objects.exclude(request_id__startswith="upgrade-").count() == 80 + 2 * 16
     assert Decision.objects.filter(request_id__startswith="upgrade-", route__slug="it-support").exists()
-    assert Route.objects.get(slug="it-support").shadow_config == {"kind": "reference"}
+    assert route_shadow_config(Route.objects.get(slug="it-support")) == {"kind": "reference"}
     hr_labels = FinalLabel.objects.filter(decision__route__slug="hr-policy", method="imported")
     assert hr_labels.count() == 40
     assert 0 < hr_labels.filter(correct=True).count() < 40

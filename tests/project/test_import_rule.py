@@ -49,12 +49,11 @@ PROJECT_MODULES = {
     "console.celery",
     "console.wsgi",
     "console.run",
+    "console.beat_guard",
     "console.embedded",
     "console.env",
     # manage.py backup / restore: run before Django starts the embedded database (console/backup.py)
     "console.backup",
-    # beat's start-up guards, wired by console/celery.py
-    "console.beat_guard",
     "console",
 }
 

@@ -55,7 +55,9 @@ from console.ledger.models import Decision
 from console.monitoring.models import Alarm, AlarmKind, Recheck
 from console.monitoring.services.rechecks import rechecks_open
 from console.shadow.models import ShadowRun
+from console.shadow.selectors import route_shadow_config
 from grading.models import Assignment, GradingItem, ItemStatus
+from grading.selectors import published_guidelines, route_grading_settings
 from grading.services.pool import guidelines_sha256
 from tests import factories
 from tests.audit.attack import owner_cursor
@@ -520,13 +522,14 @@ def _draft_sha() -> str:
 def _route_settings_form() -> dict:
     """The route settings form as it stands, for the route pages' bodies to change one thing in."""
     route = Route.objects.get(slug=SLUG)
+    grading, pipeline = route_grading_settings(route), route_shadow_config(route)
     return {
         "route-name": route.name,
-        "route-graders_per_item": str(route.graders_per_item),
-        "grading-guidelines": route.guidelines,
-        "grading-base": guidelines_sha256(route.guidelines),
-        "shadow-pipeline": route.shadow_config.get("kind", "none"),
-        "shadow-url": route.shadow_config.get("url", ""),
+        "route-graders_per_item": str(grading.graders_per_item),
+        "grading-guidelines": grading.guidelines,
+        "grading-base": guidelines_sha256(grading.guidelines),
+        "shadow-pipeline": pipeline.get("kind", "none"),
+        "shadow-url": pipeline.get("url", ""),
         "monitoring-evidence_max_label_age_days": "120",
     }
 
@@ -563,7 +566,7 @@ VALID_BODIES: dict[str, Callable[[], Any]] = {
     "grading-guidelines": lambda: {
         "guidelines": "Walked guidelines.",
         "step": "publish",
-        "base": guidelines_sha256(Route.objects.get(slug=SLUG).guidelines),
+        "base": guidelines_sha256(published_guidelines(Route.objects.get(slug=SLUG))),
     },
     "grading-guidelines-preview": lambda: {"guidelines": "Walked."},
     "grading-plan": lambda: {

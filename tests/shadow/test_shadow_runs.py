@@ -14,7 +14,7 @@ from console.ledger.models import Decision
 from console.shadow import services, tasks
 from console.shadow.models import ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelinePassage, ReferencePipeline, passages_sha256
-from console.shadow.selectors import logged_passages_sha256
+from console.shadow.selectors import logged_passages_sha256, route_shadow_config
 from tests.factories import ingest, make_token, make_user, record, served_record
 from tests.jobs_inline import ingest_with_jobs, run_jobs
 from tests.standin import StandInPipeline
@@ -215,16 +215,25 @@ def test_the_reference_pipeline_answers_refusals_for_the_demo(route):
     assert run.answer == "To reset MFA, open Settings › Security and choose Reset."
 
 
+def _pipeline_of(slug: str) -> dict:
+    return route_shadow_config(Route.objects.get(slug=slug))
+
+
 def test_create_route_sets_and_validates_the_pipeline(db, capsys):
     call_command("create_route", "billing", "--name", "Billing", "--shadow-url", "https://pipeline.internal/a")
-    assert Route.objects.get(slug="billing").shadow_config == {"kind": "http", "url": "https://pipeline.internal/a"}
+    assert _pipeline_of("billing") == {"kind": "http", "url": "https://pipeline.internal/a"}
     call_command("create_route", "billing", "--shadow", "reference")
-    assert Route.objects.get(slug="billing").shadow_config == {"kind": "reference"}
-    event = AuditEvent.objects.get(action="shadow_pipeline_set")
+    assert _pipeline_of("billing") == {"kind": "reference"}
+    assert capsys.readouterr().out.splitlines() == [
+        "Created route billing (Billing).",
+        "Route billing: shadow pipeline set to {'kind': 'reference'}.",
+    ]
+    event = AuditEvent.objects.filter(action="shadow_pipeline_set").latest("seq")
     assert event.payload["shadow_config"]["old"]["kind"] == "http"
     assert event.payload["shadow_config"]["new"] == {"kind": "reference"}
     call_command("create_route", "billing", "--shadow", "none")
-    assert Route.objects.get(slug="billing").shadow_config == {}
+    assert _pipeline_of("billing") == {}
+    assert "shadow pipeline set to none" in capsys.readouterr().out
     with pytest.raises(CommandError, match="http"):
         call_command("create_route", "billing", "--shadow-url", "ftp://files/x")
     with pytest.raises(CommandError, match="--name is required"):
@@ -245,8 +254,7 @@ def test_the_admin_edits_the_pipeline_through_the_audited_service(route):
     assert bad.status_code == 200 and "Not an http(s) URL" in bad.content.decode()
     response = browser.post(url, {"shadow_kind": "http", "shadow_url": "http://127.0.0.1:9000/answer"})
     assert response.status_code == 302
-    route.refresh_from_db()
-    assert route.shadow_config == {"kind": "http", "url": "http://127.0.0.1:9000/answer"}
+    assert _pipeline_of(route.slug) == {"kind": "http", "url": "http://127.0.0.1:9000/answer"}
     assert AuditEvent.objects.get(action="shadow_pipeline_set").actor == "user:root"
 
 

@@ -18,6 +18,7 @@ from console.shadow.services import route_shadow_set
 from console.trials.demo import demo_trial
 from grading import selectors as grading_selectors
 from grading.services.labels import labels_import
+from grading.services.pool import route_grading_set
 from grading.validation import validate_labels
 
 DEMO_ROUTES = {"it-support": "IT support", "hr-policy": "HR policy"}
@@ -46,13 +47,14 @@ class Command(BaseCommand):
         actor = Actor.system("load_demo")
         for slug, name in DEMO_ROUTES.items():
             if not Route.objects.filter(slug=slug).exists():
-                accounts.route_create(
-                    actor=actor,
-                    slug=slug,
-                    name=name,
-                    guidelines="Grade **correct** only if every statement in the answer is "
-                    "supported by the passages or is common knowledge.",
-                )
+                with transaction.atomic():
+                    route = accounts.route_create(actor=actor, slug=slug, name=name)
+                    route_grading_set(
+                        actor=actor,
+                        route=route,
+                        guidelines="Grade **correct** only if every statement in the answer is "
+                        "supported by the passages or is common knowledge.",
+                    )
         routes = {r.slug: r for r in Route.objects.filter(slug__in=DEMO_ROUTES)}
         logins: dict[str, list[str]] = {}  # username -> [password, role on route, ...]
         users = {}
