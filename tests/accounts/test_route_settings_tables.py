@@ -52,9 +52,8 @@ def test_a_route_without_settings_rows_has_every_apps_defaults(db):
     grading = route_grading_settings(route)
     assert (grading.guidelines, grading.graders_per_item, grading._state.adding) == ("", 2, True)
     reader = make_user("lister", "reviewer")
-    assert api_client(reader).get("/api/v1/routes").json() == {
-        "routes": [{"slug": "plain", "name": "Plain", "graders_per_item": 2}]
-    }
+    rows = [{"slug": "plain", "name": "Plain", "graders_per_item": 2}]
+    assert api_client(reader).get("/api/v1/routes").json() == {"routes": rows, "results": rows, "next": None}
 
 
 def test_the_routes_api_and_the_workspace_read_graders_per_item_from_gradings_table(db, django_assert_num_queries):
