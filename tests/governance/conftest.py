@@ -1,12 +1,18 @@
-"""Fixtures of the policy sign-off tests: a route with graded decisions and a draft body."""
+"""Fixtures of the policy sign-off tests: a route with graded decisions and a draft body.
+
+The graded decisions are built once per test module, as a world (tests/worlds.py): a test that takes
+`graded` starts from them, with their route and integrator, and its own writes roll back after it."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pytest
 from rest_framework.test import APIClient
 
 from tests import factories
-from tests.analysis.populations import census
+from tests.analysis.populations import Population, census
+from tests.worlds import RouteWorld, build_world, route_world_start
 
 
 def client_for(user) -> APIClient:
@@ -16,10 +22,27 @@ def client_for(user) -> APIClient:
     return client
 
 
+@dataclass(frozen=True, kw_only=True)
+class GradedRoute(RouteWorld):
+    population: Population
+
+
+def _graded_build() -> GradedRoute:
+    _route, integrator, made = route_world_start()
+    return GradedRoute(**vars(made), population=census(integrator, n=300, seed=3))
+
+
+@pytest.fixture(scope="module")
+def graded_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """it-support, its integrator and 300 labelled decisions, built once for the module."""
+    yield from build_world(django_db_blocker, tmp_path_factory, _graded_build)
+
+
 @pytest.fixture
-def graded(integrator):
+def graded(graded_world, db, request) -> Population:
     """300 decisions of it-support, every one labelled (logged cutoff 0.7)."""
-    return census(integrator, n=300, seed=3)
+    population = graded_world.enter(request).population
+    return Population(population.ids.copy(), population.scores.copy(), population.correct.copy())
 
 
 def draft_body(**overrides) -> dict:
