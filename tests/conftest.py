@@ -54,6 +54,14 @@ def route(request, db):
 
 
 @pytest.fixture
+def graded(graded_world, db, request):
+    """The labelled decisions of the module's `graded_world` (tests/analysis/populations.py,
+    `census_world`): ids, scores and correctness, the test's own copy."""
+    population = graded_world.enter(request).population
+    return type(population)(population.ids.copy(), population.scores.copy(), population.correct.copy())
+
+
+@pytest.fixture
 def other_route(db):
     return factories.make_route("hr-policy", "HR policy")
 

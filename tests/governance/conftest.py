@@ -5,14 +5,11 @@ The graded decisions are built once per test module, as a world (tests/worlds.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 from rest_framework.test import APIClient
 
 from tests import factories
-from tests.analysis.populations import Population, census
-from tests.worlds import RouteWorld, build_world, route_world_start
+from tests.analysis.populations import census_world
 
 
 def client_for(user) -> APIClient:
@@ -22,27 +19,8 @@ def client_for(user) -> APIClient:
     return client
 
 
-@dataclass(frozen=True, kw_only=True)
-class GradedRoute(RouteWorld):
-    population: Population
-
-
-def _graded_build() -> GradedRoute:
-    _route, integrator, made = route_world_start()
-    return GradedRoute(**vars(made), population=census(integrator, n=300, seed=3))
-
-
-@pytest.fixture(scope="module")
-def graded_world(django_db_setup, django_db_blocker, tmp_path_factory):
-    """it-support, its integrator and 300 labelled decisions, built once for the module."""
-    yield from build_world(django_db_blocker, tmp_path_factory, _graded_build)
-
-
-@pytest.fixture
-def graded(graded_world, db, request) -> Population:
-    """300 decisions of it-support, every one labelled (logged cutoff 0.7)."""
-    population = graded_world.enter(request).population
-    return Population(population.ids.copy(), population.scores.copy(), population.correct.copy())
+# 300 decisions of it-support, every one labelled (logged cutoff 0.7): a test takes them as `graded`.
+graded_world = census_world(n=300, seed=3)
 
 
 def draft_body(**overrides) -> dict:
