@@ -18,7 +18,8 @@ from tests.worlds import route_world_of, token_client  # noqa: E402
 # Modules that build a world once for their tests (tests/worlds.py) run those tests last.
 pytest_plugins = ["tests.worlds"]
 
-# Slow lanes: `make test-fast` skips them; `make test` (and CI) runs everything.
+# Slow lanes: `make test-fast` skips them; `make test` (and CI) runs everything. Single slow tests
+# elsewhere carry `@pytest.mark.slow` with the reason (a migration round trip, a server of their own).
 _SLOW_FOLDERS = ("browser", "jobs")
 _SLOW_FILES = ("test_api_fuzz.py",)
 LOOPBACK_NETWORKS = "127.0.0.0/8,::1/128"
@@ -34,7 +35,11 @@ def pytest_configure(config):
     # (they read the environment). tests/core sets the list empty where it tests the policy.
     os.environ.setdefault("OUTBOUND_ALLOWED_NETWORKS", LOOPBACK_NETWORKS)
     settings.OUTBOUND_ALLOWED_NETWORKS = tuple(ipaddress.ip_network(n) for n in LOOPBACK_NETWORKS.split(","))
-    config.addinivalue_line("markers", "slow: browser, real-worker and fuzzing tests (skipped by make test-fast)")
+    config.addinivalue_line(
+        "markers",
+        "slow: browser, real-worker, fuzzing, migration round-trip and whole-demo-with-jobs tests, and those "
+        "that start servers or clusters of their own (skipped by make test-fast, run by make test)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
