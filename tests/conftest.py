@@ -6,14 +6,20 @@ import ipaddress
 import os
 
 import pytest
+from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
+from console.accounts.models import Route
 from tests import factories
+
+pytest.register_assert_rewrite("tests.worlds")  # imported here before pytest_plugins loads it
+from tests.worlds import route_world_of, token_client  # noqa: E402
 
 # Modules that build a world once for their tests (tests/worlds.py) run those tests last.
 pytest_plugins = ["tests.worlds"]
 
-# Slow lanes: `make test-fast` skips them; `make test` (and CI) runs everything.
+# Slow lanes: `make test-fast` skips them; `make test` (and CI) runs everything. Single slow tests
+# elsewhere carry `@pytest.mark.slow` with the reason (a migration round trip, a server of their own).
 _SLOW_FOLDERS = ("browser", "jobs")
 _SLOW_FILES = ("test_api_fuzz.py",)
 LOOPBACK_NETWORKS = "127.0.0.0/8,::1/128"
@@ -29,7 +35,11 @@ def pytest_configure(config):
     # (they read the environment). tests/core sets the list empty where it tests the policy.
     os.environ.setdefault("OUTBOUND_ALLOWED_NETWORKS", LOOPBACK_NETWORKS)
     settings.OUTBOUND_ALLOWED_NETWORKS = tuple(ipaddress.ip_network(n) for n in LOOPBACK_NETWORKS.split(","))
-    config.addinivalue_line("markers", "slow: browser, real-worker and fuzzing tests (skipped by make test-fast)")
+    config.addinivalue_line(
+        "markers",
+        "slow: browser, real-worker, fuzzing, migration round-trip and whole-demo-with-jobs tests, and those "
+        "that start servers or clusters of their own (skipped by make test-fast, run by make test)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,8 +50,20 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def route(db):
+def route(request, db):
+    """it-support: the world's when the test starts from a route world (tests/worlds.py), else a new one."""
+    world = route_world_of(request)
+    if world is not None:
+        return Route.objects.get(pk=world.route_id)
     return factories.make_route("it-support", "IT support")
+
+
+@pytest.fixture
+def graded(graded_world, db, request):
+    """The labelled decisions of the module's `graded_world` (tests/analysis/populations.py,
+    `census_world`): ids, scores and correctness, the test's own copy."""
+    population = graded_world.enter(request).population
+    return type(population)(population.ids.copy(), population.scores.copy(), population.correct.copy())
 
 
 @pytest.fixture
@@ -56,14 +78,25 @@ def _client(user) -> APIClient:
     return client
 
 
+def _world_user_client(request, field: str):
+    """A client for the person a route world made (`owner_id`, ...), or None if it made nobody."""
+    world = route_world_of(request)
+    user_id = getattr(world, field, None)
+    return None if user_id is None else _client(get_user_model().objects.get(pk=user_id))
+
+
 @pytest.fixture
-def integrator(route):
+def integrator(request, route):
+    """The integrator: the one that sent a route world's decisions when the test starts from one."""
+    world = route_world_of(request)
+    if world is not None:
+        return token_client(get_user_model().objects.get(pk=world.integrator_id), world.integrator_token)
     return _client(factories.make_user("integrator", "integrator"))
 
 
 @pytest.fixture
-def reviewer(route):
-    return _client(factories.make_user("reviewer", "reviewer"))
+def reviewer(request, route):
+    return _world_user_client(request, "reviewer_id") or _client(factories.make_user("reviewer", "reviewer"))
 
 
 @pytest.fixture
@@ -72,8 +105,8 @@ def auditor(route):
 
 
 @pytest.fixture
-def owner(route):
-    return _client(factories.make_user("owner", "policy_owner", route))
+def owner(request, route):
+    return _world_user_client(request, "owner_id") or _client(factories.make_user("owner", "policy_owner", route))
 
 
 @pytest.fixture

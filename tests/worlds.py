@@ -14,6 +14,10 @@ and each test takes it through a function-scoped fixture that calls `world.enter
 `db`), which hands it the data (ids and keys, not model instances: a shared instance would carry
 one test's in-memory changes into the next).
 
+A world whose data is a `RouteWorld` (it-support and the integrator that sent its decisions, built
+by `route_world_start`) is the one the shared `route` and `integrator` fixtures (tests/conftest.py)
+hand a test that starts from it; `owner` and `reviewer` too when the world made them.
+
 A world fixture's name ends in `_world`, and a module has at most one. Once built, the world stays
 until the module ends, where every later test of the module would see it; so within a module's
 tests, those that start from a world run after those that do not (the hook below, in whatever
@@ -42,6 +46,49 @@ from django.test import TestCase, override_settings
 from pytest_django.fixtures import validate_django_db
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteWorld:
+    """it-support and its integrator as a world built them: ids and the token, not instances."""
+
+    route_id: int
+    integrator_id: int
+    integrator_token: str
+    # The policy owner and the reviewer, when the world needed them (a policy signed once for the module).
+    owner_id: int | None = None
+    reviewer_id: int | None = None
+
+
+def route_world_start():
+    """it-support and an integrator with a token, for a world's build: (route, an API client, the ids)."""
+    from tests import factories
+
+    route = factories.make_route("it-support", "IT support")
+    user = factories.make_user("integrator", "integrator")
+    token = factories.make_token(user)
+    made = RouteWorld(route_id=route.pk, integrator_id=user.pk, integrator_token=token)
+    return route, token_client(user, token), made
+
+
+def token_client(user, token: str):
+    """An API client signed in with this token (a world's token stays valid in each of its tests)."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    client.user = user
+    return client
+
+
+def route_world_of(request: pytest.FixtureRequest) -> RouteWorld | None:
+    """The route world this test starts from, if any (its world fixture is already built: a
+    module-scoped fixture is set up before the function-scoped ones that ask)."""
+    for name in request.fixturenames:
+        if name.endswith("_world"):
+            data = request.getfixturevalue(name).data
+            return data if isinstance(data, RouteWorld) else None
+    return None
 
 
 @dataclass

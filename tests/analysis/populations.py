@@ -7,10 +7,12 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 from console.ledger.models import Decision
 from grading.models import FinalLabel, GradingItem, ItemStatus
 from tests.factories import ingest, make_route, record, served_record
+from tests.worlds import RouteWorld, build_world, route_world_start
 
 _keys = itertools.count(1)
 
@@ -96,9 +98,29 @@ def census(integrator, *, n=300, seed=0, route="it-support", **overrides) -> Pop
     scores = np.round(rng.beta(4, 2, n), 2)
     correct = rng.random(n) < 0.2 + 0.7 * scores
     ids = np.array(post_decisions(integrator, decision_records(scores, route=route, **overrides)))
-    for decision_id, right in zip(ids.tolist(), correct.tolist(), strict=True):
-        label(decision_id, right)
+    label_each(ids.tolist(), correct.tolist())  # the rows `label` would write, in one INSERT
     return Population(ids, scores, correct)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CensusWorld(RouteWorld):
+    population: Population
+
+
+def census_world(*, n: int, seed: int):
+    """A module's `graded_world` fixture: it-support, its integrator and `census(n=n, seed=seed)`,
+    built once for the module (tests/worlds.py); a test takes the population as `graded`
+    (tests/conftest.py). In a test module: `graded_world = census_world(n=240, seed=7)`."""
+
+    def build() -> CensusWorld:
+        _route, integrator, made = route_world_start()
+        return CensusWorld(**vars(made), population=census(integrator, n=n, seed=seed))
+
+    @pytest.fixture(scope="module")
+    def graded_world(django_db_setup, django_db_blocker, tmp_path_factory):
+        yield from build_world(django_db_blocker, tmp_path_factory, build)
+
+    return graded_world
 
 
 def graded_route(*, seed=11, n=300):

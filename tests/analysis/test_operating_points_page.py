@@ -10,7 +10,7 @@ from django.test import Client
 
 from console.analysis.panels import row_from_document
 from console.stats.policy_math import ExchangeRateBisection, recommended_row
-from tests.analysis.populations import census
+from tests.analysis.populations import census, census_world
 from tests.factories import make_user
 
 PAGE = "/operating-points/"
@@ -23,9 +23,7 @@ def lead(route):
     return client
 
 
-@pytest.fixture
-def graded(integrator):
-    return census(integrator, n=240, seed=7)
+graded_world = census_world(n=240, seed=7)
 
 
 def htmx(client, target, query="", current=""):

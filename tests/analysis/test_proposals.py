@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.test import Client
 
-from tests.analysis.populations import census
+from tests.analysis.populations import census_world
 from tests.factories import make_user
 
 PAGE = "/operating-points/"
@@ -24,9 +24,7 @@ def lead(route):
     return client
 
 
-@pytest.fixture
-def graded(integrator):
-    return census(integrator, n=240, seed=7)
+graded_world = census_world(n=240, seed=7)
 
 
 def _region(client, target: str, query: str, current: str):

@@ -174,18 +174,6 @@ def test_the_analysis_page_shows_disputes_per_band_beside_the_rates(decisions, r
     assert '<td class="num">4.0 h</td>' in html
 
 
-def test_the_demo_has_a_dispute_and_an_appeal(db, settings, tmp_path):
-    from django.core.management import call_command
-
-    settings.DATA_DIR = tmp_path
-    call_command("load_demo", "--decisions", "40")
-    disputes = Dispute.objects.filter(route__slug="hr-policy")
-    assert sorted(d.kind for d in disputes) == ["answerable_from_passages", "appeal"]
-    opened = disputes.get(kind="answerable_from_passages")
-    assert opened.quote_ranges["chars"] and opened.policy is not None  # HR's policy is signed: its 24 h clock
-    assert "agent" in (tmp_path / "demo-logins.txt").read_text()
-
-
 def test_the_dashboard_shows_open_and_overdue_disputes_per_route(
     decisions, reader, reviewer, reviewer_pages, reader_pages
 ):

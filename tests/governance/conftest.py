@@ -1,4 +1,7 @@
-"""Fixtures of the policy sign-off tests: a route with graded decisions and a draft body."""
+"""Fixtures of the policy sign-off tests: a route with graded decisions and a draft body.
+
+The graded decisions are built once per test module, as a world (tests/worlds.py): a test that takes
+`graded` starts from them, with their route and integrator, and its own writes roll back after it."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests import factories
-from tests.analysis.populations import census
+from tests.analysis.populations import census_world
 
 
 def client_for(user) -> APIClient:
@@ -16,10 +19,8 @@ def client_for(user) -> APIClient:
     return client
 
 
-@pytest.fixture
-def graded(integrator):
-    """300 decisions of it-support, every one labelled (logged cutoff 0.7)."""
-    return census(integrator, n=300, seed=3)
+# 300 decisions of it-support, every one labelled (logged cutoff 0.7): a test takes them as `graded`.
+graded_world = census_world(n=300, seed=3)
 
 
 def draft_body(**overrides) -> dict:

@@ -14,8 +14,15 @@ from rest_framework.test import APIClient
 from audit.services import Actor
 from console.governance import selectors, services
 from console.governance.models import PolicyVersion
-from tests.analysis.populations import decision_records, post_decisions
+from tests.analysis.populations import census, decision_records, post_decisions
 from tests.governance.conftest import draft_body
+
+
+@pytest.fixture
+def graded(integrator):
+    """The 300 labelled decisions of tests/governance/conftest.py, built in the test: the races below
+    commit, which a test starting from the module's world cannot (tests/worlds.py)."""
+    return census(integrator, n=300, seed=3)
 
 
 def _sign(owner, draft) -> int:

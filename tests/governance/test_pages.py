@@ -168,49 +168,6 @@ def test_the_route_page_counts_decisions_not_following_the_policy(draft, owner, 
     assert html.count('<a class="mono" href="/decisions/') == 3
 
 
-def test_the_readme_tour_signs_the_demo_draft_on_the_first_attempt(settings, tmp_path):
-    """The policy tour's step 2 names a demo draft; following it, the lead's first signature works."""
-    import re
-    from html import unescape
-    from pathlib import Path
-
-    from django.core.management import call_command
-
-    from console.governance.selectors import newer_in_force
-
-    settings.DATA_DIR = tmp_path
-    call_command("load_demo", "--decisions", "40", "--no-logins")
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    tour = readme[readme.index("## Policy sign-off") :]
-    route_name, version, login = re.search(
-        r"The demo already has one: (.+?)'s v(\d+) waits for `(\w+)`", tour.replace("\n   ", " ")
-    ).groups()
-    url = re.search(r"Open\s+`(/routes/[\w-]+/policy/)`", tour).group(1)
-    waiting = PolicyVersion.objects.get(route__name=route_name, version=int(version))
-    assert waiting.status == "draft" and waiting.owner.username == login
-    assert url == f"/routes/{waiting.route.slug}/policy/"
-    # No draft the demo leaves is older than its route's version in force (that would be a roll-back).
-    assert all(newer_in_force(d) is None for d in PolicyVersion.objects.filter(status="draft"))
-    passwords = dict(line.split()[:2] for line in (tmp_path / "demo-logins.txt").read_text().splitlines())
-    page = Client()
-    assert page.login(username=login, password=passwords[login])
-    assert f'href="/policies/{waiting.pk}/"' in page.get(url).content.decode()
-    assert "Read the evidence and sign" in page.get(f"/policies/{waiting.pk}/").content.decode()
-    sign_page = page.get(f"/policies/{waiting.pk}/sign/").content.decode()
-    assert 'id="older-than-in-force"' not in sign_page
-    sha = unescape(re.search(r'name="evidence_sha256" value="([0-9a-f]{64})"', sign_page).group(1))
-    done = page.post(
-        f"/policies/{waiting.pk}/sign/", {"evidence_sha256": sha, "read_evidence": "yes", "password": passwords[login]}
-    )
-    assert done.status_code == 302 and done["Location"] == url
-    assert PolicyVersion.objects.get(pk=waiting.pk).status == "active"
-    # The monitoring tour's state is untouched: IT support's v1 awaits its recheck.
-    it = PolicyVersion.objects.get(route__slug="it-support", status__in=["active", "needs_recheck"])
-    assert (it.version, it.status) == (1, "needs_recheck")
-    logins = (tmp_path / "demo-logins.txt").read_text()
-    assert logins.count("lead ") == 1 and "policy_owner on it-support, policy_owner on hr-policy" in logins
-
-
 def test_the_route_page_and_the_versions_list_cost_a_fixed_number_of_queries(draft, reviewer, owner):
     from tests.governance.conftest import draft_body
 

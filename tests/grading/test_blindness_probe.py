@@ -119,6 +119,7 @@ def test_a_second_reading_comes_from_the_cache_until_the_pool_grows(route, djang
     assert route_blindness(route)["refused"] == 31
 
 
+@pytest.mark.slow  # the whole demo with every job it queues run: the slowest test of the fast lane
 def test_the_demo_gives_graders_no_way_to_tell_refused_from_served(db, settings, tmp_path):
     """Both demo routes grade a refusal on the reference pipeline's answer, written as the served
     answers are. Graded on the logged claims instead, refusals would give themselves away by how

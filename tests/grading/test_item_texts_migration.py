@@ -24,6 +24,7 @@ def _migrate(target):
         return executor.loader.project_state(target).apps
 
 
+@pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_keeps_only_texts_the_decision_does_not_hold_and_puts_them_back(route):
     make_route("shadowed", shadow_config={"kind": "reference"})

@@ -147,6 +147,7 @@ def test_truncated_labels_leave_no_packed_rows(labelled):
     assert not LabelSample.objects.exists()
 
 
+@pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_packs_the_labels_written_before_it(route, other_route):
     # Written with today's schema, then taken back to before the packed table existed (its reverse

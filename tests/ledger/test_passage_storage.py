@@ -204,6 +204,7 @@ def test_the_head_of_a_stored_text_is_its_first_characters_whether_deflated_or_r
     assert heads == {"kb/1": (LONG * 3)[:152], "kb/2": emoji[:152], "kb/3": SHORT}
 
 
+@pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)
 @pytest.mark.django_db(transaction=True)
 def test_the_text_hash_is_worked_out_from_the_text_and_comes_back_as_a_column_when_migrated_back():
     from django.core.management import call_command

@@ -90,6 +90,7 @@ def test_every_month_partition_carries_the_constraints(route):
         assert {"refusal_has_no_distinct_answer", "distinct_answer_is_not_the_claim"} <= set(names)
 
 
+@pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_keeps_every_answer_both_ways(route):
     same, other, refused = ingest(

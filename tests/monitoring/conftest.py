@@ -12,11 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
-from rest_framework.test import APIClient
 
 from audit.services import Actor
-from console.accounts.models import Route
 from console.governance import services as governance
 from console.governance.models import PolicyVersion
 from console.governance.validation import parse_draft
@@ -24,7 +21,7 @@ from tests import factories
 from tests.analysis.populations import decision_records, label_each, post_decisions
 from tests.governance.conftest import client_for, draft_body  # noqa: F401 -- client_for is used by the tests
 from tests.jobs_inline import run_jobs
-from tests.worlds import build_world
+from tests.worlds import RouteWorld, build_world, route_world_start
 
 CUTOFF = 0.6
 VERSIONS = {"model": "gen-2026-10", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"}
@@ -72,39 +69,45 @@ def sign_policy(route, owner_user, reviewer_user, *, cutoff: float = CUTOFF, **o
     return governance.policy_sign(actor=actor, user=owner_user, policy=draft, evidence_sha256=draft.evidence_sha256)
 
 
-@dataclass(frozen=True)
-class SigningWindow:
+@dataclass(frozen=True, kw_only=True)
+class SigningWindow(RouteWorld):
     """What a test needs of the window's world: ids and keys (the rows are the world's)."""
 
-    route_id: int
-    integrator_id: int
-    integrator_token: str
     rng_state: dict[str, Any]  # the generator's state after the last day
+    policy_id: int | None = None  # the policy the world signed on the window (`window_policy`), if any
 
 
-def _token_client(user, token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    client.user = user
-    return client
-
-
-def _signing_window_build() -> SigningWindow:
-    route = factories.make_route("it-support", "IT support")
-    user = factories.make_user("integrator", "integrator")
-    token = factories.make_token(user)
-    integrator = _token_client(user, token)
+def _signing_window_build(policy: dict[str, Any] | None) -> SigningWindow:
+    route, integrator, made = route_world_start()
     rng = np.random.default_rng(7)
     for days_ago in range(30, 10, -1):
         scores = np.round(rng.beta(4, 2, 200), 3)
         post_day(integrator, days_ago=days_ago, scores=scores, correct=rng.random(200) < 0.2 + 0.7 * scores)
-    return SigningWindow(route.pk, user.pk, token, rng.bit_generator.state)
+    if policy is None:
+        return SigningWindow(**vars(made), rng_state=rng.bit_generator.state)
+    # The owner and the reviewer the shared fixtures would make (tests/conftest.py), made here to sign.
+    owner = factories.make_user("owner", "policy_owner", route)
+    reviewer = factories.make_user("reviewer", "reviewer")
+    signed = sign_policy(route, owner, reviewer, **policy)
+    return SigningWindow(
+        **{**vars(made), "owner_id": owner.pk, "reviewer_id": reviewer.pk},
+        rng_state=rng.bit_generator.state,
+        policy_id=signed.pk,
+    )
 
 
 @pytest.fixture(scope="module")
-def window_world(django_db_setup, django_db_blocker, tmp_path_factory):
-    """it-support, its integrator and the signing window, built once for the module."""
-    yield from build_world(django_db_blocker, tmp_path_factory, _signing_window_build)
+def window_policy() -> dict[str, Any] | None:
+    """`sign_policy`'s keyword arguments for a policy the module's window world signs once, or None. A
+    module whose window tests all start from one signed policy overrides this and takes it as
+    `window_signed`, rather than each test signing it again."""
+    return None
+
+
+@pytest.fixture(scope="module")
+def window_world(window_policy, django_db_setup, django_db_blocker, tmp_path_factory):
+    """it-support, its integrator and the signing window (and the `window_policy`), built once for the module."""
+    yield from build_world(django_db_blocker, tmp_path_factory, lambda: _signing_window_build(window_policy))
 
 
 @pytest.fixture
@@ -118,22 +121,13 @@ def signing_window(window_world, db, request):
 
 
 @pytest.fixture
-def route(request, db):
-    """it-support: the signing window's when the test starts from it, else a new one."""
-    if "window_world" in request.fixturenames:
-        return Route.objects.get(pk=request.getfixturevalue("window_world").data.route_id)
-    return factories.make_route("it-support", "IT support")
-
-
-@pytest.fixture
-def integrator(request, route):
-    """The integrator: the one that sent the signing window when the test starts from it, else a new one."""
-    if "window_world" in request.fixturenames:
-        window = request.getfixturevalue("window_world").data
-        return _token_client(get_user_model().objects.get(pk=window.integrator_id), window.integrator_token)
-    return client_for(factories.make_user("integrator", "integrator"))
-
-
-@pytest.fixture
 def signed(route, owner, reviewer, signing_window) -> PolicyVersion:
     return sign_policy(route, owner.user, reviewer.user)
+
+
+@pytest.fixture
+def window_signed(window_world, signing_window) -> PolicyVersion:
+    """The policy the module's window world signed (the module's `window_policy`), with its owner and
+    reviewer as the test's `owner` and `reviewer`."""
+    assert window_world.data.policy_id is not None, "the module's window_policy is None: nothing was signed"
+    return PolicyVersion.objects.get(pk=window_world.data.policy_id)

@@ -10,14 +10,20 @@ from audit.services import Actor
 from console.monitoring.models import Alarm, DailyAggregate
 from console.monitoring.services.alarms import monitor_run
 from console.stats.intervals import proportion_interval
-from tests.monitoring.conftest import day_start, post_day, sign_policy
+from tests.monitoring.conftest import day_start, post_day
 
 ACTOR = Actor.system("tests")
 
 
+@pytest.fixture(scope="module")
+def window_policy():
+    """The window's world signs the policy on the window that ends 11 days ago, once for the module."""
+    return {"filters": {"to": day_start(11).date().isoformat()}}
+
+
 @pytest.fixture
-def watched(route, owner, reviewer, signing_window):
-    return sign_policy(route, owner.user, reviewer.user, filters={"to": day_start(11).date().isoformat()})
+def watched(window_signed):
+    return window_signed
 
 
 def _sql_rate(where: str, cutoff: float) -> tuple[int, int]:

@@ -42,6 +42,7 @@ def _url(server, role: str) -> str:
     return server.get_uri("console").replace("postgres:@", f"{role}:@", 1)
 
 
+@pytest.mark.slow  # a PostgreSQL cluster of its own, and `migrate` in a subprocess
 def test_the_init_script_and_migrate_leave_the_app_role_append_only_on_the_audit_trail(fresh_cluster, tmp_path):
     from console import embedded
 

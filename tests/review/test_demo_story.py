@@ -1,21 +1,37 @@
 """The demo workspace tells a true story: its claims are supported by their passages in the mix a gate
-produces, its planted corpus gaps lead /gaps/, and its logins are the ones the README lists."""
+produces, its planted corpus gaps lead /gaps/ (HR policy sends vectors, IT support uses the built-in
+embedder), IT support has an open recheck after a model upgrade and a drift alarm, HR policy a dispute
+and an appeal, the README's policy tour signs its waiting draft, and its logins are the ones the
+README lists.
+
+Every test here reads the one 300-decision demo the module loads (tests/worlds.py): loading it takes
+seconds, so tests of the demo belong in this module rather than loading their own."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from html import unescape
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.test import Client
 
 from console.accounts.models import RoleGrant
+from console.disputes.models import Dispute
+from console.governance.models import PolicyVersion
+from console.governance.selectors import newer_in_force
 from console.ledger.models import Decision
+from console.monitoring.models import Alarm, Recheck
+from console.monitoring.selectors import recheck_report
 from console.review.demo import _GAPS
+from console.similarity.models import GapRun, RouteEmbedding
+from console.similarity.selectors import gap_clusters
 from console.verification.models import DecisionSupport
 from console.verification.services import decisions_verify
+from grading.models import FinalLabel
 from tests.factories import TEST_ACTOR, make_user
 from tests.worlds import build_world
 
@@ -130,3 +146,90 @@ def test_every_demo_login_the_readme_lists_exists_with_its_roles_and_printed_pas
     told = re.findall(r"(?:[Ss]ign(?:ed)? in as|\bAs) `(\w+)`(?: or `(\w+)`)?", text)
     assert told
     assert {name for pair in told for name in pair if name} <= set(promised)
+
+
+def test_the_demo_plants_two_gaps_per_route_at_the_top(demo):
+    sources = dict(RouteEmbedding.objects.values_list("route__slug", "source"))
+    assert sources == {"hr-policy": "sent", "it-support": "builtin"}
+    for slug, topics in _GAPS.items():
+        run = GapRun.objects.filter(route__slug=slug).latest()
+        top = list(run.clusters.order_by("rank")[:2])
+        found = set()
+        for cluster in top:
+            questions = [e["question"] for e in cluster.examples]
+            matches = {t for t in topics if all(t in q for q in questions)}
+            assert len(matches) == 1, (slug, questions)
+            found |= matches
+            assert cluster.no_support_share == 1.0
+        assert found == set(topics)
+
+
+def test_gap_clusters_carry_the_share_graded_correct_when_answered(demo, client):
+    """HR policy's demo decisions come with an imported graded set; the planted gaps have none."""
+    run = GapRun.objects.filter(route__slug="hr-policy").latest()
+    clusters = gap_clusters(run)
+    top, graded = clusters[0], [c for c in clusters if c.graded]
+    assert top.graded == 0 and top.correct_share is None
+    assert graded
+    cluster = graded[0]
+    members = cluster.__class__.objects.get(pk=cluster.pk).decision_ids
+    labels = FinalLabel.objects.filter(decision_id__in=members)
+    assert cluster.graded == labels.count()
+    assert cluster.correct_share == labels.filter(correct=True).count() / labels.count()
+    client.force_login(make_user("gap-reviewer", "reviewer"))
+    body = client.get("/api/v1/routes/hr-policy/gaps").json()
+    by_id = {c["id"]: c for c in body["clusters"]}
+    assert by_id[cluster.pk]["graded"] == cluster.graded
+
+
+def test_the_demo_has_an_open_recheck_after_a_model_upgrade_and_a_drift_alarm(demo):
+    recheck = Recheck.objects.get(route__slug="it-support")
+    assert recheck.status == "open" and recheck.versions["model"] == "gen-2026-12"
+    assert recheck.plan["bands"][0]["target"] > 0
+    assert (
+        PolicyVersion.objects.get(route__slug="it-support", status__in=["active", "needs_recheck"]).status
+        == "needs_recheck"
+    )
+    report = recheck_report(recheck)
+    assert report["abstention"]["difference"]["low"] > 0  # visibly higher abstention on the new model
+    assert Alarm.objects.filter(route__slug="it-support", kind="abstention", status="open").count() == 1
+
+
+def test_the_demo_has_a_dispute_and_an_appeal(demo):
+    disputes = Dispute.objects.filter(route__slug="hr-policy")
+    assert sorted(d.kind for d in disputes) == ["answerable_from_passages", "appeal"]
+    opened = disputes.get(kind="answerable_from_passages")
+    assert opened.quote_ranges["chars"] and opened.policy is not None  # HR's policy is signed: its 24 h clock
+    assert "agent" in (demo / "demo-logins.txt").read_text()
+
+
+def test_the_readme_tour_signs_the_demo_draft_on_the_first_attempt(demo):
+    """The policy tour's step 2 names a demo draft; following it, the lead's first signature works."""
+    tour = README.read_text()[README.read_text().index("## Policy sign-off") :]
+    route_name, version, login = re.search(
+        r"The demo already has one: (.+?)'s v(\d+) waits for `(\w+)`", tour.replace("\n   ", " ")
+    ).groups()
+    url = re.search(r"Open\s+`(/routes/[\w-]+/policy/)`", tour).group(1)
+    waiting = PolicyVersion.objects.get(route__name=route_name, version=int(version))
+    assert waiting.status == "draft" and waiting.owner.username == login
+    assert url == f"/routes/{waiting.route.slug}/policy/"
+    # No draft the demo leaves is older than its route's version in force (that would be a roll-back).
+    assert all(newer_in_force(d) is None for d in PolicyVersion.objects.filter(status="draft"))
+    passwords = dict(line.split()[:2] for line in (demo / "demo-logins.txt").read_text().splitlines())
+    page = Client()
+    assert page.login(username=login, password=passwords[login])
+    assert f'href="/policies/{waiting.pk}/"' in page.get(url).content.decode()
+    assert "Read the evidence and sign" in page.get(f"/policies/{waiting.pk}/").content.decode()
+    sign_page = page.get(f"/policies/{waiting.pk}/sign/").content.decode()
+    assert 'id="older-than-in-force"' not in sign_page
+    sha = unescape(re.search(r'name="evidence_sha256" value="([0-9a-f]{64})"', sign_page).group(1))
+    done = page.post(
+        f"/policies/{waiting.pk}/sign/", {"evidence_sha256": sha, "read_evidence": "yes", "password": passwords[login]}
+    )
+    assert done.status_code == 302 and done["Location"] == url
+    assert PolicyVersion.objects.get(pk=waiting.pk).status == "active"
+    # The monitoring tour's state is untouched: IT support's v1 awaits its recheck.
+    it = PolicyVersion.objects.get(route__slug="it-support", status__in=["active", "needs_recheck"])
+    assert (it.version, it.status) == (1, "needs_recheck")
+    logins = (demo / "demo-logins.txt").read_text()
+    assert logins.count("lead ") == 1 and "policy_owner on it-support, policy_owner on hr-policy" in logins

@@ -4,6 +4,8 @@ which; and a query count that does not grow with the neighbours."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from django.core.cache import cache
@@ -14,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from console.similarity.models import QuestionVector
 from tests import factories
 from tests.conftest import _client
+from tests.worlds import RouteWorld, build_world, route_world_start
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +27,7 @@ VECTORS = [BASE + np.eye(8, dtype=np.float32)[1] * 0.05 * i for i in range(12)]
 QUESTIONS = [f"How do I reach the VPN from site {chr(65 + i)}?" for i in range(12)]
 
 
-@pytest.fixture
-def refusals(integrator) -> list[int]:
+def _post_refusals(integrator) -> list[int]:
     records = [
         factories.record(
             request_id=f"sim-{i}", question=q, question_embedding=v.tolist(), occurred_at=factories.recent()
@@ -37,9 +39,22 @@ def refusals(integrator) -> list[int]:
 
 
 @pytest.fixture
-def disputed(refusals, reviewer, integrator):
+def refusals(integrator) -> list[int]:
+    return _post_refusals(integrator)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisputedRefusals(RouteWorld):
+    refusals: tuple[int, ...]
+
+
+def _disputed_build() -> DisputedRefusals:
     """Neighbour 1 disputed and still open; neighbour 2 disputed twice, both overturned; neighbour 3
     graded correct and neighbour 4 incorrect (imported labels)."""
+    _route, integrator, made = route_world_start()
+    reviewer_user = factories.make_user("reviewer", "reviewer")
+    reviewer = _client(reviewer_user)
+    refusals = _post_refusals(integrator)
     body = {"kind": "other", "reason": "It was answerable.", "evidence": None}
     assert reviewer.post(f"/api/v1/decisions/{refusals[1]}/disputes", body, format="json").status_code == 201
     second = _client(factories.make_user("second-reviewer", "reviewer"))
@@ -54,7 +69,20 @@ def disputed(refusals, reviewer, integrator):
         {"route": "it-support", "request_id": "sim-4", "verdict": "incorrect", "source": "audit"},
     ]
     assert integrator.post("/api/v1/labels", {"labels": labels}, format="json").status_code == 201
-    return refusals
+    return DisputedRefusals(**{**vars(made), "reviewer_id": reviewer_user.pk}, refusals=tuple(refusals))
+
+
+@pytest.fixture(scope="module")
+def disputed_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The twelve refusals with their disputes and labels, built once for the module (tests/worlds.py)."""
+    yield from build_world(django_db_blocker, tmp_path_factory, _disputed_build)
+
+
+@pytest.fixture
+def disputed(disputed_world, db, request) -> list[int]:
+    """The refusals' ids, nearest first, as `_disputed_build` disputed and labelled them; the test's
+    `route`, `integrator` and `reviewer` are the world's."""
+    return list(disputed_world.enter(request).refusals)
 
 
 def _results(client, decision_id: int) -> list[dict]:

@@ -174,6 +174,7 @@ def test_a_built_in_vector_takes_two_bytes_a_dimension(route):
         assert np.linalg.norm(numbers) == pytest.approx(1, abs=2e-3)
 
 
+@pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)
 @pytest.mark.django_db(transaction=True)
 def test_the_half_precision_migration_rescales_old_vectors_and_rebuilds_their_index(integrator):
     from django.core.management import call_command
