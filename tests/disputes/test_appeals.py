@@ -182,7 +182,7 @@ def test_unstorable_request_ids_and_filters_are_4xx_not_500(route, integrator, r
     assert integrator.get(f"/api/v1/routes/it-support/decisions/{'x' * 201}/appeal-link").status_code == 400
     assert Client().get("/appeal/it-support/a%00b/AAAAAAAAAAAAAAAAAAAAAA").status_code in (400, 404)  # NUL: 400
     assert Client().get("/appeal/it-support/%ED%A0%80/AAAAAAAAAAAAAAAAAAAAAA").status_code == 404
-    assert reviewer.get("/api/v1/disputes?route=a%00b").json() == {"disputes": []}
+    assert reviewer.get("/api/v1/disputes?route=a%00b").json() == {"disputes": [], "results": [], "next": None}
 
 
 def test_the_refusal_message_is_rendered_and_sanitised_as_on_the_policy_page(
