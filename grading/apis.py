@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,7 +18,7 @@ from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from console.ledger.services import routes_for_items
-from grading import selectors
+from grading import schemas, selectors
 from grading.blindness import route_blindness
 from grading.models import GradingItem, Verdict
 from grading.selectors import SLUG
@@ -78,14 +78,8 @@ def _route_or_400(slug) -> Route:
 class GradingNextApi(APIView):
     """Lease the next item to grade. The answer is shown blind: no score, outcome or origin."""
 
-    class InputSerializer(serializers.Serializer):
-        class Meta:
-            ref_name = "GradingNextInput"
-
-        route = serializers.CharField(required=False, allow_null=True, max_length=64)
-
     @extend_schema(
-        request=InputSerializer,
+        request={"application/json": schemas.GRADING_NEXT_BODY},
         responses={
             200: _GRADER_ITEM,
             204: OpenApiResponse(description="Nothing left for you"),
@@ -94,6 +88,10 @@ class GradingNextApi(APIView):
             403: ERROR,
         },
         summary="Lease the next item to grade",
+        examples=[
+            OpenApiExample("Any route", value={}, request_only=True),
+            OpenApiExample("One route", value={"route": "it-support"}, request_only=True),
+        ],
     )
     def post(self, request: Request) -> Response:
         _require_grader(request.user)
@@ -184,8 +182,8 @@ def _adjudication_dict(view: selectors.AdjudicationView) -> dict:
 
 class AdjudicationListApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("route", str, required=False)],
-        responses={200: OpenApiResponse(description="Items waiting for a reviewer"), 403: ERROR},
+        parameters=[schemas.ROUTE_FILTER],
+        responses={200: schemas.AdjudicationList, 400: ERROR, 403: ERROR},
         summary="Items the graders disagreed on",
     )
     def get(self, request: Request) -> Response:
@@ -215,7 +213,7 @@ class AdjudicateApi(APIView):
         note = serializers.CharField(required=False, allow_blank=True, max_length=labels_services.MAX_NOTE, default="")
 
     @extend_schema(
-        responses={200: OpenApiResponse(description="The item with every grade"), 403: ERROR, 404: ERROR},
+        responses={200: schemas.AdjudicationItem, 403: ERROR, 404: ERROR},
         summary="An item waiting for adjudication",
     )
     def get(self, request: Request, item_id: str) -> Response:
@@ -225,7 +223,10 @@ class AdjudicateApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={201: OpenApiResponse(description="The final label"), 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        responses={201: schemas.AdjudicationResult, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        examples=[
+            OpenApiExample("Decide", value={"verdict": "correct", "note": "The passage says so."}, request_only=True)
+        ],
         summary="Decide an item the graders disagreed on",
     )
     def post(self, request: Request, item_id: str) -> Response:
@@ -258,8 +259,8 @@ def _reviewable_item(user, public_id) -> GradingItem:
 
 class AgreementApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("confidence", float, required=False)],
-        responses={200: OpenApiResponse(description="Agreement between graders"), 403: ERROR, 404: ERROR},
+        parameters=[schemas.AGREEMENT_CONFIDENCE],
+        responses={200: schemas.Agreement, 400: ERROR, 403: ERROR, 404: ERROR},
         summary="Agreement between the route's graders",
     )
     def get(self, request: Request, slug: str) -> Response:

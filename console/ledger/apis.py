@@ -1,5 +1,4 @@
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,23 +9,31 @@ from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Forbidden
 from console.ledger import selectors, services
+from console.ledger.schemas import SAMPLE_RECORD, DecisionBatch, IngestResult, RouteList
 from console.ledger.validation import validate_batch
 
 
 class DecisionIngestApi(APIView):
     """Store a batch of gated decisions (served and refused) atomically."""
 
-    class InputSerializer(serializers.Serializer):
-        decisions = serializers.ListField(child=serializers.JSONField(), max_length=1000)
-
-    class OutputSerializer(serializers.Serializer):
-        created = serializers.IntegerField()
-        unchanged = serializers.IntegerField()
-
     @extend_schema(
-        request=InputSerializer,
-        responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 413: ERROR},
+        request=DecisionBatch,
+        responses={
+            201: IngestResult,
+            400: OpenApiResponse(ERROR, description="An item is invalid or names an unknown route; nothing written."),
+            401: ERROR,
+            403: ERROR,
+            409: OpenApiResponse(ERROR, description="A request_id already stored with other content; nothing written."),
+            413: OpenApiResponse(ERROR, description="More than 1,000 decisions, or a body past the size limit."),
+        },
         summary="Ingest decisions",
+        description="Atomic per batch and idempotent per `(route, request_id)`: a replay of a stored decision "
+        "counts as `unchanged`; the same request_id with other content is 409 and nothing is written. "
+        "Each created decision can be read at `GET /api/v1/routes/{route}/decisions/{request_id}`.",
+        examples=[
+            OpenApiExample("One refusal", value={"decisions": [SAMPLE_RECORD]}, request_only=True),
+            OpenApiExample("Stored", value={"created": 1, "unchanged": 0}, response_only=True, status_codes=["201"]),
+        ],
     )
     def post(self, request: Request) -> Response:
         if not permissions.can_ingest(request.user, None):
@@ -52,7 +59,17 @@ class DecisionIngestApi(APIView):
 
 
 class RouteListApi(APIView):
-    @extend_schema(responses={200: OpenApiResponse(description="Routes the caller may read")}, summary="List routes")
+    @extend_schema(
+        responses={200: RouteList, 403: ERROR},
+        summary="List routes",
+        examples=[
+            OpenApiExample(
+                "Routes",
+                value={"routes": [{"slug": "it-support", "name": "IT support", "graders_per_item": 2}]},
+                response_only=True,
+            )
+        ],
+    )
     def get(self, request: Request) -> Response:
         if not permissions.can_read_decisions(request.user):
             raise Forbidden("Your role does not allow reading routes.")
