@@ -94,7 +94,11 @@ class AuditEventListApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("object", str, description="type:id, e.g. decision:12"),
+            OpenApiParameter(
+                "object",
+                {"type": "string", "maxLength": 240, "pattern": r"^[^:\x00]+:[^\x00]+$"},
+                description="type:id, e.g. decision:12",
+            ),
             OpenApiParameter("after", int, description="Return events with seq greater than this"),
         ],
         responses={200: _EVENT_PAGE, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},

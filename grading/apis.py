@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -366,7 +367,9 @@ class LabelsImportApi(APIView):
                     "verdict": serializers.ChoiceField(choices=["correct", "incorrect"]),
                     "source": serializers.CharField(),
                 },
-            )
+            ),
+            min_length=1,
+            max_length=settings.INGEST_MAX_BATCH,
         )
 
     class OutputSerializer(serializers.Serializer):

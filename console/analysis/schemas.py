@@ -4,7 +4,6 @@ as it is; these serializers describe it, and the contract test holds the two tog
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
@@ -152,11 +151,13 @@ class Calibration(_Document, _CalibrationFigures):
 
 # A filter's value, as the reader takes it: stripped, 1 to 200 characters, no NUL.
 _FILTER_VALUE = {"type": "string", "minLength": 1, "maxLength": _MAX_VALUE, "pattern": r"^\s*[^\s\x00][^\x00]*$"}
+# A day, or empty for none (as the pages' forms send an unset field).
+_DAY = {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 0}]}
 # The query parameters every statistics document takes to narrow its window.
 FILTERS = [
-    OpenApiParameter("from", OpenApiTypes.DATE, description="First day of the window (UTC, inclusive)."),
+    OpenApiParameter("from", _DAY, description="First day of the window (UTC, inclusive); empty: no bound."),
     OpenApiParameter(
-        "to", OpenApiTypes.DATE, description="Last day of the window (UTC, inclusive); not before `from`."
+        "to", _DAY, description="Last day of the window (UTC, inclusive), not before `from`; empty: no bound."
     ),
     OpenApiParameter(
         "version.model",
@@ -195,9 +196,10 @@ ALPHA = OpenApiParameter(
 DELTA = OpenApiParameter(
     "delta", {"type": "number", "minimum": 0.0001, "maximum": 0.5}, description="Error probability, default 0.05."
 )
+_GRID_PART = rf"{_NUMBER}(:{_NUMBER}:{_NUMBER})?"
 GRID = OpenApiParameter(
     "grid",
-    str,
+    {"type": "string", "pattern": rf"^{_GRID_PART}(,{_GRID_PART})*$"},
     description=(
         f"Cutoffs to scan, comma-separated: numbers and start:stop:step ranges (stop included when on the step), "
         f"up to {MAX_GRID} in all, no repeats. Default 0:0.99:0.01 (0.00, 0.01, ..., 0.99); e.g. 0.5:0.99:0.01 "

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,10 +19,46 @@ from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Conflict, InvalidInput, detail
 from console.disputes import selectors, services
-from console.disputes.models import USER_KINDS, Kind, Status
+from console.disputes.models import MAX_QUOTE, MAX_REASON, USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
 from console.ledger.selectors import get_decision_for_user
 
+_QUOTE = {"type": "string", "minLength": 1, "maxLength": MAX_QUOTE, "pattern": r"^[^\x00]*[^\s\x00][^\x00]*$"}
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {
+                "type": "object",
+                "title": "From a logged passage",
+                "required": ["passage_id", "quote"],
+                "properties": {
+                    "passage_id": {"type": "integer", "minimum": 1, "description": "One of the decision's passages."},
+                    "quote": _QUOTE,
+                },
+                "not": {"required": ["url"]},
+            },
+            {
+                "type": "object",
+                "title": "From an outside source",
+                "required": ["url", "quote"],
+                "properties": {
+                    "url": {"type": "string", "maxLength": 2000, "pattern": r"^[hH][tT][tT][pP][sS]?:[^\x00]*$"},
+                    "quote": _QUOTE,
+                },
+                "not": {"required": ["passage_id"]},
+            },
+        ]
+    }
+)
+class DisputeEvidence(serializers.Field):
+    """A quote from a logged passage or from a URL; null for kinds that need none (retrieval_missed, other)."""
+
+
+_RANGES = serializers.ListField(
+    child=serializers.ListField(child=serializers.IntegerField(min_value=0), min_length=2, max_length=2)
+)
 _DISPUTE = inline_serializer(
     "Dispute",
     {
@@ -35,8 +77,13 @@ _DISPUTE = inline_serializer(
         "outcome": serializers.CharField(
             allow_null=True, help_text="The resolution in plain words, e.g. `the refusal stands`; null while open."
         ),
-        "evidence": serializers.JSONField(allow_null=True),
-        "quote_ranges": serializers.JSONField(allow_null=True),
+        "evidence": DisputeEvidence(allow_null=True),
+        "quote_ranges": inline_serializer(
+            "QuoteRanges",
+            {"bytes": _RANGES, "chars": _RANGES},
+            allow_null=True,
+            help_text="Where the quote was found in the passage: [start, end) bytes of its UTF-8 and characters.",
+        ),
         "opened_at": serializers.DateTimeField(),
         "due_by": serializers.DateTimeField(),
         "escalated_at": serializers.DateTimeField(allow_null=True),
@@ -50,11 +97,9 @@ _OPEN = inline_serializer(
     "DisputeOpen",
     {
         "kind": serializers.ChoiceField(USER_KINDS),
-        "reason": serializers.CharField(max_length=5000),
-        "evidence": serializers.JSONField(
-            allow_null=True, help_text='{"passage_id", "quote"} | {"url", "quote"} | null'
-        ),
-        "contact": serializers.CharField(required=False),
+        "reason": serializers.CharField(max_length=MAX_REASON),
+        "evidence": DisputeEvidence(allow_null=True, required=False),
+        "contact": serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300),
     },
 )
 _RESOLVE = inline_serializer(
@@ -79,6 +124,17 @@ class DecisionDisputesApi(APIView):
         "decision by the same person: 409 `already_open` with the first's id in `details`.",
         request=_OPEN,
         responses={201: _DISPUTE, 400: ERROR, 409: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "With a quote",
+                request_only=True,
+                value={
+                    "kind": "answerable_from_passages",
+                    "reason": "The runbook says how.",
+                    "evidence": {"passage_id": 12, "quote": "open Settings > Security"},
+                },
+            )
+        ],
     )
     def post(self, request: Request, decision_id: int) -> Response:
         decision = get_decision_for_user(request.user, pk=decision_id)
@@ -101,11 +157,33 @@ class DisputeListApi(APIView):
             OpenApiParameter("overdue", bool),
             OpenApiParameter("mine", bool),
         ],
-        responses={200: _LIST, **_ERRORS},
+        responses={200: _LIST, 400: ERROR, **_ERRORS},
     )
     def get(self, request: Request) -> Response:
+        _refuse_unknown_filter_values(request.query_params)
         disputes = selectors.dispute_list(request.user, selectors.DisputeFilters.from_params(request.query_params))
         return Response({"disputes": [selectors.dispute_as_dict(d, request.user) for d in disputes[:500]]})
+
+
+_FILTER_VALUES = {
+    "status": {*Status.values, "all", ""},
+    "kind": {*Kind.values, ""},
+    "overdue": {"1", "true", "yes", "on", "0", "false", "no", "off", ""},
+    "mine": {"1", "true", "yes", "on", "0", "false", "no", "off", ""},
+}
+_CASELESS = {"overdue", "mine"}
+
+
+def _refuse_unknown_filter_values(params) -> None:
+    """400 for a filter value the list does not know. The inbox page drops such a value (a stale link
+    still opens); a client of the API is told, so a misspelt `status` does not read as "no disputes"."""
+    bad = [
+        detail(name, "invalid_parameter", f"must be one of {', '.join(sorted(v for v in allowed if v))}")
+        for name, allowed in _FILTER_VALUES.items()
+        if (params.get(name, "").lower() if name in _CASELESS else params.get(name, "")) not in allowed
+    ]
+    if bad:
+        raise InvalidInput("Unknown filter value: " + ", ".join(d["field"] for d in bad) + ".", details=bad)
 
 
 class DisputeDetailApi(APIView):

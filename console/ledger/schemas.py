@@ -124,7 +124,7 @@ class DecisionRecord(ClosedObject):
     )
 
 
-class DecisionBatch(ClosedObject):
+class DecisionBatch(serializers.Serializer):  # other keys beside `decisions` are ignored
     decisions = serializers.ListField(child=DecisionRecord(), min_length=1, max_length=settings.INGEST_MAX_BATCH)
 
 

@@ -110,7 +110,7 @@ class SimilarDecisionsApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("k", int, description=f"1 to {MAX_K}, default 10"),
+            OpenApiParameter("k", {"type": "integer", "minimum": 1, "maximum": MAX_K}, description="Default 10."),
             OpenApiParameter("outcome", str, enum=_OUTCOMES, description="default refused"),
         ],
         responses={200: _SIMILAR, 400: ERROR, 403: ERROR, 404: ERROR},
