@@ -18,6 +18,7 @@ from console.accounts.models import Route
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
+from console.core.openapi import link, links
 from console.ledger.services import routes_for_items
 from grading import schemas, selectors
 from grading.blindness import route_blindness
@@ -89,6 +90,22 @@ class GradingNextApi(APIView):
             403: ERROR,
         },
         summary="Lease the next item to grade",
+        extensions=links(
+            {
+                200: {
+                    "GradeIt": link(
+                        "/api/v1/grading/items/{item_id}/grades",
+                        method="post",
+                        parameters={"item_id": "$response.body#/item/id"},
+                    ),
+                    "SkipIt": link(
+                        "/api/v1/grading/items/{item_id}/skip",
+                        method="post",
+                        parameters={"item_id": "$response.body#/item/id"},
+                    ),
+                }
+            }
+        ),
         examples=[
             OpenApiExample("Any route", value={}, request_only=True),
             OpenApiExample("One route", value={"route": "it-support"}, request_only=True),

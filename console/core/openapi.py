@@ -8,6 +8,10 @@
   and 400 to JSON that does not parse. Declaring these per view would be forty copies of the same
   four lines, and one forgotten copy is an undocumented status.
 - The shared headers: `ETag`, `If-None-Match`, `Retry-After`.
+- `links`: OpenAPI links for the natural next step after an operation (ingest -> look the decision
+  up, draft -> sign). drf-spectacular has no parameter for them, so a view declares them as an
+  extension of its operation and `postprocess` moves them into the responses. A link names its target by
+  path (`operationRef`), which stays put when another view's operationId changes.
 """
 
 from __future__ import annotations
@@ -65,6 +69,34 @@ class _ClosedObjectExtension(OpenApiSerializerExtension):
         return schema
 
 
+_LINKS_KEY = "x-console-links"
+
+
+def link(
+    path: str,
+    *,
+    method: str = "get",
+    parameters: dict[str, str] | None = None,
+    body: Any = None,
+    description: str = "",
+) -> dict[str, Any]:
+    """A link to the operation at `path` and `method`; values are runtime expressions
+    (`$response.body#/id`, `$request.body#/decisions/0/route`)."""
+    target: dict[str, Any] = {"operationRef": "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method}
+    if parameters:
+        target["parameters"] = parameters
+    if body is not None:
+        target["requestBody"] = body
+    if description:
+        target["description"] = description
+    return target
+
+
+def links(by_status: dict[int, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """For `extend_schema(extensions=...)`: the links of each response status, by name."""
+    return {_LINKS_KEY: {str(status): named for status, named in by_status.items()}}
+
+
 def _error_response(description: str) -> dict[str, Any]:
     return {"content": {"application/json": {"schema": ERROR_REF}}, "description": description}
 
@@ -75,6 +107,8 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
             responses = operation.setdefault("responses", {})
+            for status, named in operation.pop(_LINKS_KEY, {}).items():
+                responses[status].setdefault("links", {}).update(named)
             if operation.get("security") != [{}]:
                 for status, description in _AUTH_STATUSES.items():
                     responses.setdefault(status, _error_response(description))

@@ -18,6 +18,7 @@ from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Conflict, InvalidInput, detail
+from console.core.openapi import link, links
 from console.disputes import selectors, services
 from console.disputes.models import MAX_QUOTE, MAX_REASON, USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
@@ -118,6 +119,25 @@ def _as_dict(request: Request, dispute_id: int) -> dict:
 class DecisionDisputesApi(APIView):
     @extend_schema(
         summary="Dispute a refusal",
+        extensions=links(
+            {
+                201: {
+                    "ReadTheDispute": link(
+                        "/api/v1/disputes/{dispute_id}", parameters={"dispute_id": "$response.body#/id"}
+                    ),
+                    "TakeTheDispute": link(
+                        "/api/v1/disputes/{dispute_id}/assign",
+                        method="post",
+                        parameters={"dispute_id": "$response.body#/id"},
+                    ),
+                    "ResolveTheDispute": link(
+                        "/api/v1/disputes/{dispute_id}/resolve",
+                        method="post",
+                        parameters={"dispute_id": "$response.body#/id"},
+                    ),
+                }
+            }
+        ),
         description="Every role that may read the route's decisions, `reader` included. A quote from a logged "
         "passage is checked by the span verifier and its byte and character ranges stored; not found: "
         "400 `quote_not_found`. A served decision: 400 `not_refused`. A second open dispute of the same "

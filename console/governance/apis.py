@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,9 +16,10 @@ from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Forbidden, InvalidInput, NotFound, detail
+from console.core.openapi import ETAG, IF_NONE_MATCH, ClosedObject, link, links
 from console.governance import selectors, services
 from console.governance.evidence import evidence_check
-from console.governance.validation import parse_draft
+from console.governance.validation import MAX_ANSWERS, parse_draft
 
 _ESCALATION = inline_serializer(
     "PolicyEscalation",
@@ -28,13 +29,23 @@ _ESCALATION = inline_serializer(
         "response_hours": serializers.IntegerField(min_value=1, max_value=720),
     },
 )
+
+
+class ExchangeAnswer(ClosedObject):
+    rate = serializers.FloatField(min_value=0, help_text="N extra refusals to remove one wrong answer; more than 0.")
+    accept = serializers.BooleanField(help_text="Whether the owner would accept that rate.")
+
+
+_WARNING = inline_serializer("PolicyWarning", {"code": serializers.CharField(), "message": serializers.CharField()})
 _DRAFT = inline_serializer(
     "PolicyDraft",
     {
         "cutoff": serializers.FloatField(),
         "band_lower": serializers.FloatField(required=False, allow_null=True),
         "exchange_rate": serializers.FloatField(required=False, allow_null=True),
-        "exchange_answers": serializers.ListField(child=serializers.JSONField(), required=False),
+        "exchange_answers": serializers.ListField(
+            child=ExchangeAnswer(), required=False, allow_null=True, max_length=MAX_ANSWERS
+        ),
         "costs": serializers.JSONField(required=False, help_text="{c_w, c_a, q?, c_v?}"),
         "owner": serializers.CharField(help_text="Username of a policy_owner of the route."),
         "rationale": serializers.CharField(),
@@ -60,7 +71,7 @@ _POLICY_FIELDS = {
     "owner": serializers.CharField(),
     "escalation": _ESCALATION,
     "refusal_message": serializers.CharField(),
-    "warnings": serializers.ListField(child=serializers.JSONField()),
+    "warnings": serializers.ListField(child=_WARNING),
     "evidence": serializers.JSONField(),
     "evidence_text": serializers.CharField(),
     "evidence_sha256": serializers.CharField(),
@@ -88,10 +99,28 @@ _EVIDENCE_CHECK = inline_serializer(
         "recomputed_sha256": serializers.CharField(allow_null=True),
         "matches": serializers.BooleanField(allow_null=True),
         "differences": serializers.ListField(
-            child=serializers.JSONField(), help_text="[{path, stored, now}] for every figure that differs."
+            child=inline_serializer(
+                "EvidenceDifference",
+                {
+                    "path": serializers.CharField(help_text="Where in the evidence document, e.g. rows.2.cutoff."),
+                    "stored": serializers.JSONField(allow_null=True),
+                    "now": serializers.JSONField(allow_null=True),
+                },
+            ),
+            help_text="Every figure that differs (the first ones, when many do).",
         ),
         "labels_changed_since": serializers.ListField(
-            child=serializers.JSONField(), help_text="Labels the snapshot counts that were written again after as_of."
+            child=inline_serializer(
+                "EvidenceLabelChanged",
+                {
+                    "decision_id": serializers.IntegerField(),
+                    "verdict_now": serializers.ChoiceField(["correct", "incorrect"]),
+                    "method": serializers.CharField(),
+                    "source": serializers.CharField(allow_blank=True, allow_null=True),
+                    "decided_at": serializers.DateTimeField(),
+                },
+            ),
+            help_text="Labels the snapshot counts that were written again after as_of.",
         ),
     },
 )
@@ -126,6 +155,30 @@ _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
 class RoutePoliciesApi(APIView):
     @extend_schema(
         summary="Draft a policy version",
+        extensions=links(
+            {
+                201: {
+                    "SignTheDraft": link(
+                        "/api/v1/policies/{policy_id}/sign",
+                        method="post",
+                        parameters={"policy_id": "$response.body#/id"},
+                        body={"evidence_sha256": "$response.body#/evidence_sha256"},
+                        description="The named owner signs the evidence as drafted.",
+                    ),
+                    "ReadTheDraft": link(
+                        "/api/v1/policies/{policy_id}", parameters={"policy_id": "$response.body#/id"}
+                    ),
+                    "CheckItsEvidence": link(
+                        "/api/v1/policies/{policy_id}/evidence-check", parameters={"policy_id": "$response.body#/id"}
+                    ),
+                    "WithdrawTheDraft": link(
+                        "/api/v1/policies/{policy_id}/withdraw",
+                        method="post",
+                        parameters={"policy_id": "$response.body#/id"},
+                    ),
+                }
+            }
+        ),
         description="Reviewers, policy owners and admins of the route. The evidence (the operating-point "
         "document at the chosen cutoff on the given filters, and the certified cutoff when "
         "`certification` is given) is computed now and stored as text with its SHA-256. Missing "
@@ -280,7 +333,34 @@ class RoutePolicyApi(APIView):
         summary="The policy in force on a route, for the answering system",
         description="Every reader of the route, integrators included. Sends an ETag; a request with a "
         "matching If-None-Match gets 304. 404 `no_policy` while no version is signed.",
-        responses={200: _ROUTE_POLICY, 304: OpenApiResponse(description="Unchanged"), **_ERRORS},
+        parameters=[
+            IF_NONE_MATCH,
+            OpenApiParameter(
+                "ETag", str, location=OpenApiParameter.HEADER, response=[200, 304], description=ETAG["description"]
+            ),
+        ],
+        responses={200: _ROUTE_POLICY, 304: OpenApiResponse(description="Unchanged: no body."), **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "In force",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "version": 3,
+                    "status": "active",
+                    "cutoff": 0.85,
+                    "band_lower": 0.4,
+                    "refusal_message": "I can't answer this reliably. A person from HR will reply within a day.",
+                    "escalation": {
+                        "contact": "HR service desk lead",
+                        "channel": "mailto:hr-desk@example.org",
+                        "response_hours": 24,
+                    },
+                    "owner": "lead",
+                    "signed_at": "2026-11-02T09:00:00+00:00",
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
         route = selectors.route_for_policy_reader(request.user, slug)

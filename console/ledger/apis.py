@@ -8,6 +8,7 @@ from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Forbidden
+from console.core.openapi import link, links
 from console.ledger import selectors, services
 from console.ledger.schemas import SAMPLE_RECORD, DecisionBatch, IngestResult, RouteList
 from console.ledger.validation import validate_batch
@@ -27,6 +28,20 @@ class DecisionIngestApi(APIView):
             413: OpenApiResponse(ERROR, description="More than 1,000 decisions, or a body past the size limit."),
         },
         summary="Ingest decisions",
+        extensions=links(
+            {
+                201: {
+                    "LookUpTheFirstDecision": link(
+                        "/api/v1/routes/{slug}/decisions/{request_id}",
+                        parameters={
+                            "slug": "$request.body#/decisions/0/route",
+                            "request_id": "$request.body#/decisions/0/request_id",
+                        },
+                        description="The stored decision, by its route and request_id.",
+                    )
+                }
+            }
+        ),
         description="Atomic per batch and idempotent per `(route, request_id)`: a replay of a stored decision "
         "counts as `unchanged`; the same request_id with other content is 409 and nothing is written. "
         "Each created decision can be read at `GET /api/v1/routes/{route}/decisions/{request_id}`.",

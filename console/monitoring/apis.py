@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import InvalidInput, detail
+from console.core.openapi import link, links
 from console.governance.models import PolicyVersion
 from console.monitoring import selectors
 from console.monitoring.services import alarms as alarm_services
@@ -140,6 +141,20 @@ class RouteHealthApi(APIView):
 class RouteRechecksApi(APIView):
     @extend_schema(
         summary="A route's release rechecks, newest first, each with its diagnosis",
+        extensions=links(
+            {
+                200: {
+                    "TheNewestRecheck": link(
+                        "/api/v1/rechecks/{recheck_id}", parameters={"recheck_id": "$response.body#/rechecks/0/id"}
+                    ),
+                    "CloseTheNewestRecheck": link(
+                        "/api/v1/rechecks/{recheck_id}/close",
+                        method="post",
+                        parameters={"recheck_id": "$response.body#/rechecks/0/id"},
+                    ),
+                }
+            }
+        ),
         responses={
             200: inline_serializer("RecheckList", {"rechecks": serializers.ListField(child=_RECHECK)}),
             **_ERRORS,
@@ -200,6 +215,17 @@ class RecheckCloseApi(APIView):
 class RouteAlarmsApi(APIView):
     @extend_schema(
         summary="A route's drift alarms, newest first",
+        extensions=links(
+            {
+                200: {
+                    "AcknowledgeTheNewestAlarm": link(
+                        "/api/v1/alarms/{alarm_id}/acknowledge",
+                        method="post",
+                        parameters={"alarm_id": "$response.body#/alarms/0/id"},
+                    )
+                }
+            }
+        ),
         responses={200: inline_serializer("AlarmList", {"alarms": serializers.ListField(child=_ALARM)}), **_ERRORS},
     )
     def get(self, request: Request, slug: str) -> Response:

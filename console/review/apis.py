@@ -5,6 +5,7 @@ from rest_framework.views import APIView
 
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.openapi import link, links
 from console.ledger.selectors import get_decision_for_user
 from console.review.schemas import Decision
 from console.review.selectors import decision_as_dict
@@ -49,6 +50,13 @@ _EXAMPLE = OpenApiExample(
 )
 
 
+_BY_ID = {"decision_id": "$response.body#/id"}
+_NEXT = {
+    "SimilarRefusals": link("/api/v1/decisions/{decision_id}/similar", parameters=_BY_ID),
+    "DisputeIt": link("/api/v1/decisions/{decision_id}/disputes", method="post", parameters=_BY_ID),
+}
+
+
 # What a `reader` is not shown of a decision: its grades, final label and the signed policy's evidence.
 _MEASURED_KEYS = ("grades", "final_label", "signed_policy")
 
@@ -65,6 +73,7 @@ class DecisionDetailApi(APIView):
     @extend_schema(
         responses={200: Decision, 403: ERROR, 404: ERROR},
         summary="Look up a decision",
+        extensions=links({200: _NEXT}),
         description="Never for a caller whose only role is grader (403).",
         examples=[_EXAMPLE],
     )
@@ -77,6 +86,16 @@ class DecisionByRequestApi(APIView):
     @extend_schema(
         responses={200: Decision, 403: ERROR, 404: ERROR},
         summary="Look up a decision by route and request_id",
+        extensions=links(
+            {
+                200: {
+                    **_NEXT,
+                    "ByItsId": link(
+                        "/api/v1/decisions/{decision_id}", parameters={"decision_id": "$response.body#/id"}
+                    ),
+                }
+            }
+        ),
         examples=[_EXAMPLE],
     )
     def get(self, request: Request, slug: str, request_id: str) -> Response:

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.openapi import link, links
 from console.trials import schemas, selectors, services
 from console.trials.validation import trial_spec
 
@@ -20,6 +21,15 @@ _ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR}
 class GateTrialStartApi(APIView):
     @extend_schema(
         summary="Start a candidate gate trial",
+        extensions=links(
+            {
+                202: {
+                    "FollowTheTrial": link(
+                        "/api/v1/gate-trials/{trial_id}", parameters={"trial_id": "$response.body#/id"}
+                    )
+                }
+            }
+        ),
         description="Runs the candidate over the route's graded items; read its progress and result at "
         "GET /api/v1/gate-trials/{id}. Reviewers and policy owners of the route.",
         request=schemas.TrialStart,
