@@ -48,7 +48,16 @@ _HEALTH = inline_serializer(
             help_text="{stale, reasons, segment_tv, newest_label, max_label_age_days (the route's setting)}",
         ),
         "rechecks_open": serializers.IntegerField(),
-        "alarms_open": serializers.ListField(child=serializers.JSONField()),
+        "alarms_open": serializers.ListField(
+            child=inline_serializer(
+                "OpenAlarm",
+                {
+                    "id": serializers.IntegerField(),
+                    "kind": serializers.CharField(),
+                    "first_day": serializers.DateField(),
+                },
+            )
+        ),
         "grading_backlog": serializers.IntegerField(),
         "labels_last_7_days": serializers.IntegerField(),
         "shadow_runs_failed": serializers.IntegerField(),

@@ -168,7 +168,32 @@ class RouteGapsApi(APIView):
                 "CorpusGaps",
                 {
                     "computed_at": serializers.DateTimeField(allow_null=True),
-                    "clusters": serializers.ListField(child=serializers.JSONField()),
+                    "clusters": serializers.ListField(
+                        child=inline_serializer(
+                            "GapCluster",
+                            {
+                                "id": serializers.IntegerField(),
+                                "rank": serializers.IntegerField(),
+                                "size": serializers.IntegerField(min_value=0),
+                                "size_this_week": serializers.IntegerField(min_value=0),
+                                "size_last_week": serializers.IntegerField(min_value=0),
+                                "no_support_share": serializers.FloatField(),
+                                "verified": serializers.IntegerField(
+                                    min_value=0, help_text="Members whose span check has run."
+                                ),
+                                "examples": serializers.ListField(
+                                    child=inline_serializer(
+                                        "GapExample",
+                                        {"id": serializers.IntegerField(), "question": serializers.CharField()},
+                                    ),
+                                    help_text="Refused questions nearest the cluster's centre.",
+                                ),
+                                "terms": serializers.ListField(child=serializers.CharField()),
+                                "graded": serializers.IntegerField(min_value=0),
+                                "correct_share": serializers.FloatField(allow_null=True),
+                            },
+                        )
+                    ),
                     "reason": serializers.ChoiceField(
                         choices=["not_computed", "no_refusals", "too_few_refusals", "no_groups"],
                         allow_null=True,
