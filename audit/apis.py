@@ -96,8 +96,8 @@ class AuditEventListApi(APIView):
         parameters=[
             OpenApiParameter(
                 "object",
-                {"type": "string", "maxLength": 240, "pattern": r"^[^:\x00]+:[^\x00]+$"},
-                description="type:id, e.g. decision:12",
+                {"type": "string", "maxLength": 240, "pattern": r"^([^:\x00]+:[^\x00]+)?$"},
+                description="type:id, e.g. decision:12; empty: every event you may read.",
             ),
             OpenApiParameter("after", int, description="Return events with seq greater than this"),
         ],

@@ -121,5 +121,7 @@ AGREEMENT_CONFIDENCE = OpenApiParameter(
     description="Confidence level of the intervals, in [0.5, 1); default 0.95.",
 )
 ROUTE_FILTER = OpenApiParameter(
-    "route", {"type": "string", "pattern": r"^[-a-zA-Z0-9_]{1,64}$"}, description="Only this route's items."
+    "route",
+    {"type": "string", "pattern": r"^([-a-zA-Z0-9_]{1,64})?$"},
+    description="Only this route's items; empty: every route you review.",
 )

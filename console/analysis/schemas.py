@@ -217,6 +217,6 @@ POINTS = OpenApiParameter(
 )
 BY = OpenApiParameter(
     "by",
-    {"type": "string", "pattern": "^(segment|version)\\." + _KEY.pattern.lstrip("^")},
-    description="segment.<key> or version.<key>: one report per value, under `segments`.",
+    {"type": "string", "pattern": "^((segment|version)\\." + _KEY.pattern.strip("^$") + ")?$"},
+    description="segment.<key> or version.<key>: one report per value, under `segments`; empty: one report.",
 )

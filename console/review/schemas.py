@@ -34,7 +34,7 @@ class DecisionPassage(serializers.Serializer):
 class SpanCheck(serializers.Serializer):
     passage_id = serializers.IntegerField()
     unit_index = serializers.IntegerField(min_value=0)
-    unit_text = serializers.CharField(allow_blank=True)
+    unit = serializers.CharField(allow_blank=True, help_text="The claim unit searched for.")
     supported = serializers.BooleanField()
     match_ranges = serializers.ListField(child=_Range(), help_text="[start, end) byte offsets into the passage.")
     char_ranges = serializers.ListField(child=_Range(), help_text="[start, end) code-point offsets into the passage.")
