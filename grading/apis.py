@@ -154,6 +154,17 @@ class GradeCreateApi(APIView):
         request=InputSerializer,
         responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR},
         summary="Grade a leased item",
+        examples=[
+            OpenApiExample(
+                "Correct", request_only=True, value={"verdict": "correct", "note": "", "seconds_spent": 41.5}
+            ),
+            OpenApiExample(
+                "Recorded",
+                response_only=True,
+                status_codes=["201"],
+                value={"item": "0af66f46-c822-4057-8d8c-00eac3bd43b4", "verdict": "correct", "note": ""},
+            ),
+        ],
     )
     def post(self, request: Request, item_id: str) -> Response:
         _require_grader(request.user)
@@ -202,6 +213,13 @@ class AdjudicationListApi(APIView):
     @extend_schema(
         parameters=[schemas.ROUTE_FILTER],
         responses={200: schemas.AdjudicationList, 400: ERROR, 403: ERROR},
+        examples=[
+            OpenApiExample(
+                "One waiting",
+                response_only=True,
+                value={"items": [{"id": "0af66f46-c822-4057-8d8c-00eac3bd43b4", "route": "it-support", "grades": 2}]},
+            )
+        ],
         summary="Items the graders disagreed on",
     )
     def get(self, request: Request) -> Response:
@@ -400,6 +418,23 @@ class LabelsImportApi(APIView):
         request=InputSerializer,
         responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 413: ERROR},
         summary="Import labels",
+        examples=[
+            OpenApiExample(
+                "An offline evaluation",
+                request_only=True,
+                value={
+                    "labels": [
+                        {
+                            "route": "it-support",
+                            "request_id": "q-000123",
+                            "verdict": "correct",
+                            "source": "offline-eval",
+                        }
+                    ]
+                },
+            ),
+            OpenApiExample("Stored", response_only=True, status_codes=["201"], value={"created": 1, "unchanged": 0}),
+        ],
     )
     def post(self, request: Request) -> Response:
         if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS):

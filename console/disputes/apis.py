@@ -94,6 +94,32 @@ _DISPUTE = inline_serializer(
         "note": serializers.CharField(),
     },
 )
+_DISPUTE_EXAMPLE = {
+    "id": 5,
+    "route": "it-support",
+    "request_id": "q-000123",
+    "decision": 1,
+    "kind": "answerable_from_passages",
+    "status": "open",
+    "reason": "The runbook says how.",
+    "appellant_email": None,
+    "outcome": None,
+    "evidence": {"passage_id": 12, "quote": "open Settings > Security"},
+    "quote_ranges": {"bytes": [[14, 38]], "chars": [[14, 38]]},
+    "opened_at": "2026-11-02T10:00:00+00:00",
+    "due_by": "2026-11-03T10:00:00+00:00",
+    "escalated_at": None,
+    "overdue": False,
+    "no_signed_escalation_path": False,
+    "assigned_to": None,
+    "note": "",
+}
+
+
+def _dispute_example(**changes) -> OpenApiExample:
+    return OpenApiExample("A dispute", response_only=True, value={**_DISPUTE_EXAMPLE, **changes})
+
+
 _OPEN = inline_serializer(
     "DisputeOpen",
     {
@@ -178,6 +204,7 @@ class DisputeListApi(APIView):
             OpenApiParameter("mine", bool),
         ],
         responses={200: _LIST, 400: ERROR, **_ERRORS},
+        examples=[OpenApiExample("The inbox", response_only=True, value={"disputes": [_DISPUTE_EXAMPLE]})],
     )
     def get(self, request: Request) -> Response:
         _refuse_unknown_filter_values(request.query_params)
@@ -207,7 +234,7 @@ def _refuse_unknown_filter_values(params) -> None:
 
 
 class DisputeDetailApi(APIView):
-    @extend_schema(summary="One dispute", responses={200: _DISPUTE, **_ERRORS})
+    @extend_schema(summary="One dispute", responses={200: _DISPUTE, **_ERRORS}, examples=[_dispute_example()])
     def get(self, request: Request, dispute_id: int) -> Response:
         return Response(_as_dict(request, dispute_id))
 
@@ -218,6 +245,7 @@ class DisputeAssignApi(APIView):
         description="Reviewers and policy owners of the route.",
         request=None,
         responses={200: _DISPUTE, 409: ERROR, **_ERRORS},
+        examples=[_dispute_example(assigned_to="reviewer-ann")],
     )
     def post(self, request: Request, dispute_id: int) -> Response:
         dispute = selectors.get_dispute_for_user(request.user, dispute_id)
@@ -233,6 +261,18 @@ class DisputeResolveApi(APIView):
         "an email are notified.",
         request=_RESOLVE,
         responses={200: _DISPUTE, 400: ERROR, 409: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Overturn",
+                request_only=True,
+                value={"resolution": "overturned", "note": "The runbook answers it; the refusal was wrong."},
+            ),
+            _dispute_example(
+                status="overturned",
+                outcome="the refusal was wrong",
+                note="The runbook answers it; the refusal was wrong.",
+            ),
+        ],
     )
     def post(self, request: Request, dispute_id: int) -> Response:
         dispute = selectors.get_dispute_for_user(request.user, dispute_id)
@@ -250,6 +290,7 @@ class AppealLinkApi(APIView):
         "refusal message; works before the decision is ingested. Integrators, reviewers and policy owners "
         "of the route. A link a reviewer revoked: 409 `appeal_link_revoked`.",
         responses={200: _LINK, 409: ERROR, **_ERRORS},
+        examples=[OpenApiExample("A link", response_only=True, value={"url": "/appeal/it-support/q-000123/Zm9vYmFy"})],
     )
     def get(self, request: Request, slug: str, request_id: str) -> Response:
         route = permissions.route_for(request.user, slug, allowed=permissions.can_read_appeal_link)

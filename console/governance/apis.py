@@ -261,6 +261,13 @@ class PolicySignApi(APIView):
         '`"roll_back": true` (audited as `policy_rolled_back`).',
         request=_SIGN,
         responses={200: _POLICY, 400: ERROR, 409: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Sign what you read",
+                request_only=True,
+                value={"evidence_sha256": "9f2c7e0b4a1d6f3e8c5b2a7d0e9f1c4b6a8d3e5f7c9b1a2d4e6f8a0c2e4b6d8f"},
+            )
+        ],
     )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy(policy_id)

@@ -249,6 +249,11 @@ class AlarmAcknowledgeApi(APIView):
         "the limits opens a new one. 409 `alarm_closed` when already closed.",
         request=_ACK,
         responses={200: _ALARM, 400: ERROR, 409: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Acknowledge", request_only=True, value={"note": "A new corpus snapshot; the recheck covers it."}
+            )
+        ],
     )
     def post(self, request: Request, alarm_id: int) -> Response:
         alarm = selectors.get_alarm_for_user(request.user, alarm_id)

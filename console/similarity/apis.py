@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -53,10 +53,26 @@ _SIMILAR = inline_serializer(
                 },
             )
         ),
-        "vectors": serializers.JSONField(
-            help_text="{source, dimension, embedder_version}; null when the route has none."
+        "vectors": inline_serializer(
+            "QuestionVectorSpace",
+            {
+                "source": serializers.CharField(help_text="Where the route's vectors come from (sent or built in)."),
+                "dimension": serializers.IntegerField(min_value=1),
+                "embedder_version": serializers.IntegerField(allow_null=True),
+                "decision_has_vector": serializers.BooleanField(),
+            },
+            allow_null=True,
+            help_text="The route's question vectors; null when the route has none.",
         ),
-        "similar_form_30d": serializers.JSONField(help_text="{count, at_least, threshold}."),
+        "similar_form_30d": inline_serializer(
+            "SimilarForm30d",
+            {
+                "count": serializers.IntegerField(min_value=0),
+                "at_least": serializers.BooleanField(help_text="The count stopped at its cap."),
+                "threshold": serializers.FloatField(),
+            },
+            help_text="Decisions of the last 30 days at least `threshold` similar.",
+        ),
         "reason": serializers.ChoiceField(
             choices=["no_vectors", "no_vector", "zero_vector"],
             allow_null=True,
@@ -114,6 +130,34 @@ class SimilarDecisionsApi(APIView):
             OpenApiParameter("outcome", str, enum=_OUTCOMES, description="default refused"),
         ],
         responses={200: _SIMILAR, 400: ERROR, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "One neighbour",
+                response_only=True,
+                value={
+                    "results": [
+                        {
+                            "id": 42,
+                            "request_id": "q-000311",
+                            "similarity": 0.93,
+                            "occurred_at": "2026-11-02T08:15:00+00:00",
+                            "outcome": "refused",
+                            "question": "How can I reset my MFA device?",
+                            "no_supporting_passage": False,
+                            "dispute": None,
+                        }
+                    ],
+                    "vectors": {
+                        "source": "builtin",
+                        "dimension": 256,
+                        "embedder_version": 1,
+                        "decision_has_vector": True,
+                    },
+                    "similar_form_30d": {"count": 3, "at_least": False, "threshold": 0.9},
+                    "reason": None,
+                },
+            )
+        ],
         summary="Similar refusals of a decision",
     )
     def get(self, request: Request, decision_id: int) -> Response:
