@@ -250,6 +250,23 @@ class AdjudicateApi(APIView):
 
     @extend_schema(
         responses={200: schemas.AdjudicationItem, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "Two graders disagree",
+                response_only=True,
+                value={
+                    "id": "0af66f46-c822-4057-8d8c-00eac3bd43b4",
+                    "route": "it-support",
+                    "question": "How do I reset MFA?",
+                    "answer": "Open Settings > Security and choose Reset.",
+                    "passages": [{"id": 12, "text": "To reset MFA, open Settings > Security and choose Reset."}],
+                    "grades": [
+                        {"grader": "ann", "verdict": "correct", "note": ""},
+                        {"grader": "bo", "verdict": "incorrect", "note": "Wrong menu."},
+                    ],
+                },
+            )
+        ],
         summary="An item waiting for adjudication",
     )
     def get(self, request: Request, item_id: str) -> Response:
@@ -297,6 +314,33 @@ class AgreementApi(APIView):
     @extend_schema(
         parameters=[schemas.AGREEMENT_CONFIDENCE],
         responses={200: schemas.Agreement, 400: ERROR, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "Too few items",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "confidence": 0.95,
+                    "items_graded": 4,
+                    "items_multiply_graded": 0,
+                    "min_items": 20,
+                    "fleiss_kappa": None,
+                    "gwet_ac1": None,
+                    "prevalence": None,
+                    "extreme_prevalence": False,
+                    "pairs": [],
+                    "graders": [
+                        {
+                            "grader": "ann",
+                            "grades": 4,
+                            "median_seconds": 38.0,
+                            "gold_accuracy": None,
+                            "label_agreement": None,
+                        }
+                    ],
+                },
+            )
+        ],
         summary="Agreement between the route's graders",
     )
     def get(self, request: Request, slug: str) -> Response:
@@ -365,6 +409,27 @@ _BLINDNESS = inline_serializer(
 class BlindnessApi(APIView):
     @extend_schema(
         responses={200: _BLINDNESS, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "Blind enough",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "n": 400,
+                    "served": 200,
+                    "refused": 200,
+                    "population": {"served": 9000, "refused": 3000},
+                    "enough": True,
+                    "reason": None,
+                    "auroc": {"value": 0.52, "low": 0.46, "high": 0.58},
+                    "sign": "none",
+                    "warning": False,
+                    "features": [{"feature": "answer_length", "weight": 0.1, "leans": "served"}],
+                    "method": {"model": "logistic regression", "folds": 5},
+                    "message": "Graders cannot tell served from refused answers by their form.",
+                },
+            )
+        ],
         summary="Can graders tell refused from served answers?",
         description="A logistic regression on what graders see (the answer's words, its opening, the share of "
         "its sentences copied from the passages, its length) predicts whether the item's answer "

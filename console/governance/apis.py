@@ -150,6 +150,32 @@ _SIGN = inline_serializer(
     },
 )
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
+_SHA = "9f2c7e0b4a1d6f3e8c5b2a7d0e9f1c4b6a8d3e5f7c9b1a2d4e6f8a0c2e4b6d8f"
+_SUMMARY_EXAMPLE = {
+    "id": 7,
+    "route": "it-support",
+    "version": 3,
+    "status": "draft",
+    "cutoff": 0.85,
+    "band_lower": 0.4,
+    "owner": "lead",
+    "escalation": {"contact": "HR service desk lead", "channel": "mailto:hr-desk@example.org", "response_hours": 24},
+    "refusal_message": "I can't answer this reliably. A person from HR will reply within a day.",
+    "warnings": [],
+    "evidence_sha256": _SHA,
+    "as_of": "2026-11-02T08:00:00+00:00",
+    "signed_at": None,
+}
+_POLICY_EXAMPLE = {
+    **_SUMMARY_EXAMPLE,
+    "evidence": {"route": "it-support", "chosen_row": {"cutoff": 0.85}},
+    "evidence_text": '{"chosen_row":{"cutoff":0.85},"route":"it-support"}',
+    "arrived_since": None,
+}
+
+
+def _policy_example(**changes) -> OpenApiExample:
+    return OpenApiExample("A version", response_only=True, value={**_POLICY_EXAMPLE, **changes})
 
 
 class RoutePoliciesApi(APIView):
@@ -227,6 +253,25 @@ class RoutePoliciesApi(APIView):
             ),
             **_ERRORS,
         },
+        examples=[
+            OpenApiExample(
+                "Two versions",
+                response_only=True,
+                value={
+                    "policies": [
+                        _SUMMARY_EXAMPLE,
+                        {
+                            **_SUMMARY_EXAMPLE,
+                            "id": 5,
+                            "version": 2,
+                            "status": "active",
+                            "signed_at": "2026-10-01T09:00:00+00:00",
+                        },
+                    ],
+                    "decisions_not_following_policy": 0,
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_policy_reader(request.user, slug)
@@ -244,6 +289,7 @@ class PolicyDetailApi(APIView):
     @extend_schema(
         summary="One policy version with its evidence, the stored text and its SHA-256",
         responses={200: _POLICY, **_ERRORS},
+        examples=[_policy_example()],
     )
     def get(self, request: Request, policy_id: int) -> Response:
         return Response(selectors.policy_as_dict(selectors.get_policy_for_user(request.user, policy_id)))
@@ -301,6 +347,7 @@ class PolicyRecomputeEvidenceApi(APIView):
         "(409 `not_draft`).",
         request=None,
         responses={200: _POLICY, 409: ERROR, **_ERRORS},
+        examples=[_policy_example()],
     )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy_for_user(request.user, policy_id)
@@ -318,6 +365,21 @@ class PolicyEvidenceCheckApi(APIView):
         "names each figure by path, and `labels_changed_since` the labels it counts that were written "
         "again after `as_of`. A version drafted before evidence snapshots has `matches: null` and a `reason`.",
         responses={200: _EVIDENCE_CHECK, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Unchanged",
+                response_only=True,
+                value={
+                    "policy": 7,
+                    "as_of": "2026-11-02T08:00:00+00:00",
+                    "evidence_sha256": _SHA,
+                    "recomputed_sha256": _SHA,
+                    "matches": True,
+                    "differences": [],
+                    "labels_changed_since": [],
+                },
+            )
+        ],
     )
     def get(self, request: Request, policy_id: int) -> Response:
         return Response(evidence_check(selectors.get_policy_for_user(request.user, policy_id)))
@@ -328,6 +390,7 @@ class PolicyWithdrawApi(APIView):
         summary="Withdraw a draft (its author or its owner)",
         request=None,
         responses={200: _POLICY, 409: ERROR, **_ERRORS},
+        examples=[_policy_example(status="withdrawn")],
     )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy(policy_id)

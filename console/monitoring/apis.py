@@ -18,6 +18,35 @@ from console.monitoring.services import alarms as alarm_services
 from console.monitoring.services import rechecks as recheck_services
 
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
+_RECHECK_EXAMPLE = {
+    "id": 3,
+    "route": "it-support",
+    "policy": {"id": 5, "version": 2},
+    "status": "open",
+    "versions": {"model": ["gen-2026-11"]},
+    "opened_at": "2026-11-05T06:00:00+00:00",
+    "closed_at": None,
+    "resolution": None,
+    "note": "",
+    "plan": {"items": 200},
+    "comparison": {},
+    "diagnosis": {"pattern": "location_shift", "text": "Scores moved down by 0.04 on the same questions."},
+}
+_ALARM_EXAMPLE = {
+    "id": 2,
+    "route": "it-support",
+    "kind": "abstention",
+    "status": "open",
+    "opened_at": "2026-11-06T06:00:00+00:00",
+    "first_day": "2026-11-05",
+    "last_flagged_day": "2026-11-05",
+    "through_day": "2026-11-05",
+    "detail": {"metric": "abstention_rate", "value": 0.31, "limit": 0.25},
+    "closed_at": None,
+    "closed_reason": None,
+    "note": "",
+    "acknowledged_by": None,
+}
 _RATE = inline_serializer(
     "MonitoringRate",
     {
@@ -141,6 +170,24 @@ class RouteHealthApi(APIView):
         summary="A route's health: policy in force, abstention at its cutoff, rechecks, alarms, backlog",
         description="Readers of the route's policy. Figures come straight from the decisions.",
         responses={200: _HEALTH, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Quiet",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "policy": None,
+                    "rechecks_open": 0,
+                    "alarms_open": [],
+                    "grading_backlog": 12,
+                    "labels_last_7_days": 80,
+                    "shadow_runs_failed": 0,
+                    "decisions_not_following_policy": 0,
+                    "disputes_open": 1,
+                    "disputes_overdue": 0,
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
@@ -168,6 +215,7 @@ class RouteRechecksApi(APIView):
             200: inline_serializer("RecheckList", {"rechecks": serializers.ListField(child=_RECHECK)}),
             **_ERRORS,
         },
+        examples=[OpenApiExample("One open", response_only=True, value={"rechecks": [_RECHECK_EXAMPLE]})],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
@@ -178,6 +226,7 @@ class RecheckDetailApi(APIView):
     @extend_schema(
         summary="One release recheck: signed evidence against the new versions, and the diagnosis",
         responses={200: _RECHECK, **_ERRORS},
+        examples=[OpenApiExample("Open", response_only=True, value=_RECHECK_EXAMPLE)],
     )
     def get(self, request: Request, recheck_id: int) -> Response:
         return Response(selectors.recheck_as_dict(selectors.get_recheck_for_user(request.user, recheck_id)))
@@ -236,6 +285,7 @@ class RouteAlarmsApi(APIView):
             }
         ),
         responses={200: inline_serializer("AlarmList", {"alarms": serializers.ListField(child=_ALARM)}), **_ERRORS},
+        examples=[OpenApiExample("One open", response_only=True, value={"alarms": [_ALARM_EXAMPLE]})],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)

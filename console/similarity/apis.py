@@ -207,6 +207,31 @@ class RouteGapsApi(APIView):
     """The latest clustering of the route's refused questions, largest no-support gaps first."""
 
     @extend_schema(
+        examples=[
+            OpenApiExample(
+                "One gap",
+                response_only=True,
+                value={
+                    "computed_at": "2026-11-06T03:00:00+00:00",
+                    "clusters": [
+                        {
+                            "id": 1,
+                            "rank": 1,
+                            "size": 14,
+                            "size_this_week": 5,
+                            "size_last_week": 3,
+                            "no_support_share": 0.86,
+                            "verified": 14,
+                            "examples": [{"id": 42, "question": "How can I reset my MFA device?"}],
+                            "terms": ["mfa", "reset", "device"],
+                            "graded": 4,
+                            "correct_share": 0.75,
+                        }
+                    ],
+                    "reason": None,
+                },
+            )
+        ],
         responses={
             200: inline_serializer(
                 "CorpusGaps",

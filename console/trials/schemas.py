@@ -77,6 +77,7 @@ class TrialStart(ClosedObject):
         r"^CANDIDATE_HEADER_[A-Z0-9_]{1,83}$",
         required=False,
         allow_blank=True,
+        allow_null=True,
         help_text='An environment variable of the server holding "Name: value".',
     )
     timeout_s = serializers.FloatField(required=False, min_value=0, max_value=120, help_text="More than 0.")
