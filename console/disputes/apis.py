@@ -20,7 +20,7 @@ from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Conflict, InvalidInput, detail
 from console.core.openapi import link, links
 from console.disputes import selectors, services
-from console.disputes.models import MAX_QUOTE, MAX_REASON, USER_KINDS, Kind, Status
+from console.disputes.models import MAX_NOTE, MAX_QUOTE, MAX_REASON, USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
 from console.ledger.selectors import get_decision_for_user
 
@@ -131,7 +131,16 @@ _OPEN = inline_serializer(
 )
 _RESOLVE = inline_serializer(
     "DisputeResolve",
-    {"resolution": serializers.ChoiceField(["upheld", "overturned", "withdrawn"]), "note": serializers.CharField()},
+    {
+        "resolution": serializers.ChoiceField(["upheld", "overturned", "withdrawn"]),
+        "note": serializers.CharField(
+            required=False,
+            allow_null=True,
+            allow_blank=True,
+            max_length=MAX_NOTE,
+            help_text="Why; required (not empty) unless the resolution is withdrawn.",
+        ),
+    },
 )
 _LIST = inline_serializer("DisputeList", {"disputes": serializers.ListField(child=_DISPUTE)})
 _LINK = inline_serializer("AppealLink", {"url": serializers.CharField()})
