@@ -400,7 +400,20 @@ _BLINDNESS = inline_serializer(
                 },
             )
         ),
-        "method": serializers.DictField(),
+        "method": inline_serializer(
+            "BlindnessMethod",
+            {
+                "model": serializers.CharField(),
+                "folds": serializers.IntegerField(min_value=2),
+                "interval": serializers.CharField(),
+                "resamples": serializers.IntegerField(min_value=0),
+                "confidence": serializers.FloatField(),
+                "seed": serializers.IntegerField(),
+                "warning_when_low_above": serializers.FloatField(),
+                "min_per_class": serializers.IntegerField(min_value=1),
+            },
+            help_text="How the probe was computed.",
+        ),
         "message": serializers.CharField(),
     },
 )
@@ -425,7 +438,16 @@ class BlindnessApi(APIView):
                     "sign": "none",
                     "warning": False,
                     "features": [{"feature": "answer_length", "weight": 0.1, "leans": "served"}],
-                    "method": {"model": "logistic regression", "folds": 5},
+                    "method": {
+                        "model": "logistic regression on TF-IDF of the answer, its opening and shape features",
+                        "folds": 5,
+                        "interval": "percentile bootstrap, stratified by origin",
+                        "resamples": 1000,
+                        "confidence": 0.95,
+                        "seed": 0,
+                        "warning_when_low_above": 0.6,
+                        "min_per_class": 20,
+                    },
                     "message": "Graders cannot tell served from refused answers by their form.",
                 },
             )

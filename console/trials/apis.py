@@ -60,6 +60,28 @@ class GateTrialApi(APIView):
     @extend_schema(
         summary="A candidate gate trial: progress, figures beside the current gate, promotion gates",
         responses={200: schemas.Trial, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Running",
+                response_only=True,
+                value={
+                    "id": 7,
+                    "route": "it-support",
+                    "candidate_name": "nli-5",
+                    "status": "running",
+                    "error": None,
+                    "items": 120,
+                    "repeats": 3,
+                    "calls": {"made": 210, "errors": 2, "total": 360},
+                    "candidate": None,
+                    "current": None,
+                    "mcnemar": None,
+                    "gates": [],
+                    "passed": None,
+                    "created_at": "2026-11-06T09:00:00+00:00",
+                },
+            )
+        ],
     )
     def get(self, request: Request, trial_id: int) -> Response:
         return Response(selectors.trial_as_dict(selectors.get_trial_for_user(request.user, trial_id)))
