@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
+from tests.analysis.populations import label_each
+from tests.disputes.conftest import sign_policy
 from tests.factories import ingest, make_route, make_token, make_user, record, served_record
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -41,7 +43,14 @@ def test_every_answer_of_the_api_matches_its_schema_for_each_kind_of_caller(live
     # throttle would answer them 429 after twenty. The throttle has tests of its own.
     settings.LOGIN_FAILURES_PER_CLIENT = 100_000
     route = make_route("it-support")
-    ingest([record() for _ in range(3)] + [served_record() for _ in range(2)])
+    # Refusals and served answers, each labelled, and a signed policy: the statistics documents have
+    # rows and bands, the lookups a policy in force, the route's policy an ETag.
+    ids = ingest(
+        [record(gate={"name": "nli", "score": s, "cutoff": 0.85}) for s in (0.2, 0.5, 0.7)]
+        + [served_record() for _ in range(2)]
+    )
+    label_each(ids, [True, False, True, False, True])
+    sign_policy(route, make_user("contract-owner", "policy_owner", route=route))
     schema = _schema_file(make_token(make_user("contract-reader", "admin")), tmp_path)
     headers = []
     if role is not None:
