@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast bench lint schema-lint clean-data
+.PHONY: run test test-fast bench lint schema-lint schema-snapshot clean-data
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
@@ -29,6 +29,11 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# The published API contract (docs/openapi.json): refresh it after an additive schema change;
+# tests/project/test_schema_snapshot.py fails on a breaking one.
+schema-snapshot: $(STAMP)
+	$(PY) manage.py spectacular --format openapi-json --file docs/openapi.json
 
 clean-data:
 	rm -rf .console

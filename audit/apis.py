@@ -1,6 +1,6 @@
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -99,11 +99,39 @@ class AuditEventListApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("object", str, description="type:id, e.g. decision:12"),
+            OpenApiParameter(
+                "object",
+                {"type": "string", "maxLength": 240, "pattern": r"^([^:\x00]+:[^\x00]+)?$"},
+                description="type:id, e.g. decision:12; empty: every event you may read.",
+            ),
             OpenApiParameter("after", int, description="Return events with seq greater than this"),
             *page_parameters(_PAGE),
         ],
         responses={200: _EVENT_PAGE, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "One event",
+                response_only=True,
+                value={
+                    "events": [
+                        {
+                            "seq": 1,
+                            "at": "2026-11-01T12:00:03+00:00",
+                            "actor": "token:integrator-1",
+                            "action": "decisions_ingested",
+                            "object": "route:1",
+                            "route": "it-support",
+                            "payload": {"created": 1, "unchanged": 0},
+                            "payload_text": '{"created":1,"unchanged":0}',
+                            "hash_scheme": 2,
+                            "prev_hash": "0" * 64,
+                            "hash": "5d41402abc4b2a76b9719d911017c592ae2f1b2c3d4e5f60718293a4b5c6d7e8",
+                        }
+                    ],
+                    "next_after": None,
+                },
+            )
+        ],
         summary="List audit events",
     )
     def get(self, request: Request) -> Response:
@@ -141,6 +169,17 @@ class AuditEventListApi(APIView):
 class AuditVerifyApi(APIView):
     @extend_schema(
         responses={200: _VERIFY, 401: ERROR, 403: ERROR},
+        examples=[
+            OpenApiExample(
+                "Intact",
+                response_only=True,
+                value={
+                    "ok": True,
+                    "events": 1204,
+                    "head": "5d41402abc4b2a76b9719d911017c592ae2f1b2c3d4e5f60718293a4b5c6d7e8",
+                },
+            )
+        ],
         summary="Recompute the hash chain and report the first broken link",
     )
     def get(self, request: Request) -> Response:

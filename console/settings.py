@@ -187,6 +187,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # 401/429/415 on every operation that may answer them, and Retry-After beside 429 and 503
+    # (console/core/openapi.py): declared once rather than in each view.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "console.core.openapi.postprocess"],
 }
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or embedded.redis_url(DATA_DIR)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,9 +18,10 @@ from console.accounts.models import Route
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
+from console.core.openapi import link, links
 from console.core.paging import Keyset, page_parameters, page_schema
 from console.ledger.services import routes_for_items
-from grading import selectors
+from grading import schemas, selectors
 from grading.blindness import route_blindness
 from grading.models import GradingItem, Verdict
 from grading.selectors import SLUG
@@ -79,14 +81,8 @@ def _route_or_400(slug) -> Route:
 class GradingNextApi(APIView):
     """Lease the next item to grade. The answer is shown blind: no score, outcome or origin."""
 
-    class InputSerializer(serializers.Serializer):
-        class Meta:
-            ref_name = "GradingNextInput"
-
-        route = serializers.CharField(required=False, allow_null=True, max_length=64)
-
     @extend_schema(
-        request=InputSerializer,
+        request={"application/json": schemas.GRADING_NEXT_BODY},
         responses={
             200: _GRADER_ITEM,
             204: OpenApiResponse(description="Nothing left for you"),
@@ -95,6 +91,26 @@ class GradingNextApi(APIView):
             403: ERROR,
         },
         summary="Lease the next item to grade",
+        extensions=links(
+            {
+                200: {
+                    "GradeIt": link(
+                        "/api/v1/grading/items/{item_id}/grades",
+                        method="post",
+                        parameters={"item_id": "$response.body#/item/id"},
+                    ),
+                    "SkipIt": link(
+                        "/api/v1/grading/items/{item_id}/skip",
+                        method="post",
+                        parameters={"item_id": "$response.body#/item/id"},
+                    ),
+                }
+            }
+        ),
+        examples=[
+            OpenApiExample("Any route", value={}, request_only=True),
+            OpenApiExample("One route", value={"route": "it-support"}, request_only=True),
+        ],
     )
     def post(self, request: Request) -> Response:
         _require_grader(request.user)
@@ -139,6 +155,17 @@ class GradeCreateApi(APIView):
         request=InputSerializer,
         responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR},
         summary="Grade a leased item",
+        examples=[
+            OpenApiExample(
+                "Correct", request_only=True, value={"verdict": "correct", "note": "", "seconds_spent": 41.5}
+            ),
+            OpenApiExample(
+                "Recorded",
+                response_only=True,
+                status_codes=["201"],
+                value={"item": "0af66f46-c822-4057-8d8c-00eac3bd43b4", "verdict": "correct", "note": ""},
+            ),
+        ],
     )
     def post(self, request: Request, item_id: str) -> Response:
         _require_grader(request.user)
@@ -183,18 +210,26 @@ def _adjudication_dict(view: selectors.AdjudicationView) -> dict:
     }
 
 
-_WAITING_ITEM = inline_serializer(
-    "AdjudicationWaiting",
-    {"id": serializers.UUIDField(), "route": serializers.CharField(), "grades": serializers.IntegerField()},
-)
+_WAITING_EXAMPLE = {"id": "0af66f46-c822-4057-8d8c-00eac3bd43b4", "route": "it-support", "grades": 2}
 # Oldest first, as the queue is worked.
 _ADJUDICATION_PAGES = Keyset("grading.adjudications", "created_at", "pk")
 
 
 class AdjudicationListApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("route", str, required=False), *page_parameters(500)],
-        responses={200: page_schema("AdjudicationList", _WAITING_ITEM, also_as="items"), 400: ERROR, 403: ERROR},
+        parameters=[schemas.ROUTE_FILTER, *page_parameters(500)],
+        responses={
+            200: page_schema("AdjudicationList", schemas.AdjudicationSummary(), also_as="items"),
+            400: ERROR,
+            403: ERROR,
+        },
+        examples=[
+            OpenApiExample(
+                "One waiting",
+                response_only=True,
+                value={"results": [_WAITING_EXAMPLE], "next": None, "items": [_WAITING_EXAMPLE]},
+            )
+        ],
         summary="Items the graders disagreed on",
     )
     def get(self, request: Request) -> Response:
@@ -220,7 +255,24 @@ class AdjudicateApi(APIView):
         note = serializers.CharField(required=False, allow_blank=True, max_length=labels_services.MAX_NOTE, default="")
 
     @extend_schema(
-        responses={200: OpenApiResponse(description="The item with every grade"), 403: ERROR, 404: ERROR},
+        responses={200: schemas.AdjudicationItem, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "Two graders disagree",
+                response_only=True,
+                value={
+                    "id": "0af66f46-c822-4057-8d8c-00eac3bd43b4",
+                    "route": "it-support",
+                    "question": "How do I reset MFA?",
+                    "answer": "Open Settings > Security and choose Reset.",
+                    "passages": [{"id": 12, "text": "To reset MFA, open Settings > Security and choose Reset."}],
+                    "grades": [
+                        {"grader": "ann", "verdict": "correct", "note": ""},
+                        {"grader": "bo", "verdict": "incorrect", "note": "Wrong menu."},
+                    ],
+                },
+            )
+        ],
         summary="An item waiting for adjudication",
     )
     def get(self, request: Request, item_id: str) -> Response:
@@ -230,7 +282,10 @@ class AdjudicateApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={201: OpenApiResponse(description="The final label"), 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        responses={201: schemas.AdjudicationResult, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        examples=[
+            OpenApiExample("Decide", value={"verdict": "correct", "note": "The passage says so."}, request_only=True)
+        ],
         summary="Decide an item the graders disagreed on",
     )
     def post(self, request: Request, item_id: str) -> Response:
@@ -263,8 +318,35 @@ def _reviewable_item(user, public_id) -> GradingItem:
 
 class AgreementApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("confidence", float, required=False)],
-        responses={200: OpenApiResponse(description="Agreement between graders"), 403: ERROR, 404: ERROR},
+        parameters=[schemas.AGREEMENT_CONFIDENCE],
+        responses={200: schemas.Agreement, 400: ERROR, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "Too few items",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "confidence": 0.95,
+                    "items_graded": 4,
+                    "items_multiply_graded": 0,
+                    "min_items": 20,
+                    "fleiss_kappa": None,
+                    "gwet_ac1": None,
+                    "prevalence": None,
+                    "extreme_prevalence": False,
+                    "pairs": [],
+                    "graders": [
+                        {
+                            "grader": "ann",
+                            "grades": 4,
+                            "median_seconds": 38.0,
+                            "gold_accuracy": None,
+                            "label_agreement": None,
+                        }
+                    ],
+                },
+            )
+        ],
         summary="Agreement between the route's graders",
     )
     def get(self, request: Request, slug: str) -> Response:
@@ -324,7 +406,20 @@ _BLINDNESS = inline_serializer(
                 },
             )
         ),
-        "method": serializers.DictField(),
+        "method": inline_serializer(
+            "BlindnessMethod",
+            {
+                "model": serializers.CharField(),
+                "folds": serializers.IntegerField(min_value=2),
+                "interval": serializers.CharField(),
+                "resamples": serializers.IntegerField(min_value=0),
+                "confidence": serializers.FloatField(),
+                "seed": serializers.IntegerField(),
+                "warning_when_low_above": serializers.FloatField(),
+                "min_per_class": serializers.IntegerField(min_value=1),
+            },
+            help_text="How the probe was computed.",
+        ),
         "message": serializers.CharField(),
     },
 )
@@ -333,6 +428,36 @@ _BLINDNESS = inline_serializer(
 class BlindnessApi(APIView):
     @extend_schema(
         responses={200: _BLINDNESS, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "Blind enough",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "n": 400,
+                    "served": 200,
+                    "refused": 200,
+                    "population": {"served": 9000, "refused": 3000},
+                    "enough": True,
+                    "reason": None,
+                    "auroc": {"value": 0.52, "low": 0.46, "high": 0.58},
+                    "sign": "none",
+                    "warning": False,
+                    "features": [{"feature": "answer_length", "weight": 0.1, "leans": "served"}],
+                    "method": {
+                        "model": "logistic regression on TF-IDF of the answer, its opening and shape features",
+                        "folds": 5,
+                        "interval": "percentile bootstrap, stratified by origin",
+                        "resamples": 1000,
+                        "confidence": 0.95,
+                        "seed": 0,
+                        "warning_when_low_above": 0.6,
+                        "min_per_class": 20,
+                    },
+                    "message": "Graders cannot tell served from refused answers by their form.",
+                },
+            )
+        ],
         summary="Can graders tell refused from served answers?",
         description="A logistic regression on what graders see (the answer's words, its opening, the share of "
         "its sentences copied from the passages, its length) predicts whether the item's answer "
@@ -373,7 +498,9 @@ class LabelsImportApi(APIView):
                     "verdict": serializers.ChoiceField(choices=["correct", "incorrect"]),
                     "source": serializers.CharField(),
                 },
-            )
+            ),
+            min_length=1,
+            max_length=settings.INGEST_MAX_BATCH,
         )
 
     class OutputSerializer(serializers.Serializer):
@@ -387,6 +514,23 @@ class LabelsImportApi(APIView):
         request=InputSerializer,
         responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 413: ERROR},
         summary="Import labels",
+        examples=[
+            OpenApiExample(
+                "An offline evaluation",
+                request_only=True,
+                value={
+                    "labels": [
+                        {
+                            "route": "it-support",
+                            "request_id": "q-000123",
+                            "verdict": "correct",
+                            "source": "offline-eval",
+                        }
+                    ]
+                },
+            ),
+            OpenApiExample("Stored", response_only=True, status_codes=["201"], value={"created": 1, "unchanged": 0}),
+        ],
     )
     def post(self, request: Request) -> Response:
         if not permissions.has_role(request.user, permissions.LABEL_IMPORTERS):

@@ -5,31 +5,111 @@ Each view checks access (graders 403, unknown or unreadable route 404), parses i
 """
 
 from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from console.analysis import params, reports, selectors
+from console.analysis import params, reports, schemas, selectors
 from console.core.api import ERROR_SCHEMA as ERROR
 
-_FILTERS = [
-    OpenApiParameter("from", OpenApiTypes.DATE, description="First day of the window (UTC, inclusive)."),
-    OpenApiParameter("to", OpenApiTypes.DATE, description="Last day of the window (UTC, inclusive)."),
-    OpenApiParameter(
-        "version.model",
-        str,
-        description="Keep decisions with this model version; any "
-        "version.<key> works the same way (retriever, corpus, gate, ...).",
-    ),
-    OpenApiParameter(
-        "segment.language",
-        str,
-        description="Keep decisions with this segment value; any "
-        "segment.<key> works the same way (query_type, source, ...).",
-    ),
-]
 _ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR}
+_COMMON = {
+    "route": "it-support",
+    "filters": {"from": None, "to": None, "versions": {}, "segments": {}},
+    "labels": {"imported": 0, "blind": 800, "imported_sources": [], "by_method": {"unanimous": 800}},
+    "computed_at": "2026-11-02T08:00:00+00:00",
+    "data_version": "d12000.a4711.l800",
+}
+_EXAMPLE_OPERATING_POINTS = OpenApiExample(
+    "A table",
+    response_only=True,
+    value={
+        **_COMMON,
+        "population": 12000,
+        "graded": 800,
+        "confidence": 0.95,
+        "interval": "wilson",
+        "exchange_rate_interval": "clopper_pearson",
+        "tie_policy": "serve_if_score_gte_cutoff",
+        "estimator": "proportion",
+        "rows": [
+            {
+                "cutoff": None,
+                "refused": 0,
+                "served": 12000,
+                "abstention_rate": {"value": 0.0, "low": 0.0, "high": 0.0003},
+                "false_abstention_rate": None,
+                "graded_refused": 0,
+                "graded_served": 800,
+                "correct_withheld_per_1000": {"value": 0.0, "low": 0.0, "high": 0.0},
+                "wrong_served_per_1000": {"value": 290.0, "low": 262.1, "high": 319.7},
+                "exchange_rate": None,
+                "band": None,
+            }
+        ],
+    },
+)
+_EXAMPLE_CERTIFIED = OpenApiExample(
+    "Certified",
+    response_only=True,
+    value={
+        **_COMMON,
+        "certified": True,
+        "cutoff": 0.8,
+        "upper_bound": 0.093,
+        "graded_served": 412,
+        "wrong_served": 27,
+        "alpha": 0.1,
+        "delta": 0.05,
+        "n_start": 76,
+        "risk": "wrong-answer rate among served answers",
+        "interval": "clopper_pearson_one_sided",
+        "reason_code": None,
+        "reason": None,
+        "steps": [
+            {
+                "cutoff": 0.8,
+                "graded_served": 412,
+                "wrong_served": 27,
+                "outcome": "certified",
+                "p_value": 0.01,
+                "upper_bound": 0.093,
+            }
+        ],
+        "confidence": 0.95,
+        "tie_policy": "serve_if_score_gte_cutoff",
+        "statement": "At cutoff 0.8 the wrong-answer rate among served answers is at most 0.093 with 95% confidence.",
+        "versions": {"model": ["gen-2026-10"]},
+    },
+)
+_EXAMPLE_CALIBRATION = OpenApiExample(
+    "Two bins",
+    response_only=True,
+    value={
+        **_COMMON,
+        "n": 100,
+        "auroc": 0.81,
+        "ece": 0.05,
+        "brier": 0.16,
+        "reliability": 0.01,
+        "resolution": 0.07,
+        "uncertainty": 0.22,
+        "within_bin_variance": 0.01,
+        "within_bin_covariance": 0.0,
+        "bins": [
+            {"low": 0.0, "high": 0.5, "count": 50, "mean_score": 0.25, "accuracy": 0.3},
+            {"low": 0.5, "high": 1.0, "count": 50, "mean_score": 0.75, "accuracy": 0.8},
+        ],
+        "risk_coverage": [
+            {"cutoff": 0.5, "coverage": 0.5, "risk": 0.2},
+            {"cutoff": 0.0, "coverage": 1.0, "risk": 0.45},
+        ],
+        "aurc": 0.28,
+        "binning": "equal-width bins on [0, 1], left-closed, the last bin also closed",
+        "tie_policy": "serve_if_score_gte_cutoff",
+        "weighted": False,
+    },
+)
 
 
 def _json(document: reports.Document) -> HttpResponse:
@@ -44,20 +124,9 @@ class OperatingPointsApi(APIView):
         "score >= cutoff. Population counts are exact on the window; shares among the graded "
         "are Hájek-weighted when inclusion probabilities differ. In an exchange_rate, a null "
         "high (or value) means unbounded: the band has no wrong answer.",
-        parameters=[
-            OpenApiParameter(
-                "cutoffs", str, description="Comma-separated, 1 to 50 distinct numbers. Default 0.5,0.7,0.85,0.9,0.95."
-            ),
-            OpenApiParameter("confidence", float, description="Two-sided confidence level, default 0.95."),
-            OpenApiParameter(
-                "interval",
-                str,
-                enum=["wilson", "clopper_pearson", "jeffreys", "agresti_coull"],
-                description="Interval method, default wilson.",
-            ),
-            *_FILTERS,
-        ],
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The table"), **_ERRORS},
+        parameters=[schemas.CUTOFFS, schemas.CONFIDENCE, schemas.INTERVAL, *schemas.FILTERS],
+        responses={200: schemas.OperatingPoints, **_ERRORS},
+        examples=[_EXAMPLE_OPERATING_POINTS],
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
         route = selectors.route_for_reader(request.user, slug)
@@ -71,22 +140,9 @@ class CertifiedCutoffApi(APIView):
         description="Scans the grid from high to low, skips cutoffs with fewer than n_start graded served "
         "answers, certifies while P(Bin(n, alpha) <= wrong) <= delta and stops at the first "
         "failure. Risk: wrong-answer rate among served answers. Needs a uniform graded sample.",
-        parameters=[
-            OpenApiParameter("alpha", float, description="Risk level to certify, default 0.1 (0.001 to 0.999)."),
-            OpenApiParameter("delta", float, description="Error probability, default 0.05 (0.0001 to 0.5)."),
-            OpenApiParameter(
-                "grid",
-                str,
-                description=(
-                    "Cutoffs to scan, comma-separated: numbers and start:stop:step ranges (stop included when "
-                    "on the step), up to 1001 in all, no repeats. Default 0:0.99:0.01 (0.00, 0.01, ..., 0.99); "
-                    "e.g. 0.5:0.99:0.01 or 0:0.5:0.1,0.95. A range is computed in decimal, so 0.5:0.99:0.01 "
-                    "gives exactly the cutoffs 0.5,0.51,...,0.99 would."
-                ),
-            ),
-            *_FILTERS,
-        ],
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The certification"), **_ERRORS},
+        parameters=[schemas.ALPHA, schemas.DELTA, schemas.GRID, *schemas.FILTERS],
+        responses={200: schemas.CertifiedCutoff, **_ERRORS},
+        examples=[_EXAMPLE_CERTIFIED],
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
         route = selectors.route_for_reader(request.user, slug)
@@ -99,18 +155,9 @@ class CalibrationApi(APIView):
         summary="Calibration and failure prediction of the gate score",
         description="AUROC (ties 1/2), ECE over equal-width bins, Brier with Murphy's decomposition "
         "(plus within-bin terms), the risk-coverage curve over distinct scores and its AURC.",
-        parameters=[
-            OpenApiParameter("bins", int, description="Equal-width bins on [0, 1], 1 to 100, default 10."),
-            OpenApiParameter("by", str, description="segment.<key> or version.<key>: one report per value."),
-            OpenApiParameter(
-                "points",
-                int,
-                description="Thin the risk-coverage curve to at most this many "
-                "points (2 to 100,000); AURC always uses every distinct score.",
-            ),
-            *_FILTERS,
-        ],
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The calibration report"), **_ERRORS},
+        parameters=[schemas.BINS, schemas.BY, schemas.POINTS, *schemas.FILTERS],
+        responses={200: schemas.Calibration, **_ERRORS},
+        examples=[_EXAMPLE_CALIBRATION],
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
         route = selectors.route_for_reader(request.user, slug)

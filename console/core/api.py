@@ -37,7 +37,7 @@ _ERROR_DETAIL_FIELDS = {
 
 # The error envelope as the OpenAPI schema shows it; every API view lists it for its error statuses.
 ERROR_SCHEMA = inline_serializer(
-    "Error",
+    "ErrorEnvelope",
     {
         "error": inline_serializer(
             "ErrorBody",

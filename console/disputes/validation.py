@@ -33,6 +33,12 @@ def _raise(errors: FieldErrors) -> None:
         raise InvalidInput("The dispute is not valid.", details=errors.of_one_body())
 
 
+def _unset_if_empty(value: Any) -> Any:
+    """An empty string is as good as no value; anything else goes to the field's checks, so a list or
+    a number is refused rather than read as nothing (as `value or None` did)."""
+    return None if value == "" else value
+
+
 def parse_dispute(data: Any) -> DisputeInput:
     if not isinstance(data, dict):
         raise InvalidInput(
@@ -43,7 +49,7 @@ def parse_dispute(data: Any) -> DisputeInput:
     if kind not in USER_KINDS:
         errors.add(0, "kind", f"must be one of {', '.join(USER_KINDS)}")
     reason = text_field(errors, 0, "reason", data.get("reason"), max_len=MAX_REASON)
-    contact = text_field(errors, 0, "contact", data.get("contact") or None, max_len=300, required=False) or ""
+    contact = text_field(errors, 0, "contact", _unset_if_empty(data.get("contact")), max_len=300, required=False) or ""
     evidence = data.get("evidence")
     passage_id, url, quote = None, "", ""
     if evidence is None:
@@ -82,6 +88,8 @@ def parse_resolution(data: Any) -> tuple[str, str]:
         errors.add(0, "resolution", f"must be one of {', '.join(RESOLUTIONS)}")
     # Withdrawing one's own dispute needs no explanation; a decision on it does.
     withdrawn = resolution == "withdrawn"
-    note = text_field(errors, 0, "note", data.get("note") or None, max_len=MAX_NOTE, required=not withdrawn) or ""
+    note = (
+        text_field(errors, 0, "note", _unset_if_empty(data.get("note")), max_len=MAX_NOTE, required=not withdrawn) or ""
+    )
     _raise(errors)
     return resolution, note

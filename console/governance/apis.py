@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,9 +16,11 @@ from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.conditional import not_modified
 from console.core.errors import NotFound
+from console.core.openapi import ETAG, IF_NONE_MATCH, ClosedObject, link, links
 from console.core.paging import Keyset, page_parameters, page_schema
 from console.governance import selectors, services
 from console.governance.evidence import evidence_check
+from console.governance.validation import MAX_ANSWERS
 
 _ESCALATION = inline_serializer(
     "PolicyEscalation",
@@ -28,13 +30,23 @@ _ESCALATION = inline_serializer(
         "response_hours": serializers.IntegerField(min_value=1, max_value=720),
     },
 )
+
+
+class ExchangeAnswer(ClosedObject):
+    rate = serializers.FloatField(min_value=0, help_text="N extra refusals to remove one wrong answer; more than 0.")
+    accept = serializers.BooleanField(help_text="Whether the owner would accept that rate.")
+
+
+_WARNING = inline_serializer("PolicyWarning", {"code": serializers.CharField(), "message": serializers.CharField()})
 _DRAFT = inline_serializer(
     "PolicyDraft",
     {
         "cutoff": serializers.FloatField(),
         "band_lower": serializers.FloatField(required=False, allow_null=True),
         "exchange_rate": serializers.FloatField(required=False, allow_null=True),
-        "exchange_answers": serializers.ListField(child=serializers.JSONField(), required=False),
+        "exchange_answers": serializers.ListField(
+            child=ExchangeAnswer(), required=False, allow_null=True, max_length=MAX_ANSWERS
+        ),
         "costs": serializers.JSONField(required=False, help_text="{c_w, c_a, q?, c_v?}"),
         "owner": serializers.CharField(help_text="Username of a policy_owner of the route."),
         "rationale": serializers.CharField(),
@@ -60,7 +72,7 @@ _POLICY_FIELDS = {
     "owner": serializers.CharField(),
     "escalation": _ESCALATION,
     "refusal_message": serializers.CharField(),
-    "warnings": serializers.ListField(child=serializers.JSONField()),
+    "warnings": serializers.ListField(child=_WARNING),
     "evidence": serializers.JSONField(),
     "evidence_text": serializers.CharField(),
     "evidence_sha256": serializers.CharField(),
@@ -88,10 +100,28 @@ _EVIDENCE_CHECK = inline_serializer(
         "recomputed_sha256": serializers.CharField(allow_null=True),
         "matches": serializers.BooleanField(allow_null=True),
         "differences": serializers.ListField(
-            child=serializers.JSONField(), help_text="[{path, stored, now}] for every figure that differs."
+            child=inline_serializer(
+                "EvidenceDifference",
+                {
+                    "path": serializers.CharField(help_text="Where in the evidence document, e.g. rows.2.cutoff."),
+                    "stored": serializers.JSONField(allow_null=True),
+                    "now": serializers.JSONField(allow_null=True),
+                },
+            ),
+            help_text="Every figure that differs (the first ones, when many do).",
         ),
         "labels_changed_since": serializers.ListField(
-            child=serializers.JSONField(), help_text="Labels the snapshot counts that were written again after as_of."
+            child=inline_serializer(
+                "EvidenceLabelChanged",
+                {
+                    "decision_id": serializers.IntegerField(),
+                    "verdict_now": serializers.ChoiceField(["correct", "incorrect"]),
+                    "method": serializers.CharField(),
+                    "source": serializers.CharField(allow_blank=True, allow_null=True),
+                    "decided_at": serializers.DateTimeField(),
+                },
+            ),
+            help_text="Labels the snapshot counts that were written again after as_of.",
         ),
     },
 )
@@ -121,6 +151,36 @@ _SIGN = inline_serializer(
     },
 )
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
+_SHA = "9f2c7e0b4a1d6f3e8c5b2a7d0e9f1c4b6a8d3e5f7c9b1a2d4e6f8a0c2e4b6d8f"
+_SUMMARY_EXAMPLE = {
+    "id": 7,
+    "route": "it-support",
+    "version": 3,
+    "status": "draft",
+    "cutoff": 0.85,
+    "band_lower": 0.4,
+    "owner": "lead",
+    "escalation": {"contact": "HR service desk lead", "channel": "mailto:hr-desk@example.org", "response_hours": 24},
+    "refusal_message": "I can't answer this reliably. A person from HR will reply within a day.",
+    "warnings": [],
+    "evidence_sha256": _SHA,
+    "as_of": "2026-11-02T08:00:00+00:00",
+    "signed_at": None,
+}
+_POLICY_EXAMPLE = {
+    **_SUMMARY_EXAMPLE,
+    "evidence": {"route": "it-support", "chosen_row": {"cutoff": 0.85}},
+    "evidence_text": '{"chosen_row":{"cutoff":0.85},"route":"it-support"}',
+    "arrived_since": None,
+}
+_TWO_VERSIONS = [
+    _SUMMARY_EXAMPLE,
+    {**_SUMMARY_EXAMPLE, "id": 5, "version": 2, "status": "active", "signed_at": "2026-10-01T09:00:00+00:00"},
+]
+
+
+def _policy_example(**changes) -> OpenApiExample:
+    return OpenApiExample("A version", response_only=True, value={**_POLICY_EXAMPLE, **changes})
 
 
 # Newest version first.
@@ -130,6 +190,30 @@ _NEWEST_VERSIONS = Keyset("governance.versions", "-version", "-pk")
 class RoutePoliciesApi(APIView):
     @extend_schema(
         summary="Draft a policy version",
+        extensions=links(
+            {
+                201: {
+                    "SignTheDraft": link(
+                        "/api/v1/policies/{policy_id}/sign",
+                        method="post",
+                        parameters={"policy_id": "$response.body#/id"},
+                        body={"evidence_sha256": "$response.body#/evidence_sha256"},
+                        description="The named owner signs the evidence as drafted.",
+                    ),
+                    "ReadTheDraft": link(
+                        "/api/v1/policies/{policy_id}", parameters={"policy_id": "$response.body#/id"}
+                    ),
+                    "CheckItsEvidence": link(
+                        "/api/v1/policies/{policy_id}/evidence-check", parameters={"policy_id": "$response.body#/id"}
+                    ),
+                    "WithdrawTheDraft": link(
+                        "/api/v1/policies/{policy_id}/withdraw",
+                        method="post",
+                        parameters={"policy_id": "$response.body#/id"},
+                    ),
+                }
+            }
+        ),
         description="Reviewers, policy owners and admins of the route. The evidence (the operating-point "
         "document at the chosen cutoff on the given filters, and the certified cutoff when "
         "`certification` is given) is computed now and stored as text with its SHA-256. Missing "
@@ -177,6 +261,18 @@ class RoutePoliciesApi(APIView):
             **_ERRORS,
         },
         parameters=page_parameters(100),
+        examples=[
+            OpenApiExample(
+                "Two versions",
+                response_only=True,
+                value={
+                    "results": _TWO_VERSIONS,
+                    "next": None,
+                    "policies": _TWO_VERSIONS,
+                    "decisions_not_following_policy": 0,
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_policy_reader(request.user, slug)
@@ -196,6 +292,7 @@ class PolicyDetailApi(APIView):
     @extend_schema(
         summary="One policy version with its evidence, the stored text and its SHA-256",
         responses={200: _POLICY, **_ERRORS},
+        examples=[_policy_example()],
     )
     def get(self, request: Request, policy_id: int) -> Response:
         return Response(selectors.policy_as_dict(selectors.get_policy_for_user(request.user, policy_id)))
@@ -214,6 +311,13 @@ class PolicySignApi(APIView):
         "`step_up_required` (the sign page asks for the password again).",
         request=_SIGN,
         responses={200: _POLICY, 400: ERROR, 409: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Sign what you read",
+                request_only=True,
+                value={"evidence_sha256": "9f2c7e0b4a1d6f3e8c5b2a7d0e9f1c4b6a8d3e5f7c9b1a2d4e6f8a0c2e4b6d8f"},
+            )
+        ],
     )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy(policy_id)
@@ -238,6 +342,7 @@ class PolicyRecomputeEvidenceApi(APIView):
         "(409 `not_draft`).",
         request=None,
         responses={200: _POLICY, 409: ERROR, **_ERRORS},
+        examples=[_policy_example()],
     )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy_for_user(request.user, policy_id)
@@ -255,6 +360,21 @@ class PolicyEvidenceCheckApi(APIView):
         "names each figure by path, and `labels_changed_since` the labels it counts that were written "
         "again after `as_of`. A version drafted before evidence snapshots has `matches: null` and a `reason`.",
         responses={200: _EVIDENCE_CHECK, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Unchanged",
+                response_only=True,
+                value={
+                    "policy": 7,
+                    "as_of": "2026-11-02T08:00:00+00:00",
+                    "evidence_sha256": _SHA,
+                    "recomputed_sha256": _SHA,
+                    "matches": True,
+                    "differences": [],
+                    "labels_changed_since": [],
+                },
+            )
+        ],
     )
     def get(self, request: Request, policy_id: int) -> Response:
         return Response(evidence_check(selectors.get_policy_for_user(request.user, policy_id)))
@@ -265,6 +385,7 @@ class PolicyWithdrawApi(APIView):
         summary="Withdraw a draft (its author or its owner)",
         request=None,
         responses={200: _POLICY, 409: ERROR, **_ERRORS},
+        examples=[_policy_example(status="withdrawn")],
     )
     def post(self, request: Request, policy_id: int) -> Response:
         policy = selectors.get_policy(policy_id)
@@ -278,7 +399,34 @@ class RoutePolicyApi(APIView):
         description="Every reader of the route, integrators included. Sends an ETag; a request whose "
         'If-None-Match holds it (compared weakly: `W/"x"` matches `"x"`) or is `*` gets 304. '
         "404 `no_policy` while no version is signed.",
-        responses={200: _ROUTE_POLICY, 304: OpenApiResponse(description="Unchanged"), **_ERRORS},
+        parameters=[
+            IF_NONE_MATCH,
+            OpenApiParameter(
+                "ETag", str, location=OpenApiParameter.HEADER, response=[200, 304], description=ETAG["description"]
+            ),
+        ],
+        responses={200: _ROUTE_POLICY, 304: OpenApiResponse(description="Unchanged: no body."), **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "In force",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "version": 3,
+                    "status": "active",
+                    "cutoff": 0.85,
+                    "band_lower": 0.4,
+                    "refusal_message": "I can't answer this reliably. A person from HR will reply within a day.",
+                    "escalation": {
+                        "contact": "HR service desk lead",
+                        "channel": "mailto:hr-desk@example.org",
+                        "response_hours": 24,
+                    },
+                    "owner": "lead",
+                    "signed_at": "2026-11-02T09:00:00+00:00",
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
         route = selectors.route_for_policy_reader(request.user, slug)

@@ -133,7 +133,8 @@ def _owner(errors: FieldErrors, raw: Any, route: Route):
 def _filter_params(errors: FieldErrors, data: dict[str, Any]) -> dict[str, str]:
     """The draft's ``filters``, ``confidence`` and ``interval`` as the operating-points parameters."""
     params: dict[str, str] = {}
-    filters = data.get("filters") or {}
+    filters = data.get("filters")
+    filters = {} if filters is None else filters  # [] or "" is refused below, not read as no filters
     if not isinstance(filters, dict):
         errors.add(0, "filters", "must be an object")
         filters = {}

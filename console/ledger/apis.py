@@ -1,5 +1,5 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,11 +11,13 @@ from console.accounts.hooks import route_fields, with_route_fields
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Forbidden
+from console.core.openapi import link, links
 from console.core.paging import MAX_LIMIT, Keyset, page_parameters, page_schema
 from console.core.params import QueryReader
 from console.ledger import selectors, services
 from console.ledger.hooks import decision_filters
 from console.ledger.models import Outcome
+from console.ledger.schemas import SAMPLE_RECORD, DecisionBatch, IngestResult, RouteSummary
 from console.ledger.validation import validate_batch
 
 
@@ -25,17 +27,38 @@ class DecisionIngestApi(APIView):
     # Reports a lone surrogate as its own field error (console/core/parsers.py).
     reports_lone_surrogates = True
 
-    class InputSerializer(serializers.Serializer):
-        decisions = serializers.ListField(child=serializers.JSONField(), max_length=1000)
-
-    class OutputSerializer(serializers.Serializer):
-        created = serializers.IntegerField()
-        unchanged = serializers.IntegerField()
-
     @extend_schema(
-        request=InputSerializer,
-        responses={201: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 409: ERROR, 413: ERROR},
+        request=DecisionBatch,
+        responses={
+            201: IngestResult,
+            400: OpenApiResponse(ERROR, description="An item is invalid or names an unknown route; nothing written."),
+            401: ERROR,
+            403: ERROR,
+            409: OpenApiResponse(ERROR, description="A request_id already stored with other content; nothing written."),
+            413: OpenApiResponse(ERROR, description="More than 1,000 decisions, or a body past the size limit."),
+        },
         summary="Ingest decisions",
+        extensions=links(
+            {
+                201: {
+                    "LookUpTheFirstDecision": link(
+                        "/api/v1/routes/{slug}/decisions/{request_id}",
+                        parameters={
+                            "slug": "$request.body#/decisions/0/route",
+                            "request_id": "$request.body#/decisions/0/request_id",
+                        },
+                        description="The stored decision, by its route and request_id.",
+                    )
+                }
+            }
+        ),
+        description="Atomic per batch and idempotent per `(route, request_id)`: a replay of a stored decision "
+        "counts as `unchanged`; the same request_id with other content is 409 and nothing is written. "
+        "Each created decision can be read at `GET /api/v1/routes/{route}/decisions/{request_id}`.",
+        examples=[
+            OpenApiExample("One refusal", value={"decisions": [SAMPLE_RECORD]}, request_only=True),
+            OpenApiExample("Stored", value={"created": 1, "unchanged": 0}, response_only=True, status_codes=["201"]),
+        ],
     )
     def post(self, request: Request) -> Response:
         if not permissions.can_ingest(request.user, None):
@@ -60,11 +83,8 @@ class DecisionIngestApi(APIView):
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
 
 
-_ROUTE = inline_serializer(
-    "RouteSummary",
-    {"slug": serializers.CharField(), "name": serializers.CharField(), "graders_per_item": serializers.IntegerField()},
-)
-_ROUTE_LIST = page_schema("RouteList", _ROUTE, also_as="routes")
+_ROUTE_LIST = page_schema("RouteList", RouteSummary(), also_as="routes")
+_ROUTE_EXAMPLE = {"slug": "it-support", "name": "IT support", "graders_per_item": 2}
 _ROUTE_PAGES = Keyset("ledger.routes", "slug")
 
 
@@ -73,6 +93,13 @@ class RouteListApi(APIView):
         responses={200: _ROUTE_LIST, 401: ERROR, 403: ERROR},
         parameters=page_parameters(100),
         summary="List routes",
+        examples=[
+            OpenApiExample(
+                "Routes",
+                value={"results": [_ROUTE_EXAMPLE], "next": None, "routes": [_ROUTE_EXAMPLE]},
+                response_only=True,
+            )
+        ],
     )
     def get(self, request: Request) -> Response:
         if not permissions.can_read_decisions(request.user):

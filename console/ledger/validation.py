@@ -137,6 +137,12 @@ def _embedding(errors: FieldErrors, index: int, path: str, value: Any) -> list[f
     return [float(x) for x in value]
 
 
+def _or_empty(value: Any) -> Any:
+    """Null for an optional text is ""; any other value goes to the text check, so [] or 0 is refused
+    rather than stored as "" (as `value or ""` did)."""
+    return "" if value is None else value
+
+
 def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput] | None:
     if value is None:
         return []
@@ -170,9 +176,9 @@ def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput]
         else:
             ranks.add(rank)
         source = text_field(
-            errors, index, f"{path}.source", raw.get("source") or "", max_len=MAX_LABEL, allow_empty=True
+            errors, index, f"{path}.source", _or_empty(raw.get("source")), max_len=MAX_LABEL, allow_empty=True
         )
-        uri = text_field(errors, index, f"{path}.uri", raw.get("uri") or "", max_len=MAX_URI, allow_empty=True)
+        uri = text_field(errors, index, f"{path}.uri", _or_empty(raw.get("uri")), max_len=MAX_URI, allow_empty=True)
         embedding = raw.get("embedding")
         if embedding is not None:
             if (

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import InvalidInput, detail
+from console.core.openapi import link, links
 from console.core.paging import Keyset, page_parameters, page_schema
 from console.governance.models import PolicyVersion
 from console.monitoring import selectors
@@ -18,6 +19,35 @@ from console.monitoring.services import alarms as alarm_services
 from console.monitoring.services import rechecks as recheck_services
 
 _ERRORS = {401: ERROR, 403: ERROR, 404: ERROR}
+_RECHECK_EXAMPLE = {
+    "id": 3,
+    "route": "it-support",
+    "policy": {"id": 5, "version": 2},
+    "status": "open",
+    "versions": {"model": ["gen-2026-11"]},
+    "opened_at": "2026-11-05T06:00:00+00:00",
+    "closed_at": None,
+    "resolution": None,
+    "note": "",
+    "plan": {"items": 200},
+    "comparison": {},
+    "diagnosis": {"pattern": "location_shift", "text": "Scores moved down by 0.04 on the same questions."},
+}
+_ALARM_EXAMPLE = {
+    "id": 2,
+    "route": "it-support",
+    "kind": "abstention",
+    "status": "open",
+    "opened_at": "2026-11-06T06:00:00+00:00",
+    "first_day": "2026-11-05",
+    "last_flagged_day": "2026-11-05",
+    "through_day": "2026-11-05",
+    "detail": {"metric": "abstention_rate", "value": 0.31, "limit": 0.25},
+    "closed_at": None,
+    "closed_reason": None,
+    "note": "",
+    "acknowledged_by": None,
+}
 _RATE = inline_serializer(
     "MonitoringRate",
     {
@@ -48,7 +78,16 @@ _HEALTH = inline_serializer(
             help_text="{stale, reasons, segment_tv, newest_label, max_label_age_days (the route's setting)}",
         ),
         "rechecks_open": serializers.IntegerField(),
-        "alarms_open": serializers.ListField(child=serializers.JSONField()),
+        "alarms_open": serializers.ListField(
+            child=inline_serializer(
+                "OpenAlarm",
+                {
+                    "id": serializers.IntegerField(),
+                    "kind": serializers.CharField(),
+                    "first_day": serializers.DateField(),
+                },
+            )
+        ),
         "grading_backlog": serializers.IntegerField(),
         "labels_last_7_days": serializers.IntegerField(),
         "shadow_runs_failed": serializers.IntegerField(),
@@ -132,6 +171,24 @@ class RouteHealthApi(APIView):
         summary="A route's health: policy in force, abstention at its cutoff, rechecks, alarms, backlog",
         description="Readers of the route's policy. Figures come straight from the decisions.",
         responses={200: _HEALTH, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Quiet",
+                response_only=True,
+                value={
+                    "route": "it-support",
+                    "policy": None,
+                    "rechecks_open": 0,
+                    "alarms_open": [],
+                    "grading_backlog": 12,
+                    "labels_last_7_days": 80,
+                    "shadow_runs_failed": 0,
+                    "decisions_not_following_policy": 0,
+                    "disputes_open": 1,
+                    "disputes_overdue": 0,
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
@@ -146,8 +203,29 @@ _NEWEST_ALARMS = Keyset("monitoring.alarms", "-opened_at", "-pk")
 class RouteRechecksApi(APIView):
     @extend_schema(
         summary="A route's release rechecks, newest first, each with its diagnosis",
+        extensions=links(
+            {
+                200: {
+                    "TheNewestRecheck": link(
+                        "/api/v1/rechecks/{recheck_id}", parameters={"recheck_id": "$response.body#/rechecks/0/id"}
+                    ),
+                    "CloseTheNewestRecheck": link(
+                        "/api/v1/rechecks/{recheck_id}/close",
+                        method="post",
+                        parameters={"recheck_id": "$response.body#/rechecks/0/id"},
+                    ),
+                }
+            }
+        ),
         responses={200: page_schema("RecheckList", _RECHECK, also_as="rechecks"), **_ERRORS},
         parameters=page_parameters(50),
+        examples=[
+            OpenApiExample(
+                "One open",
+                response_only=True,
+                value={"results": [_RECHECK_EXAMPLE], "next": None, "rechecks": [_RECHECK_EXAMPLE]},
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
@@ -160,6 +238,7 @@ class RecheckDetailApi(APIView):
     @extend_schema(
         summary="One release recheck: signed evidence against the new versions, and the diagnosis",
         responses={200: _RECHECK, **_ERRORS},
+        examples=[OpenApiExample("Open", response_only=True, value=_RECHECK_EXAMPLE)],
     )
     def get(self, request: Request, recheck_id: int) -> Response:
         return Response(selectors.recheck_as_dict(selectors.get_recheck_for_user(request.user, recheck_id)))
@@ -206,8 +285,26 @@ class RecheckCloseApi(APIView):
 class RouteAlarmsApi(APIView):
     @extend_schema(
         summary="A route's drift alarms, newest first",
+        extensions=links(
+            {
+                200: {
+                    "AcknowledgeTheNewestAlarm": link(
+                        "/api/v1/alarms/{alarm_id}/acknowledge",
+                        method="post",
+                        parameters={"alarm_id": "$response.body#/alarms/0/id"},
+                    )
+                }
+            }
+        ),
         responses={200: page_schema("AlarmList", _ALARM, also_as="alarms"), **_ERRORS},
         parameters=page_parameters(100),
+        examples=[
+            OpenApiExample(
+                "One open",
+                response_only=True,
+                value={"results": [_ALARM_EXAMPLE], "next": None, "alarms": [_ALARM_EXAMPLE]},
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = selectors.route_for_monitoring_reader(request.user, slug)
@@ -223,6 +320,11 @@ class AlarmAcknowledgeApi(APIView):
         "the limits opens a new one. 409 `alarm_closed` when already closed.",
         request=_ACK,
         responses={200: _ALARM, 400: ERROR, 409: ERROR, **_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Acknowledge", request_only=True, value={"note": "A new corpus snapshot; the recheck covers it."}
+            )
+        ],
     )
     def post(self, request: Request, alarm_id: int) -> Response:
         alarm = selectors.get_alarm_for_user(request.user, alarm_id)

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,6 +30,24 @@ class ShadowRunRetryApi(APIView):
     @extend_schema(
         request=None,
         responses={202: _SHADOW_RUN, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        examples=[
+            OpenApiExample(
+                "Queued again",
+                response_only=True,
+                status_codes=["202"],
+                value={
+                    "id": 9,
+                    "pipeline": "http",
+                    "pipeline_version": "2026-11",
+                    "status": "queued",
+                    "attempts": 3,
+                    "error": "",
+                    "answer": None,
+                    "passages_sha256": None,
+                    "latency_ms": None,
+                },
+            )
+        ],
         summary="Retry a failed shadow run",
     )
     def post(self, request: Request, run_id: int) -> Response:

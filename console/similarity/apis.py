@@ -1,4 +1,6 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+import copy
+
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -54,10 +56,26 @@ _SIMILAR = inline_serializer(
                 },
             )
         ),
-        "vectors": serializers.JSONField(
-            help_text="{source, dimension, embedder_version}; null when the route has none."
+        "vectors": inline_serializer(
+            "QuestionVectorSpace",
+            {
+                "source": serializers.CharField(help_text="Where the route's vectors come from (sent or built in)."),
+                "dimension": serializers.IntegerField(min_value=1),
+                "embedder_version": serializers.IntegerField(allow_null=True),
+                "decision_has_vector": serializers.BooleanField(),
+            },
+            allow_null=True,
+            help_text="The route's question vectors; null when the route has none.",
         ),
-        "similar_form_30d": serializers.JSONField(help_text="{count, at_least, threshold}."),
+        "similar_form_30d": inline_serializer(
+            "SimilarForm30d",
+            {
+                "count": serializers.IntegerField(min_value=0),
+                "at_least": serializers.BooleanField(help_text="The count stopped at its cap."),
+                "threshold": serializers.FloatField(),
+            },
+            help_text="Decisions of the last 30 days at least `threshold` similar.",
+        ),
         "reason": serializers.ChoiceField(
             choices=["no_vectors", "no_vector", "zero_vector"],
             allow_null=True,
@@ -112,10 +130,38 @@ class SimilarDecisionsApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("k", int, description=f"1 to {MAX_K}, default 10"),
+            OpenApiParameter("k", {"type": "integer", "minimum": 1, "maximum": MAX_K}, description="Default 10."),
             OpenApiParameter("outcome", str, enum=_OUTCOMES, description="default refused"),
         ],
         responses={200: _SIMILAR, 400: ERROR, 403: ERROR, 404: ERROR},
+        examples=[
+            OpenApiExample(
+                "One neighbour",
+                response_only=True,
+                value={
+                    "results": [
+                        {
+                            "id": 42,
+                            "request_id": "q-000311",
+                            "similarity": 0.93,
+                            "occurred_at": "2026-11-02T08:15:00+00:00",
+                            "outcome": "refused",
+                            "question": "How can I reset my MFA device?",
+                            "no_supporting_passage": False,
+                            "dispute": None,
+                        }
+                    ],
+                    "vectors": {
+                        "source": "builtin",
+                        "dimension": 256,
+                        "embedder_version": 1,
+                        "decision_has_vector": True,
+                    },
+                    "similar_form_30d": {"count": 3, "at_least": False, "threshold": 0.9},
+                    "reason": None,
+                },
+            )
+        ],
         summary="Similar refusals of a decision",
     )
     def get(self, request: Request, decision_id: int) -> Response:
@@ -161,20 +207,72 @@ def cluster_dict(cluster) -> dict:
     }
 
 
+_GAP_CLUSTER = inline_serializer(
+    "GapCluster",
+    {
+        "id": serializers.IntegerField(),
+        "rank": serializers.IntegerField(),
+        "size": serializers.IntegerField(min_value=0),
+        "size_this_week": serializers.IntegerField(min_value=0),
+        "size_last_week": serializers.IntegerField(min_value=0),
+        "no_support_share": serializers.FloatField(),
+        "verified": serializers.IntegerField(min_value=0, help_text="Members whose span check has run."),
+        "examples": serializers.ListField(
+            child=inline_serializer(
+                "GapExample",
+                {"id": serializers.IntegerField(), "question": serializers.CharField()},
+            ),
+            help_text="Refused questions nearest the cluster's centre.",
+        ),
+        "terms": serializers.ListField(child=serializers.CharField()),
+        "graded": serializers.IntegerField(min_value=0),
+        "correct_share": serializers.FloatField(allow_null=True),
+    },
+)
+
+
+_GAP_EXAMPLE = {
+    "id": 1,
+    "rank": 1,
+    "size": 14,
+    "size_this_week": 5,
+    "size_last_week": 3,
+    "no_support_share": 0.86,
+    "verified": 14,
+    "examples": [{"id": 42, "question": "How can I reset my MFA device?"}],
+    "terms": ["mfa", "reset", "device"],
+    "graded": 4,
+    "correct_share": 0.75,
+}
+
+
 class RouteGapsApi(APIView):
     """The latest clustering of the route's refused questions, largest no-support gaps first."""
 
     @extend_schema(
+        examples=[
+            OpenApiExample(
+                "One gap",
+                response_only=True,
+                value={
+                    "computed_at": "2026-11-06T03:00:00+00:00",
+                    "results": [_GAP_EXAMPLE],
+                    "next": None,
+                    "clusters": [_GAP_EXAMPLE],
+                    "reason": None,
+                },
+            )
+        ],
         responses={
             200: inline_serializer(
                 "CorpusGaps",
                 {
                     "computed_at": serializers.DateTimeField(allow_null=True),
                     "results": serializers.ListField(
-                        child=serializers.JSONField(), help_text="The clusters, as `clusters` gives them."
+                        child=copy.deepcopy(_GAP_CLUSTER), help_text="The clusters, as `clusters` gives them."
                     ),
                     "next": serializers.URLField(allow_null=True, help_text="Always null: one run's clusters."),
-                    "clusters": serializers.ListField(child=serializers.JSONField()),
+                    "clusters": serializers.ListField(child=copy.deepcopy(_GAP_CLUSTER)),
                     "reason": serializers.ChoiceField(
                         choices=["not_computed", "no_refusals", "too_few_refusals", "no_groups"],
                         allow_null=True,

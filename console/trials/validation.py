@@ -79,7 +79,10 @@ def trial_spec(data: Any) -> TrialSpec:
             errors["url"] = exc.message.replace("HTTP pipeline", "candidate")
     elif data.get("url"):
         errors["url"] = "The reference candidate takes no url."
-    headers = data.get("headers") or {}
+    # Absent and null mean none; any other value that is not an object is refused, not read as none
+    # (false, 0, "" and [] once passed as "no headers").
+    headers = data.get("headers")
+    headers = {} if headers is None else headers
     if not isinstance(headers, dict) or not all(
         isinstance(k, str)
         and _HEADER_NAME.match(k)
@@ -91,8 +94,9 @@ def trial_spec(data: Any) -> TrialSpec:
     ):
         errors["headers"] = "An object of header names to non-empty one-line string values."
         headers = {}
-    headers_env = data.get("headers_env") or ""
-    if headers_env and (not isinstance(headers_env, str) or not _ENV_NAME.match(headers_env)):
+    headers_env = data.get("headers_env")
+    headers_env = "" if headers_env is None else headers_env
+    if not isinstance(headers_env, str) or (headers_env and not _ENV_NAME.match(headers_env)):
         errors["headers_env"] = "The name of an environment variable CANDIDATE_HEADER_<NAME> (A-Z, 0-9, _)."
     timeout_s = data.get("timeout_s", 10)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 120:

@@ -37,6 +37,43 @@ class _StrictText(serializers.CharField):
         return super().to_internal_value(data)
 
 
+_ID = {"type": "integer", "minimum": 1, "maximum": _BIGINT_MAX}
+_CLAIM = {
+    "type": "string",
+    "maxLength": 2000,
+    "pattern": r"\S",
+    "description": "Trimmed; empty -> 400 claim_empty; over 2,000 characters -> 400 claim_too_long.",
+}
+
+
+def _source(name: str, schema: dict) -> dict:
+    return {
+        "type": "object",
+        "title": name,
+        "additionalProperties": False,
+        "required": [name, "claim"],
+        "properties": {name: schema, "claim": _CLAIM},
+    }
+
+
+# Exactly one of passage_id, chunk_id and text, with the claim: the serializer below checks it, and
+# a serializer's schema cannot say "one of these keys".
+VERIFY_BODY = {
+    "oneOf": [
+        _source("passage_id", {**_ID, "description": "The console's passage id (see decision lookups)."}),
+        _source("chunk_id", {**_ID, "description": "Alias of passage_id."}),
+        _source(
+            "text",
+            {
+                "type": "string",
+                "maxLength": MAX_TEXT_CHARS,
+                "description": "Text to search instead of a logged passage (more -> 413 text_too_large).",
+            },
+        ),
+    ]
+}
+
+
 class VerifyApi(APIView):
     """Does the claim appear, word for word up to case, in the passage; and where.
 
@@ -102,7 +139,7 @@ class VerifyApi(APIView):
         truncated = serializers.BooleanField(help_text="More than 100 matches existed.")
 
     @extend_schema(
-        request=InputSerializer,
+        request={"application/json": VERIFY_BODY},
         responses={200: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 503: ERROR},
         summary="Verify a claim against a passage",
         examples=[

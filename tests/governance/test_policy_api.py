@@ -234,3 +234,10 @@ def test_the_list_of_versions_answers_exactly_what_its_schema_requires(draft, re
     assert set(item["required"]) <= set(version)
     assert not {"evidence", "evidence_text", "arrived_since"} & set(item["properties"])
     assert version["evidence_sha256"] == draft["evidence_sha256"]
+
+
+@pytest.mark.parametrize("filters", [[], "", 0, False])
+def test_filters_that_are_not_an_object_are_refused_rather_than_read_as_none(reviewer, owner, graded, filters):
+    response = reviewer.post("/api/v1/routes/it-support/policies", draft_body(filters=filters), format="json")
+    assert response.status_code == 400
+    assert [d["field"] for d in response.json()["error"]["details"]] == ["filters"]

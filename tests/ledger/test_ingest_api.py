@@ -238,3 +238,18 @@ def test_routes_logging_the_same_passage_get_their_own_passage_and_embedding(rou
     claim = {"claim": "collected at reception"}
     assert integrator.post("/api/v1/verify", {"passage_id": hr_id, **claim}, format="json").status_code == 200
     assert integrator.post("/api/v1/verify", {"passage_id": it_id, **claim}, format="json").status_code == 404
+
+
+@pytest.mark.parametrize(("field", "value"), [("source", []), ("source", 0), ("uri", False), ("uri", {})])
+def test_a_passage_source_or_uri_that_is_not_text_is_refused_rather_than_stored_empty(integrator, field, value):
+    # schemathesis: `raw.get("source") or ""` stored [] as an empty source.
+    item = record()
+    item["passages"][0][field] = value
+    error = assert_envelope(post(integrator, [item]), 400, "invalid")
+    assert [(d["index"], d["field"]) for d in error["details"]] == [(0, f"passages[0].{field}")]
+
+
+def test_a_null_passage_source_or_uri_is_stored_empty(integrator):
+    item = record()
+    item["passages"][0].update(source=None, uri=None)
+    assert post(integrator, [item]).status_code == 201

@@ -1,0 +1,122 @@
+"""What every operation of the OpenAPI schema shares, declared once (the schema is the contract).
+
+- `ClosedObject`: the base of a request body's serializer when the server refuses keys it does not
+  know; its schema says `additionalProperties: false`, so a generated client and a fuzzer know it.
+- `postprocess`: a drf-spectacular postprocessing hook. Every operation that needs a token
+  answers 401 without one and 429 (with `Retry-After`) once a client has sent too many bad tokens
+  (console.accounts.throttle); every operation with a JSON body answers 415 to another media type
+  and 400 to JSON that does not parse. Declaring these per view would be forty copies of the same
+  four lines, and one forgotten copy is an undocumented status.
+- The shared headers: `ETag`, `If-None-Match`, `Retry-After`.
+- `links`: OpenAPI links for the natural next step after an operation (ingest -> look the decision
+  up, draft -> sign). drf-spectacular has no parameter for them, so a view declares them as an
+  extension of its operation and `postprocess` moves them into the responses. A link names its target by
+  path (`operationRef`), which stays put when another view's operationId changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import serializers
+
+ERROR_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+
+RETRY_AFTER = {
+    "description": "Seconds to wait before trying again.",
+    "schema": {"type": "integer", "minimum": 0},
+}
+ETAG = {
+    "description": "A strong validator of this representation; send it back as If-None-Match.",
+    "schema": {"type": "string"},
+}
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="An ETag from an earlier answer: 304 with no body while the representation is unchanged.",
+)
+
+# Statuses any authenticated operation may answer, whatever its view declares.
+_AUTH_STATUSES = {
+    "401": "No valid token (`Authorization: Token <key>` or `Bearer <key>`) or session.",
+    "429": "Too many failed sign-ins or bad tokens from this client or for this user; see Retry-After.",
+}
+_BODY_STATUSES = {
+    "400": "The body is not valid JSON or not valid for this operation.",
+    "415": "The body is not `application/json`.",
+}
+
+
+# A request body whose unknown keys the server refuses with 400. Documentation only: the views
+# make that check themselves, as they always have. (A comment, not a docstring: a subclass without
+# a docstring of its own would show this one as its description.)
+class ClosedObject(serializers.Serializer):
+    pass
+
+
+class _ClosedObjectExtension(OpenApiSerializerExtension):
+    target_class = ClosedObject
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
+        return schema
+
+
+_LINKS_KEY = "x-console-links"
+
+
+def link(
+    path: str,
+    *,
+    method: str = "get",
+    parameters: dict[str, str] | None = None,
+    body: Any = None,
+    description: str = "",
+) -> dict[str, Any]:
+    """A link to the operation at `path` and `method`; values are runtime expressions
+    (`$response.body#/id`, `$request.body#/decisions/0/route`)."""
+    target: dict[str, Any] = {"operationRef": "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method}
+    if parameters:
+        target["parameters"] = parameters
+    if body is not None:
+        target["requestBody"] = body
+    if description:
+        target["description"] = description
+    return target
+
+
+def links(by_status: dict[int, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """For `extend_schema(extensions=...)`: the links of each response status, by name."""
+    return {_LINKS_KEY: {str(status): named for status, named in by_status.items()}}
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": ERROR_REF}}, "description": description}
+
+
+def postprocess(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            responses = operation.setdefault("responses", {})
+            for status, named in operation.pop(_LINKS_KEY, {}).items():
+                responses[status].setdefault("links", {}).update(named)
+            if operation.get("security") != [{}]:
+                for status, description in _AUTH_STATUSES.items():
+                    responses.setdefault(status, _error_response(description))
+            if "requestBody" in operation:
+                for status, description in _BODY_STATUSES.items():
+                    responses.setdefault(status, _error_response(description))
+            for status in ("429", "503"):
+                if status in responses:
+                    responses[status].setdefault("headers", {}).setdefault("Retry-After", RETRY_AFTER)
+            operation["responses"] = dict(sorted(responses.items()))
+    return result
