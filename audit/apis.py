@@ -93,6 +93,21 @@ def _parse_object(raw: str) -> tuple[str, str]:
     return kind, oid
 
 
+_EVENT_EXAMPLE = {
+    "seq": 1,
+    "at": "2026-11-01T12:00:03+00:00",
+    "actor": "token:integrator-1",
+    "action": "decisions_ingested",
+    "object": "route:1",
+    "route": "it-support",
+    "payload": {"created": 1, "unchanged": 0},
+    "payload_text": '{"created":1,"unchanged":0}',
+    "hash_scheme": 2,
+    "prev_hash": "0" * 64,
+    "hash": "5d41402abc4b2a76b9719d911017c592ae2f1b2c3d4e5f60718293a4b5c6d7e8",
+}
+
+
 class AuditEventListApi(APIView):
     """Audit events, oldest first. Auditors see their routes' events (global auditors all); the
     roles that read a route's statistics see the history of its decisions, as on the decision page."""
@@ -112,24 +127,7 @@ class AuditEventListApi(APIView):
             OpenApiExample(
                 "One event",
                 response_only=True,
-                value={
-                    "events": [
-                        {
-                            "seq": 1,
-                            "at": "2026-11-01T12:00:03+00:00",
-                            "actor": "token:integrator-1",
-                            "action": "decisions_ingested",
-                            "object": "route:1",
-                            "route": "it-support",
-                            "payload": {"created": 1, "unchanged": 0},
-                            "payload_text": '{"created":1,"unchanged":0}',
-                            "hash_scheme": 2,
-                            "prev_hash": "0" * 64,
-                            "hash": "5d41402abc4b2a76b9719d911017c592ae2f1b2c3d4e5f60718293a4b5c6d7e8",
-                        }
-                    ],
-                    "next_after": None,
-                },
+                value={"results": [_EVENT_EXAMPLE], "next": None, "events": [_EVENT_EXAMPLE], "next_after": None},
             )
         ],
         summary="List audit events",

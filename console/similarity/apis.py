@@ -151,6 +151,7 @@ class SimilarDecisionsApi(APIView):
                             "dispute": None,
                         }
                     ],
+                    "next": None,
                     "vectors": {
                         "source": "builtin",
                         "dimension": 256,
