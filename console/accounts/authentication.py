@@ -9,6 +9,7 @@ from rest_framework import authentication, exceptions
 
 from console.accounts import throttle
 from console.accounts.models import ApiToken, hash_token
+from console.core.replica import bookkeeping_writes
 
 
 class HashedTokenAuthentication(authentication.BaseAuthentication):
@@ -68,7 +69,8 @@ def _token_counting_the_call(key_hash: str, now) -> ApiToken | None:
     user_pk = connection.ops.quote_name(user_model._meta.pk.column)
     columns = [f"t.{connection.ops.quote_name(f.column)}" for f in token_fields]
     columns += [f"u.{connection.ops.quote_name(f.column)}" for f in user_fields]
-    with connection.cursor() as cursor:
+    # Counting the call is bookkeeping: the request's reads may still go to the replica after it.
+    with bookkeeping_writes(), connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH found AS (
