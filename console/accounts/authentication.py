@@ -51,7 +51,8 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
         if token is None or not token.is_live(now) or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            with bookkeeping_writes():  # as counting the call: no read of the request needs to see it
+                ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
 
     def authenticate_header(self, request):
