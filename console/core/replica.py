@@ -214,5 +214,7 @@ def _measure() -> ReplicaStatus:
         # Promoted, or pointed at a primary: it no longer follows this database, so nothing says how
         # far it is behind (the test suite's mirror of the test database also lands here).
         return ReplicaStatus(lag_seconds=None, in_recovery=False, used=False, error="not in recovery")
+    if lag is None:  # behind, with no commit replayed since it started: how far is unknown
+        return ReplicaStatus(lag_seconds=None, in_recovery=True, used=False, error="lag unknown")
     lag = round(float(lag), 3)
     return ReplicaStatus(lag_seconds=lag, in_recovery=True, used=lag <= settings.DATABASE_REPLICA_MAX_LAG_SECONDS)
