@@ -141,9 +141,17 @@ def forget_writes(**kwargs) -> None:
         connections[DEFAULT_DB_ALIAS].console_wrote = False
 
 
+def _job_starts(sender=None, task=None, **kwargs) -> None:
+    # An eager job (CELERY_TASK_ALWAYS_EAGER) runs inside the request that queued it, whose writes
+    # still hold that request's later reads on the primary.
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    forget_writes()
+
+
 connection_created.connect(_watch, dispatch_uid="console.core.replica.watch")
 request_started.connect(forget_writes, dispatch_uid="console.core.replica.request")
-task_prerun.connect(forget_writes, dispatch_uid="console.core.replica.task")
+task_prerun.connect(_job_starts, dispatch_uid="console.core.replica.task")
 
 
 # ---------------------------------------------------------------------------------------------- lag

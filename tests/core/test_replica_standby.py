@@ -26,6 +26,7 @@ from console.analysis.params import OperatingPointsQuery, Window
 from console.analysis.reports import operating_points_report
 from console.core import replica
 from console.monitoring.selectors import route_health
+from console.similarity.selectors import latest_gap_run
 from tests import factories
 
 PORT = "5432"  # the socket's name; each cluster has a folder of its own
@@ -171,7 +172,27 @@ def test_a_statistics_document_and_the_export_are_read_on_the_standby(standby, r
         assert _in_recovery(replica.read_alias())  # the chosen connection is the standby's
         with CaptureQueriesContext(connections[replica.REPLICA]) as on_replica:
             health = route_health(route)
-    assert health["route"] == route.slug and on_replica.captured_queries
+            assert latest_gap_run(route) is None
+    assert health["route"] == route.slug
+    assert any("similarity_gaprun" in query["sql"] for query in on_replica.captured_queries)
+    assert any("ledger_decision" in query["sql"] for query in on_replica.captured_queries)
+
+
+def test_an_eager_job_inside_a_request_keeps_the_requests_write_and_a_worker_job_starts_afresh(replica_alias):
+    from types import SimpleNamespace
+
+    from celery.signals import task_prerun
+
+    def job_starts(*, eager: bool) -> None:  # what Celery sends as a task begins, eager or on a worker
+        task_prerun.send(sender=None, task=SimpleNamespace(request=SimpleNamespace(is_eager=eager)))
+
+    replica.forget_writes()
+    factories.make_route("hr-policy")
+    with replica.replica_reads():
+        job_starts(eager=True)
+        assert replica.read_alias() == DEFAULT_DB_ALIAS
+        job_starts(eager=False)
+        assert replica.read_alias() == replica.REPLICA
 
 
 def test_writes_and_reads_in_a_transaction_stay_on_the_primary(standby, replica_alias):
