@@ -5,6 +5,10 @@ from celery.signals import beat_init, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
+# Its signals forget a job's writes when the next job starts, and watch new connections for writes
+# (console/core/replica.py); connected here so every process has them before its first query.
+import console.core.replica  # noqa: E402, F401
+
 app = Celery("console")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

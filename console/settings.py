@@ -124,6 +124,21 @@ if _owner_url:
     DATABASE_OWNER = {"USER": _owner["USER"], "PASSWORD": _owner["PASSWORD"]}
 # Separate test databases let several test runs share one server (e.g. CI beside a developer).
 DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_console")}
+# A streaming replica for the heavy reads (console/core/replica.py, README "Scale"): the statistics
+# documents, monitoring, the refusals export and similarity read there when it has replayed to within
+# DATABASE_REPLICA_MAX_LAG_SECONDS (measured every DATABASE_REPLICA_LAG_CHECK_SECONDS per process);
+# writes, reads in a transaction and reads after the request's own write stay on the primary. Unset:
+# no replica, every read on the primary. Tests mirror it onto the test database, which is no standby,
+# so the suite never reads from it unless a test points it at one.
+_replica_url = env_str("DATABASE_REPLICA_URL")
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_float("DATABASE_REPLICA_MAX_LAG_SECONDS", 10.0, minimum=0.0, maximum=86400.0)
+DATABASE_REPLICA_LAG_CHECK_SECONDS = env_float("DATABASE_REPLICA_LAG_CHECK_SECONDS", 5.0, minimum=0.0, maximum=3600.0)
+DATABASE_ROUTERS = ["console.core.replica.ReplicaRouter"]
+if _replica_url:
+    DATABASES["replica"] = embedded.database_settings(_replica_url)
+    # A replica that is down must cost the lag check seconds, not the request: reads then stay on the primary.
+    DATABASES["replica"]["OPTIONS"] = {"connect_timeout": 2}
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -9,6 +9,7 @@ from rest_framework import authentication, exceptions
 
 from console.accounts import throttle
 from console.accounts.models import ApiToken, hash_token
+from console.core.replica import bookkeeping_writes
 
 
 class HashedTokenAuthentication(authentication.BaseAuthentication):
@@ -50,7 +51,8 @@ class HashedTokenAuthentication(authentication.BaseAuthentication):
         if token is None or not token.is_live(now) or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            with bookkeeping_writes():  # as counting the call: no read of the request needs to see it
+                ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
 
     def authenticate_header(self, request):
@@ -68,7 +70,8 @@ def _token_counting_the_call(key_hash: str, now) -> ApiToken | None:
     user_pk = connection.ops.quote_name(user_model._meta.pk.column)
     columns = [f"t.{connection.ops.quote_name(f.column)}" for f in token_fields]
     columns += [f"u.{connection.ops.quote_name(f.column)}" for f in user_fields]
-    with connection.cursor() as cursor:
+    # Counting the call is bookkeeping: the request's reads may still go to the replica after it.
+    with bookkeeping_writes(), connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH found AS (

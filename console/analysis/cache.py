@@ -19,13 +19,14 @@ from functools import cached_property
 from typing import Any
 
 import orjson
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from console.accounts.models import Route
 from console.analysis import selectors
 from console.analysis.models import StatsResult
+from console.core.replica import bookkeeping_writes, replica_reads
 
 
 def params_key(kind: str, params: dict[str, Any]) -> str:
@@ -65,18 +66,25 @@ def cached(
 
     The version is read before computing: if data arrives while computing, the document is stored
     under the older version and the next request computes again.
+
+    The version and the computation read in one replica scope (console/core/replica.py), so both
+    come from the same database: a version read on the primary with rows from a replica behind it
+    would store old figures under a new version. The stored documents themselves are read and
+    written on the primary: their table is unlogged, so a standby has none of it.
     """
-    version = version or selectors.data_version(route)
-    key = params_key(kind, params)
-    stored = (
-        StatsResult.objects.filter(route=route, kind=kind, params_key=key, data_version=version)
-        .values_list("document", flat=True)
-        .first()
-    )
-    if stored is not None:
-        return Document(stored)
-    started = time.perf_counter()
-    document = compute()
+    with replica_reads():
+        version = version or selectors.data_version(route)
+        key = params_key(kind, params)
+        stored = (
+            StatsResult.objects.using(DEFAULT_DB_ALIAS)
+            .filter(route=route, kind=kind, params_key=key, data_version=version)
+            .values_list("document", flat=True)
+            .first()
+        )
+        if stored is not None:
+            return Document(stored)
+        started = time.perf_counter()
+        document = compute()
     document["computed_at"] = timezone.now().isoformat()
     document["data_version"] = version
     text = as_json(document)
@@ -134,7 +142,9 @@ def _store(
     sql = _STORE_SQL.format(
         table=StatsResult._meta.db_table, source="" if connection.in_atomic_block else _ASYNCHRONOUS
     )
-    with connection.cursor() as cursor:
+    # A document is derived from reads already made: storing it does not hold the request's later reads
+    # on the primary.
+    with bookkeeping_writes(), connection.cursor() as cursor:
         cursor.execute(
             sql, [route.pk, kind, params_key, Jsonb(params), data_version, document, compute_ms, result.computed_at]
         )
@@ -142,6 +152,8 @@ def _store(
 
 def is_current(route: Route, kind: str, params: dict[str, Any]) -> bool:
     """Whether the document for these parameters is stored for the route's current data."""
-    return StatsResult.objects.filter(
-        route=route, kind=kind, params_key=params_key(kind, params), data_version=selectors.data_version(route)
-    ).exists()
+    return (
+        StatsResult.objects.using(DEFAULT_DB_ALIAS)
+        .filter(route=route, kind=kind, params_key=params_key(kind, params), data_version=selectors.data_version(route))
+        .exists()
+    )

@@ -22,7 +22,6 @@ from datetime import date, datetime
 import numpy as np
 from django.contrib.postgres.aggregates.mixins import OrderableAggMixin
 from django.contrib.postgres.fields import ArrayField
-from django.db import connection
 from django.db.models import (
     Aggregate,
     BinaryField,
@@ -45,6 +44,7 @@ from numpy.typing import NDArray
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.analysis.params import Window
+from console.core.replica import read_alias, read_connection
 from console.ledger.models import Decision, DecisionProfile, RouteScoreCount, RouteScoreTotal
 from grading.models import FinalLabel, LabelMethod, LabelSample
 
@@ -79,11 +79,11 @@ def data_version(route: Route) -> str:
     fixed when the item enters the pool), and a label deleted by hand in SQL (the application never
     deletes one; archiving a month writes an event about the route).
     """
-    return _remembered(("version", route.pk), lambda: _data_version(route))
+    return _remembered(("version", route.pk, read_alias()), lambda: _data_version(route))
 
 
 def _data_version(route: Route) -> str:
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             """
             SELECT (SELECT max(id) FROM ledger_decision WHERE route_id = %s),
@@ -288,7 +288,9 @@ def graded_sample(route: Route, window: Window, *, group_by: tuple[str, str] | N
     ``group_by`` (``("segment", "language")``) adds each decision's value of that segment or
     version, as text ("" when the decision has none).
     """
-    return _remembered(("graded", route.pk, window, group_by), lambda: _graded_sample(route, window, group_by))
+    return _remembered(
+        ("graded", route.pk, window, group_by, read_alias()), lambda: _graded_sample(route, window, group_by)
+    )
 
 
 def _graded_sample(route: Route, window: Window, group_by: tuple[str, str] | None) -> GradedSample:

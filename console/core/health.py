@@ -8,6 +8,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from console.core import replica
 from console.core.hooks import health_reports
 
 logger = logging.getLogger(__name__)
@@ -61,4 +62,8 @@ def healthz(request):
     serving = all(checks.values())
     reported, details = _reports() if checks["database"] else ({}, {})
     body = {"ok": serving and all(reported.values()), "checks": checks | reported, **details}
+    if replica.configured():
+        # Reads fall back to the primary while the replica lags or is away, so neither takes the
+        # console out of service; the figure says whether the heavy reads are on it.
+        body["replica"] = replica.replica_status(refresh=True).as_dict()
     return JsonResponse(body, status=200 if serving else 503)

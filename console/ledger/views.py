@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from console.accounts import permissions
+from console.core.replica import replica_reads
 from console.ledger import selectors
 from console.ledger.forms import DecisionFilterForm
 from console.ledger.models import Outcome
@@ -133,6 +134,12 @@ def _cell(value) -> str:
 
 def _csv_rows(decisions) -> Iterator[list]:
     yield list(CSV_COLUMNS)
+    # The rows are read while the response streams, after the view returned: the scope is opened here.
+    with replica_reads():
+        yield from _csv_decision_rows(decisions)
+
+
+def _csv_decision_rows(decisions) -> Iterator[list]:
     for d in decisions.iterator(chunk_size=2000):
         support = getattr(d, "support", None)
         done = support is not None and support.status == "done"

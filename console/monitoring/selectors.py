@@ -16,6 +16,7 @@ from console.analysis.params import OperatingPointsQuery, Window
 from console.analysis.reports import operating_points_report
 from console.analysis.selectors import population_served_counts
 from console.core.errors import NotFound
+from console.core.replica import replica_reads
 from console.governance.models import IN_FORCE, PolicyVersion
 from console.governance.selectors import decisions_not_following_policy
 from console.ledger.hooks import route_figures
@@ -145,6 +146,7 @@ def _operating_row(route: Route, window: Window, cutoff: float, *, confidence: f
     return next((row for row in rows if row["cutoff"] is not None), None)
 
 
+@replica_reads()
 def recheck_report(recheck: Recheck) -> dict[str, Any]:
     """Signed evidence against the new versions at the signed cutoff: abstention (census), false
     abstention and wrong served (graded so far), no-support share, each with Newcombe's difference
@@ -379,6 +381,7 @@ def _live_row(route: Route, cutoff: float, day: date, first: date | None, last: 
     )
 
 
+@replica_reads()
 def live_aggregates(
     route: Route, cutoff: float, *, window: tuple[date | None, date], today: date
 ) -> tuple[DailyAggregate | None, list[DailyAggregate]]:
@@ -477,6 +480,7 @@ def _rate(refused: int, n: int) -> dict[str, Any]:
     }
 
 
+@replica_reads()
 def route_health(route: Route, *, user=None, now=None) -> dict[str, Any]:
     """The figures of the dashboard and of GET /routes/{slug}/health, straight from the decisions
     (today and the last 7 days are small windows on the (route, occurred_at) index). With a `user`,

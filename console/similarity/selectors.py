@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from console.accounts import permissions
 from console.accounts.models import Route
+from console.core.replica import read_connection, replica_reads
 from console.ledger.models import Decision, Outcome
 from console.similarity import topics
 from console.similarity.hooks import cluster_figures, neighbour_facts
@@ -93,7 +93,7 @@ def _walk(
 ) -> list[tuple[int, float, datetime]]:
     sql, extra = _nearest_sql(space, outcome)
     literal = _literal(query)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         _set_ef_search(cursor, int(max(ef_search or settings.SIMILARITY_EF_SEARCH, k)))
         cursor.execute(sql, [literal, exclude, *extra, literal, k])
         # A zero vector's distance to anything is NaN, which PostgreSQL sorts after every number:
@@ -110,6 +110,7 @@ def _set_ef_search(cursor, value: int) -> None:
     of its cost on a busy machine. Inside a transaction it is SET LOCAL, which ends with it (a
     session SET made there would be undone by a rollback behind the remembered value's back).
     """
+    connection = cursor.db
     connection.ensure_connection()
     raw = connection.connection
     if connection.in_atomic_block:
@@ -134,6 +135,7 @@ def nearest(
     return [(pk, similarity) for pk, similarity, _ in found]
 
 
+@replica_reads()
 def similar_refusals(
     decision: Decision,
     *,
@@ -224,6 +226,7 @@ def similar_refusals_context(user, decision: Decision) -> dict[str, Any]:
     return {"similar": similar_refusals_for_user(user, decision)}
 
 
+@replica_reads()
 def latest_gap_run(route: Route) -> GapRun | None:
     return GapRun.objects.filter(route=route).order_by("-computed_at", "-pk").first()
 
@@ -248,6 +251,7 @@ def gaps_reason(run: GapRun | None, clusters: list[GapCluster]) -> str | None:
     return GAPS_NO_GROUPS
 
 
+@replica_reads()
 def gap_clusters(run: GapRun) -> list[GapCluster]:
     """The run's clusters by rank, each with `graded` and `correct_share` (members with a final
     label and the share graded correct-when-answered; None when none is graded) from the figures
@@ -261,6 +265,7 @@ def gap_clusters(run: GapRun) -> list[GapCluster]:
     return clusters
 
 
+@replica_reads()
 def cluster_refusals(cluster: GapCluster, *, limit: int = 200) -> list[Decision]:
     return list(
         Decision.objects.filter(pk__in=cluster.decision_ids)
