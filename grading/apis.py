@@ -20,6 +20,7 @@ from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from console.core.openapi import link, links
 from console.core.paging import Keyset, page_parameters, page_schema
+from console.core.parsers import body_checked
 from console.ledger.services import routes_for_items
 from grading import schemas, selectors
 from grading.blindness import route_blindness
@@ -135,6 +136,9 @@ class GradingNextApi(APIView):
 class GradeCreateApi(APIView):
     """Grade an item you hold a running lease on; 409 without one, or the second time."""
 
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = {"verdict", "note", "seconds_spent"}
+
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "GradeInput"
@@ -182,12 +186,16 @@ class GradeCreateApi(APIView):
 
 
 class SkipApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = frozenset()
+
     @extend_schema(
         request=None,
         responses={204: OpenApiResponse(description="Skipped"), 401: ERROR, 403: ERROR, 409: ERROR},
         summary="Skip a leased item (never offered to you again)",
     )
     def post(self, request: Request, item_id: str) -> Response:
+        body_checked(request)
         _require_grader(request.user)
         queue_services.assignment_skip(
             actor=Actor.from_request(request), grader=request.user, public_id=_item_uuid(item_id)
@@ -247,6 +255,9 @@ class AdjudicationListApi(APIView):
 
 
 class AdjudicateApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = {"verdict", "note"}
+
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "AdjudicationInput"

@@ -4,13 +4,18 @@ from typing import Any
 
 from django.conf import settings
 
-from console.core.errors import InvalidInput, TooLarge
+from console.core.errors import InvalidInput, TooLarge, detail
 
 
 def batch_records(body: Any, key: str) -> list:
     """The records of a batch body; 400 for a malformed or empty body, 413 for too many records."""
     if not isinstance(body, dict) or not isinstance(body.get(key), list):
         raise InvalidInput(f'Body must be {{"{key}": [...]}}.', code="invalid_body")
+    if unknown := sorted(k for k in body if k != key):
+        raise InvalidInput(
+            f'Body must be {{"{key}": [...]}}; unknown: {", ".join(k[:64] for k in unknown[:10])}.',
+            details=[detail(k[:200], "unknown_field", "is not a field of this request") for k in unknown[:50]],
+        )
     records = body[key]
     if len(records) > settings.INGEST_MAX_BATCH:
         raise TooLarge(

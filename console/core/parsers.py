@@ -38,6 +38,9 @@ class SafeJSONParser(JSONParser):
     `Infinity` are refused by DRF's strict mode, but `1e400` reads as infinity without passing
     that check: it is refused here, so no non-finite number reaches a service (jsonb, the audit
     trail's canonical text and the statistics all refuse it).
+
+    A view that names its body's fields (``body_fields``, a set) gets every other top-level key
+    refused with 400 ``unknown_field``: a misspelt optional field would otherwise read as absent.
     """
 
     def parse(self, stream, media_type=None, parser_context=None):
@@ -59,6 +62,21 @@ class SafeJSONParser(JSONParser):
                 raise InvalidInput(
                     "The body holds a lone surrogate (such as \\ud800), which has no UTF-8 form.",
                     details=[detail(where or None, "invalid_unicode", "must be valid Unicode")],
+                )
+        allowed = getattr(view, "body_fields", None)
+        if allowed is not None and isinstance(data, dict):
+            unknown = sorted(key for key in data if key not in allowed)
+            if unknown:
+                raise InvalidInput(
+                    "Unknown field"
+                    + ("s" if len(unknown) > 1 else "")
+                    + ": "
+                    + ", ".join(k[:64] for k in unknown[:10])
+                    + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+                    + ". Known: "
+                    + (", ".join(sorted(allowed)) or "none (send no body)")
+                    + ".",
+                    details=[detail(k[:200], "unknown_field", "is not a field of this request") for k in unknown[:50]],
                 )
         return data
 
@@ -85,3 +103,9 @@ def _lone_surrogate_path(value, path: str) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def body_checked(request) -> None:
+    """Parse the body now, so a handler that reads none still refuses one (``body_fields`` empty):
+    without this a body sent to an action that takes none is never looked at."""
+    request.data  # noqa: B018 -- the parse is the point

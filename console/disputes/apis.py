@@ -20,6 +20,7 @@ from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Conflict, InvalidInput, detail
 from console.core.openapi import link, links
 from console.core.paging import Keyset, page_parameters, page_schema
+from console.core.parsers import body_checked
 from console.disputes import selectors, services
 from console.disputes.models import MAX_NOTE, MAX_QUOTE, MAX_REASON, USER_KINDS, Kind, Status
 from console.disputes.validation import parse_dispute, parse_resolution
@@ -155,6 +156,9 @@ def _as_dict(request: Request, dispute_id: int) -> dict:
 
 
 class DecisionDisputesApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = {"kind", "reason", "contact", "evidence"}
+
     @extend_schema(
         summary="Dispute a refusal",
         extensions=links(
@@ -261,6 +265,9 @@ class DisputeDetailApi(APIView):
 
 
 class DisputeAssignApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = frozenset()
+
     @extend_schema(
         summary="Take a dispute (assign it to me)",
         description="Reviewers and policy owners of the route.",
@@ -269,12 +276,16 @@ class DisputeAssignApi(APIView):
         examples=[_dispute_example(assigned_to="reviewer-ann")],
     )
     def post(self, request: Request, dispute_id: int) -> Response:
+        body_checked(request)
         dispute = selectors.get_dispute_for_user(request.user, dispute_id)
         services.dispute_assign(actor=Actor.from_request(request), user=request.user, dispute=dispute)
         return Response(_as_dict(request, dispute_id))
 
 
 class DisputeResolveApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = {"resolution", "note"}
+
     @extend_schema(
         summary="Resolve a dispute",
         description="`upheld` or `overturned` by reviewers and policy owners "

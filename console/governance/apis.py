@@ -18,9 +18,10 @@ from console.core.conditional import not_modified
 from console.core.errors import NotFound
 from console.core.openapi import ETAG, IF_NONE_MATCH, ClosedObject, link, links
 from console.core.paging import Keyset, page_parameters, page_schema
+from console.core.parsers import body_checked
 from console.governance import selectors, services
 from console.governance.evidence import evidence_check
-from console.governance.validation import MAX_ANSWERS
+from console.governance.validation import DRAFT_FIELDS, MAX_ANSWERS
 
 _ESCALATION = inline_serializer(
     "PolicyEscalation",
@@ -188,6 +189,9 @@ _NEWEST_VERSIONS = Keyset("governance.versions", "-version", "-pk")
 
 
 class RoutePoliciesApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = DRAFT_FIELDS
+
     @extend_schema(
         summary="Draft a policy version",
         extensions=links(
@@ -299,6 +303,9 @@ class PolicyDetailApi(APIView):
 
 
 class PolicySignApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = {"evidence_sha256", "roll_back"}
+
     @extend_schema(
         summary="Sign a draft (its named owner only)",
         description="Send the `evidence_sha256` of the draft you read. The draft's evidence is a snapshot as of "
@@ -335,6 +342,9 @@ class PolicySignApi(APIView):
 
 
 class PolicyRecomputeEvidenceApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = frozenset()
+
     @extend_schema(
         summary="Recompute a draft's evidence as of now (its owner, or whoever may draft the route's policy)",
         description="A deliberate, audited action (`policy_evidence_refreshed`): the draft's evidence is computed "
@@ -345,6 +355,7 @@ class PolicyRecomputeEvidenceApi(APIView):
         examples=[_policy_example()],
     )
     def post(self, request: Request, policy_id: int) -> Response:
+        body_checked(request)
         policy = selectors.get_policy_for_user(request.user, policy_id)
         recomputed = services.policy_evidence_recompute(
             actor=Actor.from_request(request), user=request.user, policy=policy
@@ -381,6 +392,9 @@ class PolicyEvidenceCheckApi(APIView):
 
 
 class PolicyWithdrawApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = frozenset()
+
     @extend_schema(
         summary="Withdraw a draft (its author or its owner)",
         request=None,
@@ -388,6 +402,7 @@ class PolicyWithdrawApi(APIView):
         examples=[_policy_example(status="withdrawn")],
     )
     def post(self, request: Request, policy_id: int) -> Response:
+        body_checked(request)
         policy = selectors.get_policy(policy_id)
         withdrawn = services.policy_withdraw(actor=Actor.from_request(request), user=request.user, policy=policy)
         return Response(selectors.policy_as_dict(selectors.get_policy(withdrawn.pk)))

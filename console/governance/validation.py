@@ -24,6 +24,25 @@ from console.stats.policy_math import citation_adjusted_cost, cost_threshold
 
 MAX_TEXT = 20_000
 MAX_ANSWERS = 20
+# The top-level fields of a draft's body (parse_draft reads these and no others).
+DRAFT_FIELDS = frozenset(
+    {
+        "cutoff",
+        "band_lower",
+        "exchange_rate",
+        "exchange_answers",
+        "costs",
+        "owner",
+        "rationale",
+        "refusal_message",
+        "escalation",
+        "filters",
+        "confidence",
+        "interval",
+        "trial",
+        "certification",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,9 @@ class RecheckDetailApi(APIView):
 
 
 class RecheckCloseApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = {"resolution", "note", "policy_version"}
+
     @extend_schema(
         summary="Close a recheck (the route's policy owner or a reviewer)",
         description="`signed` names the version signed after the recheck opened (`policy_version`); `accepted` "
@@ -314,6 +317,9 @@ class RouteAlarmsApi(APIView):
 
 
 class AlarmAcknowledgeApi(APIView):
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = {"note"}
+
     @extend_schema(
         summary="Acknowledge an open alarm with a note (the route's policy owner or a reviewer)",
         description="Closes the alarm (audited: acknowledged, then closed); only a later day outside "

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from audit.services import Actor
 from console.core.api import ERROR_SCHEMA as ERROR
+from console.core.parsers import body_checked
 from console.shadow import selectors, services
 
 _SHADOW_RUN = inline_serializer(
@@ -26,6 +27,9 @@ _SHADOW_RUN = inline_serializer(
 
 class ShadowRunRetryApi(APIView):
     """Send a failed shadow run back to its route's pipeline (reviewers and admins; audited)."""
+
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = frozenset()
 
     @extend_schema(
         request=None,
@@ -51,6 +55,7 @@ class ShadowRunRetryApi(APIView):
         summary="Retry a failed shadow run",
     )
     def post(self, request: Request, run_id: int) -> Response:
+        body_checked(request)
         run = selectors.get_shadow_run_for_retry(request.user, run_id)
         run = services.shadow_run_retry(actor=Actor.from_request(request), run=run)
         run.refresh_from_db()

@@ -628,10 +628,16 @@ def _invalid_bodies(valid: Any, is_api: bool) -> list[Any]:
 # --- the walk ----------------------------------------------------------------------------------------
 
 
+# A key no write API knows: each API route's valid body with it added must be refused (400), never
+# stored without a word or ignored (a misspelt optional field would silently read as absent).
+UNKNOWN_FIELD = "walk_unknown_field"
+
+
 @dataclass
 class Findings:
     server_errors: list[str] = field(default_factory=list)
     unaudited: list[str] = field(default_factory=list)
+    unknown_accepted: list[str] = field(default_factory=list)
     audited_changes: Counter = field(default_factory=Counter)
     answers: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     requests: int = 0
@@ -671,7 +677,8 @@ def _walk(people: dict[str | None, Any]) -> Findings:
                 client = api if endpoint.is_api else page
                 valid = make_valid()
                 path = _path(endpoint, _parameters(endpoint, people[role]))
-                for body in [*_invalid_bodies(valid, endpoint.is_api), "valid"]:
+                extra = [{**valid, UNKNOWN_FIELD: 1}] if endpoint.is_api and isinstance(valid, dict) else []
+                for body in [*_invalid_bodies(valid, endpoint.is_api), *extra, "valid"]:
                     body = make_valid() if body == "valid" else body
                     _writes_cleared()
                     response = _send(client, method, path, body, endpoint.is_api)
@@ -682,6 +689,8 @@ def _walk(people: dict[str | None, Any]) -> Findings:
                     if response.status_code >= 500:
                         findings.server_errors.append(f"{where}: {response.status_code}")
                         continue
+                    if isinstance(body, dict) and UNKNOWN_FIELD in body and response.status_code < 400:
+                        findings.unknown_accepted.append(f"{where}: {response.status_code}")
                     for xid, change in _transactions().items():
                         if change.audited:
                             findings.audited_changes[endpoint.name] += not change.jobs
@@ -721,6 +730,7 @@ def test_every_state_changing_route_answers_without_5xx_and_audits_each_change(w
     report = [
         *(f"5xx: {line}" for line in findings.server_errors),
         *(f"unaudited: {line}" for line in findings.unaudited),
+        *(f"an unknown field accepted: {line}" for line in findings.unknown_accepted),
         *(f"no audited change with its valid body: {name}" for name in never_changed),
         *(f"no body and not read-only: {name} answered {sorted(findings.answers[name])}" for name in unknown),
     ]
