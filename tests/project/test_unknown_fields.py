@@ -32,4 +32,3 @@ def test_a_grade_with_a_misspelt_note_is_refused(route, grader):
         grader.post(f"/api/v1/grading/items/{item['id']}/grades", {"verdict": "correct"}, format="json").status_code
         == 201
     )
-
