@@ -13,7 +13,6 @@ whose versions / segments hold that key with that (string) value. Several keys c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -164,28 +163,6 @@ class _Reader(QueryReader):
             self.error(name, "must not repeat a value.")
             return default
         return tuple(values)
-
-    def choice(self, name: str, default: str, choices: Iterable[str]) -> str:
-        raw = self.raw(name)
-        if raw is None or raw == "":
-            return default
-        options = tuple(choices)
-        if raw not in options:
-            self.error(name, f"must be one of {', '.join(options)}; got {raw[:40]!r}.")
-            return default
-        return raw
-
-    def day(self, name: str) -> date | None:
-        raw = self.raw(name)
-        if raw is None or raw == "":
-            return None
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
-            try:
-                return date.fromisoformat(raw)
-            except ValueError:  # 2026-02-30
-                pass
-        self.error(name, f"must be a date written YYYY-MM-DD; got {raw[:40]!r}.")
-        return None
 
     def window(self) -> Window:
         date_from, date_to = self.day("from"), self.day("to")
