@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
+from django.http import HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
@@ -16,6 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from audit.services import Actor
 from console.accounts import hooks, selectors, services, throttle
+from console.accounts.backends import local_login_allowed
 from console.accounts.forms import MemberAddForm, RouteSlugForm, TokenForm, TokenRateForm
 from console.core.errors import Conflict, InvalidInput
 
@@ -53,6 +55,17 @@ class LoginView(auth_views.LoginView):
 
     form_class = ThrottledAuthenticationForm
     redirect_authenticated_user = True
+
+    def post(self, request, *args, **kwargs):
+        if not local_login_allowed():
+            return HttpResponseForbidden("Local passwords are switched off: sign in through the identity provider.")
+        return super().post(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["local_login"] = local_login_allowed()
+        context["provider_login"] = bool(settings.OIDC_ISSUER)
+        return context
 
     def form_invalid(self, form):
         response = super().form_invalid(form)
