@@ -186,7 +186,8 @@ def identities_deactivate(
         stale_ids += list(identities.filter(last_sign_in_at__lt=cutoff).values_list("pk", flat=True))
     deactivated = []
     with transaction.atomic(durable=True):
-        users = User.objects.select_for_update().filter(identities__pk__in=stale_ids, is_active=True).distinct()
+        user_ids = Identity.objects.filter(pk__in=stale_ids).values("user_id")
+        users = User.objects.select_for_update().filter(pk__in=user_ids, is_active=True)
         for user in users.order_by("username"):
             user.is_active = False
             user.save(update_fields=["is_active"])
