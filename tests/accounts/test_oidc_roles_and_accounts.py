@@ -15,7 +15,7 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from console.accounts.identity.roles import roles_from_claim
 from console.accounts.identity.services import identity_sign_in
-from console.accounts.models import GrantSource, Identity, RoleGrant
+from console.accounts.models import Identity, RoleGrant
 from console.core.errors import Conflict
 from tests import factories
 
