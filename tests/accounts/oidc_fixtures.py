@@ -118,13 +118,18 @@ class RealProvider:
             "POST_LOGOUT_REDIRECT_URI": f"{console_url}/accounts/login/",
             "BACKCHANNEL_LOGOUT_URI": f"{console_url}/accounts/oidc/backchannel-logout/",
         }
-        self.process = subprocess.Popen(
-            [node_or_skip(), "provider.mjs"], cwd=PROVIDER_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        line = self.process.stdout.readline().decode()
-        if not line.startswith("ready"):
-            self.process.kill()
-            raise RuntimeError(f"the OpenID provider did not start: {line} {self.process.stderr.read().decode()}")
+        # Its log goes to a file: a pipe nobody reads would stop the provider once full.
+        self.log = users_file.with_name("provider.log")
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [node_or_skip(), "provider.mjs"], cwd=PROVIDER_DIR, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 30
+        while "ready" not in self.log.read_text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                raise RuntimeError(f"the OpenID provider did not start: {self.log.read_text()}")
+            time.sleep(0.05)
 
     def set_users(self, users: dict) -> None:
         self.users_file.write_text(json.dumps(users))

@@ -47,6 +47,12 @@ const provider = new Provider(issuer, {
   },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   cookies: { keys: ['test-only-cookie-key'] },
+  // The console under test listens on the loopback address, which the provider's guard against
+  // server-side request forgery refuses: its back-channel logout calls go out without that guard here.
+  fetch: (url, options) => {
+    const { dispatcher, ...rest } = options;
+    return fetch(url, rest);
+  },
 });
 
 const page = (uid, error) => `<!doctype html><title>Sign in</title>
@@ -86,6 +92,10 @@ async function interaction(req, res) {
   await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
 }
 
+// The tests read these lines to know a back-channel logout was sent.
+provider.on('backchannel.error', (ctx, err) => console.log(`backchannel.error ${err} ${err.cause}`));
+provider.on('backchannel.success', () => console.log('backchannel.success'));
+provider.on('server_error', (ctx, err) => console.log(`server_error ${err}`));
 const callback = provider.callback();
 http.createServer((req, res) => {
   if (req.url.startsWith('/interaction/')) {
