@@ -14,6 +14,7 @@ from celery.schedules import crontab
 from console import embedded
 from console.env import (
     ConfigError,
+    check_oidc_settings,
     email_settings,
     env_bool,
     env_console_url,
@@ -462,11 +463,7 @@ OIDC_MAX_SESSION_SECONDS = env_int("OIDC_MAX_SESSION_SECONDS", 8 * 3600, minimum
 # 0 refuses local passwords (the sign-in form, the Django admin's) once a provider is configured.
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)
 if OIDC_ISSUER:
-    from console.accounts.identity.config import check_provider_settings
-
-    check_provider_settings(
-        issuer=OIDC_ISSUER, client_id=OIDC_CLIENT_ID, scopes=OIDC_SCOPES, allow_http=OIDC_ALLOW_HTTP
-    )
+    check_oidc_settings(issuer=OIDC_ISSUER, client_id=OIDC_CLIENT_ID, scopes=OIDC_SCOPES, allow_http=OIDC_ALLOW_HTTP)
 # Local passwords go through the first backend, which refuses them (and ends the sessions they opened)
 # when LOCAL_LOGIN=0 and a provider is configured; the second loads people who signed in at the provider.
 AUTHENTICATION_BACKENDS = [
