@@ -144,6 +144,10 @@ def provider_session_record(*, identity: Identity, session_key: str, sid: str) -
     """Remember which console session the provider's session opened, for its back-channel logout.
     Not audited: a session is not a record of anything (as django_session)."""
     ProviderSession.objects.update_or_create(session_key=session_key, defaults={"identity": identity, "sid": sid})
+    # Sessions that ended by age or sign-out leave their row behind: drop this person's stale ones.
+    ProviderSession.objects.filter(identity=identity).exclude(
+        session_key__in=Session.objects.filter(expire_date__gt=timezone.now()).values("session_key")
+    ).delete()
 
 
 def provider_sessions_end(*, issuer: str, subject: str | None, sid: str | None) -> int:

@@ -70,7 +70,7 @@ def oidc_callback(request):
     except OSError as exc:
         logger.warning("identity provider unreachable: %s", exc)
         return _refused(request, "The identity provider could not be reached. Try again in a minute.", status=502)
-    next_url = request.session.get(_NEXT_KEY) or reverse(settings.LOGIN_REDIRECT_URL)
+    next_url = request.session.pop(_NEXT_KEY, None) or reverse(settings.LOGIN_REDIRECT_URL)
     login(request, signed_in.user, backend=BACKEND)
     # The provider may tell no logout: the session ends at this age whatever happens there.
     request.session.set_expiry(settings.OIDC_MAX_SESSION_SECONDS)
