@@ -460,6 +460,8 @@ OIDC_ROLES_CLAIM = env_str("OIDC_ROLES_CLAIM", "groups")
 OIDC_ALLOW_HTTP = env_bool("OIDC_ALLOW_HTTP", False)
 # Where the provider tells no logout (no back-channel logout), a session it opened ends this long after sign-in.
 OIDC_MAX_SESSION_SECONDS = env_int("OIDC_MAX_SESSION_SECONDS", 8 * 3600, minimum=60, maximum=30 * 24 * 3600)
+# Signing a policy re-authenticates at the provider; the signature must follow within this many seconds.
+OIDC_STEP_UP_SECONDS = env_int("OIDC_STEP_UP_SECONDS", 300, minimum=10, maximum=3600)
 # 0 refuses local passwords (the sign-in form, the Django admin's) once a provider is configured.
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)
 if OIDC_ISSUER:

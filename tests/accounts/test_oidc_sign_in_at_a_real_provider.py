@@ -1,16 +1,18 @@
 """Sign-in at a real, certified OpenID provider (oidc-provider on Node.js, tests/accounts/oidc_provider)
 started by these tests, with people and groups the tests write: the whole authorization code flow with
 PKCE, the roles that follow the groups (and go when a group is removed), a replayed answer refused,
-the session's maximum age, and logout both ways (the console's sign-out ends the provider's session;
-the provider's back-channel logout ends the console's)."""
+the session's maximum age, step-up (the provider asks again), and logout both ways (the console's
+sign-out ends the provider's session; the provider's back-channel logout ends the console's)."""
 
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 
 import httpx
 import pytest
+from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
@@ -152,3 +154,38 @@ def test_a_forged_back_channel_logout_is_refused(configured, console_url):
         headers={"Connection": "close"},
     )
     assert response.status_code == 400
+
+
+def test_step_up_makes_the_provider_ask_for_the_password_again_and_keeps_its_evidence(configured, console_url):
+    configured.set_users({"gus": {"password": "pw", "email": "gus@example.org", "groups": ["policy_owner"]}})
+    browser, _ = browse(console_url, "gus", "pw")
+    started = int(time.time())
+    # The provider's session is live: a plain sign-in would come straight back; a step-up must ask.
+    page = browser.get(f"{console_url}/accounts/oidc/login/?step_up=1&next=/refusals/")
+    assert "/interaction/" in str(page.url) and 'name="password"' in page.text
+    page = browser.post(f"{page.url}/login", data={"login": "gus", "password": "pw"})
+    assert page.url.path == "/refusals/"
+    evidence = SessionStore(session_key=browser.cookies["sessionid"])["oidc_fresh_auth"]
+    assert evidence["auth_time"] >= started - 1 and evidence["subject"] == "gus"
+
+
+def test_a_step_up_as_someone_else_is_refused(configured, console_url):
+    configured.set_users(
+        {
+            "hal": {"password": "pw", "email": "hal@example.org", "groups": ["policy_owner"]},
+            "ivy": {"password": "pw", "email": "ivy@example.org", "groups": ["reader"]},
+        }
+    )
+    browse(console_url, "ivy", "pw")  # ivy has an account too
+    browser, _ = browse(console_url, "hal", "pw")
+    page = browser.get(f"{console_url}/accounts/oidc/login/?step_up=1&next=/refusals/")
+    page = browser.post(f"{page.url}/login", data={"login": "ivy", "password": "pw"})
+    if "document.forms[0].submit()" in page.text:  # the provider's page for a changed account submits itself
+        action = re.search(r'action="([^"]+)"', page.text)[1]
+        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+        page = browser.post(httpx.URL(str(page.url)).join(action.replace("&amp;", "&")), data=fields)
+    # Another account at the provider ends hal's session there, and its back-channel logout ends hal's
+    # session here: the answer finds no sign-in waiting for it and is refused; nothing is confirmed.
+    assert page.status_code in (400, 403), (str(page.url), page.text[:300])
+    assert not any("oidc_fresh_auth" in session.get_decoded() for session in Session.objects.all())
+    assert browser.get(f"{console_url}/refusals/").url.path == "/accounts/login/"

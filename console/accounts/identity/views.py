@@ -4,6 +4,7 @@ sign-out, which also ends the provider's session, and the provider's back-channe
 from __future__ import annotations
 
 import logging
+import time
 
 from django.conf import settings
 from django.contrib.auth import login, logout
@@ -17,7 +18,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from console.accounts.identity import provider, services
+from console.accounts.identity import provider, services, stepup
+from console.accounts.models import Identity
 from console.core.errors import Conflict, InvalidInput
 
 logger = logging.getLogger(__name__)
@@ -46,8 +48,16 @@ def oidc_login(request):
     """Off to the provider; state, nonce and the PKCE verifier wait in the session for the way back."""
     _require_provider()
     request.session[_NEXT_KEY] = _safe_next(request, request.GET.get("next"))
+    params = {}
+    if request.GET.get("step_up") == "1" and request.user.is_authenticated:
+        # Step-up (signing): the provider must ask again, whatever session it has (prompt=login, max_age=0).
+        request.session[stepup.STARTED_KEY] = {"user": request.user.pk, "started": int(time.time())}
+        params = {"prompt": "login", "max_age": 0}
+    else:
+        request.session.pop(stepup.STARTED_KEY, None)
     try:
-        return provider.authorize_redirect(request, redirect_uri=request.build_absolute_uri(reverse("oidc-callback")))
+        callback = request.build_absolute_uri(reverse("oidc-callback"))
+        return provider.authorize_redirect(request, redirect_uri=callback, **params)
     except (provider.SignInRefused, OSError) as exc:
         logger.warning("identity provider unreachable or misconfigured: %s", exc)
         return _refused(request, "The identity provider could not be reached. Try again in a minute.", status=502)
@@ -57,6 +67,9 @@ def oidc_login(request):
 @never_cache
 def oidc_callback(request):
     _require_provider()
+    step_up = request.session.pop(stepup.STARTED_KEY, None)
+    if step_up is not None:
+        return _step_up_callback(request, step_up)
     try:
         answer = provider.authorize_answer(request)
         signed_in = services.identity_sign_in(
@@ -80,6 +93,32 @@ def oidc_callback(request):
         identity=signed_in.identity, session_key=request.session.session_key, sid=str(answer.claims.get("sid") or "")
     )
     return redirect(next_url)
+
+
+def _step_up_callback(request, started: dict):
+    """The way back from a step-up: the same person, authenticated at the provider after it began."""
+    try:
+        answer = provider.authorize_answer(request)
+    except provider.SignInRefused as exc:
+        logger.warning("step-up at the identity provider refused: %s", exc)
+        return _refused(request, "The identity provider's answer did not check out. Start again.", status=400)
+    except OSError:
+        return _refused(request, "The identity provider could not be reached. Try again in a minute.", status=502)
+    same_person = (
+        request.user.is_authenticated
+        and request.user.pk == started["user"]
+        and Identity.objects.filter(
+            user=request.user, issuer=settings.OIDC_ISSUER, subject=answer.claims.get("sub")
+        ).exists()
+    )
+    if not same_person:
+        return _refused(request, "You confirmed as someone else at the identity provider.", status=403)
+    auth_time = answer.claims.get("auth_time")
+    # A little clock skew between the provider and the console is forgiven, an earlier sign-in is not.
+    if not isinstance(auth_time, int) or auth_time < started["started"] - 5:
+        return _refused(request, "The identity provider did not ask for your password again.", status=403)
+    stepup.evidence_record(request.session, claims=answer.claims)
+    return redirect(request.session.pop(_NEXT_KEY, None) or reverse(settings.LOGIN_REDIRECT_URL))
 
 
 def _refused(request, message: str, *, status: int):
