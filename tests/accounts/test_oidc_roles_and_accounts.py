@@ -179,3 +179,22 @@ def test_local_passwords_stay_while_no_provider_is_configured(db, client, settin
 def test_the_provider_pages_are_not_found_while_no_provider_is_configured(db, client):
     assert client.get("/accounts/oidc/login/").status_code == 404
     assert client.post("/accounts/oidc/backchannel-logout/", {"logout_token": "x"}).status_code == 404
+
+
+def test_admins_see_who_has_which_role_and_can_export_it_as_csv(client, route, django_assert_max_num_queries):
+    client.force_login(factories.make_user("boss", "admin"))
+    factories.make_user("@sum", "reader", route)
+    sign_in(["grader"])
+    with django_assert_max_num_queries(12):
+        page = client.get("/workspace/roles/").content.decode()
+    assert "From the identity provider" in page and "it-support" in page
+    rows = client.get("/workspace/roles.csv").content.decode().splitlines()
+    assert rows[0] == "username,email,active,role,route,source,granted_at"
+    assert any(row.startswith("ada,,yes,grader,*,provider,") for row in rows)
+    assert any(row.startswith("'@sum,") for row in rows)  # a formula is written as text
+
+
+def test_only_admins_see_the_roles_overview(client, route):
+    client.force_login(factories.make_user("rita", "reader", route))
+    assert client.get("/workspace/roles/").status_code == 403
+    assert client.get("/workspace/roles.csv").status_code == 403
