@@ -13,6 +13,8 @@ class Action(models.TextChoices):
     ROLE_GRANTED = "role_granted", "Role granted"
     ROLE_REVOKED = "role_revoked", "Role revoked"
     USER_CREATED = "user_created", "User created"
+    IDENTITY_LINKED = "identity_linked", "Account linked to the identity provider"
+    USER_DEACTIVATED = "user_deactivated", "User deactivated"
     DEMO_LOADED = "demo_loaded", "Demo loaded"
     SHADOW_PIPELINE_SET = "shadow_pipeline_set", "Shadow pipeline set"
     DECISIONS_VERIFIED = "decisions_verified", "Claim spans verified"

@@ -14,6 +14,7 @@ from celery.schedules import crontab
 from console import embedded
 from console.env import (
     ConfigError,
+    check_oidc_settings,
     email_settings,
     env_bool,
     env_console_url,
@@ -466,3 +467,26 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
 DISPUTES_DEFAULT_RESPONSE_HOURS = env_int("DISPUTES_DEFAULT_RESPONSE_HOURS", 72)
 APPEALS_PER_CLIENT = env_int("APPEALS_PER_CLIENT", 10)
 APPEALS_CLIENT_WINDOW_SECONDS = env_int("APPEALS_CLIENT_WINDOW_SECONDS", 3600)
+
+# Sign-in through an OpenID provider (console/accounts/identity; README "Sign-in with your identity
+# provider"). Off unless OIDC_ISSUER is set; the issuer's discovery document gives every endpoint.
+OIDC_ISSUER = env_str("OIDC_ISSUER")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID")
+OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET")
+OIDC_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+OIDC_ROLES_CLAIM = env_str("OIDC_ROLES_CLAIM", "groups")
+OIDC_ALLOW_HTTP = env_bool("OIDC_ALLOW_HTTP", False)
+# Where the provider tells no logout (no back-channel logout), a session it opened ends this long after sign-in.
+OIDC_MAX_SESSION_SECONDS = env_int("OIDC_MAX_SESSION_SECONDS", 8 * 3600, minimum=60, maximum=30 * 24 * 3600)
+# Signing a policy re-authenticates at the provider; the signature must follow within this many seconds.
+OIDC_STEP_UP_SECONDS = env_int("OIDC_STEP_UP_SECONDS", 300, minimum=10, maximum=3600)
+# 0 refuses local passwords (the sign-in form, the Django admin's) once a provider is configured.
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)
+if OIDC_ISSUER:
+    check_oidc_settings(issuer=OIDC_ISSUER, client_id=OIDC_CLIENT_ID, scopes=OIDC_SCOPES, allow_http=OIDC_ALLOW_HTTP)
+# Local passwords go through the first backend, which refuses them (and ends the sessions they opened)
+# when LOCAL_LOGIN=0 and a provider is configured; the second loads people who signed in at the provider.
+AUTHENTICATION_BACKENDS = [
+    "console.accounts.backends.LocalPasswordBackend",
+    "console.accounts.backends.IdentityProviderBackend",
+]

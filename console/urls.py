@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.templatetags.static import static
 from django.urls import include, path, re_path
@@ -8,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from audit import views as audit_views
 from console.accounts import views as accounts_views
+from console.accounts.identity import views as identity_views
 from console.core import health
 from console.core.api import api_not_found
 from console.ledger import views as ledger_views
@@ -16,7 +16,8 @@ from console.review import views as review_views
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("accounts/login/", accounts_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", identity_views.sign_out, name="logout"),
+    path("", include("console.accounts.identity.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script from a URL, so the page needs no inline script under the CSP.

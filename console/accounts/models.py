@@ -37,6 +37,11 @@ class Route(models.Model):
         return self.slug
 
 
+class GrantSource(models.TextChoices):
+    MANUAL = "manual", "Granted in the console"
+    PROVIDER = "provider", "From the identity provider"
+
+
 class RoleGrant(models.Model):
     """One role for one user, on one route or (route empty) on every route."""
 
@@ -49,6 +54,13 @@ class RoleGrant(models.Model):
         on_delete=models.CASCADE,
         related_name="grants",
         help_text="Route the role applies to; empty means every route.",
+    )
+    source = models.CharField(
+        max_length=10,
+        choices=GrantSource.choices,
+        default=GrantSource.MANUAL,
+        help_text="Who made the grant: an admin (kept until revoked) or the identity provider's roles claim "
+        "(taken away at the next sign-in that no longer carries it).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -110,3 +122,40 @@ class ApiToken(models.Model):
     @staticmethod
     def new_key() -> str:
         return "arc_" + secrets.token_urlsafe(32)
+
+
+class Identity(models.Model):
+    """A person's account at the OpenID provider, (issuer, subject), linked to their console user.
+
+    The subject, not the username, is what a sign-in is matched on: a provider may let people change
+    their `preferred_username`, never their `sub`."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="identities")
+    issuer = models.CharField(max_length=500, help_text="The provider's issuer URL (the ID token's iss).")
+    subject = models.CharField(max_length=255, help_text="The person's id at the provider (the ID token's sub).")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(
+        help_text="Last sign-in through the provider; `manage.py oidc_deactivate_unknown --not-seen-days` reads it."
+    )
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="unique_identity_per_issuer")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+
+class ProviderSession(models.Model):
+    """A console session opened by a sign-in through the provider, so that the provider's
+    back-channel logout (by its session id `sid`, or by subject) can end it."""
+
+    identity = models.ForeignKey(Identity, on_delete=models.CASCADE, related_name="sessions")
+    session_key = models.CharField(max_length=40, unique=True, help_text="Django's session key.")
+    sid = models.CharField(max_length=255, blank=True, help_text="The provider's session id (the ID token's sid).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["sid"], name="accounts_providersession_sid")]
+
+    def __str__(self) -> str:
+        return f"session of {self.identity}"

@@ -64,3 +64,8 @@ def admin_addresses() -> list[str]:
     """The e-mail addresses of the console's active admins (superusers and global admin grants)."""
     users = get_user_model().objects.filter(is_active=True).filter(Q(is_superuser=True) | Q(grants__role=Role.ADMIN))
     return sorted({user.email for user in users.distinct()})
+
+
+def role_grants_all() -> QuerySet[RoleGrant]:
+    """Every role grant with its person and route, for the admins' overview (one query)."""
+    return RoleGrant.objects.select_related("user", "route").order_by("user__username", "route__slug", "role")

@@ -15,7 +15,7 @@ from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import hooks
-from console.accounts.models import ApiToken, Role, RoleGrant, Route, hash_token
+from console.accounts.models import ApiToken, GrantSource, Role, RoleGrant, Route, hash_token
 from console.core.errors import Conflict, InvalidInput, detail
 
 
@@ -68,12 +68,13 @@ def user_ensure(*, actor: Actor, username: str, password: str | None = None, ema
     return user
 
 
-def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
-    """Grant `role` on `route` (a ledger Route), or on every route when it is None."""
+def role_grant(*, actor: Actor, user, role: str, route=None, source: str = GrantSource.MANUAL) -> RoleGrant:
+    """Grant `role` on `route` (a ledger Route), or on every route when it is None. `source` says who
+    made it: an admin, or the identity provider's roles claim (taken away when the claim drops it)."""
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}; choose from {', '.join(Role.values)}.")
     with transaction.atomic():
-        grant, created = RoleGrant.objects.get_or_create(user=user, role=role, route=route)
+        grant, created = RoleGrant.objects.get_or_create(user=user, role=role, route=route, defaults={"source": source})
         if created:
             audit_record(
                 actor=actor,
@@ -85,6 +86,7 @@ def role_grant(*, actor: Actor, user, role: str, route=None) -> RoleGrant:
                     "role": {"old": None, "new": role},
                     "route": route.slug if route else None,
                     "username": user.get_username(),
+                    **({"source": str(source)} if source != GrantSource.MANUAL else {}),
                 },
             )
     return grant

@@ -6,6 +6,8 @@ from console.accounts import views
 
 urlpatterns = [
     path("workspace/", views.workspace_index, name="workspace"),
+    path("workspace/roles/", views.workspace_roles, name="workspace-roles"),
+    path("workspace/roles.csv", views.workspace_roles_csv, name="workspace-roles-csv"),
     path("routes/new/", views.route_new, name="route-new"),
     path("routes/<slug:slug>/settings/", views.route_settings, name="route-settings"),
     path("routes/<slug:slug>/members/", views.route_members, name="route-members"),

@@ -3,19 +3,23 @@ pages: routes with their settings and members, and API tokens."""
 
 from __future__ import annotations
 
+import csv
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
+from django.http import HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit.services import Actor
 from console.accounts import hooks, selectors, services, throttle
+from console.accounts.backends import local_login_allowed
 from console.accounts.forms import MemberAddForm, RouteSlugForm, TokenForm, TokenRateForm
 from console.core.errors import Conflict, InvalidInput
 
@@ -53,6 +57,17 @@ class LoginView(auth_views.LoginView):
 
     form_class = ThrottledAuthenticationForm
     redirect_authenticated_user = True
+
+    def post(self, request, *args, **kwargs):
+        if not local_login_allowed():
+            return HttpResponseForbidden("Local passwords are switched off: sign in through the identity provider.")
+        return super().post(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["local_login"] = local_login_allowed()
+        context["provider_login"] = bool(settings.OIDC_ISSUER)
+        return context
 
     def form_invalid(self, form):
         response = super().form_invalid(form)
@@ -214,3 +229,41 @@ def token_rate(request, pk: int):
     else:
         messages.info(request, f"Token {token.name or token.prefix} had that rate already.")
     return redirect("tokens")
+
+
+# Spreadsheets run a cell that starts with one of these as a formula: such a cell is written as text.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+@require_GET
+def workspace_roles(request):
+    """Who has which role on which route (admins), with where each grant came from."""
+    selectors.require_workspace_admin(request.user)
+    return render(request, "accounts/roles.html", {"grants": selectors.role_grants_all()})
+
+
+@require_GET
+def workspace_roles_csv(request):
+    selectors.require_workspace_admin(request.user)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="roles.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["username", "email", "active", "role", "route", "source", "granted_at"])
+    for grant in selectors.role_grants_all():
+        writer.writerow(
+            [
+                _csv_cell(grant.user.get_username()),
+                _csv_cell(grant.user.email),
+                "yes" if grant.user.is_active else "no",
+                grant.role,
+                grant.route.slug if grant.route_id else "*",
+                grant.source,
+                grant.created_at.isoformat(),
+            ]
+        )
+    return response

@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 # Paths anyone may reach: the health check, login, static assets. /api/ authenticates per request
 # (401 with the error envelope, never a redirect to a login page).
-_OPEN_PREFIXES = ("/favicon.ico", "/healthz", "/accounts/login/", "/static/", "/api/", "/appeal/")
+_OPEN_PREFIXES = ("/favicon.ico", "/healthz", "/accounts/login/", "/accounts/oidc/", "/static/", "/api/", "/appeal/")
 
 
 class LoginRequiredEverywhereMiddleware:

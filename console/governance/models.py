@@ -133,3 +133,22 @@ class PolicyVersion(models.Model):
     @staticmethod
     def sha256_of(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class SigningStepUp(models.Model):
+    """The identity provider's evidence that the signer authenticated again just before signing
+    (step-up: prompt=login, max_age=0), kept beside the signature it proves. Written in the signature's
+    transaction; signatures proven with a password or a token have none."""
+
+    policy = models.OneToOneField(PolicyVersion, on_delete=models.PROTECT, related_name="step_up")
+    issuer = models.CharField(max_length=500, help_text="The provider's issuer URL.")
+    subject = models.CharField(max_length=255, help_text="The signer's id at the provider (sub).")
+    auth_time = models.DateTimeField(help_text="When the provider authenticated the signer (the ID token's auth_time).")
+    acr = models.CharField(
+        max_length=255, blank=True, help_text="Authentication context class, when the provider sent one."
+    )
+    amr = models.JSONField(default=list, blank=True, help_text="Authentication methods (e.g. pwd, otp), when sent.")
+    signed_at = models.DateTimeField(help_text="The signature's instant; at most OIDC_STEP_UP_SECONDS after auth_time.")
+
+    def __str__(self) -> str:
+        return f"step-up of {self.subject} for policy {self.policy_id}"

@@ -4,9 +4,11 @@ transaction; signing supersedes the version in force in the same transaction."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max
 from django.urls import reverse
@@ -21,7 +23,7 @@ from console.analysis import selectors as analysis_selectors
 from console.core.errors import Conflict, Forbidden, InvalidInput, ServiceError, detail
 from console.governance import hooks, selectors
 from console.governance.evidence import arrivals_since, as_of_text, compute_evidence, recompute_stored, snapshot_now
-from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
+from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion, SigningStepUp
 from console.governance.validation import DraftInput, parse_draft
 from console.notify.services import notification_send
 
@@ -246,6 +248,42 @@ def _signing_record(policy: PolicyVersion) -> dict[str, Any]:
     }
 
 
+def _step_up_check(step_up: dict[str, Any] | None) -> None:
+    """A signature proven at the provider must follow its authentication within OIDC_STEP_UP_SECONDS."""
+    window = settings.OIDC_STEP_UP_SECONDS
+    if not step_up or step_up.get("auth_time", 0) < timezone.now().timestamp() - window:
+        raise Forbidden(
+            f"Signing needs a fresh proof that it is you: confirm at your identity provider, then sign within "
+            f"{window // 60} minutes.",
+            code="step_up_required",
+        )
+
+
+def _step_up_save(policy: PolicyVersion, step_up: dict[str, Any], now) -> dict[str, Any]:
+    """Keep the provider's evidence beside the signature; returns it for the signature's audit event."""
+    amr = step_up.get("amr") or []
+    record = SigningStepUp(
+        policy=policy,
+        issuer=step_up["issuer"],
+        subject=step_up["subject"],
+        auth_time=datetime.fromtimestamp(step_up["auth_time"], tz=UTC),
+        acr=str(step_up.get("acr") or ""),
+        amr=amr if isinstance(amr, list) else [amr],
+        signed_at=now,
+    )
+    record.full_clean(exclude=["policy"])
+    record.save()
+    return {
+        "step_up": {
+            "issuer": record.issuer,
+            "subject": record.subject,
+            "auth_time": record.auth_time.isoformat(),
+            "acr": record.acr or None,
+            "amr": record.amr,
+        }
+    }
+
+
 def _version_order_check(policy: PolicyVersion, *, roll_back: bool) -> PolicyVersion | None:
     """The newer version in force that signing this draft rolls back, if any. A draft drafted before
     the version in force was signed is refused (409 ``older_than_in_force``) unless the owner asked
@@ -292,6 +330,7 @@ class SigningProof(StrEnum):
     loader, commands) signs for a user it already chose."""
 
     PASSWORD = "password"
+    PROVIDER = "provider"  # a fresh authentication at the identity provider (step-up), with its evidence
     TOKEN = "token"
     IN_PROCESS = "in_process"
     SESSION = "session"  # refused
@@ -305,6 +344,7 @@ def policy_sign(
     evidence_sha256: Any,
     roll_back: Any = False,
     proof: SigningProof = SigningProof.IN_PROCESS,
+    step_up: dict[str, Any] | None = None,
 ) -> PolicyVersion:
     """Make a draft the policy in force. Only its named owner signs, only a draft, and only on the
     evidence they read: the draft's stored snapshot, whose SHA-256 they send (409
@@ -323,6 +363,8 @@ def policy_sign(
             "or through the API with a token. A browser session alone does not sign.",
             code="step_up_required",
         )
+    if proof == SigningProof.PROVIDER:
+        _step_up_check(step_up)
     _signing_input(evidence_sha256, roll_back)
     _draft_only(policy, "a draft can be signed")
     with transaction.atomic():
@@ -351,6 +393,7 @@ def policy_sign(
         with connection.cursor() as cursor:
             cursor.execute("SELECT governance_policy_sign(%s, %s, %s)", [locked.pk, user.pk, now])
         locked.status, locked.signed_at, locked.signed_by = PolicyStatus.ACTIVE, now, user
+        step_up_record = _step_up_save(locked, step_up, now) if proof == SigningProof.PROVIDER else {}
         audit_record(
             actor=actor,
             action=Action.POLICY_ROLLED_BACK if rolled_back else Action.POLICY_SIGNED,
@@ -363,6 +406,7 @@ def policy_sign(
                 "evidence_text": locked.evidence_text,
             }
             | _signing_record(locked)
+            | step_up_record
             | ({"rolled_back_from": {"id": rolled_back.pk, "version": rolled_back.version}} if rolled_back else {}),
         )
     return locked

@@ -6,10 +6,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from audit.services import Actor
 from console.accounts import permissions, throttle
+from console.accounts.identity import stepup
 from console.core.errors import Conflict, InvalidInput
 from console.governance import forms, selectors, services
 from console.stats.intervals import INTERVAL_METHODS
@@ -97,6 +99,9 @@ def policy_sign(request, pk: int):
     error = ""
     roll_back = request.POST.get("roll_back") == "yes"
     throttled = None
+    if stepup.applies(request.user):
+        # Signed in at the identity provider: the proof is a fresh authentication there, not a password.
+        return _sign_with_step_up(request, policy, roll_back=roll_back)
     if request.method == "POST":
         # The password counts against the sign-in's throttle (same counts): a wrong one here is a
         # failed sign-in, and a throttled user or client is refused, right password or not.
@@ -156,6 +161,51 @@ def policy_sign(request, pk: int):
     return response
 
 
+def _sign_with_step_up(request, policy, *, roll_back: bool):
+    """The sign page for people who sign in at the identity provider: they confirm there (step-up), come
+    back, tick and sign within OIDC_STEP_UP_SECONDS; the provider's evidence goes with the signature."""
+    evidence = stepup.evidence_fresh(request.session)
+    error = ""
+    if request.method == "POST":
+        if evidence is None:
+            error = "Confirm it is you at your identity provider first, then sign within the next few minutes."
+        elif request.POST.get("read_evidence") != "yes":
+            error = "Tick that you have read the evidence before signing."
+        else:
+            newer = selectors.newer_in_force(policy)
+            try:
+                services.policy_sign(
+                    actor=Actor.user(request.user),
+                    user=request.user,
+                    policy=policy,
+                    evidence_sha256=request.POST.get("evidence_sha256", ""),
+                    roll_back=roll_back,
+                    proof=services.SigningProof.PROVIDER,
+                    step_up=evidence,
+                )
+            except (InvalidInput, Conflict) as exc:
+                if exc.code == "older_than_in_force":
+                    return _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""))
+                error = exc.message
+                policy = selectors.get_policy(policy.pk)
+            else:
+                stepup.evidence_use(request.session)
+                done = f"Version {policy.version} is signed and in force"
+                if newer is not None:
+                    done += f" in place of version {newer.version}: the route is rolled back"
+                messages.success(request, done + ".")
+                return redirect("route-policy", slug=policy.route.slug)
+    context = {
+        "policy": policy,
+        "evidence": selectors.evidence_of(policy),
+        "since": selectors.arrived_since(policy),
+        "error": error,
+        "newer_in_force": selectors.newer_in_force(policy),
+        "step_up": {"fresh": evidence, "url": f"{reverse('oidc-login')}?step_up=1&next={request.path}"},
+    }
+    return render(request, "governance/sign.html", context, status=400 if error else 200)
+
+
 def _roll_back_confirmation(request, policy, evidence_sha256: str, *, error: str = ""):
     """A separate step: the owner confirms, with their password again, that the older draft replaces
     the newer version in force, both named with their cutoffs."""
@@ -165,7 +215,13 @@ def _roll_back_confirmation(request, policy, evidence_sha256: str, *, error: str
     return render(
         request,
         "governance/roll_back.html",
-        {"policy": policy, "newer": newer, "evidence_sha256": evidence_sha256, "error": error},
+        {
+            "policy": policy,
+            "newer": newer,
+            "evidence_sha256": evidence_sha256,
+            "error": error,
+            "step_up": stepup.applies(request.user),
+        },
         status=409 if not error else 400,
     )
 

@@ -69,6 +69,7 @@ def _pages(decision_id: int) -> list[str]:
         "/grading/routes/it-support/gold/",
         "/gaps/",
         "/workspace/",
+        "/workspace/roles/",
         "/routes/new/",
         "/routes/it-support/settings/",
         "/routes/it-support/members/",

@@ -99,6 +99,8 @@ UNAUDITED_TABLES = {
 NO_AUDITED_CHANGE = {
     "login": "signs in (a session); failed attempts count in the cache",
     "logout": "signs out (a session)",
+    "oidc-backchannel-logout": "ends console sessions the identity provider ended (django_session); "
+    "404 while no provider is configured",
     "admin:login": "signs in (a session)",
     "admin:logout": "signs out (a session)",
     "admin:password_change": "Django's password form; the console's users sign in with it but roles are audited",
