@@ -134,7 +134,7 @@ def test_a_single_refusal_gives_a_run_without_clusters_and_says_why(
 
 def test_a_route_without_vectors_says_why_it_has_no_gaps(route, reviewer):
     body = _json(reviewer.get("/api/v1/routes/it-support/gaps"))
-    assert body == {"computed_at": None, "clusters": [], "reason": "not_computed"}
+    assert body == {"computed_at": None, "clusters": [], "results": [], "next": None, "reason": "not_computed"}
 
 
 @pytest.mark.parametrize("question", ["How do I reset my password", "?"])
