@@ -115,6 +115,11 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
             if "requestBody" in operation:
                 for status, description in _BODY_STATUSES.items():
                     responses.setdefault(status, _error_response(description))
+            if any(p.get("name") == "limit" and p.get("in") == "query" for p in operation.get("parameters", [])):
+                # Every paged list: a `limit` out of range or a cursor it did not issue is a 400.
+                responses.setdefault(
+                    "400", _error_response("A `limit` out of range or a `cursor` not issued by this list.")
+                )
             for status in ("429", "503"):
                 if status in responses:
                     responses[status].setdefault("headers", {}).setdefault("Retry-After", RETRY_AFTER)

@@ -64,7 +64,11 @@ def page_schema(
 def page_parameters(default: int, maximum: int = MAX_LIMIT) -> list[OpenApiParameter]:
     """`limit` and `cursor`, as every paged list documents them."""
     return [
-        OpenApiParameter("limit", int, description=f"Items per page, 1 to {maximum}; default {default}."),
+        OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": maximum},
+            description=f"Items per page, 1 to {maximum}; default {default}.",
+        ),
         OpenApiParameter("cursor", str, description="Opaque; taken from a `next` URL."),
     ]
 

@@ -1,4 +1,3 @@
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -83,6 +82,8 @@ class DecisionIngestApi(APIView):
         return Response({"created": result.created, "unchanged": result.unchanged}, status=201)
 
 
+# A day, or empty for none (as the refusals page's form sends an unset field).
+_DAY = {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 0}]}
 _ROUTE_LIST = page_schema("RouteList", RouteSummary(), also_as="routes")
 _ROUTE_EXAMPLE = {"slug": "it-support", "name": "IT support", "graders_per_item": 2}
 _ROUTE_PAGES = Keyset("ledger.routes", "slug")
@@ -195,8 +196,8 @@ class RouteDecisionListApi(APIView):
             OpenApiParameter("outcome", str, enum=list(_OUTCOME_CHOICES), description="Default `any`."),
             OpenApiParameter("score_min", float, description="Gate score at least this."),
             OpenApiParameter("score_max", float, description="Gate score at most this."),
-            OpenApiParameter("from", OpenApiTypes.DATE, description="First day (UTC, inclusive)."),
-            OpenApiParameter("to", OpenApiTypes.DATE, description="Last day (UTC, inclusive)."),
+            OpenApiParameter("from", _DAY, description="First day (UTC, inclusive); empty: no bound."),
+            OpenApiParameter("to", _DAY, description="Last day (UTC, inclusive); empty: no bound."),
             OpenApiParameter(
                 "q", str, description='Words in the question or claim: "a phrase", or, -word (at most 200 characters).'
             ),
