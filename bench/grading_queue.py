@@ -265,6 +265,8 @@ def cleanup(route_id: int, run: str) -> None:
             "DELETE FROM ledger_requestkey WHERE route_id = %s",
             "DELETE FROM ledger_decisionprofile WHERE route_id = %s",
             "DELETE FROM grading_gradingplan WHERE route_id = %s",
+            "DELETE FROM grading_routegradingsettings WHERE route_id = %s",
+            "DELETE FROM shadow_routeshadowsettings WHERE route_id = %s",
             "DELETE FROM policy_statsresult WHERE route_id = %s",
             "DELETE FROM accounts_rolegrant WHERE route_id = %s",
         ):
