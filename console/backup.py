@@ -611,11 +611,20 @@ def _recover(pgdata: Path, *, until: datetime | None, archive: Path | None, err:
 
 
 def _stop_quietly(pgdata: Path) -> None:
-    if (pgdata / "postmaster.pid").exists():
+    """Stop the recovery server and wait until it is gone: the restored console starts its own server
+    on this folder next, and a server still shutting down (a fast stop writes a checkpoint, slow on a
+    busy machine) made that start fail. A fast stop first, then an immediate one."""
+    pid_file = pgdata / "postmaster.pid"
+    for mode, patience in (("fast", 300.0), ("immediate", 60.0)):
+        if not pid_file.exists():
+            return
         try:
-            _pg_ctl(pgdata, "-w", "-m", "fast", "stop")
-        except subprocess.CalledProcessError:
+            _pg_ctl(pgdata, "-w", "-t", str(int(patience)), "-m", mode, "stop")
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             pass
+        deadline = time.monotonic() + patience
+        while pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 def _tail(log: Path, lines: int = 15) -> str:
