@@ -118,27 +118,10 @@ def policy_sign(request, pk: int):
         elif request.POST.get("read_evidence") != "yes":
             error = "Tick that you have read the evidence before signing."
         else:
-            newer = selectors.newer_in_force(policy)
-            try:
-                services.policy_sign(
-                    actor=Actor.user(request.user),
-                    user=request.user,
-                    policy=policy,
-                    evidence_sha256=request.POST.get("evidence_sha256", ""),
-                    roll_back=roll_back,
-                    proof=services.SigningProof.PASSWORD,
-                )
-            except (InvalidInput, Conflict) as exc:
-                if exc.code == "older_than_in_force":
-                    return _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""))
-                error, roll_back = exc.message, False  # the sign page shows what changed
-                policy = selectors.get_policy(pk)
-            else:
-                done = f"Version {policy.version} is signed and in force"
-                if newer is not None:
-                    done += f" in place of version {newer.version}: the route is rolled back"
-                messages.success(request, done + ".")
-                return redirect("route-policy", slug=policy.route.slug)
+            signed, error, policy = _sign(request, policy, roll_back=roll_back, proof=services.SigningProof.PASSWORD)
+            if signed is not None:
+                return signed
+            roll_back = False  # the sign page shows what changed
     if roll_back and error:  # a wrong password or no tick: ask again on the confirmation
         response = _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""), error=error)
     else:
@@ -172,29 +155,12 @@ def _sign_with_step_up(request, policy, *, roll_back: bool):
         elif request.POST.get("read_evidence") != "yes":
             error = "Tick that you have read the evidence before signing."
         else:
-            newer = selectors.newer_in_force(policy)
-            try:
-                services.policy_sign(
-                    actor=Actor.user(request.user),
-                    user=request.user,
-                    policy=policy,
-                    evidence_sha256=request.POST.get("evidence_sha256", ""),
-                    roll_back=roll_back,
-                    proof=services.SigningProof.PROVIDER,
-                    step_up=evidence,
-                )
-            except (InvalidInput, Conflict) as exc:
-                if exc.code == "older_than_in_force":
-                    return _roll_back_confirmation(request, policy, request.POST.get("evidence_sha256", ""))
-                error = exc.message
-                policy = selectors.get_policy(policy.pk)
-            else:
-                stepup.evidence_use(request.session)
-                done = f"Version {policy.version} is signed and in force"
-                if newer is not None:
-                    done += f" in place of version {newer.version}: the route is rolled back"
-                messages.success(request, done + ".")
-                return redirect("route-policy", slug=policy.route.slug)
+            signed, error, policy = _sign(
+                request, policy, roll_back=roll_back, proof=services.SigningProof.PROVIDER, step_up=evidence
+            )
+            if signed is not None:
+                stepup.evidence_use(request.session)  # one authentication, one signature
+                return signed
     context = {
         "policy": policy,
         "evidence": selectors.evidence_of(policy),
@@ -204,6 +170,32 @@ def _sign_with_step_up(request, policy, *, roll_back: bool):
         "step_up": {"fresh": evidence, "url": f"{reverse('oidc-login')}?step_up=1&next={request.path}"},
     }
     return render(request, "governance/sign.html", context, status=400 if error else 200)
+
+
+def _sign(request, policy, *, roll_back: bool, **proof):
+    """Sign the draft on the evidence hash the page showed: (the redirect once signed, or the roll-back
+    confirmation for a draft older than the version in force; else None, the error to show, and the
+    policy read again)."""
+    newer = selectors.newer_in_force(policy)
+    evidence_sha256 = request.POST.get("evidence_sha256", "")
+    try:
+        services.policy_sign(
+            actor=Actor.user(request.user),
+            user=request.user,
+            policy=policy,
+            evidence_sha256=evidence_sha256,
+            roll_back=roll_back,
+            **proof,
+        )
+    except (InvalidInput, Conflict) as exc:
+        if exc.code == "older_than_in_force":
+            return _roll_back_confirmation(request, policy, evidence_sha256), "", policy
+        return None, exc.message, selectors.get_policy(policy.pk)
+    done = f"Version {policy.version} is signed and in force"
+    if newer is not None:
+        done += f" in place of version {newer.version}: the route is rolled back"
+    messages.success(request, done + ".")
+    return redirect("route-policy", slug=policy.route.slug), "", policy
 
 
 def _roll_back_confirmation(request, policy, evidence_sha256: str, *, error: str = ""):
