@@ -139,7 +139,7 @@ class RouteSummary(serializers.Serializer):
     graders_per_item = serializers.IntegerField(min_value=1)
 
 
-# The example of the ingest operation (DESIGN section 4).
+# The example of the ingest operation (the record README's "POST /api/v1/decisions" shows).
 SAMPLE_RECORD = {
     "request_id": "q-000123",
     "route": "it-support",

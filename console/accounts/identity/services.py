@@ -34,7 +34,7 @@ class SignIn:
 
 
 def username_from_claims(claims: dict[str, Any]) -> str:
-    """`preferred_username`, else `email`, else `sub` (DESIGN section 4)."""
+    """`preferred_username`, else `email`, else `sub` (README, "Sign-in with your identity provider")."""
     for name in ("preferred_username", "email", "sub"):
         value = claims.get(name)
         if isinstance(value, str) and value.strip():

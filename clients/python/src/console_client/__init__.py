@@ -1,4 +1,4 @@
-"""The import name docs/DESIGN.md gives the client; the package itself is `abstention_console`."""
+"""The import name the README gives the client; the package itself is `abstention_console`."""
 
 from abstention_console import (
     AsyncConsole,

@@ -1,1 +1,1 @@
-"""`abstention_console.integrations` under the import name DESIGN.md gives the client."""
+"""`abstention_console.integrations` under the import name the console's README gives the client."""

@@ -1,4 +1,4 @@
-"""`abstention_console.integrations.llamaindex` under the import name DESIGN.md gives the client."""
+"""`abstention_console.integrations.llamaindex` under the import name the console's README gives the client."""
 
 from abstention_console.integrations.llamaindex import ConsoleEventHandler
 
