@@ -36,12 +36,30 @@ def day_start(days_ago: int) -> datetime:
     return today - timedelta(days=days_ago)
 
 
+def earlier_today() -> datetime:
+    """A moment of today (UTC) already past, whatever the hour: halfway from midnight to now. Noon is
+    in the future for half of each day, and a decision there is not in the ledger "as of now"."""
+    now = datetime.now(UTC)
+    return day_start(0) + (now - day_start(0)) / 2
+
+
 def post_day(
-    integrator, *, days_ago: int, scores, versions=None, segments=None, correct=None, jobs: bool = False
+    integrator,
+    *,
+    days_ago: int,
+    scores,
+    versions=None,
+    segments=None,
+    correct=None,
+    jobs: bool = False,
+    at: datetime | None = None,
 ) -> list[int]:
-    """Decisions with these scores at noon UTC `days_ago` days ago; labelled when `correct` is given;
-    with `jobs`, the after-ingest jobs (span checks, pool entry, rechecks) run when the batch is in."""
-    at = iso(day_start(days_ago) + timedelta(hours=12))
+    """Decisions with these scores at noon UTC `days_ago` days ago (or at `at`, a moment of that day);
+    labelled when `correct` is given; with `jobs`, the after-ingest jobs (span checks, pool entry,
+    rechecks) run when the batch is in."""
+    moment = at or day_start(days_ago) + timedelta(hours=12)
+    assert moment.date() == day_start(days_ago).date(), "`at` must fall on the day `days_ago` names"
+    at = iso(moment)
     records = decision_records(
         scores,
         occurred_at=at,

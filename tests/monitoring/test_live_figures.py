@@ -15,7 +15,7 @@ from console.monitoring.models import DailyAggregate
 from console.monitoring.services import alarms
 from console.monitoring.services.alarms import monitor_run
 from console.notify.models import Notification
-from tests.monitoring.conftest import day_start, post_day, sign_policy
+from tests.monitoring.conftest import day_start, earlier_today, post_day, sign_policy
 
 ACTOR = Actor.system("tests")
 # A data structure's repr in a page (escaped or not), or a key of an alarm's detail.
@@ -35,7 +35,9 @@ def test_right_after_signing_the_page_shows_the_live_figures_and_no_command(
 ):
     rng = np.random.default_rng(11)
     for days_ago in (5, 3, 1, 0):
-        post_day(integrator, days_ago=days_ago, scores=np.round(rng.beta(4, 2, 80), 3))
+        # Today's decisions before now: the evidence signed now reads through today, at any hour.
+        at = earlier_today() if days_ago == 0 else None
+        post_day(integrator, days_ago=days_ago, scores=np.round(rng.beta(4, 2, 80), 3), at=at)
     sign_policy(route, owner.user, reviewer.user)
     html = _page(owner.user)
     assert "manage.py" not in html and "No decisions in the last 7 days" not in html
