@@ -19,9 +19,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The edit loop: everything but the browser, real-worker and fuzzing lanes.
+# The edit loop: everything but the browser, real-worker and fuzzing lanes, on TEST_WORKERS
+# processes (pytest-xdist; each its own test database, a test file's tests together; 0: one process).
+TEST_WORKERS ?= 2
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

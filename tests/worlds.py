@@ -91,6 +91,10 @@ def route_world_of(request: pytest.FixtureRequest) -> RouteWorld | None:
     return None
 
 
+# The roll-backs of the worlds open in this process (at most one: a world per module).
+_open_worlds: list[Callable[[], None]] = []
+
+
 @dataclass
 class World(Generic[T]):
     data: T
@@ -130,6 +134,16 @@ def build_world(django_db_blocker, tmp_path_factory, build: Callable[[], T]) -> 
                 "the module, or a test's own): give the module one world, taken by a module-scoped fixture."
             )
         atomics = TestCase._enter_atomics()
+
+    def roll_back() -> None:
+        """Once: by the module's teardown, or earlier before a test that commits (below)."""
+        if roll_back in _open_worlds:
+            _open_worlds.remove(roll_back)
+        if atomics:
+            with django_db_blocker.unblock():
+                TestCase._rollback_atomics(atomics)
+            atomics.clear()
+
     try:
         with (
             django_db_blocker.unblock(),
@@ -146,10 +160,29 @@ def build_world(django_db_blocker, tmp_path_factory, build: Callable[[], T]) -> 
         # As after every test: what the process remembers of dictionaries may name rows a test rolls back.
         dictionaries_forget()
         ledger._text_without_dictionary = 0
+        _open_worlds.append(roll_back)
         yield world
     finally:
-        with django_db_blocker.unblock():
-            TestCase._rollback_atomics(atomics)
+        roll_back()
+
+
+def _commits(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    names = getattr(item, "fixturenames", ())
+    return (marker is not None and validate_django_db(marker)[0]) or bool(
+        {"transactional_db", "live_server"} & set(names)
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that commits needs no world open. In one process, pytest has ended the module's world
+    before (the tests that commit run after all others); under pytest-xdist a file's tests that commit
+    follow its world's tests in the same run, with the module's fixtures still up, so the world is
+    rolled back here first. Its fixture's teardown then finds nothing left to roll back."""
+    if _open_worlds and _commits(item):
+        for roll_back in reversed(list(_open_worlds)):
+            roll_back()
 
 
 def _starts_from_a_world(item: pytest.Item) -> bool:

@@ -88,7 +88,10 @@ def test_a_retired_version_keeps_its_history_but_not_its_model(route):
     assert len(bytes(EmbedderModel.objects.get(version=v2).data)) > 0
     with connection.cursor() as cursor:
         cursor.execute("SELECT relid::text FROM pg_partition_tree('similarity_embeddermodel') WHERE isleaf")
-        assert [name for (name,) in cursor.fetchall()] == [f"similarity_embeddermodel_v{v2.pk}"]
+        leaves = {name for (name,) in cursor.fetchall()}
+    # Of this test's two versions (a test that committed may have left others' partitions behind).
+    ours = {f"similarity_embeddermodel_v{v.pk}" for v in (v1, v2)}
+    assert leaves & ours == {f"similarity_embeddermodel_v{v2.pk}"}
 
 
 def test_a_route_fits_once_it_holds_enough_questions_after_ingest(route, settings, django_capture_on_commit_callbacks):

@@ -15,14 +15,29 @@ from tests.similarity.test_embedder import TOPICS, _ingest, _questions
 pytestmark = pytest.mark.django_db
 
 
-def _partitions() -> dict[str, int]:
-    """Each partition of the vector table and its bytes on disk (heap, indexes, TOAST)."""
+def _leaves(table: str) -> dict[str, int]:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT relid::text, pg_total_relation_size(relid) FROM pg_partition_tree('similarity_questionvector') "
-            "WHERE isleaf"
+            "SELECT relid::text, pg_total_relation_size(relid) FROM pg_partition_tree(%s) WHERE isleaf", [table]
         )
         return dict(cursor.fetchall())
+
+
+# Partitions a test that committed left behind (a flush empties tables, it drops none). In one
+# process those tests run after all others; under pytest-xdist one may run earlier in the same
+# database, so each test here looks only at the partitions made in its own transaction.
+_BEFORE: set[str] = set()
+
+
+@pytest.fixture(autouse=True)
+def _committed_before() -> None:
+    _BEFORE.clear()
+    _BEFORE.update(_leaves("similarity_questionvector"))
+
+
+def _partitions() -> dict[str, int]:
+    """Each partition of the vector table the test made, and its bytes on disk (heap, indexes, TOAST)."""
+    return {name: size for name, size in _leaves("similarity_questionvector").items() if name not in _BEFORE}
 
 
 def test_a_refit_drops_the_old_versions_partition_and_lookups_still_answer(reviewer):
