@@ -4,7 +4,7 @@ transaction; the manage.py commands and the workspace pages call the same functi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -241,3 +241,24 @@ def route_settings_update(*, actor: Actor, user, route, sections: dict[str, dict
             if section.save(actor=actor, user=user, route=route, data=sections[section.key]):
                 changed.append(section.title)
     return changed
+
+
+def sign_in_lockout_record(*, username: str, address: str, by: str, failures: int, until: float) -> None:
+    """Audit the failure that used up a username's (`by="user"`) or a client's (`by="client"`) wrong
+    passwords: from now until `until` (a Unix time) its attempts are refused. The actor is the
+    throttle: the person typing may not be who the username names. Called by django-axes' handler
+    (console.accounts.throttle) in the transaction that counted the failure."""
+    locked_until = datetime.fromtimestamp(until, tz=UTC).isoformat()
+    with transaction.atomic():
+        audit_record(
+            actor=Actor.system("sign-in-throttle"),
+            action=Action.SIGN_IN_LOCKED_OUT,
+            object_type="sign_in",
+            object_id=username if by == "user" else address,
+            payload={
+                "username": username,
+                "client": address,
+                "failures": failures,
+                **field_changes(old={"locked_until": None}, new={"locked_until": locked_until}),
+            },
+        )

@@ -25,8 +25,9 @@ from console.core.errors import Conflict, InvalidInput
 
 
 class ThrottledAuthenticationForm(AuthenticationForm):
-    """Refuses every attempt, right or wrong, while the username or the client is throttled (so
-    guessing on reveals nothing), and counts each failure against both."""
+    """Django's sign-in form, whose password check django-axes throttles (console.accounts.throttle):
+    while the username or the client is locked out every attempt is refused, right or wrong (so
+    guessing on reveals nothing), and each failure counts against both."""
 
     throttled: throttle.Throttled | None = None
 
@@ -34,17 +35,14 @@ class ThrottledAuthenticationForm(AuthenticationForm):
         username = self.data.get("username") or ""
         address = throttle.client_address(self.request)
         failed: ValidationError | None = None
-        # Nothing is raised inside: the lock's transaction must commit the count it wrote.
-        with throttle.one_attempt_at_a_time("login", username=username, address=address):
-            self.throttled = throttle.blocked("login", username=username, address=address)
-            if not self.throttled:
-                try:
-                    cleaned = super().clean()
-                except ValidationError as exc:
-                    failed = exc
-                    throttle.record_failure("login", username=username, address=address)
-                else:
-                    throttle.clear_username("login", username=username)
+        # One attempt per username and client at a time, so that attempts sent at once cannot all pass
+        # the check before any is counted. Nothing is raised inside: its transaction commits the count.
+        with throttle.one_attempt_at_a_time(throttle.LOGIN_SCOPE, username=username, address=address):
+            try:
+                cleaned = super().clean()
+            except ValidationError as exc:
+                failed = exc
+        self.throttled = throttle.locked_out(self.request, username=username)
         if self.throttled:
             raise ValidationError(self.throttled.message, code="throttled")
         if failed is not None:
