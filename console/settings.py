@@ -85,6 +85,8 @@ MIDDLEWARE = [
     "console.core.middleware.RequestBodyDecodingMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Each signed-in session's last-seen time and address, for the Security page (once a minute).
+    "console.accounts.middleware.UserSessionMiddleware",
     "console.core.middleware.RejectLongUrlMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
