@@ -98,6 +98,7 @@ def test_a_person_sees_and_revokes_their_own_tokens_only(ada, bob):
     page = _signed_in("ada").get(PAGE).content.decode()
     assert "ada-laptop-script" in page and "bob-ingest" not in page
     assert "reviewer" in page  # the role the token acts with
+    assert 'href="/notifications/"' in page
     browser = _signed_in("ada")
     token = ApiToken.objects.get(user=ada)
     assert _post(browser, f"/accounts/security/tokens/{token.pk}/revoke/").status_code == 302
