@@ -419,6 +419,8 @@ AXES_LOCKOUT_CALLABLE = "console.accounts.throttle.lockout_response"
 # A refused attempt during a lockout does not start its window again (it is not counted at all).
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_DISABLE_ACCESS_LOG = True
+# Axes' tables stay empty (its handler counts in the cache): no admin pages for them.
+AXES_ENABLE_ADMIN = False
 AXES_VERBOSE = False
 # API calls a minute per token (README "API": rate limits), for tokens without a rate of their own (set on
 # the /tokens/ page or with `issue_token --rate`); past it the API answers 429 with Retry-After. 0: no
