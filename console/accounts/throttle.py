@@ -210,7 +210,7 @@ class LoginThrottleHandler(AbstractAxesHandler, AxesBaseHandler):
         return None
 
     def reset_attempts(
-        self, *, ip_address: str | None = None, username: str | None = None, ip_or_username=False
+        self, *, ip_address: str | None = None, username: str | None = None, ip_or_username: bool = False
     ) -> int:
         """`manage.py axes_reset_username` / `axes_reset_ip`: end a username's or a client's lockout."""
         count = 0
