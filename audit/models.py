@@ -63,6 +63,8 @@ class Action(models.TextChoices):
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
     TOKEN_RATE_CHANGED = "token_rate_changed", "Token rate limit changed"
+    SIGN_IN_LOCKED_OUT = "sign_in_locked_out", "Sign-in locked out after repeated wrong passwords"
+    SESSION_ENDED = "session_ended", "Browser session ended by its owner"
     CANDIDATE_REGISTERED = "candidate_registered", "Candidate gate registered"
     TRIAL_STARTED = "trial_started", "Gate trial started"
     TRIAL_CALLS_LOST = "trial_calls_lost", "Gate trial calls lost with their worker"

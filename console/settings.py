@@ -7,6 +7,7 @@ joined); without CELERY_BROKER_URL the broker is the embedded Redis socket in th
 
 import hashlib
 import re
+from datetime import timedelta
 from pathlib import Path
 
 from celery.schedules import crontab
@@ -58,6 +59,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     "console.accounts",
     "audit",
     "console.ledger",
@@ -83,6 +85,8 @@ MIDDLEWARE = [
     "console.core.middleware.RequestBodyDecodingMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Each signed-in session's last-seen time and address, for the Security page (once a minute).
+    "console.accounts.middleware.UserSessionMiddleware",
     "console.core.middleware.RejectLongUrlMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -91,6 +95,8 @@ MIDDLEWARE = [
     "console.core.middleware.LoginRequiredEverywhereMiddleware",
     "console.core.middleware.ServiceErrorPagesMiddleware",
     "console.core.middleware.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: it turns a lockout that no page answered into a 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -399,6 +405,23 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", 
 LOGIN_FAILURES_PER_USER = env_int("LOGIN_FAILURES_PER_USER", 5, minimum=1, maximum=1000)
 LOGIN_FAILURES_PER_CLIENT = env_int("LOGIN_FAILURES_PER_CLIENT", 20, minimum=1, maximum=100_000)
 LOGIN_THROTTLE_SECONDS = env_int("LOGIN_THROTTLE_SECONDS", 15 * 60, minimum=1, maximum=24 * 3600)
+# django-axes checks those limits on every password (the sign-in page, the sign form): its backend comes
+# first in AUTHENTICATION_BACKENDS and its handler counts in console.accounts.throttle's windows (one limit
+# per username, another per client, which axes alone cannot express). `manage.py axes_reset_username NAME`
+# or `axes_reset_ip ADDRESS` lifts a lockout early.
+AXES_ENABLED = True
+AXES_HANDLER = "console.accounts.throttle.LoginThrottleHandler"
+AXES_FAILURE_LIMIT = LOGIN_FAILURES_PER_USER
+AXES_COOLOFF_TIME = timedelta(seconds=LOGIN_THROTTLE_SECONDS)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_CLIENT_IP_CALLABLE = "console.accounts.throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "console.accounts.throttle.lockout_response"
+# A refused attempt during a lockout does not start its window again (it is not counted at all).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_DISABLE_ACCESS_LOG = True
+# Axes' tables stay empty (its handler counts in the cache): no admin pages for them.
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
 # API calls a minute per token (README "API": rate limits), for tokens without a rate of their own (set on
 # the /tokens/ page or with `issue_token --rate`); past it the API answers 429 with Retry-After. 0: no
 # limit for those tokens. The default is generous: it stops a runaway client, not a busy integration.
@@ -487,6 +510,7 @@ if OIDC_ISSUER:
 # Local passwords go through the first backend, which refuses them (and ends the sessions they opened)
 # when LOCAL_LOGIN=0 and a provider is configured; the second loads people who signed in at the provider.
 AUTHENTICATION_BACKENDS = [
+    "console.accounts.throttle.LoginThrottleBackend",  # django-axes: refuses locked-out usernames and clients
     "console.accounts.backends.LocalPasswordBackend",
     "console.accounts.backends.IdentityProviderBackend",
 ]

@@ -7,6 +7,12 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts, roles and API tokens"
 
     def ready(self) -> None:
+        from django.contrib.auth.signals import user_logged_in
+
+        from console.accounts.middleware import session_signed_in
+
+        # Every sign-in records its browser session for the Security page (console.accounts.middleware).
+        user_logged_in.connect(session_signed_in, dispatch_uid="accounts-user-session")
         # Audit sits below accounts and imports nothing of it: its pages ask these checks through
         # the hook (audit/hooks.py), so every permission check still lives here.
         from audit.hooks import TrailAccess, register_trail_access

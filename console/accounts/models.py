@@ -159,3 +159,26 @@ class ProviderSession(models.Model):
 
     def __str__(self) -> str:
         return f"session of {self.identity}"
+
+
+class UserSession(models.Model):
+    """A browser session of a signed-in person, where from and when, so that they can see their
+    sessions and end them (the Security page): Django's sessions cannot be listed by user. Recorded
+    at sign-in (console.accounts.services.user_session_record) and touched at most once a minute by
+    console.accounts.middleware. A row whose session has ended (signed out, expired) is not shown and
+    is dropped at its person's next sign-in."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="browser_sessions")
+    session_key = models.CharField(max_length=40, unique=True, help_text="Django's session key (never shown).")
+    created_at = models.DateTimeField(help_text="When the session was opened (the sign-in).")
+    last_seen_at = models.DateTimeField(help_text="Its last request, to the minute.")
+    user_agent = models.CharField(max_length=300, blank=True, help_text="The browser's User-Agent, shortened.")
+    ip_address = models.CharField(
+        max_length=64, blank=True, help_text="The client address at its last request (as the sign-in throttle sees it)."
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-last_seen_at"], name="accounts_usersession_user")]
+
+    def __str__(self) -> str:
+        return f"session of {self.user}"

@@ -1,12 +1,15 @@
-"""Reads for the admins' workspace pages: routes, their members, API tokens."""
+"""Reads for the admins' workspace pages (routes, their members, API tokens) and for each person's
+Security page (their own sessions and tokens)."""
 
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
 from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from console.accounts import hooks, permissions
-from console.accounts.models import ApiToken, Role, RoleGrant, Route
+from console.accounts.models import ApiToken, Role, RoleGrant, Route, UserSession
 from console.core.errors import Forbidden, NotFound
 
 _ADMINS_ONLY = "Only admins may manage routes, members and API tokens."
@@ -69,3 +72,37 @@ def admin_addresses() -> list[str]:
 def role_grants_all() -> QuerySet[RoleGrant]:
     """Every role grant with its person and route, for the admins' overview (one query)."""
     return RoleGrant.objects.select_related("user", "route").order_by("user__username", "route__slug", "role")
+
+
+# --- the Security page: a person's own sessions and tokens, nobody else's --------------------------
+
+
+def own_sessions(user) -> list[UserSession]:
+    """The person's open browser sessions, the most recently seen first (ended ones are left out)."""
+    live = Session.objects.filter(expire_date__gt=timezone.now()).values("session_key")
+    return list(UserSession.objects.filter(user=user, session_key__in=live).order_by("-last_seen_at", "-pk"))
+
+
+def own_session_get(user, pk: int) -> UserSession:
+    """One of the person's sessions; 404 for anyone else's, so that their existence is not told."""
+    row = UserSession.objects.filter(pk=pk, user=user).first()
+    if row is None:
+        raise NotFound("No such session of yours.")
+    return row
+
+
+def own_tokens(user) -> list[ApiToken]:
+    """The person's API tokens that are not revoked (expired ones too, marked), newest first."""
+    return list(ApiToken.objects.filter(user=user, revoked_at__isnull=True).order_by("-created_at", "-pk"))
+
+
+def own_token_get(user, pk: int) -> ApiToken:
+    token = ApiToken.objects.filter(pk=pk, user=user).select_related("user").first()
+    if token is None:
+        raise NotFound("No such token of yours.")
+    return token
+
+
+def own_grants(user) -> list[RoleGrant]:
+    """The roles a person (and so each of their tokens) acts with, by route."""
+    return list(RoleGrant.objects.filter(user=user).select_related("route").order_by("route__slug", "role"))

@@ -4,10 +4,11 @@ transaction; the manage.py commands and the workspace pages call the same functi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,7 +16,16 @@ from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts import hooks
-from console.accounts.models import ApiToken, GrantSource, Role, RoleGrant, Route, hash_token
+from console.accounts.models import (
+    ApiToken,
+    GrantSource,
+    ProviderSession,
+    Role,
+    RoleGrant,
+    Route,
+    UserSession,
+    hash_token,
+)
 from console.core.errors import Conflict, InvalidInput, detail
 
 
@@ -241,3 +251,98 @@ def route_settings_update(*, actor: Actor, user, route, sections: dict[str, dict
             if section.save(actor=actor, user=user, route=route, data=sections[section.key]):
                 changed.append(section.title)
     return changed
+
+
+def sign_in_lockout_record(*, username: str, address: str, by: str, failures: int, until: float) -> None:
+    """Audit the failure that used up a username's (`by="user"`) or a client's (`by="client"`) wrong
+    passwords: from now until `until` (a Unix time) its attempts are refused. The actor is the
+    throttle: the person typing may not be who the username names. Called by django-axes' handler
+    (console.accounts.throttle) in the transaction that counted the failure."""
+    locked_until = datetime.fromtimestamp(until, tz=UTC).isoformat()
+    with transaction.atomic():
+        audit_record(
+            actor=Actor.system("sign-in-throttle"),
+            action=Action.SIGN_IN_LOCKED_OUT,
+            object_type="sign_in",
+            object_id=username if by == "user" else address,
+            payload={
+                "username": username,
+                "client": address,
+                "failures": failures,
+                **field_changes(old={"locked_until": None}, new={"locked_until": locked_until}),
+            },
+        )
+
+
+# --- browser sessions: recorded at sign-in, listed and ended on the Security page -----------------
+
+
+def user_session_record(*, user, session_key: str, user_agent: str, ip_address: str) -> UserSession:
+    """Record the session a sign-in opened. Not audited: a session is not a record of anything (as
+    django_session); ending one is. The person's rows of sessions that have ended since are dropped."""
+    now = timezone.now()
+    row, _created = UserSession.objects.update_or_create(
+        session_key=session_key,
+        defaults={
+            "user": user,
+            "created_at": now,
+            "last_seen_at": now,
+            "user_agent": user_agent[:300],
+            "ip_address": ip_address[:64],
+        },
+    )
+    UserSession.objects.filter(user=user).exclude(
+        session_key__in=Session.objects.filter(expire_date__gt=now).values("session_key")
+    ).exclude(pk=row.pk).delete()
+    return row
+
+
+def user_session_touch(*, user, session_key: str, user_agent: str, ip_address: str) -> None:
+    """A request of a signed-in session: its last-seen time and address move on. A session opened
+    before sessions were recorded is recorded at its first request."""
+    now = timezone.now()
+    updated = UserSession.objects.filter(session_key=session_key, user=user).update(
+        last_seen_at=now, ip_address=ip_address[:64], user_agent=user_agent[:300]
+    )
+    if not updated:
+        UserSession.objects.filter(session_key=session_key).delete()  # a row of someone else's ended session
+        UserSession.objects.create(
+            user=user,
+            session_key=session_key,
+            created_at=now,
+            last_seen_at=now,
+            user_agent=user_agent[:300],
+            ip_address=ip_address[:64],
+        )
+
+
+def user_sessions_end(*, actor: Actor, user, sessions: list[UserSession]) -> int:
+    """End these sessions of `user` (signed out wherever they are), one `session_ended` event each;
+    returns how many were still open. The session key, a bearer secret, never enters the trail."""
+    now = timezone.now()
+    ended = 0
+    with transaction.atomic(durable=True):
+        rows = list(
+            UserSession.objects.select_for_update().filter(user=user, pk__in=[s.pk for s in sessions]).order_by("pk")
+        )
+        for row in rows:
+            Session.objects.filter(session_key=row.session_key).delete()
+            ProviderSession.objects.filter(session_key=row.session_key).delete()
+            row.delete()
+            audit_record(
+                actor=actor,
+                action=Action.SESSION_ENDED,
+                object_type="user",
+                object_id=user.pk,
+                payload={
+                    "username": user.get_username(),
+                    "session": {
+                        "created_at": row.created_at.isoformat(),
+                        "user_agent": row.user_agent,
+                        "ip_address": row.ip_address,
+                    },
+                    **field_changes(old={"ended_at": None}, new={"ended_at": now.isoformat()}),
+                },
+            )
+            ended += 1
+    return ended

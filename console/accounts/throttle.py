@@ -1,11 +1,22 @@
 """Throttling: of failed sign-ins, per username and per client address; and of API calls, per token
 (at the end of this module).
 
+Password checks (the sign-in page and the sign form's password) go through django-axes: its
+authentication backend (`LoginThrottleBackend`, first in AUTHENTICATION_BACKENDS) refuses every
+attempt while the username or the client is locked out, Django's `user_login_failed` signal counts
+each failure through the handler axes is configured with (`LoginThrottleHandler`, AXES_HANDLER), and
+`manage.py axes_reset_username NAME` / `axes_reset_ip ADDRESS` lift a lockout early. The handler
+keeps axes' contract but counts in the windows below, because axes has one failure limit for every
+lockout parameter, and the console has one per username (LOGIN_FAILURES_PER_USER) and a larger one
+per client (LOGIN_FAILURES_PER_CLIENT: an office behind one address has many people).
+
 Failed sign-ins are counted in Django's cache (the database cache by default, so every web worker sees the same
 counts). A window opens at the first failure and lasts LOGIN_THROTTLE_SECONDS; once a username or
 a client has failed its limit within the window, further attempts are refused, right or wrong, until
 the window ends. A successful sign-in clears its username's count, never its client's, so an
-attacker cannot reset a client's count with an account of their own.
+attacker cannot reset a client's count with an account of their own. The failure that uses up a
+limit is audited (`sign_in_locked_out`); refused attempts after it are not (they change nothing).
+Bad API tokens are counted in the same windows per client (scope "api-token"), apart from passwords.
 """
 
 from __future__ import annotations
@@ -17,9 +28,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from axes.backends import AxesStandaloneBackend
+from axes.handlers.base import AbstractAxesHandler, AxesBaseHandler
+from axes.helpers import get_client_username
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
+from django.http import HttpResponse
+
+from console.accounts.services import sign_in_lockout_record
 
 
 @dataclass(frozen=True)
@@ -102,18 +119,126 @@ def blocked(scope: str, *, username: str | None, address: str) -> Throttled | No
     return Throttled(retry_after=max(waits)) if waits else None
 
 
-def record_failure(scope: str, *, username: str | None, address: str) -> None:
+@dataclass(frozen=True)
+class LimitReached:
+    """A failure used up the last attempt of a username's or a client's window."""
+
+    kind: str  # "user" or "client"
+    failures: int
+    until: float
+
+
+def record_failure(scope: str, *, username: str | None, address: str) -> list[LimitReached]:
+    """Count one failure against the username and the client; returns the limits it used up (the
+    lockouts it began), at most one per counter and window."""
     now = time.time()
-    for key, _limit in _keys(scope, username=username, address=address):
+    reached = []
+    for kind, (key, limit) in zip(("client", "user"), _keys(scope, username=username, address=address), strict=False):
         window = cache.get(key)
         if not window or window["until"] <= now:
             window = {"failures": 0, "until": now + settings.LOGIN_THROTTLE_SECONDS}
         window["failures"] += 1
         cache.set(key, window, timeout=math.ceil(window["until"] - now))
+        if window["failures"] == limit:
+            reached.append(LimitReached(kind=kind, failures=window["failures"], until=window["until"]))
+    return reached
 
 
 def clear_username(scope: str, *, username: str) -> None:
     cache.delete(_key(scope, "user", username.strip().casefold()))
+
+
+def clear_client(scope: str, *, address: str) -> None:
+    cache.delete(_key(scope, "client", address))
+
+
+# --- django-axes: the sign-in's backend, handler and lockout answer --------------------------------
+
+LOGIN_SCOPE = "login"
+
+
+class LoginThrottleBackend(AxesStandaloneBackend):
+    """Axes' backend, first in AUTHENTICATION_BACKENDS: refuses a locked-out username or client before
+    any password is checked. A call without a request (Django's test client `login()`, the shell) has
+    no client to count against and is let through to the password backends, which do not throttle."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+class LoginThrottleHandler(AbstractAxesHandler, AxesBaseHandler):
+    """Axes' handler (AXES_HANDLER) over this module's windows: a limit per username and another per
+    client, and the failure that reaches a limit audited. Axes' own tables stay empty."""
+
+    def is_locked(self, request, credentials: dict | None = None) -> bool:
+        username = get_client_username(request, credentials)
+        return blocked(LOGIN_SCOPE, username=username, address=client_address(request)) is not None
+
+    def get_failures(self, request, credentials: dict | None = None) -> int:
+        username = get_client_username(request, credentials)
+        now = time.time()
+        counts = [
+            window["failures"]
+            for key, _limit in _keys(LOGIN_SCOPE, username=username, address=client_address(request))
+            if (window := cache.get(key)) and window["until"] > now
+        ]
+        return max(counts, default=0)
+
+    def user_login_failed(self, sender, credentials: dict, request=None, **kwargs) -> None:
+        # An attempt refused by the lockout is not counted again: the window would never end.
+        if request is None or getattr(request, "axes_locked_out", False):
+            return
+        if self.is_whitelisted(request, credentials):
+            return
+        username = get_client_username(request, credentials)
+        address = client_address(request)
+        for reached in record_failure(LOGIN_SCOPE, username=username, address=address):
+            sign_in_lockout_record(
+                username=username or "",
+                address=address,
+                by=reached.kind,
+                failures=reached.failures,
+                until=reached.until,
+            )
+
+    def user_logged_in(self, sender, request, user, **kwargs) -> None:
+        clear_username(LOGIN_SCOPE, username=user.get_username())
+
+    def user_logged_out(self, sender, request, user, **kwargs) -> None:
+        return None
+
+    def reset_attempts(
+        self, *, ip_address: str | None = None, username: str | None = None, ip_or_username: bool = False
+    ) -> int:
+        """`manage.py axes_reset_username` / `axes_reset_ip`: end a username's or a client's lockout."""
+        count = 0
+        if username is not None:
+            clear_username(LOGIN_SCOPE, username=username)
+            count += 1
+        if ip_address is not None:
+            clear_client(LOGIN_SCOPE, address=ip_address)
+            count += 1
+        return count
+
+
+def locked_out(request, *, username: str | None) -> Throttled | None:
+    """The lockout that refused this request's password check (axes flagged it), with its wait."""
+    if not getattr(request, "axes_locked_out", False):
+        return None
+    return blocked(LOGIN_SCOPE, username=username, address=client_address(request)) or Throttled(retry_after=1)
+
+
+def lockout_response(request, original_response=None, credentials=None) -> HttpResponse:
+    """AXES_LOCKOUT_CALLABLE. The console's pages answer a lockout themselves (429, the message,
+    Retry-After); any other page that checked a password (Django's admin sign-in) gets this answer."""
+    if original_response is not None and original_response.status_code == 429:
+        return original_response
+    throttled = locked_out(request, username=get_client_username(request, credentials)) or Throttled(retry_after=1)
+    response = HttpResponse(throttled.message, status=429, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(throttled.retry_after)
+    return response
 
 
 # --- per-token call rates -------------------------------------------------------------------------

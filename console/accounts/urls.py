@@ -1,4 +1,4 @@
-"""The admins' workspace pages; included from console/urls.py."""
+"""The admins' workspace pages and each person's Security page; included from console/urls.py."""
 
 from django.urls import path
 
@@ -15,4 +15,10 @@ urlpatterns = [
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
     path("tokens/<int:pk>/rate/", views.token_rate, name="token-rate"),
+    path("accounts/security/", views.account_security, name="account-security"),
+    path("accounts/security/sessions/<int:pk>/end/", views.account_session_end, name="account-session-end"),
+    path(
+        "accounts/security/sessions/end-others/", views.account_sessions_end_others, name="account-sessions-end-others"
+    ),
+    path("accounts/security/tokens/<int:pk>/revoke/", views.account_token_revoke, name="account-token-revoke"),
 ]

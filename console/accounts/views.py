@@ -25,8 +25,9 @@ from console.core.errors import Conflict, InvalidInput
 
 
 class ThrottledAuthenticationForm(AuthenticationForm):
-    """Refuses every attempt, right or wrong, while the username or the client is throttled (so
-    guessing on reveals nothing), and counts each failure against both."""
+    """Django's sign-in form, whose password check django-axes throttles (console.accounts.throttle):
+    while the username or the client is locked out every attempt is refused, right or wrong (so
+    guessing on reveals nothing), and each failure counts against both."""
 
     throttled: throttle.Throttled | None = None
 
@@ -34,17 +35,14 @@ class ThrottledAuthenticationForm(AuthenticationForm):
         username = self.data.get("username") or ""
         address = throttle.client_address(self.request)
         failed: ValidationError | None = None
-        # Nothing is raised inside: the lock's transaction must commit the count it wrote.
-        with throttle.one_attempt_at_a_time("login", username=username, address=address):
-            self.throttled = throttle.blocked("login", username=username, address=address)
-            if not self.throttled:
-                try:
-                    cleaned = super().clean()
-                except ValidationError as exc:
-                    failed = exc
-                    throttle.record_failure("login", username=username, address=address)
-                else:
-                    throttle.clear_username("login", username=username)
+        # One attempt per username and client at a time, so that attempts sent at once cannot all pass
+        # the check before any is counted. Nothing is raised inside: its transaction commits the count.
+        with throttle.one_attempt_at_a_time(throttle.LOGIN_SCOPE, username=username, address=address):
+            try:
+                cleaned = super().clean()
+            except ValidationError as exc:
+                failed = exc
+        self.throttled = throttle.locked_out(self.request, username=username)
         if self.throttled:
             raise ValidationError(self.throttled.message, code="throttled")
         if failed is not None:
@@ -267,3 +265,50 @@ def workspace_roles_csv(request):
             ]
         )
     return response
+
+
+# --- the Security page: each person's own sessions and tokens --------------------------------------
+
+
+@require_GET
+def account_security(request):
+    """Where a person sees the browser sessions and API tokens that act as them, and ends them.
+    Everything on it is the signed-in person's own: the selectors take `request.user`, never an id."""
+    context = {
+        "sessions": selectors.own_sessions(request.user),
+        "current_key": request.session.session_key,
+        "tokens": selectors.own_tokens(request.user),
+        "grants": selectors.own_grants(request.user),
+        "now": timezone.now(),
+    }
+    response = render(request, "accounts/security.html", context)
+    add_never_cache_headers(response)
+    return response
+
+
+@require_POST
+def account_session_end(request, pk: int):
+    row = selectors.own_session_get(request.user, pk)
+    if row.session_key == request.session.session_key:
+        messages.error(request, "This is the browser you are using: sign out with the button at the top.")
+    elif services.user_sessions_end(actor=Actor.user(request.user), user=request.user, sessions=[row]):
+        messages.success(request, "Session ended: that browser is signed out.")
+    return redirect("account-security")
+
+
+@require_POST
+def account_sessions_end_others(request):
+    others = [s for s in selectors.own_sessions(request.user) if s.session_key != request.session.session_key]
+    ended = services.user_sessions_end(actor=Actor.user(request.user), user=request.user, sessions=others)
+    messages.success(request, f"Signed out everywhere else: {ended} other session{'s' if ended != 1 else ''} ended.")
+    return redirect("account-security")
+
+
+@require_POST
+def account_token_revoke(request, pk: int):
+    token = selectors.own_token_get(request.user, pk)
+    if services.tokens_revoke(actor=Actor.user(request.user), token_ids=[token.pk]):
+        messages.success(request, f"Token {token.name or token.prefix} revoked: the API refuses it from now on.")
+    else:
+        messages.info(request, f"Token {token.name or token.prefix} was revoked already.")
+    return redirect("account-security")

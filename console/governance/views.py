@@ -4,6 +4,7 @@ and JSON), the owner's signing page with step-up, and withdrawing a draft."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth import authenticate
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -106,11 +107,11 @@ def policy_sign(request, pk: int):
         # The password counts against the sign-in's throttle (same counts): a wrong one here is a
         # failed sign-in, and a throttled user or client is refused, right password or not.
         address, username = throttle.client_address(request), request.user.get_username()
-        with throttle.one_attempt_at_a_time("login", username=username, address=address):
-            throttled = throttle.blocked("login", username=username, address=address)
-            right = not throttled and request.user.check_password(request.POST.get("password", ""))
-            if not throttled and not right:
-                throttle.record_failure("login", username=username, address=address)
+        with throttle.one_attempt_at_a_time(throttle.LOGIN_SCOPE, username=username, address=address):
+            # Through authenticate(), so that django-axes refuses a locked-out user and counts a failure.
+            checked = authenticate(request, username=username, password=request.POST.get("password", ""))
+        throttled = throttle.locked_out(request, username=username)
+        right = checked is not None and checked.pk == request.user.pk
         if throttled:
             error = throttled.message
         elif not right:

@@ -148,3 +148,46 @@ def test_wrong_passwords_sent_at_once_cannot_race_past_the_limit(monkeypatch):
         thread.join(60)
     assert sorted(codes) == [200] * 5 + [429] * 7
     cache.clear()
+
+
+def test_the_failure_that_locks_a_username_out_is_audited_once(ada):
+    from audit.models import AuditEvent
+
+    for _ in range(7):
+        _sign_in("wrong")
+    events = list(AuditEvent.objects.filter(action="sign_in_locked_out"))
+    assert len(events) == 1
+    event = events[0]
+    assert (event.actor, event.object_type, event.object_id) == ("system:sign-in-throttle", "sign_in", "ada")
+    assert event.payload["username"] == "ada" and event.payload["client"] == "10.0.0.1"
+    assert event.payload["failures"] == 5
+    assert event.payload["locked_until"]["old"] is None and event.payload["locked_until"]["new"]
+
+
+def test_a_client_locked_out_is_audited_by_its_address(ada, settings):
+    from audit.models import AuditEvent
+
+    settings.LOGIN_FAILURES_PER_CLIENT = 3
+    for n in range(3):
+        _sign_in("guess", username=f"someone-{n}", address="10.0.7.7")
+    (event,) = AuditEvent.objects.filter(action="sign_in_locked_out")
+    assert (event.object_id, event.payload["username"]) == ("10.0.7.7", "someone-2")
+
+
+def test_an_admin_lifts_a_lockout_with_axes_reset_username(ada):
+    from django.core.management import call_command
+
+    for _ in range(5):
+        _sign_in("wrong")
+    assert _sign_in("the-right-password").status_code == 429
+    call_command("axes_reset_username", "ada")
+    assert _sign_in("the-right-password").status_code == 302
+
+
+def test_sign_in_checks_pass_through_django_axes(settings):
+    from axes.backends import AxesStandaloneBackend
+    from django.utils.module_loading import import_string
+
+    first = import_string(settings.AUTHENTICATION_BACKENDS[0])
+    assert issubclass(first, AxesStandaloneBackend)
+    assert "axes.middleware.AxesMiddleware" in settings.MIDDLEWARE

@@ -198,3 +198,36 @@ def test_only_admins_see_the_roles_overview(client, route):
     client.force_login(factories.make_user("rita", "reader", route))
     assert client.get("/workspace/roles/").status_code == 403
     assert client.get("/workspace/roles.csv").status_code == 403
+
+
+def test_a_back_channel_logout_ends_the_persons_sessions_and_audits_each(db, client):
+    from django.contrib.sessions.models import Session
+
+    from console.accounts.identity.services import provider_session_record, provider_sessions_end
+    from console.accounts.models import UserSession
+
+    signed = sign_in(["reviewer"])
+    client.force_login(signed.user)
+    key = client.session.session_key
+    provider_session_record(identity=signed.identity, session_key=key, sid="sid-1")
+    assert provider_sessions_end(issuer=ISSUER, subject="s-other", sid="sid-1") == 0  # someone else's sid
+    assert provider_sessions_end(issuer=ISSUER, subject="s-ada", sid="sid-1") == 1
+    assert not Session.objects.filter(session_key=key).exists()
+    assert not UserSession.objects.filter(session_key=key).exists()
+    event = AuditEvent.objects.filter(action="session_ended").get()
+    assert event.actor == "system:oidc-backchannel-logout" and event.object_id == str(signed.user.pk)
+    assert event.payload["ended_at"]["old"] is None and key not in str(event.payload)
+    assert provider_sessions_end(issuer=ISSUER, subject="s-ada", sid="sid-1") == 0  # nothing left, nothing audited
+    assert AuditEvent.objects.filter(action="session_ended").count() == 1
+
+
+def test_deactivating_a_person_ends_every_session_of_theirs_password_ones_too(db, client, settings):
+    from django.contrib.sessions.models import Session
+
+    settings.OIDC_ISSUER = ISSUER
+    signed = sign_in(["reviewer"])
+    client.force_login(signed.user)  # a session the provider did not open (no ProviderSession row)
+    key = client.session.session_key
+    Identity.objects.update(last_sign_in_at=timezone.now() - timedelta(days=100))
+    call_command("oidc_deactivate_unknown", "--not-seen-days", "90")
+    assert not Session.objects.filter(session_key=key).exists()

@@ -17,7 +17,7 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from console.accounts.models import RoleGrant
+from console.accounts.models import RoleGrant, UserSession
 from tests import factories
 from tests.accounts.oidc_fixtures import RealProvider
 
@@ -145,6 +145,26 @@ def test_the_providers_back_channel_logout_ends_the_console_session(configured, 
     _confirm_logout_at_provider(browser, page)
     assert "backchannel.success" in configured.log.read_text(), configured.log.read_text()
     assert browser.get(f"{console_url}/refusals/").url.path == "/accounts/login/"
+
+
+def test_a_back_channel_logout_is_audited_and_leaves_the_persons_other_sessions_listed_correctly(
+    configured, console_url
+):
+    """Two browsers of one person at the provider; the provider ends one of its sessions: that console
+    session ends (audited as session_ended by the back-channel logout) and the other stays on the
+    person's Security page."""
+    configured.set_users({"kit": {"password": "pw", "email": "kit@example.org", "groups": ["reader"]}})
+    first, _ = browse(console_url, "kit", "pw")
+    second, _ = browse(console_url, "kit", "pw")
+    assert UserSession.objects.filter(user__username="kit").count() == 2
+    page = first.get(f"{configured.issuer}/session/end", params={"client_id": configured.client_id})
+    _confirm_logout_at_provider(first, page)
+    assert first.get(f"{console_url}/refusals/").url.path == "/accounts/login/"
+    security = second.get(f"{console_url}/accounts/security/")
+    assert security.status_code == 200 and security.text.count("(this browser)") == 1
+    assert UserSession.objects.filter(user__username="kit").count() == 1
+    event = AuditEvent.objects.filter(action="session_ended").get()
+    assert event.actor == "system:oidc-backchannel-logout" and event.payload["username"] == "kit"
 
 
 def test_a_forged_back_channel_logout_is_refused(configured, console_url):

@@ -74,6 +74,7 @@ def _pages(decision_id: int) -> list[str]:
         "/routes/it-support/settings/",
         "/routes/it-support/members/",
         "/tokens/",
+        "/accounts/security/",  # ada's own token has the long name, her session Chromium's user agent
     ]
 
 

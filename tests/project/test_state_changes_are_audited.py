@@ -47,7 +47,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from console.accounts import services as accounts
-from console.accounts.models import ApiToken, RoleGrant, Route
+from console.accounts.models import ApiToken, RoleGrant, Route, UserSession
 from console.disputes.models import Dispute
 from console.disputes.services import appeal_path
 from console.governance.models import IN_FORCE, PolicyVersion
@@ -92,6 +92,8 @@ UNAUDITED_TABLES = {
     "grading_assignment": "a grader's lease on an item (taken, skipped, expired): work in progress, not a record",
     "auth_group": "Django's groups, unused by the console (roles are RoleGrants, audited); admin may edit them",
     "auth_group_permissions": "Django's groups, as above",
+    "accounts_usersession": "a browser session's where and when (as django_session), recorded at sign-in and touched "
+    "once a minute; ending one on the Security page is audited",
 }
 
 # Routes that change nothing auditable whatever they are sent, each with the reason. They are still
@@ -360,6 +362,10 @@ def world(transactional_db, settings, tmp_path) -> dict[str | None, Any]:
     factories.make_user("walk-doomed-member", "grader", route)
     accounts.token_issue(actor=factories.TEST_ACTOR, user=people["integrator"], name="walk-doomed")
     accounts.token_issue(actor=factories.TEST_ACTOR, user=people["integrator"], name="walk-rated")
+    # What each person's Security page revokes: a token of their own that nobody walks with.
+    for user in people.values():
+        if user is not None:
+            accounts.token_issue(actor=factories.TEST_ACTOR, user=user, name="walk-own-doomed")
     return people
 
 
@@ -388,6 +394,16 @@ def _ensure_open_alarm(route: Route) -> None:
             last_flagged_day=today,
             through_day=today,
         )
+
+
+def _other_session(user) -> int:
+    """A browser session of `user` other than the walk's own, signed in elsewhere: the Security page's
+    routes end one each (setup, not a request)."""
+    if user is None:
+        return 999_999_999
+    if UserSession.objects.filter(user=user).count() < 2:
+        Client().force_login(user)
+    return _first(UserSession.objects.filter(user=user).order_by("-pk"))  # the walk's own is the oldest
 
 
 def _unrevoked_refusal(route: Route) -> int:
@@ -458,10 +474,13 @@ def _parameters(endpoint: Endpoint, user) -> dict[str, Any]:
         "route-member-revoke": _first(RoleGrant.objects.filter(route=route, user__username="walk-doomed-member")),
         "token-revoke": _first(ApiToken.objects.filter(name="walk-doomed", revoked_at__isnull=True)),
         "token-rate": _first(ApiToken.objects.filter(name="walk-rated")),
+        "account-token-revoke": _first(ApiToken.objects.filter(name="walk-own-doomed", user=user, revoked_at=None)),
         "grading-gold-remove": _first(
             GradingItem.objects.filter(route=route, is_gold=True, status="open").order_by("pk")
         ),
     }
+    if endpoint.name in ("account-session-end", "account-sessions-end-others"):
+        by_page["account-session-end"] = _other_session(user)
     values["pk"] = by_page.get(endpoint.name, 1)
     if endpoint.name == "appeal":  # a link nobody revoked earlier in the walk
         open_link = Decision.objects.get(pk=_unrevoked_refusal(route))
@@ -612,6 +631,9 @@ VALID_BODIES: dict[str, Callable[[], Any]] = {
     "tokens": lambda: {"name": f"walk-{next(_request_ids)}", "owner": "walk-integrator", "expires_on": ""},
     "token-revoke": lambda: {},
     "token-rate": lambda: {"rate_per_minute": str(100 + next(_request_ids))},
+    "account-session-end": lambda: {},  # the other session of the walker's own (_other_session)
+    "account-sessions-end-others": lambda: {},
+    "account-token-revoke": lambda: {},  # the walker's own token named walk-own-doomed
 }
 
 # Values no field should take without a 4xx: empty, absurd, hostile.

@@ -23,7 +23,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern
 
-from console.accounts.models import Route
+from console.accounts.models import ApiToken, Route, UserSession
 from console.disputes.models import Dispute
 from console.governance.models import PolicyVersion
 from console.ledger.models import Decision
@@ -167,3 +167,26 @@ def test_signed_out_nothing_is_read_but_sign_in_health_and_the_appeal_page(world
     allowed = re.compile(r"^/(healthz|accounts/login/|api/schema/|api/docs/|appeal/)")
     for path, _response in _read_all(_as(None), values):
         assert allowed.match(path), f"{path} answers 200 to nobody"
+
+
+@pytest.mark.parametrize("role", ["reader", "grader", "auditor", "integrator", "reviewer", "policy_owner", "admin"])
+def test_every_role_reads_its_own_security_page_and_nobody_elses_sessions_or_tokens(db, role):
+    """The Security page is each person's own: every role reaches it, and it shows their sessions and
+    tokens only, never another person's (an admin's included: admins manage tokens on /tokens/)."""
+    route = factories.make_route(SLUG, "IT support")
+    someone = factories.make_user("someone-else", "reviewer", route)
+    factories.make_token(someone)
+    Client().force_login(someone)
+    UserSession.objects.filter(user=someone).update(user_agent="someone-elses-browser", ip_address="192.0.2.77")
+    me = factories.make_user(f"security-{role}", role, route)
+    factories.make_token(me)
+    browser = Client()
+    browser.force_login(me)
+    UserSession.objects.filter(user=me).update(user_agent=f"{role}-browser")
+    page = browser.get("/accounts/security/")
+    text = page.content.decode()
+    assert page.status_code == 200
+    mine, theirs = (ApiToken.objects.get(user=user).prefix for user in (me, someone))
+    assert mine in text and theirs not in text
+    assert f"{role}-browser" in text
+    assert "someone-elses-browser" not in text and "192.0.2.77" not in text

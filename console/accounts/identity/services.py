@@ -18,7 +18,7 @@ from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts.identity.roles import RoleScope, roles_from_claim
-from console.accounts.models import GrantSource, Identity, ProviderSession, RoleGrant, Route
+from console.accounts.models import GrantSource, Identity, ProviderSession, RoleGrant, Route, UserSession
 from console.accounts.services import role_grant, user_ensure
 from console.core.errors import Conflict, InvalidInput
 
@@ -152,7 +152,8 @@ def provider_session_record(*, identity: Identity, session_key: str, sid: str) -
 
 def provider_sessions_end(*, issuer: str, subject: str | None, sid: str | None) -> int:
     """End the console sessions a provider's logout names: by its session id, else every session of
-    the subject (OpenID Connect Back-Channel Logout 1.0, section 2.4). Returns how many ended."""
+    the subject (OpenID Connect Back-Channel Logout 1.0, section 2.4). Returns how many ended, each
+    audited as `session_ended` (actor `system:oidc-backchannel-logout`), as one its person ends is."""
     rows = ProviderSession.objects.filter(identity__issuer=issuer)
     if sid:
         rows = rows.filter(sid=sid)
@@ -162,11 +163,39 @@ def provider_sessions_end(*, issuer: str, subject: str | None, sid: str | None) 
         rows = rows.filter(identity__subject=subject)
     else:
         return 0
+    now = timezone.now()
     with transaction.atomic():
-        keys = list(rows.values_list("session_key", flat=True))
+        ended = list(rows.select_related("identity__user").order_by("pk"))
+        keys = [row.session_key for row in ended]
+        # Rows of sessions that had already ended (signed out, expired) are dropped without an event.
+        open_keys = set(
+            Session.objects.filter(session_key__in=keys, expire_date__gt=now).values_list("session_key", flat=True)
+        )
+        described = {row.session_key: row for row in UserSession.objects.filter(session_key__in=open_keys)}
         Session.objects.filter(session_key__in=keys).delete()
+        UserSession.objects.filter(session_key__in=keys).delete()
         ProviderSession.objects.filter(session_key__in=keys).delete()
-    return len(keys)
+        for row in ended:
+            if row.session_key not in open_keys:
+                continue
+            user, seen = row.identity.user, described.get(row.session_key)
+            audit_record(
+                actor=Actor.system("oidc-backchannel-logout"),
+                action=Action.SESSION_ENDED,
+                object_type="user",
+                object_id=user.pk,
+                payload={
+                    "username": user.get_username(),
+                    "reason": "the identity provider's session ended (back-channel logout)",
+                    "session": {
+                        "created_at": (seen.created_at if seen else row.created_at).isoformat(),
+                        "user_agent": seen.user_agent if seen else "",
+                        "ip_address": seen.ip_address if seen else "",
+                    },
+                    **field_changes(old={"ended_at": None}, new={"ended_at": now.isoformat()}),
+                },
+            )
+    return len(open_keys)
 
 
 def identities_deactivate(
@@ -196,7 +225,9 @@ def identities_deactivate(
             user.is_active = False
             user.save(update_fields=["is_active"])
             keys = list(ProviderSession.objects.filter(identity__user=user).values_list("session_key", flat=True))
+            keys += list(UserSession.objects.filter(user=user).values_list("session_key", flat=True))
             Session.objects.filter(session_key__in=keys).delete()
+            UserSession.objects.filter(user=user).delete()
             audit_record(
                 actor=actor,
                 action=Action.USER_DEACTIVATED,
