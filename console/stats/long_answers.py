@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from console.stats.calibration import Bins, _bin_edges, _bin_index, brier_decomposition
 from console.stats.intervals import Interval, IntervalMethod, proportion_interval, weighted_proportion_interval
 from console.stats.operating_points import TIE_POLICY, _finite_scores, _population_counts, _sorted_cutoffs
+from console.stats.policy_math import cost_threshold
 
 HarmModel = Literal["proportional", "all_or_nothing", "at_least"]
 Functional = Literal["expected_support", "p_fully_supported", "p_support_at_least"]
@@ -154,6 +155,47 @@ def answer_utility(
         return s - c_w * (1.0 - s)
     event = _event(s, _functional_for(harm_model), support_threshold)
     return np.where(np.isnan(s), np.nan, np.where(event, 1.0, -c_w))
+
+
+@dataclass(frozen=True)
+class LongCostThreshold:
+    """The cost threshold of a long route: the same ``tau``, read against the harm model's summary."""
+
+    tau: float
+    harm_model: str
+    functional: str
+    claims: int | None
+    support_needed: float | None
+    """``tau ** (1/n)`` under all-or-nothing harm with ``n`` claims (None otherwise)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tau": self.tau,
+            "harm_model": self.harm_model,
+            "functional": self.functional,
+            "claims": self.claims,
+            "support_needed": self.support_needed,
+        }
+
+
+def long_cost_threshold(
+    c_w: float, c_a: float, *, harm_model: HarmModel, claims: int | None = None
+) -> LongCostThreshold:
+    """Serve a long answer when the harm model's summary reaches ``tau = (c_w - c_a) / (1 + c_w)``.
+
+    Proportional harm: expected value ``E[S] - c_w (1 - E[S])`` against ``-c_a``, so serve when
+    ``E[S] >= tau``. All-or-nothing: ``Pr(S = 1) - c_w (1 - Pr(S = 1))``, serve when
+    ``Pr(S = 1) >= tau``; at-least: the same with ``Pr(S >= s0)``. Section 11.6: "Both produce the
+    same numeric threshold. The identical algebra is the trap. The statistic under the threshold
+    differs." Under all-or-nothing harm and ``claims = n``, the per-claim support that reaches
+    ``tau`` under independence is ``tau ** (1/n)`` (:func:`per_claim_support_needed`).
+    """
+    tau = cost_threshold(c_w, c_a)
+    functional = _functional_for(harm_model)
+    needed = None
+    if claims is not None and harm_model == "all_or_nothing":
+        needed = per_claim_support_needed(tau, claims)
+    return LongCostThreshold(tau, harm_model, functional, claims, needed)
 
 
 def effective_functional(declared: str, harm_model: str) -> str:

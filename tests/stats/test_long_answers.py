@@ -24,6 +24,7 @@ from console.stats.long_answers import (
     frechet_bounds,
     full_support_by_claim_count,
     functional_mismatch,
+    long_cost_threshold,
     long_operating_points,
     long_operating_points_document,
     per_claim_support_needed,
@@ -122,6 +123,18 @@ def test_under_proportional_harm_the_same_day_is_worth_157_5_more_than_refusing_
     # With the unrounded p^12 the chapter's all-or-nothing figure is 350 (p^12 - 20 (1 - p^12) + 0.5).
     p12 = all_supported_probability(0.95, 12)
     assert 350 * (p12 - 20 * (1 - p12) + 0.5) == pytest.approx(-2853.35, abs=0.01)
+
+
+def test_both_harm_models_give_the_same_threshold_but_read_different_statistics_under_it():
+    proportional = long_cost_threshold(20, 0.5, harm_model="proportional", claims=12)
+    all_or_nothing = long_cost_threshold(20, 0.5, harm_model="all_or_nothing", claims=12)
+    assert proportional.tau == all_or_nothing.tau == pytest.approx(TAU)
+    assert (proportional.functional, all_or_nothing.functional) == ("expected_support", "p_fully_supported")
+    assert proportional.support_needed is None
+    assert all_or_nothing.support_needed == pytest.approx(0.993843366, abs=5e-10)
+    assert long_cost_threshold(20, 0.5, harm_model="at_least").functional == "p_support_at_least"
+    # The chapter's day: E[S] = 0.95 clears tau, Pr(S = 1) = 0.540360 does not.
+    assert 0.95 >= proportional.tau and all_supported_probability(0.95, 12) < all_or_nothing.tau
 
 
 def test_a_supported_two_claim_hedge_has_precision_1_recall_0_167_and_f1_0_286_at_k_12():
