@@ -331,7 +331,11 @@ class LongAnswerRow:
     utility_per_1000: Interval | None
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields a long route's operating-point row adds; intervals as ``{"value","low","high"}``."""
+        """The fields a long route's operating-point row adds; intervals as ``{"value","low","high"}``.
+
+        The false-abstention rate under the functional is ``functional_false_abstention_rate``, beside
+        the short table's ``false_abstention_rate`` (the share fully supported among the refused, which
+        the correct-withheld column is built on)."""
 
         def interval(value: Interval | None) -> dict[str, float | None] | None:
             return None if value is None else value.as_dict()
@@ -341,7 +345,7 @@ class LongAnswerRow:
             "p_fully_supported": self.p_fully_supported.as_dict(),
             "claim_support_rate": self.claim_support_rate.as_dict(),
             "unsupported_claims_per_1000": self.unsupported_claims_per_1000.as_dict(),
-            "false_abstention_rate": interval(self.false_abstention_rate),
+            "functional_false_abstention_rate": interval(self.false_abstention_rate),
             "utility_per_1000": interval(self.utility_per_1000),
         }
         if self.p_support_at_least is not None:
