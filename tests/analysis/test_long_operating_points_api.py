@@ -7,32 +7,10 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from console.accounts.models import Route
-from console.ledger.models import RouteAnswerSettings
 from grading.models import FinalLabel
-from tests.analysis.populations import decision_records, post_decisions
+from tests.analysis.populations import decision_records, label_claims, long_route, post_decisions
 
 Z = stats.norm.isf(0.025)
-
-
-def long_route(**settings) -> RouteAnswerSettings:
-    route = Route.objects.get(slug="it-support")
-    values = {"answer_form": "long", "harm_model": "all_or_nothing"} | settings
-    return RouteAnswerSettings.objects.update_or_create(route=route, defaults=values)[0]
-
-
-def label_claims(decision_ids, supported, verifiable) -> None:
-    FinalLabel.objects.bulk_create(
-        FinalLabel(
-            decision_id=int(decision_id),
-            correct=bool(n > 0 and k == n),
-            method="imported",
-            source="claim-eval",
-            claims_supported=int(k),
-            claims_verifiable=int(n),
-        )
-        for decision_id, k, n in zip(decision_ids, supported, verifiable, strict=True)
-    )
 
 
 def long_census(integrator, *, n=240, seed=3):
