@@ -291,13 +291,19 @@ def ratio_estimate(
         raw = np.asarray(strata)
         if raw.shape != y.shape:
             raise ValueError("strata must align with the answers")
-        labels = np.unique(raw, return_inverse=True)[1].astype(np.intp).reshape(y.shape)
+        if np.issubdtype(raw.dtype, np.integer) and (raw.size == 0 or (raw.min() >= 0 and raw.max() < raw.size)):
+            # Codes 0..H-1 (as the table encodes them once) index the strata directly: no sort per call.
+            labels = raw.astype(np.intp)
+        else:
+            labels = np.unique(raw, return_inverse=True)[1].astype(np.intp).reshape(y.shape)
     wd = np.where(d, w, 0.0)
-    total = float(np.dot(wd, x))
+    # Sums of products, not np.dot: a BLAS dot on a busy machine waits for its threads (75 ms
+    # instead of 0.1 ms for 20,000 answers on two shared cores).
+    total = float(np.sum(wd * x))
     n_domain = int(np.count_nonzero(d))
     if n_domain == 0 or total <= 0.0:
         return RatioEstimate(math.nan, math.nan, n_domain)
-    ratio = float(np.dot(wd, np.where(d, y, 0.0)) / total)
+    ratio = float(np.sum(wd * np.where(d, y, 0.0)) / total)
     z = wd * (np.where(d, y, 0.0) - ratio * x) / total
     per_stratum_n = np.bincount(labels).astype(float)
     per_stratum_sum = np.bincount(labels, weights=z)
