@@ -205,7 +205,7 @@ class Calibration(_Document, _CalibrationFigures):
     long_answers = serializers.DictField(
         required=False,
         help_text="Long routes: the score as a forecast of E[S] (reliability against S), Pr(S = 1) and Pr(S >= s0) "
-        "(Brier and its decomposition); docs/statistics.md, \"Calibration per functional\".",
+        '(Brier and its decomposition); docs/statistics.md, "Calibration per functional".',
     )
 
 
