@@ -53,3 +53,14 @@ def test_the_cost_calculator_reads_tau_against_each_harm_model(lead, chapters_da
 def test_a_short_route_shows_no_long_answer_panel(lead, chapters_day):
     page = lead.get(f"{PAGE}?cutoffs=0.5").content.decode()
     assert "Long answers" not in page and 'id="long-thresholds"' not in page
+
+
+def test_the_csv_of_a_long_route_carries_its_columns(lead, chapters_day):
+    long_route(harm_model="at_least", support_threshold=0.9)
+    response = lead.get("/operating-points/table.csv?cutoffs=0.5")
+    lines = response.content.decode().splitlines()
+    header = lines[0].split(",")
+    assert "expected_support" in header and "p_support_at_least_high" in header and "utility_per_1000" in header
+    row = dict(zip(header, lines[2].split(","), strict=True))
+    assert float(row["expected_support"]) == pytest.approx(0.95)
+    assert float(row["p_fully_supported"]) == pytest.approx(189 / 350)
