@@ -35,6 +35,7 @@ ORDER = [
     "verify.py",
     "grading_queue.py",
     "stats.py",
+    "stats.py --long",
     "pages.py",
     "similarity.py",
     "monitor.py",

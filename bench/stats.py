@@ -21,9 +21,17 @@ The data is loaded once with COPY into the benchmark database (`.console/bench`)
 while its counts are right; the graded sample is stratified by score band (6,000 below 0.5,
 8,000 in [0.5, 0.9), 6,000 at or above 0.9), so the table is Hajek-weighted, the heavier case.
 
-    .venv/bin/python bench/stats.py [--repeat 5] [--decisions 1000000] [--quick] [--data-dir DIR]
+    .venv/bin/python bench/stats.py [--repeat 5] [--decisions 1000000] [--quick] [--long] [--data-dir DIR]
 
 `--quick` is `--decisions 20000 --repeat 2` in `.console/bench-quick`: seconds, same code paths.
+
+`--long` times a long route instead (issue 31): the same 1,000,000 decisions and 20,000 graded
+answers, each graded claim by claim with 12 verifiable claims (per-claim support rising with the
+score), harm model `at_least` with s0 = 0.9 so every long-answer column is computed. One cold
+request of the operating-points table (short and long columns, the Pr(S = 1)-by-n table, precision
+and recall) against numpy computing the same figures from arrays in memory with the same
+console.stats functions, in the same run; the target is within 3x. Its route is
+`bench-stats-long` (`bench-stats-long-<size>` at other sizes).
 Another size than 1,000,000 scales the strata in proportion (never above the full size's) and gets
 a route of its own (`bench-stats-<size>`), so data sets of several sizes can share a database.
 """
@@ -48,6 +56,8 @@ QUICK_POPULATION = 20_000
 STRATA = (("low", -np.inf, 0.5, 6_000), ("mid", 0.5, 0.9, 8_000), ("high", 0.9, np.inf, 6_000))
 IMPORTED = 5_000
 CUTOFFS = "0.5,0.7,0.85,0.9,0.95"
+CLAIMS = 12
+SUPPORT_THRESHOLD = 0.9
 SEED = 20261101
 COPY_CHUNK = 500_000
 
@@ -57,6 +67,7 @@ class DataSet:
     """The benchmark's decisions at one size, and their graded sample scaled with it."""
 
     decisions: int = POPULATION
+    long: bool = False
 
     @property
     def scale(self) -> float:
@@ -77,7 +88,8 @@ class DataSet:
     @property
     def route(self) -> str:
         # The full size keeps the slug its data was first loaded under, so that data is reused.
-        return ROUTE if self.decisions == POPULATION else f"{ROUTE}-{self.decisions}"
+        base = f"{ROUTE}-long" if self.long else ROUTE
+        return base if self.decisions == POPULATION else f"{base}-{self.decisions}"
 
 
 def add_size_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,11 +98,19 @@ def add_size_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help=f"size of the data set (default {POPULATION:,}; {QUICK_POPULATION:,} with --quick)",
     )
+    parser.add_argument(
+        "--long", action="store_true", help=f"a long route: graded answers of {CLAIMS} claims (issue 31)"
+    )
     add_arguments(parser)
 
 
 def data_set(args: argparse.Namespace) -> DataSet:
-    return DataSet(args.decisions or (QUICK_POPULATION if args.quick else POPULATION))
+    return DataSet(args.decisions or (QUICK_POPULATION if args.quick else POPULATION), long=args.long)
+
+
+def claim_counts(rng: np.random.Generator, scores: np.ndarray) -> np.ndarray:
+    """Supported claims of each graded answer of CLAIMS claims: per-claim support 0.85 to 0.99."""
+    return rng.binomial(CLAIMS, 0.85 + 0.14 * scores)
 
 
 def synthetic_population(rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -199,8 +219,11 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
         )
         # Every NOT NULL column without a database default is named, `note` (the adjudicator's reason,
         # empty unless adjudicated) included: COPY fills none of Django's Python-side defaults.
+        # A long route's labels carry claim counts; "correct" is then "every claim supported".
+        supported = claim_counts(rng, scores[sample]) if data.long else None
         with cur.copy(
-            "COPY grading_finallabel (decision_id, item_id, correct, method, source, note, decided_at) FROM STDIN"
+            "COPY grading_finallabel (decision_id, item_id, correct, method, source, note, decided_at, "
+            "claims_supported, claims_verifiable) FROM STDIN"
         ) as copy:
             for j, i in enumerate(sample.tolist()):
                 imported = j % (data.graded // data.imported) == 0
@@ -208,11 +231,13 @@ def load(database_url: str, route_id: int, data: DataSet) -> None:
                     (
                         first_id + i,
                         first_item + j,
-                        bool(correct[i]),
+                        bool(supported[j] == CLAIMS) if data.long else bool(correct[i]),
                         "imported" if imported else "majority",
                         "legacy-eval" if imported else "",
                         "",
                         now,
+                        int(supported[j]) if data.long else None,
+                        CLAIMS if data.long else None,
                     )
                 )
         conn.commit()
@@ -234,6 +259,13 @@ def ensure_loaded(database_url: str, data: DataSet, folder: Path) -> tuple[int, 
     route = Route.objects.filter(slug=data.route).first() or route_create(
         actor=Actor.system("bench"), slug=data.route, name=f"Statistics benchmark, {data.decisions:,} decisions"
     )
+    if data.long:
+        from console.ledger.models import RouteAnswerSettings
+
+        RouteAnswerSettings.objects.update_or_create(
+            route=route,
+            defaults={"answer_form": "long", "harm_model": "at_least", "support_threshold": SUPPORT_THRESHOLD},
+        )
     decisions = Decision.objects.filter(route=route).count()
     labels = FinalLabel.objects.filter(decision__route=route).count()
     if (decisions, labels) == (data.decisions, data.graded):
@@ -280,6 +312,101 @@ def numpy_table_and_calibration(population: np.ndarray, sample, cutoffs: list[fl
     return rows, calibration_report(sample.scores, sample.correct, 10)
 
 
+def long_arrays(route_id: int) -> tuple[np.ndarray, object]:
+    """The population's scores and the long route's graded sample with claim counts (not timed)."""
+    from django.db import connection
+
+    from console.accounts.models import Route
+    from console.analysis import selectors
+    from console.analysis.params import Window
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gate_score FROM ledger_decision WHERE route_id = %s", [route_id])
+        population = np.array([row[0] for row in cursor.fetchall()], dtype=float)
+    return population, selectors.long_graded_sample(Route.objects.get(pk=route_id), Window())
+
+
+def numpy_long_table(population: np.ndarray, long, cutoffs: list[float]) -> tuple[list, list]:
+    """What the long route's table request computes, from arrays in memory: same console.stats functions."""
+    from console.stats.long_answers import full_support_by_claim_count, long_operating_points, precision_recall_at_k
+    from console.stats.operating_points import operating_points
+    from console.stats.policy_math import cost_threshold
+
+    served = [int(np.count_nonzero(population >= t)) for t in cutoffs]
+    sample = long.sample
+    weights, strata = sample.weights_and_strata()
+    common = {
+        "population_size": population.size,
+        "cutoffs": cutoffs,
+        "served_counts": served,
+        "graded_scores": sample.scores,
+        "graded_weights": weights,
+        "graded_strata": strata,
+    }
+    rows = operating_points(graded_correct=sample.correct, **common)
+    long_rows = long_operating_points(
+        claims_supported=long.claims_supported,
+        claims_verifiable=long.claims_verifiable,
+        harm_model="at_least",
+        support_threshold=SUPPORT_THRESHOLD,
+        c_w=20.0,
+        c_a=0.5,
+        **common,
+    )
+    full_support_by_claim_count(
+        long.claims_supported, long.claims_verifiable, weights=weights, strata=strata, tau=cost_threshold(20.0, 0.5)
+    )
+    precision_recall_at_k(long.claims_supported, long.claims_verifiable, long.expected_claims)
+    return rows, long_rows
+
+
+def main_long(args: argparse.Namespace, data: DataSet, route_id: int, token: str, load_line: str) -> None:
+    """One cold request of a long route's table against numpy on the same arrays."""
+    from console.analysis.models import StatsResult
+
+    cutoffs = [float(c) for c in CUTOFFS.split(",")]
+    population, long = long_arrays(route_id)
+    numpy_long_table(population, long, cutoffs)  # scipy's first import is no part of either figure
+    numpy_ms, (rows, long_rows) = timed(lambda: numpy_long_table(population, long, cutoffs), args.repeat)
+    with web_server(workers=1, threads=1) as url:
+        table_url = f"{url}/api/v1/routes/{data.route}/operating-points?cutoffs={CUTOFFS}"
+        StatsResult.objects.filter(route_id=route_id).delete()
+        get_json(table_url, token)  # warm the worker's imports
+        cold = []
+        for _ in range(args.repeat):
+            StatsResult.objects.filter(route_id=route_id).delete()
+            ms, body = timed(lambda: fetch(table_url, token), 1)
+            cold.append(ms)
+        cached_ms, _ = timed(lambda: fetch(table_url, token), args.repeat)
+    table = json.loads(body)
+    keys = ("expected_support", "p_fully_supported", "p_support_at_least", "unsupported_claims_per_1000")
+    same = all(
+        abs(api_row[key][part] - long_row.as_dict()[key][part]) < 1e-9
+        for api_row, long_row in zip(table["rows"], long_rows, strict=True)
+        for key in keys
+        for part in ("value", "low", "high")
+        if api_row[key][part] is not None
+    )
+    cold_ms = statistics.median(cold)
+
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    report(
+        "stats-long",
+        [
+            f"data: {data.decisions:,} decisions, {data.graded:,} graded answers of {CLAIMS} claims "
+            f"(stratified, Hajek-weighted; harm model at_least, s0 = {SUPPORT_THRESHOLD}); {load_line}",
+            f"API over HTTP (gunicorn, 1 worker), median of {args.repeat}; numpy on the arrays in memory, same run",
+            f"numpy, long table                    : {numpy_ms:8.1f} ms",
+            f"API cold, long table                 : {cold_ms:8.1f} ms  ratio to numpy {cold_ms / numpy_ms:.2f}",
+            f"API cached, long table               : {cached_ms:8.1f} ms  ratio to numpy {cached_ms / numpy_ms:.2f}",
+            f"API long columns equal numpy's       : {'yes' if same else 'NO'}",
+            f"cold within 3x of numpy              : {cold_ms / numpy_ms:.2f}x {verdict(cold_ms <= 3 * numpy_ms)}",
+        ],
+    )
+
+
 def fetch(url: str, token: str) -> bytes:
     """The response body, read whole."""
     request = urllib.request.Request(url, headers={"Authorization": f"Token {token}"})
@@ -319,6 +446,10 @@ def main() -> None:
     from console.analysis.models import StatsResult
 
     token = accounts.token_issue(actor=Actor.system("bench"), user=bench_reviewer()).key
+    if data.long:
+        load_line = f"loaded with COPY in {load_seconds:.1f} s" if loaded else "reused from an earlier run"
+        main_long(args, data, route_id, token, load_line)
+        return
 
     cutoffs = [float(c) for c in CUTOFFS.split(",")]
     population, sample = in_memory_arrays(route_id)

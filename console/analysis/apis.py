@@ -124,7 +124,7 @@ class OperatingPointsApi(APIView):
         "score >= cutoff. Population counts are exact on the window; shares among the graded "
         "are Hájek-weighted when inclusion probabilities differ. In an exchange_rate, a null "
         "high (or value) means unbounded: the band has no wrong answer.",
-        parameters=[schemas.CUTOFFS, schemas.CONFIDENCE, schemas.INTERVAL, *schemas.FILTERS],
+        parameters=[schemas.CUTOFFS, schemas.CONFIDENCE, schemas.INTERVAL, schemas.C_W, schemas.C_A, *schemas.FILTERS],
         responses={200: schemas.OperatingPoints, **_ERRORS},
         examples=[_EXAMPLE_OPERATING_POINTS],
     )

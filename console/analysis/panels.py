@@ -30,8 +30,9 @@ from console.analysis.params import (
 )
 from console.analysis.reports import CHART_CUTOFFS, CHART_POINTS
 from console.core.errors import detail
-from console.ledger.selectors import stats_routes
+from console.ledger.selectors import answer_settings, stats_routes
 from console.stats.intervals import Interval
+from console.stats.long_answers import long_cost_threshold
 from console.stats.operating_points import OperatingPointRow
 from console.stats.planning import grades_for_interval_half_width, grades_to_separate_cutoffs
 from console.stats.policy_math import (
@@ -393,6 +394,7 @@ def cost_panel(page: Page) -> dict[str, Any]:
             "q": values["q"],
             "c_v": values["c_v"],
         }
+    context["long_thresholds"] = _long_thresholds(page, values["c_w"], values["c_a"])
     calibration = _calibration_document(page, CalibrationQuery(window=page.query.window))
     if calibration is not None:
         context["clearing_bins"] = [
@@ -404,6 +406,20 @@ def cost_panel(page: Page) -> dict[str, Any]:
             if b["accuracy"] is not None and b["accuracy"] >= context.get("tau_adjusted", math.inf)
         ]
     return context
+
+
+def _long_thresholds(page: Page, c_w: float, c_a: float) -> list[dict[str, Any]] | None:
+    """For a long route, what the same tau is read against under each harm model (docs/statistics.md,
+    "Long answers"), the route's own model first; None for a short route."""
+    settings = answer_settings(page.route)
+    if not settings.is_long:
+        return None
+    models = [settings.harm_model] + [m for m in ("proportional", "all_or_nothing") if m != settings.harm_model]
+    return [
+        long_cost_threshold(c_w, c_a, harm_model=model, claims=settings.expected_claims).as_dict()
+        | {"is_route": model == settings.harm_model, "support_threshold": settings.support_threshold}
+        for model in models
+    ]
 
 
 def band_panel(page: Page) -> dict[str, Any]:

@@ -26,6 +26,9 @@ from console.stats.intervals import INTERVAL_METHODS
 
 DEFAULT_CUTOFFS: tuple[float, ...] = (0.5, 0.7, 0.85, 0.9, 0.95)
 MAX_CUTOFFS = 50
+# The cost calculator's defaults (c_w, c_a), which a long route's utility column uses unless given.
+DEFAULT_COSTS: tuple[float, float] = (20.0, 0.5)
+MAX_COST = 1e6
 MAX_GRID = 1001
 MAX_BINS = 100
 FILTER_PARAMETERS = ("from", "to")
@@ -87,6 +90,8 @@ class OperatingPointsQuery:
     cutoffs: tuple[float, ...] = DEFAULT_CUTOFFS
     confidence: float = 0.95
     interval: str = "wilson"
+    costs: tuple[float, float] = DEFAULT_COSTS
+    """(c_w, c_a) for a long route's utility column; the cost calculator's defaults."""
 
     def cache_params(self) -> dict[str, Any]:
         return {
@@ -94,6 +99,7 @@ class OperatingPointsQuery:
             "cutoffs": sorted(self.cutoffs),
             "confidence": self.confidence,
             "interval": self.interval,
+            "costs": list(self.costs),
         }
 
 
@@ -206,12 +212,16 @@ def parse_operating_points(
 ) -> tuple[OperatingPointsQuery, list[dict[str, str]]]:
     """The query with defaults in place of bad values, and the problems found (for the page)."""
     reader = _Reader(params)
-    reader.refuse_unknown({"cutoffs", "confidence", "interval", *also_allowed})
+    reader.refuse_unknown({"cutoffs", "confidence", "interval", "c_w", "c_a", *also_allowed})
     query = OperatingPointsQuery(
         window=reader.window(),
         cutoffs=reader.number_list("cutoffs", DEFAULT_CUTOFFS, MAX_CUTOFFS),
         confidence=reader.number("confidence", 0.95, 0.0, 1.0),
         interval=reader.choice("interval", "wilson", INTERVAL_METHODS),
+        costs=(
+            reader.number("c_w", DEFAULT_COSTS[0], 0.0, MAX_COST, closed=True),
+            reader.number("c_a", DEFAULT_COSTS[1], 0.0, MAX_COST, closed=True),
+        ),
     )
     return query, reader.errors
 

@@ -7,13 +7,25 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from console.accounts.models import Route
 from console.analysis import selectors
 from console.analysis.cache import Document, as_json, cached
 from console.analysis.params import CalibrationQuery, CertifiedCutoffQuery, OperatingPointsQuery, Window
 from console.core.errors import InvalidInput
+from console.ledger.models import RouteAnswerSettings
+from console.ledger.selectors import answer_settings
 from console.stats.calibration import calibration_by_segment, calibration_report
 from console.stats.certification import RISK, Certification, certify_cutoff, n_start
+from console.stats.long_answers import (
+    effective_functional,
+    full_support_by_claim_count,
+    long_operating_points,
+    long_operating_points_document,
+    precision_recall_at_k,
+    support_calibration,
+)
 from console.stats.operating_points import (
     TIE_POLICY,
     OperatingPointRow,
@@ -21,6 +33,7 @@ from console.stats.operating_points import (
     operating_points,
     operating_points_document,
 )
+from console.stats.policy_math import cost_threshold, cost_threshold_problem
 
 OPERATING_POINTS = "operating_points"
 CERTIFIED_CUTOFF = "certified_cutoff"
@@ -100,7 +113,15 @@ def operating_points_report(
     params = operating_points_params(query, curve)
 
     def compute() -> dict[str, Any]:
-        sample = _graded(route, query.window, as_of)
+        settings = answer_settings(route)
+        long = None
+        if settings.is_long:
+            long = selectors.long_graded_sample(
+                route, query.window, route_expected_claims=settings.expected_claims, as_of=as_of
+            )
+            sample = long.sample
+        else:
+            sample = _graded(route, query.window, as_of)
         cutoffs = list(query.cutoffs)
         everything = sorted(set(cutoffs) | set(curve))
         population, counts = _population(route, query.window, everything, as_of)
@@ -114,6 +135,8 @@ def operating_points_report(
             method=query.interval,  # type: ignore[arg-type]
         )
         document |= {"estimator": sample.estimator} | _common(route, query.window, sample)
+        if long is not None:
+            document |= _long_answers(long, settings, population, served, cutoffs, query, document["rows"])
         if curve:
             curve_rows = (
                 _rows(population, served, sorted(curve), sample, query.confidence, query.interval) if population else []
@@ -124,6 +147,80 @@ def operating_points_report(
     if as_of is not None:
         return _frozen(compute)
     return cached(route, OPERATING_POINTS, params, compute)
+
+
+def _long_answers(
+    long: selectors.LongGradedSample,
+    settings: RouteAnswerSettings,
+    population: int,
+    served: dict[float, int],
+    cutoffs: list[float],
+    query: OperatingPointsQuery,
+    rows: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """What a long route's table adds (docs/statistics.md, "Long answers"): the long-answer fields
+    merged into each row, the functional the figures read, the Pr(S = 1)-by-n table over the graded
+    answers and their precision and recall against K."""
+    sample = long.sample
+    weights, strata = sample.weights_and_strata()
+    functional = effective_functional(settings.gate_functional, settings.harm_model)
+    c_w, c_a = query.costs
+    if population:
+        long_rows = long_operating_points(
+            population_size=population,
+            cutoffs=cutoffs,
+            served_counts=[served[c] for c in cutoffs],
+            graded_scores=sample.scores,
+            claims_supported=long.claims_supported,
+            claims_verifiable=long.claims_verifiable,
+            graded_weights=weights,
+            graded_strata=strata,
+            harm_model=settings.harm_model,  # type: ignore[arg-type]
+            functional=functional,
+            support_threshold=settings.support_threshold,
+            c_w=c_w,
+            c_a=c_a,
+            confidence=query.confidence,
+            method=query.interval,  # type: ignore[arg-type]
+        )
+        for row, long_row in zip(rows, long_rows, strict=True):
+            row |= long_row.as_dict()
+    extra = long_operating_points_document(
+        [],
+        harm_model=settings.harm_model,
+        functional=functional,
+        declared_functional=settings.gate_functional,
+        support_threshold=settings.support_threshold,
+        confidence=query.confidence,
+    )
+    del extra["rows"], extra["confidence"], extra["tie_policy"]
+    tau = cost_threshold(c_w, c_a) if cost_threshold_problem(c_w, c_a) is None else None
+    by_claims = full_support_by_claim_count(
+        long.claims_supported,
+        long.claims_verifiable,
+        weights=weights,
+        strata=strata,
+        tau=tau,
+        confidence=query.confidence,
+        method=query.interval,  # type: ignore[arg-type]
+    )
+    at_k = precision_recall_at_k(long.claims_supported, long.claims_verifiable, long.expected_claims)
+    known = ~np.isnan(at_k.recall)
+    return extra | {
+        "costs": {"c_w": c_w, "c_a": c_a, "tau": tau},
+        "expected_claims": settings.expected_claims,
+        "full_support_by_claims": [row.as_dict() for row in by_claims],
+        "precision_recall": {
+            "answers_with_k": int(np.count_nonzero(known)),
+            "precision": _mean_or_none(at_k.precision[known & ~np.isnan(at_k.precision)]),
+            "recall": _mean_or_none(at_k.recall[known]),
+            "f1": _mean_or_none(at_k.f1[known & ~np.isnan(at_k.f1)]),
+        },
+    }
+
+
+def _mean_or_none(values: np.ndarray) -> float | None:
+    return float(values.mean()) if values.size else None
 
 
 def band_report(route: Route, query: OperatingPointsQuery, *, band_lower: float, cutoff: float) -> Document:
@@ -261,6 +358,9 @@ def calibration_report_for(route: Route, query: CalibrationQuery) -> Document:
                 "Graded decisions were sampled with unequal inclusion probabilities; calibration "
                 "is reported over them as sampled, without weights."
             )
+        settings = answer_settings(route)
+        if settings.is_long:
+            document["long_answers"] = _long_calibration(route, query, settings)
         if query.by:
             by_value = calibration_by_segment(
                 sample.scores, sample.correct, list(sample.groups), query.bins, max_points=query.points
@@ -270,3 +370,17 @@ def calibration_report_for(route: Route, query: CalibrationQuery) -> Document:
         return document
 
     return cached(route, CALIBRATION, query.cache_params(), compute)
+
+
+def _long_calibration(route: Route, query: CalibrationQuery, settings: RouteAnswerSettings) -> dict[str, Any]:
+    """The gate score as a forecast of each functional (docs/statistics.md, "Calibration per
+    functional"), over the labels with claim counts, unweighted like the rest of the report."""
+    long = selectors.long_graded_sample(route, query.window, route_expected_claims=settings.expected_claims)
+    return support_calibration(
+        long.sample.scores,
+        long.claims_supported,
+        long.claims_verifiable,
+        functional=effective_functional(settings.gate_functional, settings.harm_model),
+        support_threshold=settings.support_threshold,
+        bins=query.bins,
+    ) | {"harm_model": settings.harm_model, "declared_functional": settings.gate_functional}

@@ -66,6 +66,46 @@ class OperatingPointRow(serializers.Serializer):
     wrong_served_per_1000 = Estimate(allow_null=True)
     exchange_rate = Estimate(allow_null=True, help_text="vs the previous row; null on the no-gate row.")
     band = Band(allow_null=True)
+    # Long routes only (docs/statistics.md, "Long answers"): over graded served answers.
+    expected_support = Estimate(required=False, help_text="Long routes: E[S], the mean support fraction.")
+    p_fully_supported = Estimate(required=False, help_text="Long routes: Pr(S = 1), every claim supported.")
+    p_support_at_least = Estimate(required=False, help_text="Long routes whose harm model names s0: Pr(S >= s0).")
+    claim_support_rate = Estimate(required=False, help_text="Long routes: supported claims per verifiable claim.")
+    unsupported_claims_per_1000 = Estimate(
+        required=False, help_text="Long routes: unsupported claims served per 1,000 decisions."
+    )
+    functional_false_abstention_rate = Estimate(
+        required=False, allow_null=True, help_text="Long routes: the false-abstention rate under `functional`."
+    )
+    utility_per_1000 = Estimate(
+        required=False,
+        allow_null=True,
+        help_text="Long routes: value per 1,000 decisions under the harm model at `costs` (refusals cost c_a).",
+    )
+
+
+class ClaimCountRow(serializers.Serializer):
+    claims = serializers.IntegerField(min_value=1, help_text="n, verifiable claims per answer.")
+    answers = serializers.IntegerField(min_value=0)
+    p_fully_supported = Estimate()
+    claim_support_rate = Estimate()
+    independence = serializers.FloatField(allow_null=True, help_text="claim_support_rate ** n.")
+    frechet_low = serializers.FloatField(allow_null=True)
+    frechet_high = serializers.FloatField(allow_null=True)
+    support_needed = serializers.FloatField(allow_null=True, help_text="tau ** (1/n).")
+
+
+class LongCosts(serializers.Serializer):
+    c_w = serializers.FloatField()
+    c_a = serializers.FloatField()
+    tau = serializers.FloatField(allow_null=True)
+
+
+class PrecisionRecall(serializers.Serializer):
+    answers_with_k = serializers.IntegerField(min_value=0)
+    precision = serializers.FloatField(allow_null=True)
+    recall = serializers.FloatField(allow_null=True)
+    f1 = serializers.FloatField(allow_null=True)
 
 
 class OperatingPoints(_Document):
@@ -77,6 +117,20 @@ class OperatingPoints(_Document):
     tie_policy = serializers.CharField()
     estimator = serializers.CharField(help_text="proportion, or hajek when inclusion probabilities differ.")
     rows = OperatingPointRow(many=True)
+    # Long routes only.
+    answer_form = serializers.CharField(required=False, help_text="long: the route's answers are graded by claim.")
+    harm_model = serializers.CharField(required=False)
+    functional = serializers.CharField(required=False, help_text="What the functional columns read.")
+    declared_functional = serializers.CharField(
+        required=False, help_text="The route's gate functional; empty: unspecified."
+    )
+    functional_mismatch = serializers.BooleanField(required=False)
+    support_threshold = serializers.FloatField(required=False, allow_null=True)
+    long_interval = serializers.CharField(required=False)
+    costs = LongCosts(required=False)
+    expected_claims = serializers.IntegerField(required=False, allow_null=True)
+    full_support_by_claims = ClaimCountRow(many=True, required=False)
+    precision_recall = PrecisionRecall(required=False)
 
 
 class CertificationStep(serializers.Serializer):
@@ -148,6 +202,11 @@ class Calibration(_Document, _CalibrationFigures):
     note = serializers.CharField(required=False)
     by = serializers.CharField(required=False, help_text="With ?by=: the key the report is split by.")
     segments = CalibrationSegment(many=True, required=False, help_text="With ?by=: one report per value.")
+    long_answers = serializers.DictField(
+        required=False,
+        help_text="Long routes: the score as a forecast of E[S] (reliability against S), Pr(S = 1) and Pr(S >= s0) "
+        '(Brier and its decomposition); docs/statistics.md, "Calibration per functional".',
+    )
 
 
 # A filter's value, as the reader takes it: stripped, 1 to 200 characters, no NUL.
@@ -188,6 +247,16 @@ CONFIDENCE = OpenApiParameter(
 )
 INTERVAL = OpenApiParameter(
     "interval", str, enum=list(INTERVAL_METHODS), description="Interval method, default wilson."
+)
+C_W = OpenApiParameter(
+    "c_w",
+    {"type": "number", "minimum": 0, "maximum": 1e6},
+    description="Cost of a wrong answer for a long route's utility column, default 20.",
+)
+C_A = OpenApiParameter(
+    "c_a",
+    {"type": "number", "minimum": 0, "maximum": 1e6},
+    description="Cost of a refusal for a long route's utility column, default 0.5.",
 )
 ALPHA = OpenApiParameter(
     "alpha",

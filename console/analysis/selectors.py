@@ -451,6 +451,62 @@ def _sample_from_columns(columns: list | None, group_by: tuple[str, str] | None)
 
 
 @dataclass(frozen=True)
+class LongGradedSample:
+    """The graded sample of a long route: labels that carry claim counts, with those counts and the
+    decisions' target claim counts aligned with ``sample`` (docs/statistics.md, "Long answers")."""
+
+    sample: GradedSample
+    claims_supported: NDArray[np.float64]
+    claims_verifiable: NDArray[np.float64]
+    expected_claims: NDArray[np.float64]
+    """K per answer: the decision's, else the route's; NaN when neither is known."""
+
+
+_LONG_COLUMNS = [
+    "gate_score",
+    "final_label__correct",
+    "final_label__method",
+    "final_label__source",
+    "final_label__item__inclusion_probability",
+    "final_label__item__stratum",
+    "final_label__claims_supported",
+    "final_label__claims_verifiable",
+    "expected_claims",
+]
+
+
+def long_graded_sample(
+    route: Route, window: Window, *, route_expected_claims: int | None = None, as_of: datetime | None = None
+) -> LongGradedSample:
+    """The window's labelled decisions whose final label has claim counts, in decision id order
+    (one query); with ``as_of``, those ingested and labelled by then. A label of the route's short
+    days (no counts) has no support fraction and is left out."""
+
+    def read() -> LongGradedSample:
+        if as_of is None:
+            queryset = _decisions(route, window).filter(final_label__claims_verifiable__isnull=False)
+        else:
+            queryset = labelled_as_of(route, window, as_of).filter(final_label__claims_verifiable__isnull=False)
+        rows = list(queryset.order_by("pk").values_list(*_LONG_COLUMNS))
+        columns = list(zip(*rows, strict=True)) if rows else None
+        sample = _sample_from_columns(columns[:6] if columns else None, None)
+        if columns is None:
+            empty = np.array([], dtype=float)
+            return LongGradedSample(sample, empty, empty, empty)
+        fallback = np.nan if route_expected_claims is None else float(route_expected_claims)
+        return LongGradedSample(
+            sample=sample,
+            claims_supported=np.array(columns[6], dtype=float),
+            claims_verifiable=np.array(columns[7], dtype=float),
+            expected_claims=np.array([fallback if k is None else float(k) for k in columns[8]], dtype=float),
+        )
+
+    if as_of is not None:
+        return read()
+    return _remembered(("long", route.pk, window, route_expected_claims, read_alias()), read)
+
+
+@dataclass(frozen=True)
 class GradedScope:
     """What the graded decisions of a window cover, for statements: dates and versions seen."""
 

@@ -19,6 +19,23 @@ CSV_INTERVALS = (
     "wrong_served_per_1000",
     "exchange_rate",
 )
+# A long route's columns (docs/statistics.md, "Long answers"); Pr(S >= s0) only when s0 is set.
+LONG_CSV_INTERVALS = (
+    "expected_support",
+    "p_fully_supported",
+    "p_support_at_least",
+    "claim_support_rate",
+    "unsupported_claims_per_1000",
+    "functional_false_abstention_rate",
+    "utility_per_1000",
+)
+
+
+def _csv_intervals(document: dict) -> tuple[str, ...]:
+    if document.get("answer_form") != "long":
+        return CSV_INTERVALS
+    has_s0 = document.get("support_threshold") is not None
+    return CSV_INTERVALS + tuple(name for name in LONG_CSV_INTERVALS if has_s0 or name != "p_support_at_least")
 
 
 def _read_page(request) -> panels.Page:
@@ -54,7 +71,8 @@ def operating_points_csv(request):
     response["Content-Disposition"] = f'attachment; filename="operating-points-{page.route.slug}.csv"'
     writer = csv.writer(response)
     header = ["cutoff", "refused", "served", "graded_refused", "graded_served"]
-    for name in CSV_INTERVALS:
+    names = _csv_intervals(document)
+    for name in names:
         header += [name, f"{name}_low", f"{name}_high"]
     writer.writerow([*header, "confidence", "interval", "exchange_rate_interval", "tie_policy"])
     for row in document["rows"]:
@@ -65,8 +83,8 @@ def operating_points_csv(request):
             row["graded_refused"],
             row["graded_served"],
         ]
-        for name in CSV_INTERVALS:
-            cell = row[name] or {}
+        for name in names:
+            cell = row.get(name) or {}
             # Inside an exchange rate a missing bound is unbounded (the band has no wrong answer).
             missing = "inf" if name == "exchange_rate" and cell else ""
             line += [missing if cell.get(k) is None else cell[k] for k in ("value", "low", "high")]

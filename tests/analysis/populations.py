@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from console.ledger.models import Decision
+from console.accounts.models import Route
+from console.ledger.models import Decision, RouteAnswerSettings
 from grading.models import FinalLabel, GradingItem, ItemStatus
 from tests.factories import ingest, make_route, record, served_record
 from tests.worlds import RouteWorld, build_world, route_world_start
@@ -89,6 +90,28 @@ def label_each(decision_ids, correct) -> None:
     FinalLabel.objects.bulk_create(
         FinalLabel(decision_id=int(decision_id), correct=bool(right), method="imported", source="offline-eval")
         for decision_id, right in zip(decision_ids, correct, strict=True)
+    )
+
+
+def long_route(**settings) -> RouteAnswerSettings:
+    """Make it-support a long route (answer settings written directly: the settings API is the ledger's)."""
+    route = Route.objects.get(slug="it-support")
+    values = {"answer_form": "long", "harm_model": "all_or_nothing"} | settings
+    return RouteAnswerSettings.objects.update_or_create(route=route, defaults=values)[0]
+
+
+def label_claims(decision_ids, supported, verifiable) -> None:
+    """Imported claim-count labels in one INSERT; correct exactly when fully supported."""
+    FinalLabel.objects.bulk_create(
+        FinalLabel(
+            decision_id=int(decision_id),
+            correct=bool(n > 0 and k == n),
+            method="imported",
+            source="claim-eval",
+            claims_supported=int(k),
+            claims_verifiable=int(n),
+        )
+        for decision_id, k, n in zip(decision_ids, supported, verifiable, strict=True)
     )
 
 
