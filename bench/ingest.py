@@ -18,8 +18,16 @@ The API/COPY ratio is taken from a run with no worker running (the jobs it queue
 after it), since on a small machine the workers take CPU from gunicorn; both API rates are printed.
 
     .venv/bin/python bench/ingest.py [--decisions 20000] [--quick] [--shared] [--data-dir DIR]
+    .venv/bin/python bench/ingest.py --stream 600 [--rate N] [--sample 10] [--idle-timeout 300]
 
 `--quick` posts 1,000 decisions (two batches) to one gunicorn worker instead: seconds, same code paths.
+`--stream SECONDS` is the sustained-load mode instead: make run's workers running, batches of 500
+posted at a steady rate (`--rate`, default the HTTP rate of a short burst with no worker, measured
+first) for that long, the backlog sampled as it goes (`--sample` seconds apart): jobs waiting in
+each queue (and taken but not finished) and the stream's decisions still without their span
+checks, their pool item or a question vector from the route's current embedder. After the last
+batch it reports how long until everything is idle (bounded: `--idle-timeout`). Target: the backlog
+does not grow during the stream, and the console is idle within 30 s of its end.
 `--shared` is the concurrency mode instead: 8 clients post batches whose passages overlap as
 retrieval does (a fifth of all passages drawn from 200 popular chunks, in any order), and every
 batch must be stored: the target is zero errors (no deadlock, no lost race surfacing as a 500).
@@ -378,6 +386,12 @@ def main() -> None:
         action="store_true",
         help=f"{SHARED_CLIENTS} clients, a fifth of passages from {SHARED_CHUNKS} shared chunks",
     )
+    parser.add_argument(
+        "--stream", type=float, metavar="SECONDS", help="sustained load for this long instead (600: ten minutes)"
+    )
+    parser.add_argument("--rate", type=float, help="--stream: decisions/s (default: the HTTP rate, measured first)")
+    parser.add_argument("--sample", type=float, help="--stream: seconds between backlog samples (default 10, 2 quick)")
+    parser.add_argument("--idle-timeout", type=float, default=300.0, help="--stream: longest wait for idle, s")
     add_arguments(parser)
     args = parser.parse_args()
     args.decisions = args.decisions or (QUICK_DECISIONS if args.quick else DECISIONS)
@@ -397,6 +411,9 @@ def main() -> None:
     run = uuid.uuid4().hex[:8]
     if args.shared:
         shared_clients(token, run, args.decisions)
+        return
+    if args.stream:
+        stream(args, route, token, run)
         return
     api_records = make_records(args.decisions, f"api-{run}")
     # COPY runs before and after the API and the faster run counts, so background work in the
@@ -458,6 +475,187 @@ def main() -> None:
             f"load average                : {os.getloadavg()[0]:.2f}",
         ],
     )
+
+
+def post_paced(
+    url: str, token: str, bodies: list[bytes], rate_batches: float, failures: list[str], answered: list[int]
+) -> threading.Thread:
+    """Post `bodies` from CLIENTS threads, batch k no earlier than k / rate_batches seconds after the
+    start (a batch that is late goes at once), counting answered batches in `answered[0]`; the
+    thread that joins the clients is returned, started."""
+    started = time.monotonic()
+    lock = threading.Lock()
+    position = iter(range(len(bodies)))
+
+    def client() -> None:
+        while True:
+            with lock:
+                k = next(position, None)
+            if k is None:
+                return
+            delay = started + k / rate_batches - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            request = urllib.request.Request(
+                url + "/api/v1/decisions",
+                data=bodies[k],
+                method="POST",
+                headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=120) as response:
+                    response.read()
+            except (urllib.error.HTTPError, OSError) as exc:
+                failures.append(f"{type(exc).__name__}: {exc}")
+            with lock:
+                answered[0] += 1
+
+    def all_clients() -> None:
+        threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    runner = threading.Thread(target=all_clients)
+    runner.start()
+    return runner
+
+
+def backlog(route_id: int, after_id: int) -> dict[str, int]:
+    """What is still to do for the route's decisions after `after_id`: jobs in each queue (and those
+    a worker has taken and not finished, `taken`), and decisions without span checks, a pool item,
+    or a vector from the route's current built-in embedder (when it has one)."""
+    from django.db import connection
+
+    from console.celery import app
+    from console.core.queues import QUEUES
+    from console.similarity.models import EmbedderVersion
+
+    with app.connection_for_write() as broker:
+        channel = broker.default_channel
+        waiting = {queue: channel._size(queue) for queue in QUEUES}
+        with channel.conn_or_acquire() as client:
+            waiting["taken"] = client.hlen(channel.unacked_key)
+    current = EmbedderVersion.objects.filter(route_id=route_id, state="current").first()
+    space = None if current is None else current.space_key
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), "
+            "count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM verification_decisionsupport s "
+            "WHERE s.decision_id = d.id)), "
+            "count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM grading_gradingitem g "
+            "WHERE g.decision_id = d.id AND NOT g.is_gold)), "
+            "count(*) FILTER (WHERE %s::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM similarity_questionvector v "
+            "WHERE v.decision_id = d.id AND v.space = %s::text)) "
+            "FROM ledger_decision d WHERE d.route_id = %s AND d.id > %s",
+            [space, space, route_id, after_id],
+        )
+        stored, no_checks, no_item, no_vector = cursor.fetchone()
+    return {
+        "stored": stored,
+        "span checks": no_checks,
+        "pool": no_item,
+        "vectors": no_vector,
+        **{f"queue {name}": size for name, size in waiting.items() if size},
+    }
+
+
+def _backlog_line(at: float, posted: int, state: dict[str, int]) -> str:
+    queues = ", ".join(f"{name[6:]} {size}" for name, size in state.items() if name.startswith("queue "))
+    return (
+        f"{at:7.1f} s  posted {posted:7,}  stored {state['stored']:7,}  waiting: span checks {state['span checks']:6,}"
+        f"  pool {state['pool']:6,}  vectors {state['vectors']:6,}  jobs: {queues or 'none'}"
+    )
+
+
+def _idle(state: dict[str, int]) -> bool:
+    return not any(size for name, size in state.items() if name != "stored")
+
+
+def stream(args, route, token: str, run: str) -> None:
+    """--stream: make run's workers under a steady ingest rate; the backlog over time, then the time
+    from the last batch until everything is idle."""
+    from django.db import connection
+
+    folder = data_dir(args)
+    sample = args.sample or (2.0 if args.quick else 10.0)
+    rate = args.rate
+    with web_server(workers=1 if args.quick else 2, threads=2) as url:
+        if rate is None:  # the HTTP rate, as the ingest figure measures it: no worker running
+            post_all(url, token, make_records(BATCH, f"warm-stream-{run}"))
+            burst = 2 * BATCH if args.quick else 8 * BATCH
+            seconds, failures = post_all(url, token, make_records(burst, f"rate-{run}"))
+            if failures:
+                raise RuntimeError(f"API refused batches: {failures[:2]}")
+            rate = burst / seconds
+    purge_queues()
+    batches = max(1, round(args.stream * rate / BATCH))
+    records = make_records(batches * BATCH, f"stream-{run}")
+    bodies = [json.dumps({"decisions": records[i : i + BATCH]}).encode() for i in range(0, len(records), BATCH)]
+    del records
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(max(id), 0) FROM ledger_decision WHERE route_id = %s", [route.pk])
+        (after_id,) = cursor.fetchone()
+    lines = [
+        f"{batches:,} batches of {BATCH} at {rate:,.0f} decisions/s for {args.stream:.0f} s "
+        f"({CLIENTS} clients; gunicorn {1 if args.quick else 2} x 2; make run's workers)",
+    ]
+    failures: list[str] = []
+    with web_server(workers=1 if args.quick else 2, threads=2) as url, contextlib.ExitStack() as workers:
+        gradable, background = split_queues(False) or (None, None)
+        workers.enter_context(celery_worker(folder, queues=gradable))
+        workers.enter_context(
+            celery_worker(
+                folder, queues=background, name="ingest-worker-rest", concurrency="1", extra_env=_background_env()
+            )
+        )
+        started = time.monotonic()
+        answered = [0]
+        poster = post_paced(url, token, bodies, rate / BATCH, failures, answered)
+        samples = []
+        while poster.is_alive():
+            poster.join(timeout=sample)
+            at = time.monotonic() - started
+            state = backlog(route.pk, after_id)
+            samples.append((at, state))
+            lines.append(_backlog_line(at, answered[0] * BATCH, state))
+        ended = time.monotonic() - started
+        lines.append(f"last batch answered at {ended:.1f} s: {batches * BATCH / ended:,.0f} decisions/s achieved")
+        idle_at = None
+        while time.monotonic() - started - ended < args.idle_timeout:
+            state = backlog(route.pk, after_id)
+            if _idle(state):
+                idle_at = time.monotonic() - started - ended
+                break
+            time.sleep(1.0)
+        lines.append(_backlog_line(time.monotonic() - started, batches * BATCH, state))
+    if failures:
+        raise RuntimeError(f"API refused batches: {failures[:2]}")
+    # Drain rates: decisions done per second over the stream, per kind of work, against the rate posted.
+    if samples:
+        at, last = samples[-1]
+        stored = last["stored"]
+        for kind in ("span checks", "pool", "vectors"):
+            done = stored - last[kind]
+            lines.append(
+                f"{kind:<12}: {done / at:8,.0f} decisions/s done during the stream against {stored / at:8,.0f} "
+                f"stored ({last[kind]:,} waiting at {at:.0f} s)"
+            )
+    # Growing: more waiting at the end of the stream than half-way through it, by over two batches.
+    growing = [
+        kind
+        for kind in ("span checks", "pool", "vectors")
+        if len(samples) >= 4 and samples[-1][1][kind] > 2 * BATCH + samples[len(samples) // 2][1][kind]
+    ]
+    idle = f"not within {args.idle_timeout:.0f} s" if idle_at is None else f"{idle_at:.1f} s"
+    verdict = "PASS" if idle_at is not None and idle_at <= 30 else "FAIL"
+    lines.append(f"idle after the last batch: {idle}  (target <= 30 s) {verdict}")
+    lines.append(
+        f"backlog growing through the stream: {'yes (' + ', '.join(growing) + ') FAIL' if growing else 'no PASS'}"
+    )
+    lines.append(f"load average: {os.getloadavg()[0]:.2f}")
+    report("ingest --stream", lines)
 
 
 def shared_clients(token: str, run: str, decisions: int) -> None:
