@@ -526,10 +526,12 @@ def post_paced(
     return runner
 
 
-def backlog(route_id: int, after_id: int) -> dict[str, int]:
+def backlog(route_id: int, after_id: int, since: float) -> dict[str, int]:
     """What is still to do for the route's decisions after `after_id`: jobs in each queue (and those
-    a worker has taken and not finished, `taken`), and decisions without span checks, a pool item,
-    or a vector from the route's current built-in embedder (when it has one)."""
+    a worker has taken since `since`, a time.time(), and not finished: `taken`), and decisions
+    without span checks, a pool item, or a vector from the route's current built-in embedder (when
+    it has one). Taken jobs are counted from the broker's index of deliveries by time: a worker
+    stopped in an earlier run leaves its unfinished deliveries there until they time out."""
     from django.db import connection
 
     from console.celery import app
@@ -540,7 +542,7 @@ def backlog(route_id: int, after_id: int) -> dict[str, int]:
         channel = broker.default_channel
         waiting = {queue: channel._size(queue) for queue in QUEUES}
         with channel.conn_or_acquire() as client:
-            waiting["taken"] = client.hlen(channel.unacked_key)
+            waiting["taken"] = client.zcount(channel.unacked_index_key, since, "+inf")
     current = EmbedderVersion.objects.filter(route_id=route_id, state="current").first()
     space = None if current is None else current.space_key
     with connection.cursor() as cursor:
@@ -614,21 +616,21 @@ def stream(args, route, token: str, run: str) -> None:
                 folder, queues=background, name="ingest-worker-rest", concurrency="1", extra_env=_background_env()
             )
         )
-        started = time.monotonic()
+        started, since = time.monotonic(), time.time()
         answered = [0]
         poster = post_paced(url, token, bodies, rate / BATCH, failures, answered)
         samples = []
         while poster.is_alive():
             poster.join(timeout=sample)
             at = time.monotonic() - started
-            state = backlog(route.pk, after_id)
+            state = backlog(route.pk, after_id, since)
             samples.append((at, state))
             lines.append(_backlog_line(at, answered[0] * BATCH, state))
         ended = time.monotonic() - started
         lines.append(f"last batch answered at {ended:.1f} s: {batches * BATCH / ended:,.0f} decisions/s achieved")
         idle_at = None
         while time.monotonic() - started - ended < args.idle_timeout:
-            state = backlog(route.pk, after_id)
+            state = backlog(route.pk, after_id, since)
             if _idle(state):
                 idle_at = time.monotonic() - started - ended
                 break
