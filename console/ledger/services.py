@@ -341,8 +341,14 @@ def _by_hex(rows) -> dict[str, int]:
 def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     """Store passages not seen before; return the id of every passage the batch names.
 
-    New passages are COPYed into a temporary table and inserted from there in content-key order
-    (the global lock order); one a concurrent batch stored first is skipped and read back.
+    Every passage of the batch is COPYed into a temporary table and moved from there into
+    `INSERT ... ORDER BY content_key ON CONFLICT DO NOTHING` (the global lock order), which returns
+    the new ones; only those it skipped (stored before, or by a concurrent batch that committed
+    while this one waited) are read back. Looking every key up first cost an index probe per
+    passage that the insert then made again: the largest statement of a batch of new passages.
+    The temporary table lives as long as the connection and is emptied by the statement that reads
+    it, so a batch neither creates nor drops a table (catalog writes) and an outer transaction
+    (tests, an import) finds it empty for its next batch.
     """
     unique = {}
     for item in items:
@@ -351,23 +357,16 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
             unique.setdefault(passage.content_key, (passage, corpus))
     if not unique:
         return {}
-    # The keys are hex here and 32 bytes in the table (DigestField); `ids` is keyed by hex.
-    cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [_digests(unique)])
-    ids = _by_hex(cursor.fetchall())
-    new_keys = [key for key in unique if key not in ids]
-    if not new_keys:
-        return ids
     dictionary = newest_dictionary()  # cached in the process: no query in most batches
     cursor.execute(
-        "CREATE TEMPORARY TABLE ingest_passage ON COMMIT DROP AS "
+        "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage AS "
         "SELECT external_id, corpus_snapshot, text, source, uri, embedding, content_key "
         "FROM ledger_passage WITH NO DATA"
     )
     with cursor.cursor.copy(
         "COPY ingest_passage (external_id, corpus_snapshot, text, source, uri, embedding, content_key) FROM STDIN"
     ) as copy:
-        for key in new_keys:
-            passage, corpus = unique[key]
+        for key, (passage, corpus) in unique.items():
             embedding = None if passage.embedding is None else _json(passage.embedding)
             copy.write_row(
                 (
@@ -381,19 +380,18 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
                 )
             )
     cursor.execute(
-        "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, embedding, "
-        "content_key) SELECT * FROM ingest_passage ORDER BY content_key "
-        "ON CONFLICT DO NOTHING RETURNING content_key, id"
+        "WITH staged AS (DELETE FROM ingest_passage RETURNING *) "
+        "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, embedding, content_key) "
+        "SELECT external_id, corpus_snapshot, text, source, uri, embedding, content_key FROM staged "
+        "ORDER BY content_key ON CONFLICT DO NOTHING RETURNING content_key, id"
     )
-    ids.update(_by_hex(cursor.fetchall()))
-    # A retried attempt runs in a fresh transaction, but the outer one (tests, an import) may live on.
-    cursor.execute("DROP TABLE ingest_passage")
-    skipped = [key for key in new_keys if key not in ids]
-    if skipped:  # stored by a concurrent batch that committed while this one waited
+    ids = _by_hex(cursor.fetchall())
+    if dictionary is None:
+        _dictionary_wanted(sum(len(unique[key][0].text) for key in ids))
+    skipped = [key for key in unique if key not in ids]
+    if skipped:
         cursor.execute("SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)", [_digests(skipped)])
         ids.update(_by_hex(cursor.fetchall()))
-    if dictionary is None:
-        _dictionary_wanted(sum(len(unique[key][0].text) for key in new_keys))
     return ids
 
 

@@ -2,12 +2,27 @@
 
 from datetime import timedelta
 
+from celery.signals import worker_init
 from django.utils import timezone
 
 from audit.services import Actor
 from console.core.jobs import enqueue, job
+from console.similarity import embedder
 from console.similarity.models import GapRun, RouteEmbedding
 from console.similarity.services import builtin, gaps, partitions
+
+
+@worker_init.connect
+def _embedder_before_fork(sender=None, **kwargs) -> None:
+    """A worker that consumes the similarity queue imports the embedder's libraries in its main
+    process, before its pool forks (embedder.preload); any other worker (the gradable path, trials)
+    never loads them."""
+    queues = getattr(getattr(getattr(sender, "app", None), "amqp", None), "queues", None)
+    if queues is None:
+        return
+    consumed = set(queues.consume_from or queues)
+    if "similarity" in consumed:
+        embedder.preload()
 
 
 @job("similarity.vectors_embed", soft_time_limit=600)

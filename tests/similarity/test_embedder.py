@@ -229,3 +229,18 @@ def test_12_bit_components_are_near_the_fitted_ones_and_smaller_than_half_precis
     assert np.all(np.abs(unpacked - components) <= largest / 2047 / 2 * 1.0001)
     assert not unpacked[3].any()
     assert len(packed) < components.size * 2 * 0.8  # float16 would take 2 bytes a number
+
+
+def test_a_job_for_decisions_a_refit_embedded_already_embeds_nothing_again(route, monkeypatch):
+    ids = _ingest(_questions(3))
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=factories.make_route().pk)
+    embedded = []
+    real = builtin.embedder.transform
+    monkeypatch.setattr(
+        builtin.embedder, "transform", lambda model, qs, **kw: embedded.append(qs) or real(model, qs, **kw)
+    )
+    assert builtin.vectors_embed(decision_ids=ids) == 0  # the job queued before the refit finished
+    assert embedded == []
+    later = _ingest(["Laptop battery drains overnight"])
+    assert builtin.vectors_embed(decision_ids=ids + later) == 1
+    assert embedded == [["Laptop battery drains overnight"]]

@@ -78,8 +78,13 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
                 continue  # retired since it was read: its model and vectors are gone
             for start in range(0, len(decision_ids), _EMBED_CHUNK):
                 with transaction.atomic():
+                    # Decisions that have their vector already are left out before embedding: after a
+                    # refit, the re-embedding has done the batches queued behind it, and their jobs
+                    # then cost a query each instead of embedding 500 questions for nothing.
                     rows = _decision_rows(
-                        Decision.objects.filter(route_id=route_id, pk__in=decision_ids[start : start + _EMBED_CHUNK])
+                        Decision.objects.filter(
+                            route_id=route_id, pk__in=decision_ids[start : start + _EMBED_CHUNK]
+                        ).exclude(question_vectors__space=version.space_key)
                     )
                     stored += _embed_and_store(version, model, rows)
         if _needs_fit(route_id, versions):
