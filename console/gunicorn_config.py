@@ -19,6 +19,7 @@ measurable CPU at rest. Setting either size to 0 turns that rule off.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -63,6 +64,13 @@ def _watch_idle(worker, growth: _Growth) -> None:
         if idle and (grown := growth.grown()) > IDLE_GROWTH_MB:
             _retire(worker, f"{grown:.0f} MB, idle {IDLE_SECONDS} s")
             return
+
+
+def when_ready(server) -> None:
+    """The application is loaded (--preload) and no worker is forked yet: its objects are moved out
+    of the garbage collector's reach, so a worker's collections never write to them and their pages
+    stay shared with the master (console/celery.py does the same for the Celery pools)."""
+    gc.freeze()
 
 
 def post_worker_init(worker) -> None:

@@ -172,3 +172,19 @@ def test_the_embedded_cluster_defaults_to_small_buffers(monkeypatch):
     monkeypatch.delenv("CONSOLE_PG_SHARED_BUFFERS", raising=False)
     monkeypatch.delenv("CONSOLE_PG_WORK_MEM", raising=False)
     assert embedded.memory_settings() == {"shared_buffers": "32MB", "work_mem": "4MB"}
+
+
+def test_what_the_web_master_and_the_worker_main_processes_loaded_is_frozen_before_they_fork():
+    import gc
+
+    from celery.signals import worker_ready
+
+    from console import gunicorn_config
+    from console.celery import _freeze_the_loaded_code
+
+    assert _freeze_the_loaded_code in [receiver() for _, receiver in worker_ready.receivers]
+    try:
+        gunicorn_config.when_ready(None)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
