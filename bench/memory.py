@@ -436,7 +436,9 @@ def after_work(args: argparse.Namespace) -> int:
         lines += [
             f"at rest {rested:.0f} s after the last "
             f"batch (queues empty, under {REST_SHARE:.0%} of a core for {settle:g} s), then {idle:g} s idle",
-            f"idle CPU over {idle:g} s           : {sum(cpu.values()):.2%} of a core",
+            f"idle CPU over {idle:g} s           : {sum(cpu.values()):.2%} of a core ("
+            + ", ".join(f"{name} {share:.2%}" for name, share in sorted(cpu.items(), key=lambda kv: -kv[1]))
+            + ")",
         ]
     lines += [
         f"processes: {processes} ({backends} PostgreSQL processes)",
