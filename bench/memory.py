@@ -21,11 +21,24 @@ window:
 
 `--quick` loads 5,000 decisions and idles 10 s, and every wait is bounded in seconds: a console
 that does not come to rest is reported and the benchmark exits 1 instead of waiting.
+
+`--after-work` measures memory after the console has done the work itself (issue 36): console/run.py
+starts on a fresh data folder (`<data folder>/after-work`, removed first), N decisions of
+bench/storage.py's workload (a question of ~80 characters, an answer of ~200, 5 passages of ~500)
+go in through `POST /api/v1/decisions` (2 clients, batches of 500), and the console's own workers
+do everything that ingest sets off (span checks, pool entry, question vectors, the embedder fit and
+the re-embedding behind it). Once every queue is empty and the processes are quiet for
+SETTLE seconds, it waits `--idle` seconds and sums the PSS of every process console/run.py started
+(gunicorn, the workers, beat, Redis) plus the embedded PostgreSQL and all its backends: one total,
+target <= 750 MB (Label Studio's 803 MB, measured the same way, less a margin).
+
+    .venv/bin/python bench/memory.py --after-work [--decisions 100000] [--idle 60]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -50,6 +63,12 @@ REST_SHARE, REST_WINDOW, REST_TIMEOUT, QUICK_REST_TIMEOUT = 0.05, 2.0, 600.0, 60
 START_TIMEOUT, QUICK_START_TIMEOUT = 300.0, 90.0
 # Its own database in the data folder's server: the other benchmarks' decisions stay out of it.
 DATABASE_NAME = "console_bench_memory"
+# --after-work: the total (console, PostgreSQL with its backends, Redis) once idle after the ingest.
+AFTER_WORK_TARGET_MB = 750
+# At rest after work: the queues empty and the processes quiet over this many seconds in a row (a
+# beat sweeper may find more a little after the last job ends), within AFTER_WORK_TIMEOUT seconds.
+SETTLE, AFTER_WORK_TIMEOUT, QUICK_AFTER_WORK_TIMEOUT = 20.0, 3600.0, 300.0
+POST_SLICE = 10_000  # decisions made and posted at a time, so the benchmark never holds 100,000
 
 
 def children_of() -> dict[int, list[int]]:
@@ -102,10 +121,12 @@ def cpu_seconds(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def queued_messages(folder: Path) -> int:
+def queued_messages(folder: Path, *, embedded_broker: bool | None = None) -> int:
     """Messages waiting in the broker's queues or held unacknowledged by a worker (0 when the broker
     is not the embedded Redis of `folder`, whose state this cannot read)."""
-    if os.environ.get("CELERY_BROKER_URL"):
+    if embedded_broker is None:
+        embedded_broker = not os.environ.get("CELERY_BROKER_URL")
+    if not embedded_broker:
         return 0
     import redis
 
@@ -271,6 +292,166 @@ def server_pids(folder: Path) -> list[int]:
     return pids
 
 
+def settled(process: subprocess.Popen, folder: Path, timeout: float, settle: float) -> float | None:
+    """Seconds until the queues are empty and the console's processes quiet (under REST_SHARE of a
+    core) for `settle` seconds in a row, checked every REST_WINDOW; None past `timeout`."""
+    started = time.monotonic()
+    quiet_since = None
+    while time.monotonic() - started < timeout:
+        pids = [process.pid, *descendants(process.pid), *server_pids(folder)]
+        before = cpu_seconds(pids)
+        time.sleep(REST_WINDOW)
+        quiet = cpu_seconds(pids) - before <= REST_SHARE * REST_WINDOW
+        if quiet and queued_messages(folder, embedded_broker=True) == 0:
+            quiet_since = quiet_since or time.monotonic() - REST_WINDOW
+            if time.monotonic() - quiet_since >= settle:
+                return quiet_since - started
+        else:
+            quiet_since = None
+    return None
+
+
+def work_done(route_id: int) -> dict[str, int]:
+    """What the console's workers did with the run's decisions, read from the database."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT (SELECT count(*) FROM ledger_decision WHERE route_id = %(route)s),
+                   (SELECT count(*) FROM verification_decisionsupport),
+                   (SELECT count(*) FROM grading_gradingitem WHERE NOT is_gold),
+                   (SELECT count(*) FROM similarity_questionvector),
+                   (SELECT count(*) FROM similarity_embedderversion)
+            """,
+            {"route": route_id},
+        )
+        decisions, checked, pooled, vectors, fits = cursor.fetchone()
+    connection.close()  # its backend would otherwise be counted with PostgreSQL's
+    return {
+        "decisions": decisions,
+        "span-checked": checked,
+        "pool items": pooled,
+        "question vectors": vectors,
+        "embedder versions": fits,
+    }
+
+
+def after_work(args: argparse.Namespace) -> int:
+    """--after-work: ingest through the API into a fresh folder, let the console's own workers finish,
+    idle, then sum the PSS of everything (see the module's docstring)."""
+    import shutil
+
+    from ingest import post_all
+    from storage import workload
+
+    count = args.decisions or (QUICK_DECISIONS if args.quick else DECISIONS)
+    idle = args.idle if args.idle is not None else (QUICK_IDLE if args.quick else IDLE)
+    folder = data_dir(args) / "after-work"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    port = free_port()
+    env = dict(os.environ, CONSOLE_DATA_DIR=str(folder), CONSOLE_DEMO="0", PORT=str(port), HOST="127.0.0.1")
+    env.setdefault("API_TOKEN_RATE_PER_MINUTE", "0")  # the benchmark's token posts 200 batches a minute
+    for key in ("DATABASE_URL", "DATABASE_OWNER_URL", "CELERY_BROKER_URL", "BENCH_DATABASE_URL"):
+        env.pop(key, None)  # make run's own embedded services, in the fresh folder
+    log = folder / "memory-run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "console.run"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url, process, timeout=QUICK_START_TIMEOUT if args.quick else START_TIMEOUT)
+        # This process joins the same server and broker (no Redis of its own) to set up the
+        # integrator and read what was done; it holds no connection while memory is measured.
+        from console import embedded
+
+        os.environ.update(CONSOLE_DATA_DIR=str(folder), DJANGO_SETTINGS_MODULE="console.settings")
+        os.environ["DATABASE_URL"] = embedded.postgres_owner_url(folder)
+        os.environ["CELERY_BROKER_URL"] = embedded.redis_url(folder)
+        import django
+
+        django.setup()
+        from django.db import connection
+
+        from audit.services import Actor
+        from console.accounts import services as accounts
+
+        actor = Actor.system("bench")
+        route = accounts.route_create(actor=actor, slug="bench-storage", name="Memory after work")
+        user = accounts.user_ensure(actor=actor, username="bench-integrator")
+        accounts.role_grant(actor=actor, user=user, role="integrator")
+        token = accounts.token_issue(actor=actor, user=user).key
+        connection.close()
+        run, seconds, raw = "mem", 0.0, 0
+        for first in range(0, count, POST_SLICE):
+            records = workload(min(POST_SLICE, count - first), run, first=first, total=count)
+            raw += sum(len(json.dumps(record).encode()) for record in records)
+            took, failures = post_all(url, token, records)
+            if failures:
+                raise RuntimeError(f"API refused batches: {failures[:2]}")
+            seconds += took
+        timeout = args.timeout or (QUICK_AFTER_WORK_TIMEOUT if args.quick else AFTER_WORK_TIMEOUT)
+        settle = QUICK_IDLE if args.quick else SETTLE
+        rested = settled(process, folder, timeout, settle)
+        done = work_done(route.pk)
+        cpu = idle_cpu([process.pid, *descendants(process.pid), *server_pids(folder)], idle) if rested else {}
+        console_pids = {process.pid, *descendants(process.pid)}
+        servers = set(server_pids(folder)) - console_pids
+        pss, rss, kinds = summed(sorted(console_pids))
+        server_pss, server_rss, server_kinds = summed(sorted(servers))
+        backends = len(servers)
+    finally:
+        process.terminate()
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(process.pid, 9)
+        except ProcessLookupError:
+            pass
+    total = pss + server_pss
+    processes = ", ".join(
+        f"{n} {name} ({kind_pss:.0f} MB)" for name, (n, kind_pss) in sorted({**kinds, **server_kinds}.items())
+    )
+    lines = [
+        f"decisions: {count:,} through POST /api/v1/decisions in {seconds:.0f} s ({count / seconds:,.0f}/s, "
+        f"{raw / count:,.0f} bytes each as JSON), into a fresh folder; make run's own workers did the rest",
+        "work done: " + ", ".join(f"{key} {value:,}" for key, value in done.items()),
+    ]
+    if rested is None:
+        lines.append(
+            f"NOT at rest within {timeout:.0f} s of the last batch (queued: "
+            f"{queued_messages(folder, embedded_broker=True)}); see {log}"
+        )
+    else:
+        lines += [
+            f"at rest {rested:.0f} s after the last "
+            f"batch (queues empty, under {REST_SHARE:.0%} of a core for {settle:g} s), then {idle:g} s idle",
+            f"idle CPU over {idle:g} s           : {sum(cpu.values()):.2%} of a core ("
+            + ", ".join(f"{name} {share:.2%}" for name, share in sorted(cpu.items(), key=lambda kv: -kv[1]))
+            + ")",
+        ]
+    lines += [
+        f"processes: {processes} ({backends} PostgreSQL processes)",
+        f"console (make run's tree), PSS (RSS): {pss:7.0f} MB ({rss:,.0f} MB)",
+        f"PostgreSQL, PSS (RSS)               : {server_pss:7.0f} MB ({server_rss:,.0f} MB)",
+        f"total after work, PSS               : {total:7.0f} MB  (target <= {AFTER_WORK_TARGET_MB} MB) "
+        f"{'PASS' if total <= AFTER_WORK_TARGET_MB else 'FAIL'}",
+        f"load average                        : {os.getloadavg()[0]:.2f}",
+    ]
+    report("memory after work", lines)
+    return 0 if rested is not None else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, help=f"default {DECISIONS:,} ({QUICK_DECISIONS:,} with --quick)")
@@ -279,8 +460,17 @@ def main() -> int:
         type=float,
         help=f"seconds of idling measured (default {IDLE:g}; {QUICK_IDLE:g} with --quick)",
     )
+    parser.add_argument(
+        "--after-work",
+        action="store_true",
+        help="ingest --decisions through the API into a fresh folder, let the console's workers finish "
+        "(the embedder fit included), idle, and sum the PSS of every process with PostgreSQL's backends",
+    )
+    parser.add_argument("--timeout", type=float, help="--after-work: seconds to wait for the console to go idle")
     add_arguments(parser)
     args = parser.parse_args()
+    if args.after_work:
+        return after_work(args)
     data = DataSet(args.decisions or (QUICK_DECISIONS if args.quick else DECISIONS))
     idle = args.idle if args.idle is not None else (QUICK_IDLE if args.quick else IDLE)
     rest_timeout = QUICK_REST_TIMEOUT if args.quick else REST_TIMEOUT

@@ -62,9 +62,12 @@ def text_of(rng: random.Random, length: int) -> str:
     return " ".join(words)[: length - 1].capitalize() + "."
 
 
-def workload(count: int, run: str, *, seed: int = 16) -> list[dict]:
+def workload(count: int, run: str, *, seed: int = 16, first: int = 0, total: int | None = None) -> list[dict]:
     """`count` decision records of route bench-storage; a fifth of the passages come from a pool of
-    popular chunks (about one for every 40 decisions), the rest are unique."""
+    popular chunks (about one for every 40 decisions), the rest are unique.
+
+    A large run can be made in slices (bench/memory.py posts 100,000 without holding them all):
+    records `first` to `first + count` of a run of `total`, sharing the same popular pool."""
     rng = random.Random(seed)
     pool = [
         {
@@ -73,10 +76,12 @@ def workload(count: int, run: str, *, seed: int = 16) -> list[dict]:
             "source": "knowledge-base",
             "uri": f"https://intranet.example/kb/popular/{n}",
         }
-        for n in range(max(20, count // 40))
+        for n in range(max(20, (total or count) // 40))
     ]
+    if first:
+        rng = random.Random(f"{seed}-{first}")
     records = []
-    for n in range(count):
+    for n in range(first, first + count):
         score = round(rng.betavariate(9, 1.3) if rng.random() < 0.8 else rng.betavariate(2, 4), 4)
         answer = text_of(rng, 200)
         passages = []

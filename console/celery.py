@@ -1,7 +1,8 @@
+import gc
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import beat_init, worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
@@ -33,3 +34,13 @@ def _one_scheduler(sender=None, **kwargs) -> None:
 
     beat_guard.die_with_parent()
     beat_guard.hold_scheduler_lock(sender.schedule_filename if sender is not None else "celerybeat-schedule")
+
+
+@worker_ready.connect
+def _freeze_the_loaded_code(**kwargs) -> None:
+    """Everything the main process loaded is moved out of the garbage collector's reach before the
+    pool forks its children (make run's pools start empty and fork on demand: console/run.py). A
+    child's collections then never write to those objects, so their pages stay shared with the main
+    process instead of being copied into every child, and a child forked for one minute's sweep
+    does not walk them."""
+    gc.freeze()

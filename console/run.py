@@ -29,6 +29,10 @@ def main() -> int:
     port = env_int("PORT", 8000, minimum=1, maximum=65535)
     host = env_str("HOST", "127.0.0.1")
     env = dict(os.environ, CONSOLE_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="console.settings")
+    # glibc gives each thread that allocates its own heap arena (up to 8 a core), and freed memory
+    # stays in the arena that held it; gunicorn's threads and the workers' Django held on to memory
+    # after work that two arenas share instead (issue 36). Set it to change it.
+    env.setdefault("MALLOC_ARENA_MAX", "2")
 
     # Only `migrate` connects as the owner role; the web server and the workers never get its URL.
     owner_env = {"DATABASE_OWNER_URL": env.pop("DATABASE_OWNER_URL")} if env.get("DATABASE_OWNER_URL") else {}
@@ -140,6 +144,13 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
     waited. Each child is replaced after
     CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
     so a child that grew on one large job does not keep that memory at rest.
+
+    The concurrency is each pool's most: the pools grow on demand and shrink to
+    CELERY_IDLE_PROCESSES (default 0) once no task has arrived for CELERY_IDLE_SECONDS (default 10,
+    checked that often), so an idle console keeps only the workers' main processes (and beat): after
+    a 20,000-decision ingest the four pool children held about 200 MB between them at rest (issue 36).
+    A task that arrives at an empty pool waits for one fork of the main process (milliseconds: the
+    code is already loaded there).
     """
     gradable = env_int(
         "CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64), minimum=1, maximum=64
@@ -165,13 +176,17 @@ def worker_environments() -> list[dict[str, str]]:
     span checks, and decisions became gradable a second after the last batch instead of at once."""
     niceness = env_int("CELERY_BACKGROUND_NICE", 10, minimum=0, maximum=19)
     lowered = {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}
-    return [{}, lowered, dict(lowered)]
+    # Celery's autoscaler reads its keep-alive (seconds without a task before a pool shrinks, and
+    # how often it looks) from the environment.
+    idle = {"AUTOSCALE_KEEPALIVE": str(env_int("CELERY_IDLE_SECONDS", 10, minimum=1, maximum=3600))}
+    return [dict(idle), {**lowered, **idle}, {**lowered, **idle}]
 
 
 IDLE_QUIET_WORKER_FLAGS = ("--without-gossip", "--without-mingle", "--without-heartbeat")
 
 
 def _worker(name: str, queues: tuple[str, ...], concurrency: int) -> list[str]:
+    idle = min(env_int("CELERY_IDLE_PROCESSES", 0, minimum=0, maximum=64), concurrency)
     return [
         str(BIN / "celery"),
         "-A",
@@ -183,6 +198,8 @@ def _worker(name: str, queues: tuple[str, ...], concurrency: int) -> list[str]:
         f"{name}@%h",
         "--concurrency",
         str(concurrency),
+        "--autoscale",
+        f"{concurrency},{idle}",
         "-Q",
         ",".join(queues),
         # Gossip, mingle and the event heartbeat keep workers of a cluster aware of each other, a
@@ -213,6 +230,9 @@ def web_command(host: str, port: int) -> list[str]:
         "--max-requests-jitter",
         str(max_requests // 10),
         "--preload",
+        # Hooks that replace a worker which grew, once it idles (console/gunicorn_config.py).
+        "--config",
+        "python:console.gunicorn_config",
         "--no-control-socket",
         # No request-line limit of gunicorn's own (its 414 is an HTML page): the application answers
         # a URL past MAX_URL_LENGTH with its own 414 (console/core/middleware.py).

@@ -49,6 +49,7 @@ PROJECT_MODULES = {
     "console.celery",
     "console.wsgi",
     "console.run",
+    "console.gunicorn_config",
     "console.beat_guard",
     "console.embedded",
     "console.env",
