@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -20,8 +21,10 @@ from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import detail
 from console.ledger.compression import decompress_text
-from console.ledger.models import DecisionPassage
+from console.ledger.models import AnswerForm, DecisionPassage
+from console.ledger.selectors import answer_settings
 from console.stats import agreement
+from console.verification.spans import split_claim_units
 from grading.models import (
     Assignment,
     FinalLabel,
@@ -49,18 +52,49 @@ class GraderItem:
     passages: list[dict[str, Any]]
     guidelines: str
     lease_expires_at: datetime
+    # A long route's answer split into its claims, graded one by one; None on a short route. Only the
+    # texts: an ingested claim's citations are left out, as passage ids are.
+    claims: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "item": {
-                "id": self.id,
-                "question": self.question,
-                "answer": self.answer,
-                "passages": self.passages,
-                "guidelines": self.guidelines,
-            },
-            "lease_expires_at": self.lease_expires_at.isoformat(),
+        item: dict[str, Any] = {
+            "id": self.id,
+            "question": self.question,
+            "answer": self.answer,
+            "passages": self.passages,
+            "guidelines": self.guidelines,
         }
+        if self.claims is not None:  # a short route's item keeps exactly its documented shape
+            item["claims"] = [{"index": index, "text": text} for index, text in enumerate(self.claims)]
+        return {"item": item, "lease_expires_at": self.lease_expires_at.isoformat()}
+
+
+def route_is_long(route: Route) -> bool:
+    """Whether the route's answers are graded claim by claim."""
+    return answer_settings(route).answer_form == AnswerForm.LONG
+
+
+_UNREAD = object()
+
+
+def item_claims(item: GradingItem) -> list[str]:
+    """The claims of the answer a grader reads on the item, in the order their indices follow.
+
+    An item that shows its decision's answer takes the decision's claims as ingested
+    (`console.ledger.claims.answer_claims` reads the same list, so grades and imported claim labels
+    share indices); otherwise (no claims were sent, a shadow run's or a gold item's own answer) the
+    answer is split as the span verifier splits a claim into units. A claim read by the queue's
+    claim comes as `decision_claims` (JSON text); otherwise from the item's decision.
+    """
+    if not item.own_answer and item.decision_id is not None:
+        stored = item.__dict__.get("decision_claims", _UNREAD)
+        if stored is _UNREAD:
+            stored = item.decision.claims
+        if isinstance(stored, str):
+            stored = json.loads(stored)
+        if stored:
+            return [claim["text"] for claim in stored]
+    return split_claim_units(item.answer)
 
 
 def _passages(decision_id: int | None) -> list[dict[str, Any]]:
@@ -88,6 +122,8 @@ def grader_item(assignment: Assignment) -> GraderItem:
         if texts is None
         else [{"id": position, "text": decompress_text(stored)} for position, stored in enumerate(texts, start=1)]
     )
+    answer_form = getattr(item, "answer_form", None)  # read by the queue's claim
+    long = route_is_long(item.route) if answer_form is None else answer_form == AnswerForm.LONG
     return GraderItem(
         id=str(item.public_id),
         question=item.question,
@@ -95,6 +131,7 @@ def grader_item(assignment: Assignment) -> GraderItem:
         passages=passages,
         guidelines=guidelines,
         lease_expires_at=assignment.lease_expires_at,
+        claims=item_claims(item) if long else None,
     )
 
 
