@@ -288,6 +288,27 @@ class Grade(models.Model):
         return f"{self.verdict} on item {self.item_id} by {self.grader_id}"
 
 
+class ClaimVerdict(models.TextChoices):
+    SUPPORTED = "supported", "Supported"
+    UNSUPPORTED = "unsupported", "Not supported"
+    # Excluded from n, as VeriScore excludes claims nobody could check.
+    UNVERIFIABLE = "unverifiable", "Not verifiable"
+
+
+class ClaimGrade(models.Model):
+    """One grader's verdict on one claim of a long answer, beside the Grade of the whole answer."""
+
+    grade = models.ForeignKey(Grade, on_delete=models.CASCADE, related_name="claim_grades")
+    index = models.PositiveSmallIntegerField(help_text="The claim's place in the answer's claims, from 0.")
+    verdict = models.CharField(max_length=12, choices=ClaimVerdict.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["grade", "index"], name="one_claim_grade_per_index")]
+
+    def __str__(self) -> str:
+        return f"claim {self.index} of grade {self.grade_id}: {self.verdict}"
+
+
 class LabelMethod(models.TextChoices):
     UNANIMOUS = "unanimous", "Unanimous graders"
     MAJORITY = "majority", "Majority of graders"
@@ -305,8 +326,17 @@ class FinalLabel(models.Model):
     item = models.OneToOneField(
         GradingItem, null=True, blank=True, on_delete=models.PROTECT, related_name="final_label"
     )
+    # For a long answer: claims_verifiable > 0 and every verifiable claim supported.
     correct = models.BooleanField()
     method = models.CharField(max_length=12, choices=LabelMethod.choices)
+    claims_supported = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Long answers: k, the claims labelled supported; empty for a short answer."
+    )
+    claims_verifiable = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Long answers: n, the claims labelled supported or unsupported (unverifiable ones are left out).",
+    )
     source = models.CharField(max_length=200, blank=True, help_text="Name of the imported set, for imported labels.")
     note = models.TextField(blank=True, max_length=2000, help_text="The adjudicating reviewer's reason.")
     decided_by = models.ForeignKey(
@@ -340,6 +370,29 @@ class FinalLabel(models.Model):
     revision = models.BigIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
+        constraints = [
+            # Both counts or neither (a short answer), k <= n, and a long answer is correct exactly
+            # when it is fully supported.
+            models.CheckConstraint(
+                condition=models.Q(claims_supported__isnull=True, claims_verifiable__isnull=True)
+                | models.Q(claims_supported__isnull=False, claims_verifiable__isnull=False),
+                name="claim_counts_together",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(claims_verifiable__isnull=True)
+                | models.Q(claims_supported__lte=models.F("claims_verifiable")),
+                name="claims_supported_within_verifiable",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(claims_verifiable__isnull=True)
+                | models.Q(correct=True, claims_verifiable__gt=0, claims_supported=models.F("claims_verifiable"))
+                | (
+                    models.Q(correct=False)
+                    & (models.Q(claims_verifiable=0) | models.Q(claims_supported__lt=models.F("claims_verifiable")))
+                ),
+                name="long_label_correct_when_fully_supported",
+            ),
+        ]
         indexes = [
             models.Index(fields=["decision_route", "decision_occurred_at"], name="label_route_time_idx"),
             models.Index(fields=["decision_route", "revision"], name="label_revision_idx"),
@@ -351,6 +404,27 @@ class FinalLabel(models.Model):
     @property
     def verdict(self) -> str:
         return Verdict.CORRECT if self.correct else Verdict.INCORRECT
+
+    @property
+    def support(self) -> float | None:
+        """S = k/n of a long answer; None for a short answer or when no claim was verifiable."""
+        if not self.claims_verifiable:
+            return None
+        return self.claims_supported / self.claims_verifiable
+
+
+class FinalClaimLabel(models.Model):
+    """The final verdict on one claim of a long answer; its FinalLabel holds the counts."""
+
+    label = models.ForeignKey(FinalLabel, on_delete=models.CASCADE, related_name="claim_labels")
+    index = models.PositiveSmallIntegerField(help_text="The claim's place in the answer's claims, from 0.")
+    verdict = models.CharField(max_length=12, choices=ClaimVerdict.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["label", "index"], name="one_final_claim_label_per_index")]
+
+    def __str__(self) -> str:
+        return f"claim {self.index} of label {self.label_id}: {self.verdict}"
 
 
 class LabelSample(models.Model):

@@ -2,6 +2,7 @@ import hashlib
 from functools import cached_property
 
 from django.contrib.postgres.indexes import GinIndex
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Coalesce, Length
 from django.db.models.lookups import Exact, LessThanOrEqual
@@ -115,6 +116,100 @@ class Passage(models.Model):
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
+class AnswerForm(models.TextChoices):
+    SHORT = "short", "Short (one verdict per answer)"
+    LONG = "long", "Long (graded claim by claim)"
+
+
+class HarmModel(models.TextChoices):
+    PROPORTIONAL = "proportional", "Proportional: an answer earns S - c_w (1 - S)"
+    ALL_OR_NOTHING = "all_or_nothing", "All or nothing: an answer earns 1 only when S = 1"
+    AT_LEAST = "at_least", "At least: an answer is good when S >= s0"
+
+
+class GateFunctional(models.TextChoices):
+    EXPECTED_SUPPORT = "expected_support", "Expected support E[S]"
+    P_FULLY_SUPPORTED = "p_fully_supported", "Probability every claim is supported, Pr(S = 1)"
+    P_SUPPORT_AT_LEAST = "p_support_at_least", "Probability of support at least s0, Pr(S >= s0)"
+
+
+# The most claims a decision may carry, and the longest claim text (ingest validation).
+MAX_CLAIMS = 64
+MAX_CLAIM_CHARS = 2000
+
+
+class RouteAnswerSettings(models.Model):
+    """How a route's answers are judged: one verdict each, or claim by claim, and what harm a partly
+    supported answer does. The ledger's own one-to-one table; a route without a row takes the
+    defaults (short answers, all-or-nothing harm), which `console.ledger.selectors.answer_settings`
+    returns as an unsaved row."""
+
+    route = models.OneToOneField(Route, on_delete=models.CASCADE, primary_key=True, related_name="answer_settings")
+    answer_form = models.CharField(
+        max_length=8,
+        choices=AnswerForm.choices,
+        default=AnswerForm.SHORT,
+        help_text="short: one verdict per answer; long: each answer is graded claim by claim.",
+    )
+    harm_model = models.CharField(
+        max_length=16,
+        choices=HarmModel.choices,
+        default=HarmModel.ALL_OR_NOTHING,
+        help_text="What a partly supported answer costs; a short answer is correct only when all of it holds.",
+    )
+    support_threshold = models.FloatField(
+        null=True, blank=True, help_text="s0 of the at_least harm model: the share of claims an answer needs."
+    )
+    expected_claims = models.PositiveIntegerField(
+        null=True, blank=True, help_text="K, the claims a complete answer makes (recall); decisions may override it."
+    )
+    gate_functional = models.CharField(
+        max_length=24,
+        choices=GateFunctional.choices,
+        blank=True,
+        help_text="What the gate's score estimates, when a decision does not say; empty: unspecified.",
+    )
+
+    class Meta:
+        verbose_name = "route answer settings"
+        verbose_name_plural = "route answer settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(support_threshold__isnull=True)
+                | (models.Q(support_threshold__gte=0) & models.Q(support_threshold__lte=1)),
+                name="support_threshold_in_0_1",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(harm_model=HarmModel.AT_LEAST) | models.Q(support_threshold__isnull=False),
+                name="at_least_names_its_threshold",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(expected_claims__isnull=True) | models.Q(expected_claims__gte=1),
+                name="expected_claims_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"answer settings of route {self.route_id}"
+
+    def clean(self) -> None:
+        errors = {}
+        if self.support_threshold is not None and not 0 <= self.support_threshold <= 1:
+            errors["support_threshold"] = ValidationError("Must be between 0 and 1.", code="out_of_range")
+        if self.harm_model == HarmModel.AT_LEAST and self.support_threshold is None:
+            errors["support_threshold"] = ValidationError(
+                "The at_least harm model needs a support threshold s0.", code="required"
+            )
+        if self.expected_claims is not None and self.expected_claims < 1:
+            errors["expected_claims"] = ValidationError("Must be a positive whole number.", code="out_of_range")
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def is_long(self) -> bool:
+        return self.answer_form == AnswerForm.LONG
+
+
 class Outcome(models.TextChoices):
     REFUSED = "refused", "Refused"
     SERVED = "served", "Served"
@@ -150,6 +245,24 @@ class Decision(models.Model):
     segments = models.JSONField(default=dict, help_text="Query type, language, source, ...")
     ingested_at = models.DateTimeField(auto_now_add=True)
     content_hash = DigestField(help_text="SHA-256 of the decision as sent; replays compare it.")
+    claims = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='The answer\'s atomic claims as the answering system sent them: [{"text", "citations"}], '
+        f"at most {MAX_CLAIMS} of at most {MAX_CLAIM_CHARS} characters; NULL when none were sent.",
+    )
+    expected_claims = models.PositiveIntegerField(
+        null=True, blank=True, help_text="K, the claims a complete answer makes, as the decision sent it."
+    )
+    # A database default too: the bench and demo writers COPY decisions without naming the column.
+    gate_functional = models.CharField(
+        max_length=24,
+        choices=GateFunctional.choices,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="What the gate's score estimates, as the decision sent it; empty: the route's setting.",
+    )
     passages = models.ManyToManyField(Passage, through="DecisionPassage", related_name="decisions")
 
     class Meta:

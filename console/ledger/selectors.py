@@ -18,7 +18,17 @@ from console.accounts.models import Route
 from console.core.errors import Forbidden
 from console.core.paging import Keyset
 from console.ledger.hooks import decision_filter, decision_filters
-from console.ledger.models import Decision, DecisionPassage, Outcome, RouteDayCount
+from console.ledger.models import Decision, DecisionPassage, Outcome, RouteAnswerSettings, RouteDayCount
+
+
+def answer_settings(route: Route) -> RouteAnswerSettings:
+    """The route's answer settings: its row, or an unsaved row of the defaults (short answers,
+    all-or-nothing harm) when it has none. Cached on the route instance once read;
+    `select_related("answer_settings")` saves the query."""
+    try:
+        return route.answer_settings
+    except RouteAnswerSettings.DoesNotExist:
+        return RouteAnswerSettings(route_id=route.pk)
 
 
 def readable_routes(user) -> QuerySet[Route]:

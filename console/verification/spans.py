@@ -83,6 +83,7 @@ import numpy as np
 import stringzilla
 
 from console.core.errors import InvalidInput, ServiceError, detail
+from console.core.text_units import split_claim_units  # noqa: F401 (the verifier's public name for it)
 from console.verification.folding import ClaimPlan, fold_lengths, smallest_period
 
 MAX_CLAIM_CHARS = 2_000
@@ -233,22 +234,6 @@ def verify_span(
 
 
 _new_result = tuple.__new__
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
-
-
-def split_claim_units(claim: str) -> list[str]:
-    """Split a long answer into claim units, each verified on its own.
-
-    Rule: a unit ends at every line break (``str.splitlines``) and after ".", "!" or "?" that
-    is followed by whitespace; units are stripped and empty ones dropped. Deliberately simple:
-    abbreviations are not special-cased ("e.g. this" is two units), a stop without following
-    whitespace does not split ("3.5", "example.com"), and neither does a stop followed by a
-    closing quote or bracket.
-    """
-    units = []
-    for line in claim.splitlines():
-        units.extend(part.strip() for part in _SENTENCE_BREAK.split(line))
-    return [unit for unit in units if unit]
 
 
 def support_summary(unit_found: list[bool]) -> SupportSummary:
