@@ -189,7 +189,10 @@ def live_assignment(*, grader, public_id, now, for_update: bool = True) -> Assig
 
     An unknown id is the same 409: a grader learns nothing about items they never held.
     """
-    queryset = Assignment.objects.select_related("item", "item__route").filter(item__public_id=public_id, grader=grader)
+    # with the route's answer settings: a long route's grade is checked claim by claim
+    queryset = Assignment.objects.select_related("item", "item__route__answer_settings").filter(
+        item__public_id=public_id, grader=grader
+    )
     if for_update:
         queryset = queryset.select_for_update(of=("self", "item"))
     assignment = queryset.first()
