@@ -67,6 +67,8 @@ class ClaimVerdictInput(serializers.Serializer):
 
     index = serializers.IntegerField(min_value=0)
     verdict = serializers.ChoiceField(choices=ClaimVerdict.values)
+
+
 _NO_STORE = {"Cache-Control": "no-store"}
 
 

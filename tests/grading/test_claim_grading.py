@@ -312,7 +312,7 @@ def test_agreement_is_reported_claim_by_claim_beside_the_answer_agreement(long_r
     assert kappa["n"] == 18 and kappa["interval"].startswith("percentile cluster bootstrap")
     assert kappa["low"] <= kappa["value"] <= kappa["high"]
     html = page_of(make_user("rev2", "reviewer")).get("/grading/agreement/").content.decode()
-    assert "Claim by claim" in html and "kappa over claims" in html, html[html.find('Coefficients'):][:3000]
+    assert "Claim by claim" in html and "kappa over claims" in html, html[html.find("Coefficients") :][:3000]
 
 
 def test_a_short_routes_agreement_keeps_its_shape(route, reviewer):
