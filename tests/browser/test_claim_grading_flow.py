@@ -4,10 +4,14 @@ on, j/k and the arrows move, Enter submits only once every claim is marked) and 
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from console.ledger.models import RouteAnswerSettings
 from grading.models import ClaimGrade, Grade
-from tests.factories import make_route, make_user, record, served_record
+from grading.services import labels as labels_services
+from grading.services import queue as queue_services
+from tests.browser.test_page_widths import WIDEST
+from tests.factories import TEST_ACTOR, make_route, make_user, record, served_record
 from tests.grading.helpers import pooled
 from tests.grading.test_blindness import SCORES, assert_blind
 
@@ -81,3 +85,47 @@ def test_a_grader_marks_each_claim_with_the_keyboard_and_submits_only_when_all_a
     verdicts = sorted(ClaimGrade.objects.values_list("index", "verdict"))
     assert verdicts.count((0, "supported")) == 2 and verdicts.count((1, "unsupported")) == 2
     assert (2, "unverifiable") in verdicts
+
+
+def test_a_long_answers_claims_and_their_adjudication_fit_a_phone_without_scrolling_sideways(sign_in, live_server):
+    route = make_route("it-support", "IT support")
+    RouteAnswerSettings.objects.create(route=route, answer_form="long")
+    make_user("gina", "grader")
+    make_user("gus", "grader")
+    make_user("rita", "reviewer")
+    long_word = "Supercalifragilistic" * 6
+    pooled([record(question="How do I reset MFA?", claim=f"Open Settings. Choose {long_word}. Press Reset.")])
+
+    gus = get_user_model().objects.get(username="gus")
+    assignment = queue_services.assignment_claim(actor=TEST_ACTOR, grader=gus, route_ids=None)
+    labels_services.grade_submit(
+        actor=TEST_ACTOR,
+        grader=gus,
+        public_id=assignment.item.public_id,
+        claims=[{"index": i, "verdict": "supported"} for i in range(3)],
+    )
+    page = sign_in("gina")
+    page.keyboard.press("n")  # the lease; each width then reloads the page, which shows it again
+    page.wait_for_selector("li.claim.current")
+    for width in (360, 700, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(f"{live_server.url}/grading/")
+        page.wait_for_selector("li.claim.current")
+        extra = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert extra <= 0, f"the claim page scrolls sideways at {width} px by {extra} px ({page.evaluate(WIDEST)})"
+    for key in ("1", "2", "1"):  # the middle claim: not supported, unlike the other grader
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-saved=verdict]")
+    item_id = Grade.objects.filter(grader__username="gina").get().item.public_id
+    page.click("header form.who button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    page = sign_in("rita")
+    for width in (360, 700, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(f"{live_server.url}/grading/adjudication/{item_id}/")
+        assert page.locator("li.claim").count() == 1  # only the claim the graders split on
+        extra = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert extra <= 0, (
+            f"the adjudication page scrolls sideways at {width} px by {extra} px ({page.evaluate(WIDEST)})"
+        )
