@@ -88,14 +88,13 @@ def item_claims(item: GradingItem) -> list[str]:
     answer is split as the span verifier splits a claim into units. A claim read by the queue's
     claim comes as `decision_claims` (JSON text); otherwise from the item's decision.
     """
-    if not item.own_answer and item.decision_id is not None:
-        stored = item.__dict__.get("decision_claims", _UNREAD)
-        if stored is _UNREAD:
-            stored = item.decision.claims
-        if isinstance(stored, str):
-            stored = json.loads(stored)
-        if stored:
-            return [claim["text"] for claim in stored]
+    stored = item.__dict__.get("decision_claims", _UNREAD)  # the claim's SQL leaves it NULL for an own answer
+    if stored is _UNREAD:
+        stored = None if item.own_answer or item.decision_id is None else item.decision.claims
+    if isinstance(stored, str):
+        stored = json.loads(stored)
+    if stored:
+        return [claim["text"] for claim in stored]
     return split_claim_units(item.answer)
 
 

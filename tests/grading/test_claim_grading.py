@@ -317,3 +317,27 @@ def test_agreement_is_reported_claim_by_claim_beside_the_answer_agreement(long_r
 
 def test_a_short_routes_agreement_keeps_its_shape(route, reviewer):
     assert "claims" not in reviewer.get("/api/v1/routes/it-support/agreement").json()
+
+
+def test_claim_grading_costs_the_same_queries_whatever_the_number_of_claims(
+    long_route, graders, django_assert_num_queries
+):
+    from tests.factories import make_token
+
+    answers = [ANSWER, " ".join(f"Step {n} holds." for n in range(12))]
+    pooled([record(claim=answer) for answer in answers])
+    first, second, _ = graders
+    counts = {"next": [], "first grade": [], "last grade": []}
+    for _ in answers:
+        for client in (first, second):
+            client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(client.user)}")
+        with django_assert_num_queries(7) as handed:  # as on a short route: the claims come with the claim
+            item = next_item(first)
+        counts["next"].append(len(handed.captured_queries))
+        assert next_item(second)["id"] == item["id"]
+        for client, key in ((first, "first grade"), (second, "last grade")):
+            client.credentials(HTTP_AUTHORIZATION=f"Token {make_token(client.user)}")
+            with django_assert_num_queries(30, exact=False) as graded:
+                assert grade_claims(client, item["id"], ["supported"] * len(item["claims"])).status_code == 201
+            counts[key].append(len(graded.captured_queries))
+    assert {key: len(set(values)) for key, values in counts.items()} == {"next": 1, "first grade": 1, "last grade": 1}
