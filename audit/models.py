@@ -60,6 +60,7 @@ class Action(models.TextChoices):
     ALARM_CLOSED = "alarm_closed", "Drift alarm closed"
     EVIDENCE_REFRESH_REQUESTED = "evidence_refresh_requested", "Graded sample refresh requested"
     ROUTE_MONITORING_CHANGED = "route_monitoring_changed", "Route's monitoring settings changed"
+    ROUTE_ANSWER_SETTINGS_CHANGED = "route_answer_settings_changed", "Route's answer settings changed"
 
     TOKEN_REVOKED = "token_revoked", "Token revoked"
     TOKEN_RATE_CHANGED = "token_rate_changed", "Token rate limit changed"

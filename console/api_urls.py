@@ -10,6 +10,7 @@ urlpatterns = [
     path("decisions", ledger_apis.DecisionIngestApi.as_view(), name="api-decisions"),
     path("decisions/<int:decision_id>", review_apis.DecisionDetailApi.as_view(), name="api-decision"),
     path("routes", ledger_apis.RouteListApi.as_view(), name="api-routes"),
+    path("routes/<slug:slug>/settings", ledger_apis.RouteAnswerSettingsApi.as_view(), name="api-route-settings"),
     path("routes/<slug:slug>/decisions", ledger_apis.RouteDecisionListApi.as_view(), name="api-route-decisions"),
     path(
         "routes/<slug:slug>/decisions/<path:request_id>/appeal-link",

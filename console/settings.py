@@ -461,6 +461,8 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "DisputeStatusEnum": ["open", "upheld", "overturned", "withdrawn"],  # disputes, similar refusals
     # a policy version, in full and as a list's summary
     "PolicyVersionStatusEnum": ["draft", "active", "superseded", "withdrawn", "needs_recheck"],
+    # what a gate's score estimates for a long answer: on a decision's gate and in a route's settings
+    "GateFunctionalEnum": ["expected_support", "p_fully_supported", "p_support_at_least"],
 }
 # Disputes (console/disputes): the response time a dispute's clock runs on when its route has no
 # signed policy with an escalation path, and how many appeals one client may send per window.

@@ -566,8 +566,28 @@ class LabelsImportApi(APIView):
                 {
                     "route": serializers.CharField(),
                     "request_id": serializers.CharField(),
-                    "verdict": serializers.ChoiceField(choices=["correct", "incorrect"]),
+                    "verdict": serializers.ChoiceField(
+                        choices=["correct", "incorrect"],
+                        required=False,
+                        help_text="The answer's verdict; left out when `claims` are given.",
+                    ),
                     "source": serializers.CharField(),
+                    "claims": serializers.ListField(
+                        child=inline_serializer(
+                            "ClaimLabelRecord",
+                            {
+                                "index": serializers.IntegerField(
+                                    min_value=0, help_text="The claim's index, from 0 (the lookup's claim_checks)."
+                                ),
+                                "verdict": serializers.ChoiceField(choices=ClaimVerdict.values),
+                            },
+                        ),
+                        required=False,
+                        min_length=1,
+                        help_text="A long answer's label: a verdict for every claim of the answer, each once. "
+                        "The answer is correct when every verifiable claim is supported (unverifiable ones "
+                        "are left out of n).",
+                    ),
                 },
             ),
             min_length=1,
@@ -596,6 +616,24 @@ class LabelsImportApi(APIView):
                             "request_id": "q-000123",
                             "verdict": "correct",
                             "source": "offline-eval",
+                        }
+                    ]
+                },
+            ),
+            OpenApiExample(
+                "A long answer, claim by claim",
+                request_only=True,
+                value={
+                    "labels": [
+                        {
+                            "route": "it-support",
+                            "request_id": "q-000124",
+                            "source": "offline-eval",
+                            "claims": [
+                                {"index": 0, "verdict": "supported"},
+                                {"index": 1, "verdict": "unsupported"},
+                                {"index": 2, "verdict": "unverifiable"},
+                            ],
                         }
                     ]
                 },
@@ -630,6 +668,16 @@ class LabelsImportApi(APIView):
                 unknown=unknown,
                 unknown_code="unknown_decision",
                 unknown_noun="decision(s)",
+            )
+        claim_errors = selectors.claim_label_errors(items, decision_ids)
+        if claim_errors:
+            raise_batch_invalid(
+                total=len(records),
+                records_noun="labels",
+                errors=claim_errors,
+                unknown=[],
+                unknown_code="invalid",
+                unknown_noun="claims",
             )
         result = labels_services.labels_import(
             actor=Actor.from_request(request), items=items, routes=routes, decision_ids=decision_ids

@@ -20,9 +20,9 @@ from django.utils import timezone
 from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import detail
-from console.core.text_units import split_claim_units
+from console.ledger.claims import claim_texts
 from console.ledger.compression import decompress_text
-from console.ledger.models import AnswerForm, DecisionPassage
+from console.ledger.models import AnswerForm, Decision, DecisionPassage
 from console.ledger.selectors import answer_settings
 from console.stats import agreement
 from grading.models import (
@@ -91,11 +91,8 @@ def item_claims(item: GradingItem) -> list[str]:
     stored = item.__dict__.get("decision_claims", _UNREAD)  # the claim's SQL leaves it NULL for an own answer
     if stored is _UNREAD:
         stored = None if item.own_answer or item.decision_id is None else item.decision.claims
-    if isinstance(stored, str):
-        stored = json.loads(stored)
-    if stored:
-        return [claim["text"] for claim in stored]
-    return split_claim_units(item.answer)
+    # the shown answer, not always the decision's claim: a served answer may differ from it
+    return claim_texts(json.loads(stored) if isinstance(stored, str) else stored, item.answer)
 
 
 def _passages(decision_id: int | None) -> list[dict[str, Any]]:
@@ -511,6 +508,42 @@ def decisions_for_labels(items: list[LabelInput], routes: dict[str, Route]) -> t
         if i.index not in found
     ]
     return found, errors
+
+
+def claim_label_errors(items: list[LabelInput], decision_ids: dict[int, int]) -> list[dict]:
+    """One error per claims-form label whose verdicts do not cover its decision's claims
+    (`answer_claims`: the claims sent, else the claim's units) exactly once each. One query, for
+    the claims-form items only."""
+    wanted = {decision_ids[i.index] for i in items if i.claims is not None}
+    if not wanted:
+        return []
+    counts = {
+        pk: len(claim_texts(claims, claim))
+        for pk, claim, claims in Decision.objects.filter(pk__in=wanted).values_list("pk", "claim", "claims")
+    }
+    errors = []
+    for item in items:
+        if item.claims is None:
+            continue
+        count = counts[decision_ids[item.index]]
+        given = {claim_index for claim_index, _ in item.claims}
+        for position, (claim_index, _) in enumerate(item.claims):
+            if claim_index >= count:
+                errors.append(
+                    detail(
+                        f"claims[{position}].index",
+                        "unknown_claim",
+                        f"the answer has {count} claims (0 to {count - 1}); there is no claim {claim_index}",
+                        index=item.index,
+                    )
+                )
+        missing = sorted(set(range(count)) - given)
+        if missing:
+            shown = ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else "")
+            errors.append(
+                detail("claims", "missing_claims", f"every claim needs a verdict; missing: {shown}", index=item.index)
+            )
+    return errors
 
 
 # --------------------------------------------------------------------------- guidelines

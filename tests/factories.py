@@ -69,6 +69,23 @@ def set_grading(route: Route, **settings) -> Route:
     return route
 
 
+def set_answer_settings(route: Route, **settings) -> Route:
+    """Change the route's answer settings (answer_form, harm_model, support_threshold,
+    expected_claims, gate_functional) through the ledger's service."""
+    ledger.route_answer_settings_set(actor=TEST_ACTOR, route=route, **settings)
+    return route
+
+
+def long_record(claims: list[str], *, citations: list[list[str]] | None = None, **overrides: Any) -> dict[str, Any]:
+    """A served decision whose answer makes `claims` (each cites the record's first passage unless
+    `citations` says otherwise); the claim text is the claims joined."""
+    cited = citations if citations is not None else [[BASE_RECORD["passages"][0]["id"]]] * len(claims)
+    answer = " ".join(claims)
+    overrides.setdefault("claim", answer)
+    overrides.setdefault("claims", [{"text": c, "citations": ids} for c, ids in zip(claims, cited, strict=True)])
+    return served_record(served_answer=overrides.pop("served_answer", answer), **overrides)
+
+
 def make_user(username: str, role: str | None = None, route: Route | None = None, password: str = "pw-12345678"):
     user = accounts.user_ensure(actor=TEST_ACTOR, username=username)
     user.set_password(password)

@@ -313,6 +313,12 @@ def can_set_route_monitoring(user, route) -> bool:
     return has_role(user, MONITORING_RESPONDERS, route)
 
 
+def can_set_answer_settings(user, route) -> bool:
+    """Change how a route's answers are judged (answer form, harm model, gate functional): the
+    route's policy owners and admins, since the settings decide what a signed cutoff means."""
+    return has_role(user, (Role.POLICY_OWNER,), route)
+
+
 def can_acknowledge_alarm(user, route) -> bool:
     return has_role(user, MONITORING_RESPONDERS, route)
 

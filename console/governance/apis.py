@@ -22,6 +22,7 @@ from console.core.parsers import body_checked
 from console.governance import selectors, services
 from console.governance.evidence import evidence_check
 from console.governance.validation import DRAFT_FIELDS, MAX_ANSWERS
+from console.ledger.models import AnswerForm, GateFunctional, HarmModel
 
 _ESCALATION = inline_serializer(
     "PolicyEscalation",
@@ -38,7 +39,18 @@ class ExchangeAnswer(ClosedObject):
     accept = serializers.BooleanField(help_text="Whether the owner would accept that rate.")
 
 
-_WARNING = inline_serializer("PolicyWarning", {"code": serializers.CharField(), "message": serializers.CharField()})
+_WARNING = inline_serializer(
+    "PolicyWarning",
+    {
+        "code": serializers.CharField(),
+        "message": serializers.CharField(),
+        "level": serializers.ChoiceField(
+            choices=["blocking"],
+            required=False,
+            help_text="blocking: the owner signs only by acknowledging it (`acknowledge` when signing).",
+        ),
+    },
+)
 _DRAFT = inline_serializer(
     "PolicyDraft",
     {
@@ -138,6 +150,19 @@ _ROUTE_POLICY = inline_serializer(
         "escalation": _ESCALATION,
         "owner": serializers.CharField(),
         "signed_at": serializers.DateTimeField(),
+        "answer_form": serializers.ChoiceField(
+            choices=AnswerForm.values, help_text="The route's answers: short (one verdict) or long (claim by claim)."
+        ),
+        "harm_model": serializers.ChoiceField(
+            choices=HarmModel.values, help_text="What a partly supported answer costs (the route's settings)."
+        ),
+        "support_threshold": serializers.FloatField(allow_null=True, help_text="s0 of the at_least harm model."),
+        "gate_functional": serializers.ChoiceField(
+            choices=GateFunctional.values,
+            allow_null=True,
+            help_text="What the gate's score estimates (the route's default; a decision may name its own); "
+            "null: unspecified. Compare this field's estimate with the cutoff.",
+        ),
     },
 )
 _SIGN = inline_serializer(
@@ -148,6 +173,12 @@ _SIGN = inline_serializer(
             required=False,
             default=False,
             help_text="Sign a draft older than the version in force (drafted before it was signed) in its place.",
+        ),
+        "acknowledge": serializers.ListField(
+            child=serializers.CharField(),
+            required=False,
+            help_text="The codes of the draft's blocking warnings (`functional_mismatch`) the owner has read and "
+            "signs anyway; each must be named. Recorded in the signature's audit event.",
         ),
     },
 )
@@ -304,7 +335,7 @@ class PolicyDetailApi(APIView):
 
 class PolicySignApi(APIView):
     # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
-    body_fields = {"evidence_sha256", "roll_back"}
+    body_fields = {"evidence_sha256", "roll_back", "acknowledge"}
 
     @extend_schema(
         summary="Sign a draft (its named owner only)",
@@ -335,6 +366,7 @@ class PolicySignApi(APIView):
             policy=policy,
             evidence_sha256=body.get("evidence_sha256"),
             roll_back=body.get("roll_back", False),
+            acknowledged=body.get("acknowledge", []),
             # A token is its holder's proof; a browser session is not (the sign page asks for the password).
             proof=services.SigningProof.TOKEN if request.auth is not None else services.SigningProof.SESSION,
         )
@@ -439,6 +471,10 @@ class RoutePolicyApi(APIView):
                     },
                     "owner": "lead",
                     "signed_at": "2026-11-02T09:00:00+00:00",
+                    "answer_form": "short",
+                    "harm_model": "all_or_nothing",
+                    "support_threshold": None,
+                    "gate_functional": None,
                 },
             )
         ],

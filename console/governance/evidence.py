@@ -28,6 +28,7 @@ from console.accounts.models import Route
 from console.analysis import reports
 from console.analysis import selectors as analysis_selectors
 from console.analysis.params import DEFAULT_CUTOFFS, CertifiedCutoffQuery, OperatingPointsQuery, Window
+from console.governance.long_answers import long_answer_evidence
 from console.governance.models import PolicyVersion
 from console.ledger.models import Decision
 from console.ledger.selectors import start_of_day
@@ -286,6 +287,11 @@ def compute_evidence(
         graded_versions=scope.versions,
         certification=certified,
     )
+    # A long route: the harm model, the gate's functional and both figures at the cutoff (issue 31).
+    long_answers, long_warnings = long_answer_evidence(
+        route=route, window=query.window, as_of=as_of, cutoff=cutoff, row=row
+    )
+    warnings = long_warnings + warnings
     document = {
         "kind": "policy_evidence",
         "as_of": as_of_text(as_of),
@@ -306,6 +312,8 @@ def compute_evidence(
         "graded_versions": scope.versions,
         "warnings": warnings,
     }
+    if long_answers is not None:
+        document["long_answers"] = long_answers
     if trial is not None:
         document["trial"] = trial_evidence(trial)
     text = canonical_text(document)

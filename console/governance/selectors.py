@@ -15,6 +15,7 @@ from console.core.errors import NotFound
 from console.governance.evidence import arrivals_since, as_of_text
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion
 from console.ledger.models import Decision
+from console.ledger.selectors import answer_settings
 
 # Compared as floats: a logged cutoff within this of the signed one follows the policy.
 CUTOFF_TOLERANCE = 1e-9
@@ -351,4 +352,16 @@ def route_policy_as_dict(policy: PolicyVersion) -> dict[str, Any]:
         "escalation": escalation_of(policy),
         "owner": policy.owner.get_username(),
         "signed_at": policy.signed_at.isoformat() if policy.signed_at else None,
+        # How the route's answers are judged now (its settings, not the version's): the gateway
+        # compares the score field its gate's functional names with the cutoff.
+        **_answer_fields(answer_settings(policy.route)),
+    }
+
+
+def _answer_fields(settings) -> dict[str, Any]:
+    return {
+        "answer_form": settings.answer_form,
+        "harm_model": settings.harm_model,
+        "support_threshold": settings.support_threshold,
+        "gate_functional": settings.gate_functional or None,
     }

@@ -23,6 +23,7 @@ from console.analysis import selectors as analysis_selectors
 from console.core.errors import Conflict, Forbidden, InvalidInput, ServiceError, detail
 from console.governance import hooks, selectors
 from console.governance.evidence import arrivals_since, as_of_text, compute_evidence, recompute_stored, snapshot_now
+from console.governance.long_answers import blocking_codes
 from console.governance.models import IN_FORCE, PolicyStatus, PolicyVersion, SigningStepUp
 from console.governance.validation import DraftInput, parse_draft
 from console.notify.services import notification_send
@@ -309,6 +310,29 @@ def _version_order_check(policy: PolicyVersion, *, roll_back: bool) -> PolicyVer
     return newer
 
 
+def _acknowledgements(policy: PolicyVersion, acknowledged: Any) -> list[str]:
+    """The draft's blocking warnings, each of which the signer must have acknowledged (400 for a
+    malformed list, 409 ``acknowledgement_required`` naming what is missing); returns them."""
+    if not isinstance(acknowledged, list | tuple) or not all(isinstance(code, str) for code in acknowledged):
+        raise InvalidInput(
+            "acknowledge must be a list of warning codes.",
+            details=[detail("acknowledge", "invalid_type", "must be a list of warning codes")],
+        )
+    blocking = blocking_codes(policy.warnings)
+    missing = [code for code in blocking if code not in acknowledged]
+    if missing:
+        raise Conflict(
+            f"This draft carries a blocking warning ({', '.join(missing)}): read it and acknowledge it to sign.",
+            code="acknowledgement_required",
+            details=[
+                detail("acknowledge", "acknowledgement_required", w["message"], warning=w["code"])
+                for w in policy.warnings
+                if w["code"] in missing
+            ],
+        )
+    return blocking
+
+
 def _signing_input(evidence_sha256: Any, roll_back: Any) -> None:
     if not isinstance(evidence_sha256, str) or not evidence_sha256:
         raise InvalidInput(
@@ -343,6 +367,7 @@ def policy_sign(
     policy: PolicyVersion,
     evidence_sha256: Any,
     roll_back: Any = False,
+    acknowledged: Any = (),
     proof: SigningProof = SigningProof.IN_PROCESS,
     step_up: dict[str, Any] | None = None,
 ) -> PolicyVersion:
@@ -354,8 +379,9 @@ def policy_sign(
     Checked in this order, whoever calls: the signer (403), what they sent (400: `evidence_sha256`
     a non-empty string, `roll_back` a boolean, as a JSON body may hold anything), the version's
     state (409 ``not_draft``), the evidence read (409 ``evidence_changed``), the version order
-    (409 ``older_than_in_force``). A signature with a browser session as its only proof is 403
-    ``step_up_required`` (see SigningProof)."""
+    (409 ``older_than_in_force``), the blocking warnings acknowledged (`acknowledged` names each;
+    409 ``acknowledgement_required``, recorded in the audit event when signed). A signature with a
+    browser session as its only proof is 403 ``step_up_required`` (see SigningProof)."""
     _may_sign(user, policy)
     if proof == SigningProof.SESSION:
         raise Forbidden(
@@ -374,6 +400,7 @@ def policy_sign(
         _draft_only(locked, "a draft can be signed")
         _refuse_unread_evidence(locked, evidence_sha256)
         rolled_back = _version_order_check(locked, roll_back=roll_back)
+        acknowledged_codes = _acknowledgements(locked, acknowledged)
         for previous in PolicyVersion.objects.select_for_update().filter(route_id=locked.route_id, status__in=IN_FORCE):
             old_status = previous.status
             previous.status = PolicyStatus.SUPERSEDED
@@ -406,6 +433,7 @@ def policy_sign(
                 "evidence_text": locked.evidence_text,
             }
             | _signing_record(locked)
+            | ({"acknowledged_warnings": acknowledged_codes} if acknowledged_codes else {})
             | step_up_record
             | ({"rolled_back_from": {"id": rolled_back.pk, "version": rolled_back.version}} if rolled_back else {}),
         )

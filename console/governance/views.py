@@ -185,6 +185,7 @@ def _sign(request, policy, *, roll_back: bool, **proof):
             policy=policy,
             evidence_sha256=evidence_sha256,
             roll_back=roll_back,
+            acknowledged=request.POST.getlist("acknowledge"),
             **proof,
         )
     except (InvalidInput, Conflict) as exc:

@@ -15,8 +15,15 @@ from console.core.paging import MAX_LIMIT, Keyset, page_parameters, page_schema
 from console.core.params import QueryReader
 from console.ledger import selectors, services
 from console.ledger.hooks import decision_filters
-from console.ledger.models import Outcome
-from console.ledger.schemas import SAMPLE_RECORD, DecisionBatch, IngestResult, RouteSummary
+from console.ledger.models import GateFunctional, Outcome
+from console.ledger.schemas import (
+    SAMPLE_RECORD,
+    AnswerSettings,
+    AnswerSettingsOutput,
+    DecisionBatch,
+    IngestResult,
+    RouteSummary,
+)
 from console.ledger.validation import validate_batch
 
 
@@ -120,6 +127,13 @@ class DecisionRecordSerializer(serializers.Serializer):
         name = serializers.CharField()
         score = serializers.FloatField()
         cutoff = serializers.FloatField()
+        functional = serializers.ChoiceField(
+            choices=GateFunctional.values, required=False, help_text="As the decision sent it; absent: not sent."
+        )
+
+    class ClaimSerializer(serializers.Serializer):
+        text = serializers.CharField()
+        citations = serializers.ListField(child=serializers.CharField())
 
     id = serializers.IntegerField()
     route = serializers.CharField(help_text="The route's slug.")
@@ -134,6 +148,8 @@ class DecisionRecordSerializer(serializers.Serializer):
     versions = serializers.DictField(child=serializers.CharField())
     segments = serializers.DictField(child=serializers.JSONField())
     content_hash = serializers.CharField(help_text="SHA-256 (hex) of the decision as sent; replays compare it.")
+    claims = ClaimSerializer(many=True, required=False, help_text="The answer's claims as sent; absent: none sent.")
+    expected_claims = serializers.IntegerField(required=False, help_text="K as the decision sent it; absent: not sent.")
 
 
 class DecisionPageSerializer(serializers.Serializer):
@@ -235,3 +251,69 @@ class RouteDecisionListApi(APIView):
         reader.finish()
         rows, next_url = _DECISION_PAGES.page(request, selectors.route_decisions(request.user, filters), limit=limit)
         return Response({"results": [selectors.decision_record(d) for d in rows], "next": next_url})
+
+
+_SETTINGS_EXAMPLE = {
+    "route": "it-support",
+    "answer_form": "long",
+    "harm_model": "all_or_nothing",
+    "support_threshold": None,
+    "expected_claims": 12,
+    "gate_functional": "p_fully_supported",
+}
+
+
+def _answer_settings_response(route) -> Response:
+    return Response({"route": route.slug, **services.answer_settings_dict(selectors.answer_settings(route))})
+
+
+class RouteAnswerSettingsApi(APIView):
+    """How a route's answers are judged: one verdict each or claim by claim, the harm model, and
+    what its gate's score estimates."""
+
+    # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
+    body_fields = frozenset(services.ANSWER_SETTINGS)
+
+    @extend_schema(
+        operation_id="v1_routes_settings_retrieve",
+        responses={200: AnswerSettingsOutput, 401: ERROR, 403: ERROR, 404: ERROR},
+        summary="A route's answer settings",
+        examples=[OpenApiExample("Long answers", value=_SETTINGS_EXAMPLE, response_only=True)],
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        route = permissions.route_for(
+            request.user,
+            slug,
+            allowed=permissions.can_read_stats,
+            refused="Your role does not allow reading a route's settings.",
+        )
+        return _answer_settings_response(route)
+
+    @extend_schema(
+        operation_id="v1_routes_settings_partial_update",
+        request=AnswerSettings,
+        responses={200: AnswerSettingsOutput, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},
+        summary="Change a route's answer settings",
+        description="Admins and the route's policy owners. Absent fields stay as they are; the settings must "
+        "hold together afterwards (`at_least` needs `support_threshold`). Audited as one "
+        "`route_answer_settings_changed` event with each changed field's old and new value.",
+        examples=[
+            OpenApiExample(
+                "Long answers, all-or-nothing harm",
+                value={"answer_form": "long", "harm_model": "all_or_nothing", "gate_functional": "p_fully_supported"},
+                request_only=True,
+            ),
+            OpenApiExample("Changed", value=_SETTINGS_EXAMPLE, response_only=True, status_codes=["200"]),
+        ],
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        route = permissions.route_for(
+            request.user,
+            slug,
+            allowed=permissions.can_set_answer_settings,
+            refused=lambda route: "Only the route's policy owners and admins change its answer settings.",
+        )
+        serializer = AnswerSettings(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        services.route_answer_settings_set(actor=Actor.from_request(request), route=route, **serializer.validated_data)
+        return _answer_settings_response(route)

@@ -13,9 +13,14 @@ from console.ledger.models import Decision, RouteAnswerSettings
 def answer_claims(decision: Decision) -> list[str]:
     """The answer's claims in order: the texts the answering system sent with the decision, else
     the span verifier's claim units of `decision.claim` (one per sentence or line)."""
-    if decision.claims:
-        return [claim["text"] for claim in decision.claims]
-    return split_claim_units(decision.claim)
+    return claim_texts(decision.claims, decision.claim)
+
+
+def claim_texts(claims: list[dict] | None, claim: str) -> list[str]:
+    """`answer_claims` of a decision's two columns, for readers of raw rows (the span verifier)."""
+    if claims:
+        return [item["text"] for item in claims]
+    return split_claim_units(claim)
 
 
 def claim_citations(decision: Decision) -> list[list[str]]:

@@ -11,6 +11,7 @@ from rest_framework import serializers
 from console.core.openapi import ClosedObject
 from console.core.validation import FLOAT32_MAX, INT32_MAX
 from console.ledger import validation as limits
+from console.ledger.models import MAX_CLAIM_CHARS, MAX_CLAIMS, AnswerForm, GateFunctional, HarmModel
 
 # A text the validator accepts: no NUL and, unless blank is allowed, something besides whitespace.
 NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
@@ -60,6 +61,23 @@ class GateRecord(ClosedObject):
     name = string(100, help_text="The gate's name (entailment, reranker, ...).")
     score = serializers.FloatField(help_text="The score the gate gave; finite.")
     cutoff = serializers.FloatField(help_text="The cutoff in force: served when score >= cutoff; finite.")
+    functional = serializers.ChoiceField(
+        choices=GateFunctional.values,
+        required=False,
+        allow_null=True,
+        help_text="What the score estimates for a long answer: expected support E[S], the chance every claim "
+        "is supported Pr(S = 1), or the chance of support at least s0. Absent: the route's setting.",
+    )
+
+
+class ClaimRecord(ClosedObject):
+    text = string(MAX_CLAIM_CHARS, help_text="One atomic claim of the answer, as the answering system extracted it.")
+    citations = serializers.ListField(
+        child=string(limits.MAX_PASSAGE_ID),
+        required=False,
+        allow_null=True,
+        help_text="Ids of the decision's own passages that the claim cites.",
+    )
 
 
 class PassageRecord(ClosedObject):
@@ -114,6 +132,21 @@ class DecisionRecord(ClosedObject):
         allow_null=True,
         help_text="Query type, language, source, ...: at most 50 keys of 1 to 64 characters.",
     )
+    claims = serializers.ListField(
+        child=ClaimRecord(),
+        required=False,
+        allow_null=True,
+        max_length=MAX_CLAIMS,
+        help_text=f"The answer's atomic claims, in order (at most {MAX_CLAIMS}). Absent: the console splits the "
+        "claim into sentences.",
+    )
+    expected_claims = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=limits.MAX_EXPECTED_CLAIMS,
+        help_text="K, the claims a complete answer makes (recall); absent: the route's setting.",
+    )
     question_embedding = serializers.ListField(
         child=serializers.FloatField(),
         min_length=1,
@@ -162,3 +195,61 @@ SAMPLE_RECORD = {
     "versions": {"model": "gen-2026-10", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"},
     "segments": {"query_type": "how-to", "language": "en"},
 }
+
+
+class JsonNumber(serializers.FloatField):
+    """A JSON number and nothing else: DRF's FloatField also takes `true` and "0.5"."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class JsonInteger(serializers.IntegerField):
+    """A JSON integer (12 or 12.0) and nothing else: DRF's IntegerField also takes "12"."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class AnswerSettings(ClosedObject):
+    """How a route's answers are judged (issue 31). Every field is optional in a PATCH: what is
+    absent stays as it is."""
+
+    answer_form = serializers.ChoiceField(
+        choices=AnswerForm.values, required=False, help_text="short: one verdict per answer; long: claim by claim."
+    )
+    harm_model = serializers.ChoiceField(
+        choices=HarmModel.values,
+        required=False,
+        help_text="proportional: an answer earns S - c_w (1 - S); all_or_nothing: 1 only when S = 1, else -c_w; "
+        "at_least: good when S >= support_threshold.",
+    )
+    support_threshold = JsonNumber(
+        required=False, allow_null=True, min_value=0, max_value=1, help_text="s0; required by at_least."
+    )
+    expected_claims = JsonInteger(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=limits.MAX_EXPECTED_CLAIMS,
+        help_text="K, the claims a complete answer makes; decisions may send their own.",
+    )
+    gate_functional = serializers.ChoiceField(
+        choices=[*GateFunctional.values, ""],
+        required=False,
+        allow_blank=True,
+        help_text="What the gate's score estimates when a decision does not say; empty: unspecified.",
+    )
+
+
+class AnswerSettingsOutput(serializers.Serializer):
+    route = serializers.SlugField()
+    answer_form = serializers.ChoiceField(choices=AnswerForm.values)
+    harm_model = serializers.ChoiceField(choices=HarmModel.values)
+    support_threshold = serializers.FloatField(allow_null=True)
+    expected_claims = serializers.IntegerField(allow_null=True)
+    gate_functional = serializers.ChoiceField(choices=[*GateFunctional.values, ""])

@@ -70,7 +70,7 @@ def decision_record(decision: Decision) -> dict[str, Any]:
     """A decision as the API gives it: the ledger's own fields, as sent and as stored. The lookup
     (console.review) adds passages and what the other apps know of it; the decisions list gives this
     much, so a page of a thousand costs one query."""
-    return {
+    record = {
         "id": decision.pk,
         "route": decision.route.slug,
         "request_id": decision.request_id,
@@ -85,6 +85,14 @@ def decision_record(decision: Decision) -> dict[str, Any]:
         "segments": decision.segments,
         "content_hash": decision.content_hash,
     }
+    # A long answer's fields as sent, and only when sent (a short decision reads as it always did).
+    if decision.gate_functional:
+        record["gate"]["functional"] = decision.gate_functional
+    if decision.claims is not None:
+        record["claims"] = decision.claims
+    if decision.expected_claims is not None:
+        record["expected_claims"] = decision.expected_claims
+    return record
 
 
 def route_decisions(user, filters: DecisionFilters) -> QuerySet[Decision]:

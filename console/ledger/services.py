@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 from psycopg import errors as psycopg_errors
@@ -29,7 +30,7 @@ from console.ledger.compression import (
     newest_dictionary,
 )
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
-from console.ledger.models import PassageDictionary
+from console.ledger.models import PassageDictionary, RouteAnswerSettings
 from console.ledger.validation import DecisionInput, content_hash, same_values
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,80 @@ def route_update(*, actor: Actor, route: Route, name: str) -> bool:
             payload=changes,
         )
     return True
+
+
+class _Unchanged:
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+# A setting the caller leaves as it is (None is a value: "no threshold", "no K").
+UNCHANGED = _Unchanged()
+ANSWER_SETTINGS = ("answer_form", "harm_model", "support_threshold", "expected_claims", "gate_functional")
+
+
+def answer_settings_dict(settings: RouteAnswerSettings) -> dict[str, object]:
+    """The settings as the API gives them and the audit trail records them."""
+    return {name: getattr(settings, name) for name in ANSWER_SETTINGS}
+
+
+def route_answer_settings_set(
+    *,
+    actor: Actor,
+    route: Route,
+    answer_form: str | _Unchanged = UNCHANGED,
+    harm_model: str | _Unchanged = UNCHANGED,
+    support_threshold: float | None | _Unchanged = UNCHANGED,
+    expected_claims: int | None | _Unchanged = UNCHANGED,
+    gate_functional: str | _Unchanged = UNCHANGED,
+) -> tuple[RouteAnswerSettings, bool]:
+    """Change how a route's answers are judged; the settings and whether anything changed.
+
+    The ledger's own row of the route (`RouteAnswerSettings`), created on the first change; until
+    then the route has the defaults. One `route_answer_settings_changed` event names each changed
+    field as {"old", "new"}. The settings are checked as a whole after the change (an `at_least`
+    harm model needs a threshold, kept or sent): InvalidInput with a detail per field otherwise.
+    """
+    wanted = {
+        "answer_form": answer_form,
+        "harm_model": harm_model,
+        "support_threshold": support_threshold,
+        "expected_claims": expected_claims,
+        "gate_functional": gate_functional,
+    }
+    # Not durable: the route pages save every section in one transaction.
+    with transaction.atomic():
+        # The route's row is the lock concurrent changes of its settings queue on.
+        Route.objects.select_for_update().filter(pk=route.pk).first()
+        settings = RouteAnswerSettings.objects.filter(route_id=route.pk).first() or RouteAnswerSettings(route=route)
+        old = answer_settings_dict(settings)
+        for name, value in wanted.items():
+            if value is not UNCHANGED:
+                setattr(settings, name, value)
+        changes = field_changes(old=old, new=answer_settings_dict(settings))
+        if not changes:
+            return settings, False
+        try:
+            settings.full_clean(validate_unique=False)
+        except ValidationError as exc:
+            details = [
+                detail(name, error.code or "invalid", " ".join(error.messages))
+                for name, errors in exc.error_dict.items()
+                for error in errors
+            ]
+            problems = "; ".join(f"{d['field']}: {d['message']}" for d in details)
+            raise InvalidInput(f"The answer settings do not hold together ({problems})", details=details) from None
+        settings.save()
+        route.answer_settings = settings
+        audit_record(
+            actor=actor,
+            action=Action.ROUTE_ANSWER_SETTINGS_CHANGED,
+            object_type="route",
+            object_id=route.slug,
+            route=route.slug,
+            payload=changes,
+        )
+    return settings, True
 
 
 def routes_for_items(
@@ -263,7 +338,8 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                 copy.write_row((routes[i.route].pk, i.request_id))
         with cursor.cursor.copy(
             "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
-            "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
+            "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash, claims, "
+            "expected_claims, gate_functional) FROM STDIN"
         ) as copy:
             for decision_id, i in in_key_order:
                 copy.write_row(
@@ -283,6 +359,9 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                         _json(i.segments),
                         now,
                         bytes.fromhex(i.content_hash),  # DigestField: bytes in the table, hex in the app
+                        None if i.claims is None else _json(i.claims),
+                        i.expected_claims,
+                        i.gate_functional,
                     )
                 )
         with cursor.cursor.copy(

@@ -24,6 +24,7 @@ from console.core.validation import (
     text_field,
     timestamp_field,
 )
+from console.ledger.models import MAX_CLAIM_CHARS, MAX_CLAIMS, GateFunctional
 
 MAX_QUESTION = 10_000
 MAX_CLAIM = 20_000
@@ -37,6 +38,8 @@ MAX_URI = 2_000
 MAX_SEGMENTS = 50
 MAX_EMBEDDING = 4_096
 OUTCOMES = ("refused", "served", "served_with_evidence")
+MAX_EXPECTED_CLAIMS = 1_000
+FUNCTIONALS = tuple(GateFunctional.values)
 
 _TOP_FIELDS = {
     "request_id",
@@ -51,9 +54,12 @@ _TOP_FIELDS = {
     "versions",
     "segments",
     "question_embedding",
+    "claims",
+    "expected_claims",
 }
 _PASSAGE_FIELDS = {"id", "text", "retrieval_score", "rank", "source", "uri", "embedding"}
-_GATE_FIELDS = {"name", "score", "cutoff"}
+_GATE_FIELDS = {"name", "score", "cutoff", "functional"}
+_CLAIM_FIELDS = {"text", "citations"}
 
 
 @dataclass
@@ -88,6 +94,10 @@ class DecisionInput:
     content_hash: str = ""
     # The answering system's own query vector; stored and searched by console/similarity.
     question_embedding: list[float] | None = None
+    # A long answer's claims as sent ({"text", "citations"}), its K and its gate's functional.
+    claims: list[dict[str, Any]] | None = None
+    expected_claims: int | None = None
+    gate_functional: str = ""
 
     @property
     def distinct_served_answer(self) -> str | None:
@@ -205,6 +215,59 @@ def _passages(errors: FieldErrors, index: int, value: Any) -> list[PassageInput]
     return result if len(errors.items) == before else None
 
 
+def _claims(errors: FieldErrors, index: int, value: Any, passage_ids: set[str] | None) -> list[dict] | None:
+    """The claims as stored: [{"text", "citations"}], citations [] when absent. Each citation must be
+    the id of one of the decision's own passages (`passage_ids`; None when the passages were invalid,
+    which are reported already)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        errors.add(index, "claims", "must be a list of {text, citations}")
+        return None
+    if not 0 < len(value) <= MAX_CLAIMS:
+        errors.add(index, "claims", f"has {len(value)} claims; 1 to {MAX_CLAIMS} are allowed (or leave it out)")
+        return None
+    result = []
+    for position, raw in enumerate(value):
+        path = f"claims[{position}]"
+        if not isinstance(raw, dict):
+            errors.add(index, path, "must be an object {text, citations}")
+            continue
+        for unknown in raw.keys() - _CLAIM_FIELDS:
+            errors.add(index, f"{path}.{unknown}", "is not a known field", "unknown_field")
+        text = text_field(errors, index, f"{path}.text", raw.get("text"), max_len=MAX_CLAIM_CHARS)
+        citations = raw.get("citations")
+        if citations is None:
+            citations = []
+        elif not isinstance(citations, list):
+            errors.add(index, f"{path}.citations", "must be a list of passage ids")
+            citations = []
+        cited = []
+        for place, passage_id in enumerate(citations):
+            cited_path = f"{path}.citations[{place}]"
+            passage_id = text_field(errors, index, cited_path, passage_id, max_len=MAX_PASSAGE_ID)
+            if passage_id is None:
+                continue
+            if passage_ids is not None and passage_id not in passage_ids:
+                errors.add(index, cited_path, f"names no passage of this decision: {passage_id!r}", "unknown_passage")
+                continue
+            cited.append(passage_id)
+        if text is not None:
+            result.append({"text": text, "citations": cited})
+    return result
+
+
+def _expected_claims(errors: FieldErrors, index: int, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():  # 3.0 from a JSON library that writes floats only
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_EXPECTED_CLAIMS:
+        errors.add(index, "expected_claims", f"must be a whole number from 1 to {MAX_EXPECTED_CLAIMS}")
+        return None
+    return value
+
+
 def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInput | None:
     if not isinstance(raw, dict):
         errors.add(index, "", "must be an object")
@@ -219,6 +282,7 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
     claim = text_field(errors, index, "claim", raw.get("claim"), max_len=MAX_CLAIM)
     gate = raw.get("gate")
     gate_name = gate_score = cutoff = None
+    gate_functional = ""
     if not isinstance(gate, dict):
         errors.add(index, "gate", "is required as an object {name, score, cutoff}")
     else:
@@ -227,6 +291,11 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
         gate_name = text_field(errors, index, "gate.name", gate.get("name"), max_len=100)
         gate_score = number_field(errors, index, "gate.score", gate.get("score"))
         cutoff = number_field(errors, index, "gate.cutoff", gate.get("cutoff"))
+        gate_functional = gate.get("functional")
+        if gate_functional is None:
+            gate_functional = ""
+        elif gate_functional not in FUNCTIONALS:
+            errors.add(index, "gate.functional", f"must be one of {', '.join(FUNCTIONALS)}")
     outcome = raw.get("outcome")
     if outcome not in OUTCOMES:
         errors.add(index, "outcome", f"must be one of {', '.join(OUTCOMES)}")
@@ -243,6 +312,9 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
     versions = _string_map(errors, index, "versions", raw.get("versions"), scalars=False)
     segments = _string_map(errors, index, "segments", raw.get("segments"), scalars=True)
     question_embedding = _embedding(errors, index, "question_embedding", raw.get("question_embedding"))
+    passage_ids = None if passages is None else {p.external_id for p in passages}
+    claims = _claims(errors, index, raw.get("claims"), passage_ids)
+    expected_claims = _expected_claims(errors, index, raw.get("expected_claims"))
     if len(errors.items) != before:
         return None
     item = DecisionInput(
@@ -261,6 +333,9 @@ def validate_decision(index: int, raw: Any, errors: FieldErrors) -> DecisionInpu
         segments=segments,
         passages=passages,
         question_embedding=question_embedding,
+        claims=claims,
+        expected_claims=expected_claims,
+        gate_functional=gate_functional,
     )
     _fill_hashes(item)
     return item
@@ -349,6 +424,18 @@ def content_hash(item: DecisionInput, segments: dict[str, Any]) -> str:
     if item.question_embedding is not None:
         # Appended only when sent, so decisions stored before the field existed keep their hashes.
         canonical.append(item.question_embedding)
+    long_answer = {
+        name: value
+        for name, value in (
+            ("claims", item.claims),
+            ("expected_claims", item.expected_claims),
+            ("functional", item.gate_functional or None),
+        )
+        if value is not None
+    }
+    if long_answer:
+        # The same: only when sent (an object, where the embedding is a list, so neither reads as the other).
+        canonical.append(long_answer)
     return _sha(json.dumps(canonical, sort_keys=True, separators=(",", ":")))
 
 

@@ -41,6 +41,16 @@ _EXAMPLE = OpenApiExample(
             }
         ],
         "span_checks": [],
+        "claim_checks": [
+            {
+                "index": 0,
+                "text": "Open Settings > Security and choose Reset.",
+                "citations": [],
+                "supported": None,
+                "found_in": [],
+                "cited_supported": None,
+            }
+        ],
         "support": None,
         "shadow_run": None,
         "signed_policy": None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from console.ledger.models import GateFunctional
 from console.ledger.schemas import SegmentValue
 from console.ledger.validation import OUTCOMES
 
@@ -17,6 +18,31 @@ class DecisionGate(serializers.Serializer):
     name = serializers.CharField()
     score = serializers.FloatField()
     cutoff = serializers.FloatField()
+    functional = serializers.ChoiceField(
+        choices=GateFunctional.values, required=False, help_text="What the score estimates, as sent; absent: not sent."
+    )
+
+
+class DecisionClaim(serializers.Serializer):
+    text = serializers.CharField()
+    citations = serializers.ListField(child=serializers.CharField())
+
+
+class ClaimCheck(serializers.Serializer):
+    """One claim of the answer with its span check: the claims as sent, else the claim's units."""
+
+    index = serializers.IntegerField(min_value=0, help_text="The claim's place, from 0 (the labels API's index).")
+    text = serializers.CharField()
+    citations = serializers.ListField(child=serializers.CharField(), help_text="The passage ids it cites.")
+    supported = serializers.BooleanField(
+        allow_null=True, help_text="Found word for word in a logged passage; null until verified."
+    )
+    found_in = serializers.ListField(
+        child=serializers.CharField(), help_text="The retriever ids of the passages it was found in, by rank."
+    )
+    cited_supported = serializers.BooleanField(
+        allow_null=True, help_text="Found in a passage it cites; null when it cites none or before verification."
+    )
 
 
 class DecisionPassage(serializers.Serializer):
@@ -112,8 +138,11 @@ class Decision(serializers.Serializer):
     versions = serializers.DictField(child=serializers.CharField(allow_blank=True))
     segments = serializers.DictField(child=SegmentValue(), help_text="Strings, numbers or booleans.")
     content_hash = serializers.CharField()
+    claims = DecisionClaim(many=True, required=False, help_text="A long answer's claims as sent; absent: none sent.")
+    expected_claims = serializers.IntegerField(required=False, help_text="K as sent; absent: not sent.")
     passages = DecisionPassage(many=True)
     span_checks = SpanCheck(many=True)
+    claim_checks = ClaimCheck(many=True)
     support = DecisionSupport(allow_null=True)
     shadow_run = DecisionShadowRun(allow_null=True)
     signed_policy = SignedPolicyInForce(allow_null=True, required=False)

@@ -9,12 +9,13 @@ from console.governance.selectors import signed_policy_as_dict
 from console.ledger.models import Decision
 from console.ledger.selectors import decision_record
 from console.shadow.selectors import shadow_run_as_dict, shadow_run_of
-from console.verification.selectors import span_checks_as_list, support_as_dict
+from console.verification.selectors import claim_checks_as_list, span_checks_as_list, support_as_dict
 from grading.models import FinalLabel
 from grading.selectors import decision_grading
 
 
 def decision_as_dict(decision: Decision) -> dict[str, Any]:
+    span_checks = span_checks_as_list(decision)
     return {
         **decision_record(decision),
         "passages": [
@@ -31,7 +32,9 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
             }
             for link in decision.ranked_passages.all()
         ],
-        "span_checks": span_checks_as_list(decision),
+        "span_checks": span_checks,
+        # a long answer's claims (as sent, else the claim's units), each with its span check
+        "claim_checks": claim_checks_as_list(decision, span_checks),
         "support": support_as_dict(decision),
         "shadow_run": shadow_run_as_dict(shadow_run_of(decision)),
         "signed_policy": signed_policy_as_dict(decision),  # the signed cutoff in force at occurred_at

@@ -12,8 +12,9 @@ from django.db import connection
 
 from console.accounts import permissions
 from console.core.errors import Forbidden, NotFound
+from console.ledger.claims import answer_claims, claim_citations
 from console.ledger.models import Decision, Passage
-from console.verification.models import DecisionSupport, SpanCheck
+from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
 
 
 class Segment(NamedTuple):
@@ -121,6 +122,11 @@ def support_context(decision: Decision) -> dict[str, Any]:
     for unit in units.values():
         unit["text"] = unit["text"] or _unit_text_default(decision)
     links = list(decision.ranked_passages.all())
+    if decision.claims is not None:
+        found_in = _found_in(rows, links)
+        for check in _claim_checks(decision, found_in, verified=_verified(decision)):
+            if check["index"] in units:
+                units[check["index"]] |= {"citations": check["citations"], "cited_found": check["cited_supported"]}
     for link in links:
         link.segments = marked_segments(link.passage.text, ranges_by_passage.get(link.passage_id, []))
         link.units_found = len(units_by_passage.get(link.passage_id, ()))
@@ -128,7 +134,56 @@ def support_context(decision: Decision) -> dict[str, Any]:
         "support": support_of(decision),
         "passages": links,
         "claim_units": [units[index] for index in sorted(units)],
+        "claims_sent": decision.claims is not None,
     }
+
+
+def _found_in(rows, links) -> dict[int, list[str]]:
+    """{unit index: retriever ids of the passages the unit was found in, in rank order}."""
+    external = {link.passage_id: link.passage.external_id for link in links}
+    rank = {link.passage_id: link.rank for link in links}
+    found: dict[int, list[int]] = {}
+    for passage_id, unit_index, _, supported, *_ in rows:
+        if supported:
+            found.setdefault(unit_index, []).append(passage_id)
+    return {
+        index: list(dict.fromkeys(external[p] for p in sorted(ids, key=lambda p: rank.get(p, 0)) if p in external))
+        for index, ids in found.items()
+    }
+
+
+def _claim_checks(decision: Decision, found_in: dict[int, list[str]], *, verified: bool) -> list[dict[str, Any]]:
+    """The span check of each claim of the answer (`answer_claims`): found in any logged passage,
+    where, and whether in one the claim cites (None when it cites none). Before verification,
+    `supported` is None."""
+    checks = []
+    for index, (text, citations) in enumerate(zip(answer_claims(decision), claim_citations(decision), strict=True)):
+        passages = found_in.get(index, [])
+        checks.append(
+            {
+                "index": index,
+                "text": text,
+                "citations": citations,
+                "supported": bool(passages) if verified else None,
+                "found_in": passages,
+                "cited_supported": (any(p in citations for p in passages) if verified else None) if citations else None,
+            }
+        )
+    return checks
+
+
+def claim_checks_as_list(decision: Decision, span_checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each claim's span check, for the decision lookup, from its `span_checks_as_list` (no query;
+    the ranked passages prefetched). Before verification (or when it failed) `supported` is None."""
+    if not _verified(decision):
+        return _claim_checks(decision, {}, verified=False)
+    rows = [(c["passage_id"], c["unit_index"], c["unit"], c["supported"]) for c in span_checks]
+    return _claim_checks(decision, _found_in(rows, list(decision.ranked_passages.all())), verified=True)
+
+
+def _verified(decision: Decision) -> bool:
+    support = support_of(decision)
+    return support is not None and support.status == SupportStatus.DONE
 
 
 def support_as_dict(decision: Decision) -> dict[str, Any] | None:

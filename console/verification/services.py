@@ -1,7 +1,9 @@
 """Writes of span verification: checking new decisions' claims against their logged passages.
 
-Claim units: the claim is split with `spans.split_claim_units` (a unit ends at every line break
-and after ".", "!" or "?" followed by whitespace; see its docstring). Each unit is searched in
+Claim units: the claims the answering system sent with the decision, one unit each (a long
+answer, issue 31: unit_index is then the claim's index); else the claim split with
+`spans.split_claim_units` (a unit ends at every line break and after ".", "!" or "?" followed by
+whitespace; see its docstring); `console.ledger.claims.claim_texts` says which. Each unit is searched in
 each distinct logged passage with `spans.verify_span`; a unit longer than the verifier's 2,000
 characters cannot be searched and counts as not found. Per decision:
 - ``expected_support`` = units found anywhere / units (empty when the claim has no units),
@@ -78,8 +80,8 @@ _TO_RETRY = f"('{SupportStatus.PENDING.value}', '{SupportStatus.FAILED.value}')"
 # subquery that OFFSET 0 keeps from becoming an anti-join the planner may run as a hash of the
 # table, as in selectors._AWAITING_SQL), so their passages are neither sized nor read.
 _CHUNK_SQL = (
-    "SELECT d.id, d.claim, d.slug, d.occurred_at, x.bytes FROM unnest(%s::bigint[]) AS u(id) "
-    "CROSS JOIN LATERAL (SELECT d.id, d.claim, r.slug, d.occurred_at FROM ledger_decision d "
+    "SELECT d.id, d.claim, d.slug, d.occurred_at, x.bytes, d.claims FROM unnest(%s::bigint[]) AS u(id) "
+    "CROSS JOIN LATERAL (SELECT d.id, d.claim, r.slug, d.occurred_at, d.claims FROM ledger_decision d "
     "JOIN ledger_route r ON r.id = d.route_id WHERE d.id = u.id "
     f"AND NOT EXISTS (SELECT 1 FROM {_TABLE} s WHERE s.decision_id = d.id AND s.decision_occurred_at = d.occurred_at "
     f"AND s.status NOT IN {_TO_RETRY} OFFSET 0) OFFSET 0) AS d "
@@ -163,26 +165,30 @@ def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResu
         with connection.cursor() as cursor:
             cursor.execute(_CHUNK_SQL, [ids[start : start + _READ_CHUNK]])
             rows = cursor.fetchall()
-        group: list[tuple[int, str, str, datetime]] = []
+        group: list[tuple[int, str, list[dict] | None, str, datetime]] = []
         group_bytes = 0
-        for decision_id, claim, slug, occurred_at, passage_bytes in rows:
-            size = int(passage_bytes or 0) + len(claim.encode())
+        for decision_id, claim, slug, occurred_at, passage_bytes, claims in rows:
+            # Raw SQL reads the JSON column as its text (Django parses it in the ORM only).
+            claims = json.loads(claims) if isinstance(claims, str) else claims
+            size = int(passage_bytes or 0) + len(claim.encode()) + sum(len(c["text"].encode()) for c in claims or ())
             if group and group_bytes + size > budget:
                 _verify_group(actor, group, result)
                 group, group_bytes = [], 0
-            group.append((decision_id, claim, slug, occurred_at))
+            group.append((decision_id, claim, claims, slug, occurred_at))
             group_bytes += size
         if group:
             _verify_group(actor, group, result)
     return result
 
 
-def _verify_group(actor: Actor, group: list[tuple[int, str, str, datetime]], result: VerifyResult) -> None:
+def _verify_group(
+    actor: Actor, group: list[tuple[int, str, list[dict] | None, str, datetime]], result: VerifyResult
+) -> None:
     # Computed before the transaction: it holds no row while the search runs.
-    passages = _logged_passages([(row[0], row[3]) for row in group])
+    passages = _logged_passages([(row[0], row[4]) for row in group])
     outcomes = [
-        (decision_id, slug, _check(decision_id, claim, passages.get(decision_id, [])))
-        for decision_id, claim, slug, _ in group
+        (decision_id, slug, _check(decision_id, claim, claims, passages.get(decision_id, [])))
+        for decision_id, claim, claims, slug, _ in group
     ]
     now = timezone.now()  # verified_at: when the group's checks are done, just before they are written
     supports = []
@@ -198,7 +204,7 @@ def _verify_group(actor: Actor, group: list[tuple[int, str, str, datetime]], res
                 {
                     "now": now,
                     "ids": [row[0] for row in group],
-                    "occurred_at": [row[3] for row in group],
+                    "occurred_at": [row[4] for row in group],
                     **{name: [getattr(x, name) for x in supports] for name in _WRITTEN_FIELDS},
                 },
             )
@@ -299,10 +305,12 @@ def _first_of_each(rows: Iterable[tuple[int, int, bytes]]) -> Iterator[tuple[int
             yield passage_id, decompress_text(stored)
 
 
-def _check(decision_id: int, claim: str, passages: list[tuple[int, str]]) -> _Outcome:
+def _check(decision_id: int, claim: str, claims: list[dict] | None, passages: list[tuple[int, str]]) -> _Outcome:
     deadline = time.monotonic() + settings.VERIFY_DECISION_BUDGET_MS / 1000
     try:
-        units = split_claim_units(claim)
+        # The sent claims, else the claim's units: console.ledger.claims.claim_texts, with the
+        # splitter named here (the tests replace it to make one decision fail).
+        units = [item["text"] for item in claims] if claims else split_claim_units(claim)
         outcome = _Outcome(checks=[], units=len(units))
         encoded = [(passage_id, _encoded(text)) for passage_id, text in passages]  # once, for every unit
         for index, unit in enumerate(units):

@@ -18,6 +18,7 @@ from grading import selectors
 from grading.models import (
     Assignment,
     ClaimGrade,
+    FinalClaimLabel,
     FinalLabel,
     Grade,
     GradingItem,
@@ -401,7 +402,7 @@ def labels_import(
         first = wanted.get(decision_id)
         if first is None:
             wanted[decision_id] = item
-        elif (first.verdict, first.source) == (item.verdict, item.source):
+        elif (first.verdict, first.source, first.claims) == (item.verdict, item.source, item.claims):
             repeats += 1
         else:
             conflicts.append(
@@ -424,16 +425,29 @@ def labels_import(
     raise AssertionError("unreachable")
 
 
+def _claim_verdicts(label: FinalLabel) -> tuple[tuple[int, str], ...] | None:
+    """A stored label's claim verdicts as a LabelInput holds them; None for a short answer's label."""
+    if label.claims_verifiable is None:
+        return None
+    return tuple(sorted((c.index, c.verdict) for c in label.claim_labels.all()))
+
+
 def _labels_import_once(actor, wanted: dict[int, LabelInput], routes, repeats, conflicts) -> LabelImportResult:
     conflicts = list(conflicts)
-    existing = {label.decision_id: label for label in FinalLabel.objects.filter(decision_id__in=wanted)}
+    existing = {
+        label.decision_id: label
+        for label in FinalLabel.objects.filter(decision_id__in=wanted).prefetch_related("claim_labels")
+    }
     fresh = {}
     for decision_id, item in wanted.items():
         label = existing.get(decision_id)
         if label is None:
             fresh[decision_id] = item
         elif not (
-            label.method == LabelMethod.IMPORTED and label.correct == item.correct and label.source == item.source
+            label.method == LabelMethod.IMPORTED
+            and label.correct == item.correct
+            and label.source == item.source
+            and _claim_verdicts(label) == item.claims
         ):
             conflicts.append(
                 detail(
@@ -464,18 +478,29 @@ def _labels_import_once(actor, wanted: dict[int, LabelInput], routes, repeats, c
             correct=item.correct,
             method=LabelMethod.IMPORTED,
             source=item.source,
+            claims_supported=item.claims_supported,
+            claims_verifiable=item.claims_verifiable,
         )
         label.clean_fields(exclude=["decision", "item", "decided_by"])
         labels.append(label)
     FinalLabel.objects.bulk_create(labels)
+    # A long answer's verdict per claim, beside its label (the ids came back from the insert).
+    claim_labels = [
+        FinalClaimLabel(label=label, index=claim_index, verdict=verdict)
+        for label, item in zip(labels, fresh.values(), strict=True)
+        for claim_index, verdict in item.claims or ()
+    ]
+    FinalClaimLabel.objects.bulk_create(claim_labels)
     GradingItem.objects.filter(
         pk__in=[i.pk for i in pool_items.values()], status__in=[ItemStatus.OPEN, ItemStatus.ADJUDICATION]
     ).update(status=ItemStatus.LABELLED)
     by_route: dict[str, list[int]] = {}
     sources: dict[str, set[str]] = {}
+    claim_counts: dict[str, int] = {}
     for decision_id, item in fresh.items():
         by_route.setdefault(item.route, []).append(decision_id)
         sources.setdefault(item.route, set()).add(item.source)
+        claim_counts[item.route] = claim_counts.get(item.route, 0) + len(item.claims or ())
     audit_record_many(
         actor=actor,
         events=[
@@ -484,7 +509,12 @@ def _labels_import_once(actor, wanted: dict[int, LabelInput], routes, repeats, c
                 "route",
                 slug,
                 route=slug,
-                payload={"objects": {"decision": sorted(ids)}, "created": len(ids), "sources": sorted(sources[slug])},
+                payload={
+                    "objects": {"decision": sorted(ids)},
+                    "created": len(ids),
+                    "sources": sorted(sources[slug]),
+                    **({"claim_labels": claim_counts[slug]} if claim_counts.get(slug) else {}),
+                },
             )
             for slug, ids in sorted(by_route.items())
         ],

@@ -13,7 +13,10 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0008_identity_provider_sign_in'),
+        # The route as it is since accounts 0005 (as 0020 names it), not the newest accounts
+        # migration: grading 0010 runs before accounts 0007, and a later dependency would make
+        # taking grading back (its migration tests) take these columns away too.
+        ('accounts', '0005_route_on_the_ground_floor'),
         ('ledger', '0020_route_on_the_ground_floor'),
     ]
 
