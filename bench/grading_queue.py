@@ -324,7 +324,8 @@ def main() -> None:
     from audit.services import Actor
     from console.accounts import services as accounts
     from console.accounts.services import route_create
-    from console.ledger.models import AnswerForm, RouteAnswerSettings
+    from console.ledger.models import AnswerForm
+    from console.ledger.services import route_answer_settings_set
     from grading.services.pool import route_grading_set
 
     actor = Actor.system("bench")
@@ -336,8 +337,7 @@ def main() -> None:
     setup_seconds = time.perf_counter() - started
     long_route = route_create(actor=actor, slug=f"queue-{run}-long", name="Queue benchmark, long answers")
     route_grading_set(actor=actor, route=long_route, graders_per_item=K, guidelines="Grade each claim.")
-    # The bench's own setup, like its COPY: the settings row as the route's settings service would write it.
-    RouteAnswerSettings.objects.create(route=long_route, answer_form=AnswerForm.LONG)
+    route_answer_settings_set(actor=actor, route=long_route, answer_form=AnswerForm.LONG)
     load_items(database_url, long_route.pk, args.items, f"{run}-long", claims=args.claims)
     empty = route_create(actor=actor, slug=f"queue-{run}-empty", name="Queue benchmark, nothing to grade")
     tokens, long_tokens = [], []

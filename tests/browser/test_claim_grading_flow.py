@@ -6,7 +6,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
-from console.ledger.models import RouteAnswerSettings
+from console.ledger.services import route_answer_settings_set
 from grading.models import ClaimGrade, Grade
 from grading.services import labels as labels_services
 from grading.services import queue as queue_services
@@ -26,7 +26,7 @@ def _current_claim(page) -> int:
 
 def test_a_grader_marks_each_claim_with_the_keyboard_and_submits_only_when_all_are_marked(sign_in, live_server):
     route = make_route("it-support", "IT support")
-    RouteAnswerSettings.objects.create(route=route, answer_form="long")
+    route_answer_settings_set(actor=TEST_ACTOR, route=route, answer_form="long")
     make_user("gina", "grader")
     refused_score, refused_cutoff = SCORES["refused"]
     served_score, served_cutoff = SCORES["served"]
@@ -89,7 +89,7 @@ def test_a_grader_marks_each_claim_with_the_keyboard_and_submits_only_when_all_a
 
 def test_a_long_answers_claims_and_their_adjudication_fit_a_phone_without_scrolling_sideways(sign_in, live_server):
     route = make_route("it-support", "IT support")
-    RouteAnswerSettings.objects.create(route=route, answer_form="long")
+    route_answer_settings_set(actor=TEST_ACTOR, route=route, answer_form="long")
     make_user("gina", "grader")
     make_user("gus", "grader")
     make_user("rita", "reviewer")

@@ -8,9 +8,10 @@ import re
 import pytest
 
 from audit.models import AuditEvent
-from console.ledger.models import Decision, RouteAnswerSettings
+from console.ledger.models import Decision
+from console.ledger.services import route_answer_settings_set
 from grading.models import ClaimGrade, FinalClaimLabel, FinalLabel, Grade, GradingItem, ItemStatus
-from tests.factories import make_route, make_user, record
+from tests.factories import TEST_ACTOR, make_route, make_user, record
 from tests.grading.helpers import api_client, grade, next_item, pooled
 from tests.grading.test_blindness import SCORES, assert_blind
 
@@ -20,7 +21,7 @@ CLAIMS = ["Open Settings.", "Choose Security.", "Press Reset."]
 
 
 def make_long(route) -> None:
-    RouteAnswerSettings.objects.update_or_create(route=route, defaults={"answer_form": "long"})
+    route_answer_settings_set(actor=TEST_ACTOR, route=route, answer_form="long")
 
 
 @pytest.fixture
