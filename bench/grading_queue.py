@@ -11,6 +11,11 @@ grading, the HTTP floor (`next` on a route with nothing to grade: authentication
 an empty claim, 204) and the ratio of `next` to it; then `--saturation-seconds` with no think
 time at all, which shows the machine's capacity and is not part of PASS.
 
+Then the same load on a long route (issue 31: answers of `--claims` claims each, graded claim by
+claim; half the decisions carry their claims as sent, half are split by the span verifier's rule),
+by a second set of graders: the claim-level queue must keep `next` p50 within 1.5x of the short
+route's (`LONG_RATIO_TARGET`).
+
 Checks, from the clients' records and from the database: no grader was handed an item twice, and
 no item was ever held by more than k graders (k = 2; skipped leases give their place back).
 Target (the project's, listed in bench/README.md): p95 of `next` < 30 ms. The run's rows are
@@ -42,6 +47,8 @@ from common import add_arguments, data_dir, month_partitions, report, setup_djan
 
 K = 2
 TARGET_P95_MS = 30.0
+LONG_RATIO_TARGET = 1.5
+CLAIMS_PER_ANSWER = 12
 # (full, quick) defaults of the sizes; an option given on the command line wins over both.
 DEFAULTS = {
     "items": (100_000, 2_000),
@@ -61,8 +68,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
-    """COPY `count` decisions with 3 passages each and their pool items (half refused, half served)."""
+def _long_answer(n: int, claims: int) -> str:
+    return " ".join(f"Step {j} of answer {n} holds." for j in range(claims))
+
+
+def load_items(database_url: str, route_id: int, count: int, run: str, claims: int = 0) -> None:
+    """COPY `count` decisions with 3 passages each and their pool items (half refused, half served).
+
+    With `claims`, each answer makes that many claims, and every other decision carries them as sent."""
     import psycopg
 
     from console.ledger.compression import compress_text
@@ -88,28 +101,33 @@ def load_items(database_url: str, route_id: int, count: int, run: str) -> None:
         passage_ids = [row[0] for row in cur.fetchall()]
         with cur.copy(
             "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
-            "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) "
-            "FROM STDIN"
+            "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash, "
+            "claims) FROM STDIN"
         ) as copy:
             for n in range(count):
                 score = random.random()
                 served = score >= 0.5
+                claim = _long_answer(n, claims) if claims else f"Claim {n}."
+                sent = None
+                if claims and n % 2:
+                    sent = json.dumps([{"text": f"Step {j} of answer {n} holds."} for j in range(claims)])
                 copy.write_row(
                     (
                         route_id,
                         f"q-{n:06d}",
                         now,
                         f"Benchmark question {n}?",
-                        f"Claim {n}.",
+                        claim,
                         "nli",
                         score,
                         0.5,
                         "served" if served else "refused",
-                        f"Answer {n}." if served else None,
+                        None if not served or claims else f"Answer {n}.",
                         "{}",
                         "{}",
                         now,
                         secrets.token_bytes(32),  # content_hash
+                        sent,
                     )
                 )
         cur.execute("SELECT id, outcome <> 'refused' FROM ledger_decision WHERE route_id = %s", [route_id])
@@ -188,7 +206,8 @@ class Grader:
             if status != 200:
                 self.errors.append(f"next {status}: {data[:120]!r}")
                 return
-            item_id = json.loads(data)["item"]["id"]
+            item = json.loads(data)["item"]
+            item_id = item["id"]
             if measure:
                 self.next_ms.append(ms)
                 self.items.append(item_id)
@@ -198,8 +217,13 @@ class Grader:
                 self.skipped.add(item_id)
                 expected = 204
             else:
-                verdict = random.choice(["correct", "correct", "incorrect", "unsure"])
-                status, data, ms = self.call(f"/api/v1/grading/items/{item_id}/grades", {"verdict": verdict})
+                if "claims" in item:  # a long route: a verdict for every claim
+                    choices = ["supported"] * 8 + ["unsupported", "unverifiable"]
+                    verdicts = [{"index": c["index"], "verdict": random.choice(choices)} for c in item["claims"]]
+                    body = {"claims": verdicts}
+                else:
+                    body = {"verdict": random.choice(["correct", "correct", "incorrect", "unsure"])}
+                status, data, ms = self.call(f"/api/v1/grading/items/{item_id}/grades", body)
                 expected = 201
                 if measure:
                     self.grade_ms.append(ms)
@@ -249,7 +273,11 @@ def cleanup(route_id: int, run: str) -> None:
         items = "SELECT id FROM grading_gradingitem WHERE route_id = %s"
         for statement in (
             f"DELETE FROM grading_assignment WHERE item_id IN ({items})",
+            "DELETE FROM grading_claimgrade WHERE grade_id IN "
+            f"(SELECT id FROM grading_grade WHERE item_id IN ({items}))",
             f"DELETE FROM grading_grade WHERE item_id IN ({items})",
+            "DELETE FROM grading_finalclaimlabel WHERE label_id IN (SELECT id FROM grading_finallabel WHERE "
+            "decision_id IN (SELECT id FROM ledger_decision WHERE route_id = %s))",
             "DELETE FROM grading_finallabel WHERE decision_id IN (SELECT id FROM ledger_decision WHERE route_id = %s)",
             "DELETE FROM grading_gradingitem WHERE route_id = %s",
             "DELETE FROM ledger_decisionpassage WHERE decision_id IN "
@@ -266,6 +294,7 @@ def cleanup(route_id: int, run: str) -> None:
             "DELETE FROM ledger_decisionprofile WHERE route_id = %s",
             "DELETE FROM grading_gradingplan WHERE route_id = %s",
             "DELETE FROM grading_routegradingsettings WHERE route_id = %s",
+            "DELETE FROM ledger_routeanswersettings WHERE route_id = %s",
             "DELETE FROM shadow_routeshadowsettings WHERE route_id = %s",
             "DELETE FROM policy_statsresult WHERE route_id = %s",
             "DELETE FROM accounts_rolegrant WHERE route_id = %s",
@@ -284,6 +313,7 @@ def main() -> None:
     parser.add_argument("--saturation-seconds", type=float)
     parser.add_argument("--workers", type=int, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, help="threads per gunicorn worker")
+    parser.add_argument("--claims", type=int, default=CLAIMS_PER_ANSWER, help="claims per answer on the long route")
     add_arguments(parser)
     args = parser.parse_args()
     for name, (full, quick) in DEFAULTS.items():
@@ -294,6 +324,8 @@ def main() -> None:
     from audit.services import Actor
     from console.accounts import services as accounts
     from console.accounts.services import route_create
+    from console.ledger.models import AnswerForm
+    from console.ledger.services import route_answer_settings_set
     from grading.services.pool import route_grading_set
 
     actor = Actor.system("bench")
@@ -303,13 +335,23 @@ def main() -> None:
     started = time.perf_counter()
     load_items(database_url, route.pk, args.items, run)
     setup_seconds = time.perf_counter() - started
+    long_route = route_create(actor=actor, slug=f"queue-{run}-long", name="Queue benchmark, long answers")
+    route_grading_set(actor=actor, route=long_route, graders_per_item=K, guidelines="Grade each claim.")
+    route_answer_settings_set(actor=actor, route=long_route, answer_form=AnswerForm.LONG)
+    load_items(database_url, long_route.pk, args.items, f"{run}-long", claims=args.claims)
     empty = route_create(actor=actor, slug=f"queue-{run}-empty", name="Queue benchmark, nothing to grade")
-    tokens = []
+    tokens, long_tokens = [], []
     for n in range(args.graders):
         user = accounts.user_ensure(actor=actor, username=f"bench-grader-{n:02d}")
         accounts.role_grant(actor=actor, user=user, role="grader", route=route)
         accounts.role_grant(actor=actor, user=user, role="grader", route=empty)
         tokens.append((user.username, accounts.token_issue(actor=actor, user=user).key))
+        # the long route's graders hold the same two grants (their route and the empty one), so
+        # `next` takes the same path on both
+        user = accounts.user_ensure(actor=actor, username=f"bench-long-grader-{n:02d}")
+        accounts.role_grant(actor=actor, user=user, role="grader", route=long_route)
+        accounts.role_grant(actor=actor, user=user, role="grader", route=empty)
+        long_tokens.append((user.username, accounts.token_issue(actor=actor, user=user).key))
     try:
         with web_server(workers=args.workers, threads=args.threads) as url:
             graders = [Grader(url, token, name, empty.slug) for name, token in tokens]
@@ -320,9 +362,14 @@ def main() -> None:
                 g.next_ms, g.grade_ms, g.floor_ms = [], [], []
             saturation_seconds = run_phase(graders, args.saturation_seconds, 0)
             saturated = [ms for g in graders for ms in g.next_ms]
+            long_graders = [Grader(url, token, name, empty.slug) for name, token in long_tokens]
+            run_phase(long_graders, 1.0, 0, measure=False)
+            run_phase(long_graders, args.seconds, args.think_ms)
         over_k, twice = database_checks(route.pk)
+        long_over_k, long_twice = database_checks(long_route.pk)
     finally:
         cleanup(route.pk, run)
+        cleanup(long_route.pk, f"{run}-long")
         cleanup(empty.pk, run)
 
     for name, per_grader in measured.items():
@@ -342,6 +389,14 @@ def main() -> None:
     labelled = Counter(len(names) for names in holders.values())[K]
     p50, p95, p99 = (percentile(next_ms, q) for q in (0.5, 0.95, 0.99))
     floor = percentile(floor_ms, 0.5)
+    long_next = [ms for g in long_graders for ms in g.next_ms]
+    long_grade = [ms for g in long_graders for ms in g.grade_ms]
+    long_errors = [e for g in long_graders for e in g.errors]
+    long_duplicates = sum(len(g.items) - len(set(g.items)) for g in long_graders)
+    long_p50 = percentile(long_next, 0.5)
+    long_ratio = long_p50 / p50 if p50 else float("nan")
+    long_safe = long_duplicates == 0 and long_twice == 0 and long_over_k == 0 and not long_errors
+    long_ok = long_safe and long_ratio <= LONG_RATIO_TARGET
     safe = duplicates == 0 and twice == 0 and over_k == 0 and client_over_k == 0 and not errors
     ok = safe and p95 < TARGET_P95_MS
     report(
@@ -360,6 +415,13 @@ def main() -> None:
             f"items held beyond k: {client_over_k} (clients), {over_k} (database); errors: {len(errors)}"
             + (f" e.g. {errors[0]}" if errors else ""),
             f"p95 of next {p95:.1f} ms (target < {TARGET_P95_MS:g} ms), no double leases: {'PASS' if ok else 'FAIL'}",
+            f"long route ({args.claims} claims an answer, graded claim by claim): next {len(long_next):,} calls, "
+            f"p50 {long_p50:.1f} ms, p95 {percentile(long_next, 0.95):.1f} ms; grades p50 "
+            f"{percentile(long_grade, 0.5):.1f} ms; same item twice: {long_duplicates} (clients), {long_twice} "
+            f"(database); beyond k: {long_over_k}; errors: {len(long_errors)}"
+            + (f" e.g. {long_errors[0]}" if long_errors else ""),
+            f"long / short next p50 = {long_ratio:.2f} (target <= {LONG_RATIO_TARGET:g}): "
+            f"{'PASS' if long_ok else 'FAIL'}",
         ],
     )
 

@@ -45,11 +45,30 @@ _GRADER_ITEM = inline_serializer(
                     )
                 ),
                 "guidelines": serializers.CharField(),
+                "claims": serializers.ListField(
+                    required=False,
+                    help_text="Long routes only: the answer split into its claims, each graded on its own.",
+                    child=inline_serializer(
+                        "GraderClaim", {"index": serializers.IntegerField(), "text": serializers.CharField()}
+                    ),
+                ),
             },
         ),
         "lease_expires_at": serializers.DateTimeField(),
     },
 )
+
+
+class ClaimVerdictInput(serializers.Serializer):
+    """One claim's verdict: its index in the item's `claims` and supported / unsupported / unverifiable."""
+
+    class Meta:
+        ref_name = "ClaimVerdictInput"
+
+    index = serializers.IntegerField(min_value=0)
+    verdict = serializers.ChoiceField(choices=ClaimVerdict.values)
+
+
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -134,16 +153,20 @@ class GradingNextApi(APIView):
 
 
 class GradeCreateApi(APIView):
-    """Grade an item you hold a running lease on; 409 without one, or the second time."""
+    """Grade an item you hold a running lease on; 409 without one, or the second time.
+
+    A short route's item takes one `verdict`; a long route's item takes `claims`, a verdict for each
+    of its claims (every index of the item's `claims` once), and no `verdict`."""
 
     # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
-    body_fields = {"verdict", "note", "seconds_spent"}
+    body_fields = {"verdict", "claims", "note", "seconds_spent"}
 
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "GradeInput"
 
-        verdict = serializers.ChoiceField(choices=Verdict.values)
+        verdict = serializers.ChoiceField(choices=Verdict.values, required=False)
+        claims = ClaimVerdictInput(many=True, required=False, max_length=1000)
         note = serializers.CharField(required=False, allow_blank=True, max_length=labels_services.MAX_NOTE, default="")
         seconds_spent = serializers.FloatField(required=False, min_value=0, max_value=labels_services.MAX_SECONDS)
 
@@ -152,8 +175,9 @@ class GradeCreateApi(APIView):
             ref_name = "GradeOutput"
 
         item = serializers.CharField()
-        verdict = serializers.CharField()
+        verdict = serializers.CharField(help_text="On a long route, the verdict the claims imply.")
         note = serializers.CharField()
+        claims = ClaimVerdictInput(many=True, required=False, help_text="Long routes only: as sent.")
 
     @extend_schema(
         request=InputSerializer,
@@ -162,6 +186,17 @@ class GradeCreateApi(APIView):
         examples=[
             OpenApiExample(
                 "Correct", request_only=True, value={"verdict": "correct", "note": "", "seconds_spent": 41.5}
+            ),
+            OpenApiExample(
+                "Claim by claim (a long route)",
+                request_only=True,
+                value={
+                    "claims": [
+                        {"index": 0, "verdict": "supported"},
+                        {"index": 1, "verdict": "unsupported"},
+                        {"index": 2, "verdict": "unverifiable"},
+                    ]
+                },
             ),
             OpenApiExample(
                 "Recorded",
@@ -175,14 +210,24 @@ class GradeCreateApi(APIView):
         _require_grader(request.user)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        claims = data.pop("claims", None)
         grade = labels_services.grade_submit(
             actor=Actor.from_request(request),
             grader=request.user,
             public_id=_item_uuid(item_id),
-            **serializer.validated_data,
+            claims=None if claims is None else [dict(c) for c in claims],
+            **data,
         )
         # Only what the grader sent: whether the item is now labelled would tell them how others graded.
-        return Response({"item": item_id, "verdict": grade.verdict, "note": grade.note}, status=201, headers=_NO_STORE)
+        body = {"item": item_id, "verdict": grade.verdict, "note": grade.note}
+        if claims is not None:
+            body["claims"] = sorted(({"index": c["index"], "verdict": c["verdict"]} for c in claims), key=_by_index)
+        return Response(body, status=201, headers=_NO_STORE)
+
+
+def _by_index(claim: dict) -> int:
+    return claim["index"]
 
 
 class SkipApi(APIView):
@@ -215,6 +260,7 @@ def _adjudication_dict(view: selectors.AdjudicationView) -> dict:
         "answer": item.answer,
         "passages": view.passages,
         "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict, "note": g.note} for g in view.grades],
+        **({} if view.claims is None else {"claims": view.claims}),
     }
 
 
@@ -255,14 +301,18 @@ class AdjudicationListApi(APIView):
 
 
 class AdjudicateApi(APIView):
+    """A short route's item takes one `verdict`; a long route's item takes `claims`, a verdict for
+    each claim listed in its `claims` (the ones the graders disagreed on) and no other."""
+
     # Every other top-level key is a 400 unknown_field (console/core/parsers.py).
-    body_fields = {"verdict", "note"}
+    body_fields = {"verdict", "claims", "note"}
 
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "AdjudicationInput"
 
-        verdict = serializers.ChoiceField(choices=[Verdict.CORRECT, Verdict.INCORRECT])
+        verdict = serializers.ChoiceField(choices=[Verdict.CORRECT, Verdict.INCORRECT], required=False)
+        claims = ClaimVerdictInput(many=True, required=False, max_length=1000)
         note = serializers.CharField(required=False, allow_blank=True, max_length=labels_services.MAX_NOTE, default="")
 
     @extend_schema(
@@ -305,10 +355,20 @@ class AdjudicateApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = _reviewable_item(request.user, _uuid_or_404(item_id))
+        data = dict(serializer.validated_data)
+        claims = data.pop("claims", None)
         label = labels_services.label_adjudicate(
-            actor=Actor.from_request(request), reviewer=request.user, item=item, **serializer.validated_data
+            actor=Actor.from_request(request),
+            reviewer=request.user,
+            item=item,
+            claims=None if claims is None else [dict(c) for c in claims],
+            **data,
         )
-        return Response({"item": item_id, "verdict": label.verdict, "method": label.method}, status=201)
+        body = {"item": item_id, "verdict": label.verdict, "method": label.method}
+        if label.claims_verifiable is not None:
+            body["claims_supported"] = label.claims_supported
+            body["claims_verifiable"] = label.claims_verifiable
+        return Response(body, status=201)
 
 
 def _uuid_or_404(item_id: str) -> uuid.UUID:

@@ -12,9 +12,47 @@ class GradeForm(forms.Form):
     seconds_spent = forms.FloatField(required=False, min_value=0, max_value=MAX_SECONDS)
 
 
+_CLAIM_FIELD = re.compile(r"claim-(\d{1,4})")
+
+
+def posted_claims(data) -> list[dict]:
+    """`[{"index", "verdict"}]` from the page's radio groups `claim-<index>`, one per claim marked;
+    whether every claim is there, and each verdict valid, is the service's check."""
+    return sorted(
+        ({"index": int(match[1]), "verdict": data.get(key)} for key in data if (match := _CLAIM_FIELD.fullmatch(key))),
+        key=lambda claim: claim["index"],
+    )
+
+
+class ClaimGradeForm(forms.Form):
+    """A long answer's grade from the queue page: a radio group `claim-<index>` per claim (read by
+    `posted_claims`), the note and the time on screen."""
+
+    note = forms.CharField(required=False, max_length=MAX_NOTE, widget=forms.Textarea(attrs={"rows": 2}))
+    seconds_spent = forms.FloatField(required=False, min_value=0, max_value=MAX_SECONDS)
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        cleaned["claims"] = posted_claims(self.data)
+        if not cleaned["claims"]:
+            raise forms.ValidationError("Mark every claim (keys 1, 2, 3).")
+        return cleaned
+
+
 class AdjudicationForm(forms.Form):
     verdict = forms.ChoiceField(choices=[(Verdict.CORRECT, "Correct"), (Verdict.INCORRECT, "Incorrect")])
     note = forms.CharField(required=False, max_length=MAX_NOTE, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class ClaimAdjudicationForm(forms.Form):
+    """A long answer's adjudication: a radio group `claim-<index>` for each claim the graders disputed."""
+
+    note = forms.CharField(required=False, max_length=MAX_NOTE, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        cleaned["claims"] = posted_claims(self.data)
+        return cleaned
 
 
 class GuidelinesForm(forms.Form):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from grading.models import Verdict
+from grading.models import ClaimVerdict, Verdict
 
 # `{}`, `{"route": "slug"}` or no body at all (JSON null counts as none).
 GRADING_NEXT_BODY = {
@@ -42,6 +42,19 @@ class AdjudicationGrade(serializers.Serializer):
     note = serializers.CharField(allow_blank=True)
 
 
+class AdjudicationClaimGrade(serializers.Serializer):
+    grader = serializers.CharField()
+    verdict = serializers.ChoiceField(
+        choices=ClaimVerdict.values, allow_null=True, help_text="Null: the grade was one verdict on the whole answer."
+    )
+
+
+class AdjudicationClaim(serializers.Serializer):
+    index = serializers.IntegerField(min_value=0)
+    text = serializers.CharField()
+    grades = AdjudicationClaimGrade(many=True)
+
+
 class AdjudicationItem(serializers.Serializer):
     id = serializers.UUIDField()
     route = serializers.SlugField()
@@ -49,12 +62,19 @@ class AdjudicationItem(serializers.Serializer):
     answer = serializers.CharField(allow_blank=True)
     passages = AdjudicationPassage(many=True)
     grades = AdjudicationGrade(many=True)
+    claims = AdjudicationClaim(
+        many=True,
+        required=False,
+        help_text="Long routes only: the claims the graders disagreed on, the only ones the reviewer decides.",
+    )
 
 
 class AdjudicationResult(serializers.Serializer):
     item = serializers.UUIDField()
     verdict = serializers.CharField()
     method = serializers.CharField()
+    claims_supported = serializers.IntegerField(required=False, help_text="Long routes only: k.")
+    claims_verifiable = serializers.IntegerField(required=False, help_text="Long routes only: n.")
 
 
 class AgreementEstimate(serializers.Serializer):
@@ -97,6 +117,16 @@ class GraderSummary(serializers.Serializer):
     label_agreement = GoldAccuracy(allow_null=True, help_text="Accuracy against the final labels.")
 
 
+class ClaimAgreement(serializers.Serializer):
+    claims_graded = serializers.IntegerField(min_value=0, help_text="Claims of regular items with a grade.")
+    claims_multiply_graded = serializers.IntegerField(min_value=0)
+    answers = serializers.IntegerField(min_value=0, help_text="Answers those multiply graded claims belong to.")
+    fleiss_kappa = AgreementEstimate(
+        allow_null=True, help_text="Over claims; the interval is a cluster bootstrap over answers."
+    )
+    prevalence = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+
+
 class Agreement(serializers.Serializer):
     route = serializers.SlugField()
     confidence = serializers.FloatField()
@@ -109,6 +139,7 @@ class Agreement(serializers.Serializer):
     extreme_prevalence = serializers.BooleanField()
     pairs = GraderPair(many=True)
     graders = GraderSummary(many=True)
+    claims = ClaimAgreement(required=False, help_text="Long routes only: agreement claim by claim.")
 
 
 AGREEMENT_CONFIDENCE = OpenApiParameter(

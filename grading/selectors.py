@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,10 +22,12 @@ from console.accounts.models import Route
 from console.core.errors import detail
 from console.ledger.claims import claim_texts
 from console.ledger.compression import decompress_text
-from console.ledger.models import Decision, DecisionPassage
+from console.ledger.models import AnswerForm, Decision, DecisionPassage
+from console.ledger.selectors import answer_settings
 from console.stats import agreement
 from grading.models import (
     Assignment,
+    ClaimGrade,
     FinalLabel,
     Grade,
     GradingItem,
@@ -33,6 +36,7 @@ from grading.models import (
     RouteGradingSettings,
     Verdict,
 )
+from grading.services.claims import disputed_claims, grade_claim_verdicts
 from grading.validation import LabelInput
 
 
@@ -50,18 +54,45 @@ class GraderItem:
     passages: list[dict[str, Any]]
     guidelines: str
     lease_expires_at: datetime
+    # A long route's answer split into its claims, graded one by one; None on a short route. Only the
+    # texts: an ingested claim's citations are left out, as passage ids are.
+    claims: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "item": {
-                "id": self.id,
-                "question": self.question,
-                "answer": self.answer,
-                "passages": self.passages,
-                "guidelines": self.guidelines,
-            },
-            "lease_expires_at": self.lease_expires_at.isoformat(),
+        item: dict[str, Any] = {
+            "id": self.id,
+            "question": self.question,
+            "answer": self.answer,
+            "passages": self.passages,
+            "guidelines": self.guidelines,
         }
+        if self.claims is not None:  # a short route's item keeps exactly its documented shape
+            item["claims"] = [{"index": index, "text": text} for index, text in enumerate(self.claims)]
+        return {"item": item, "lease_expires_at": self.lease_expires_at.isoformat()}
+
+
+def route_is_long(route: Route) -> bool:
+    """Whether the route's answers are graded claim by claim."""
+    return answer_settings(route).answer_form == AnswerForm.LONG
+
+
+_UNREAD = object()
+
+
+def item_claims(item: GradingItem) -> list[str]:
+    """The claims of the answer a grader reads on the item, in the order their indices follow.
+
+    An item that shows its decision's answer takes the decision's claims as ingested
+    (`console.ledger.claims.answer_claims` reads the same list, so grades and imported claim labels
+    share indices); otherwise (no claims were sent, a shadow run's or a gold item's own answer) the
+    answer is split as the span verifier splits a claim into units. A claim read by the queue's
+    claim comes as `decision_claims` (JSON text); otherwise from the item's decision.
+    """
+    stored = item.__dict__.get("decision_claims", _UNREAD)  # the claim's SQL leaves it NULL for an own answer
+    if stored is _UNREAD:
+        stored = None if item.own_answer or item.decision_id is None else item.decision.claims
+    # the shown answer, not always the decision's claim: a served answer may differ from it
+    return claim_texts(json.loads(stored) if isinstance(stored, str) else stored, item.answer)
 
 
 def _passages(decision_id: int | None) -> list[dict[str, Any]]:
@@ -89,6 +120,8 @@ def grader_item(assignment: Assignment) -> GraderItem:
         if texts is None
         else [{"id": position, "text": decompress_text(stored)} for position, stored in enumerate(texts, start=1)]
     )
+    answer_form = getattr(item, "answer_form", None)  # read by the queue's claim
+    long = route_is_long(item.route) if answer_form is None else answer_form == AnswerForm.LONG
     return GraderItem(
         id=str(item.public_id),
         question=item.question,
@@ -96,6 +129,7 @@ def grader_item(assignment: Assignment) -> GraderItem:
         passages=passages,
         guidelines=guidelines,
         lease_expires_at=assignment.lease_expires_at,
+        claims=item_claims(item) if long else None,
     )
 
 
@@ -119,7 +153,10 @@ def gradable_routes(user) -> QuerySet[Route]:
 
 
 def reviewable_routes(user) -> QuerySet[Route]:
-    return permissions.visible(Route.objects.all(), user, permissions.LABEL_REVIEWERS, field="pk")
+    # with the answer settings: a long route's agreement is also reported claim by claim
+    return permissions.visible(
+        Route.objects.select_related("answer_settings"), user, permissions.LABEL_REVIEWERS, field="pk"
+    )
 
 
 def gradable_route_ids(user, route: Route | None = None) -> list[int] | None:
@@ -141,7 +178,9 @@ def current_lease(grader, route_ids: list[int] | None) -> Assignment | None:
         queryset = queryset.filter(item__route_id__in=route_ids)
     # with the item's decision, whose texts the item reads unless it holds its own
     assignment = (
-        queryset.select_related("item__route__grading_settings", "item__decision").order_by("leased_at").first()
+        queryset.select_related("item__route__grading_settings", "item__route__answer_settings", "item__decision")
+        .order_by("leased_at")
+        .first()
     )
     if assignment is not None:
         assignment.item.route_guidelines = route_grading_settings(assignment.item.route).guidelines
@@ -167,6 +206,8 @@ class SavedGrade:
     item_id: str
     verdict: str
     undoable: bool
+    # A claim-by-claim grade: "k of m claims supported" in the grader's own verdicts; "" otherwise.
+    claims: str = ""
 
 
 def grade_withdrawable(item: GradingItem) -> bool:
@@ -187,13 +228,20 @@ def saved_grade(grader, public_id) -> SavedGrade | None:
     the item still waits for grades (the same rules `grade_withdraw` applies)."""
     if public_id is None:
         return None
-    grade = Grade.objects.filter(grader=grader, item__public_id=public_id).select_related("item").first()
+    grade = (
+        Grade.objects.filter(grader=grader, item__public_id=public_id)
+        .select_related("item")
+        .prefetch_related("claim_grades")
+        .first()
+    )
     if grade is None:
         return None
+    verdicts = grade_claim_verdicts(grade)
     return SavedGrade(
         item_id=str(grade.item.public_id),
         verdict=grade.verdict,
         undoable=grade.pk == latest_grade_id(grader) and grade_withdrawable(grade.item),
+        claims="" if verdicts is None else f"{verdicts.count('supported')} of {len(verdicts)} claims supported",
     )
 
 
@@ -221,6 +269,9 @@ class AdjudicationView:
     grades: list[Grade]
     label: FinalLabel | None = None
     guidelines: str = ""
+    # A long route's item: the claims the graders disagreed on, and only those, each with its index,
+    # text and every grader's verdict on it: [{"index", "text", "grades": [{"grader", "verdict"}]}].
+    claims: list[dict[str, Any]] | None = None
 
 
 def adjudication_item(user, public_id) -> AdjudicationView:
@@ -230,12 +281,14 @@ def adjudication_item(user, public_id) -> AdjudicationView:
             user,
             permissions.LABEL_REVIEWERS,
         )
-        .select_related("route__grading_settings", "final_label__decided_by")
+        .select_related("route__grading_settings", "route__answer_settings", "final_label__decided_by", "decision")
         .first()
     )
     if item is None:
         raise Http404("No such item.")
-    grades = list(item.grades.select_related("grader").order_by("created_at", "pk"))
+    long = route_is_long(item.route)
+    grades = item.grades.select_related("grader").order_by("created_at", "pk")
+    grades = list(grades.prefetch_related("claim_grades") if long else grades)
     label = getattr(item, "final_label", None)
     if label is None and item.status == ItemStatus.LABELLED:
         # a label imported before the decision entered the pool is tied to the decision alone
@@ -246,7 +299,24 @@ def adjudication_item(user, public_id) -> AdjudicationView:
         grades=grades,
         label=label,
         guidelines=route_grading_settings(item.route).guidelines,
+        claims=_disputed_claims(item, grades) if long else None,
     )
+
+
+def _disputed_claims(item: GradingItem, grades: list[Grade]) -> list[dict[str, Any]]:
+    texts = item_claims(item)
+    per_grade = [grade_claim_verdicts(g) for g in grades]
+    return [
+        {
+            "index": index,
+            "text": texts[index],
+            "grades": [
+                {"grader": g.grader.get_username(), "verdict": None if verdicts is None else verdicts[index]}
+                for g, verdicts in zip(grades, per_grade, strict=True)
+            ],
+        }
+        for index in disputed_claims(per_grade, len(texts))
+    ]
 
 
 def decision_grading(decision_id: int) -> dict[str, Any]:
@@ -351,6 +421,36 @@ def route_agreement(route: Route, *, confidence: float = 0.95) -> dict[str, Any]
         result["gwet_ac1"] = agreement.gwet_ac1(counts, confidence=confidence)
     result["pairs"] = _cohen_pairs(per_item, confidence)
     result["graders"] = [_grader_summary(entry, confidence) for _name, entry in sorted(graders.items())]
+    if route_is_long(route):
+        result["claims"] = claim_agreement(route, confidence=confidence)
+    return result
+
+
+def claim_agreement(route: Route, *, confidence: float = 0.95) -> dict[str, Any]:
+    """Agreement claim by claim on the route's regular items: Fleiss' kappa over every claim graded
+    twice or more (unverifiable is a verdict of its own), with a cluster bootstrap interval over the
+    answers those claims belong to (`console.stats.agreement.clustered_fleiss_kappa`)."""
+    rows = ClaimGrade.objects.filter(grade__item__route=route, grade__item__is_gold=False).values_list(
+        "grade__item_id", "index", "verdict"
+    )
+    per_claim: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for item_id, index, verdict in rows.iterator():
+        per_claim[(item_id, index)].append(verdict)
+    multi = sorted((key, verdicts) for key, verdicts in per_claim.items() if len(verdicts) >= 2)
+    result: dict[str, Any] = {
+        "claims_graded": len(per_claim),
+        "claims_multiply_graded": len(multi),
+        "answers": len({item_id for (item_id, _index), _ in multi}),
+        "fleiss_kappa": None,
+        "prevalence": None,
+    }
+    if multi:
+        counts = agreement.verdict_counts([verdicts for _, verdicts in multi], agreement.CLAIM_VERDICTS)
+        shares = counts.sum(axis=0) / counts.sum()
+        result["prevalence"] = dict(zip(agreement.CLAIM_VERDICTS, (float(s) for s in shares), strict=True))
+        result["fleiss_kappa"] = agreement.clustered_fleiss_kappa(
+            counts, [item_id for (item_id, _index), _ in multi], confidence=confidence
+        )
     return result
 
 

@@ -23,7 +23,7 @@ from django.views.decorators.vary import vary_on_headers
 from audit.services import Actor
 from console.accounts import permissions
 from console.accounts.models import Route
-from console.core.errors import ServiceError
+from console.core.errors import InvalidInput, ServiceError
 from console.ledger.models import Decision
 from grading import selectors
 from grading.blindness import route_blindness
@@ -31,6 +31,8 @@ from grading.forms import (
     BLANK_BAND_ROWS,
     AdjudicationForm,
     BandFormSet,
+    ClaimAdjudicationForm,
+    ClaimGradeForm,
     GoldItemForm,
     GradeForm,
     GuidelinesForm,
@@ -143,9 +145,14 @@ def grading_next(request):
 def grading_grade(request, item_id: str):
     _require_grader(request)
     route = _chosen_route(request, request.POST.get("route"))
-    form = GradeForm(request.POST)
+    # A long route's page posts one radio group per claim and says so (templates/grading/partials).
+    by_claims = request.POST.get("form") == "claims"
+    form = ClaimGradeForm(request.POST) if by_claims else GradeForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose correct, incorrect or unsure (keys 1, 2, 3).")
+        if by_claims:
+            messages.error(request, "Mark every claim: supported, not supported or not verifiable (keys 1, 2, 3).")
+        else:
+            messages.error(request, "Choose correct, incorrect or unsure (keys 1, 2, 3).")
         return _render_queue(
             request, route, selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
         )
@@ -153,6 +160,11 @@ def grading_grade(request, item_id: str):
     try:
         labels_services.grade_submit(
             actor=Actor.from_request(request), grader=request.user, public_id=public_id, **form.cleaned_data
+        )
+    except InvalidInput as exc:  # a claim left unmarked: the item stays in hand
+        messages.error(request, f"That grade was not recorded: {exc.message}")
+        return _render_queue(
+            request, route, selectors.current_lease(request.user, selectors.gradable_route_ids(request.user, route))
         )
     except ServiceError as exc:
         messages.warning(request, f"That grade was not recorded: {exc.message}")
@@ -214,7 +226,7 @@ def adjudication_item(request, item_id: str):
     if public_id is None:
         raise Http404("No such item.")
     view = selectors.adjudication_item(request.user, public_id)
-    form = AdjudicationForm(request.POST or None)
+    form = (ClaimAdjudicationForm if view.claims is not None else AdjudicationForm)(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
             labels_services.label_adjudicate(
@@ -224,7 +236,7 @@ def adjudication_item(request, item_id: str):
             messages.error(request, exc.message)
             view = selectors.adjudication_item(request.user, public_id)  # another reviewer may have decided it
         else:
-            messages.success(request, f"Labelled {form.cleaned_data['verdict']}.")
+            messages.success(request, f"Labelled {form.cleaned_data.get('verdict') or 'claim by claim'}.")
             return redirect("grading-adjudication-list")
     return render(request, "grading/adjudication_item.html", {"view": view, "form": form})
 

@@ -301,3 +301,78 @@ def rater_accuracy_on_gold(verdicts: Sequence[str], gold: Sequence[str], *, conf
         "confidence": confidence,
         "interval": "wilson",
     }
+
+
+# --------------------------------------------------------------------------- claims clustered in answers
+
+CLAIM_VERDICTS: tuple[str, ...] = ("supported", "unsupported", "unverifiable")
+"""The claim grading scale of long answers, in the column order of a claims x categories matrix."""
+
+CLUSTER_INTERVAL = "percentile cluster bootstrap over answers (claims resampled with their answer)"
+
+
+def clustered_fleiss_kappa(
+    counts: ArrayLike,
+    answers: Sequence[int],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> AgreementEstimate:
+    """Fleiss' kappa over claims, with an interval that treats the answers as the sampled units.
+
+    ``counts`` is the claims x categories matrix (build it with :func:`verdict_counts` and
+    :data:`CLAIM_VERDICTS`; ``"unverifiable"`` is a category here, as ``"unsure"`` is for
+    answers: two graders who both find a claim unverifiable agree). ``answers[i]`` names the
+    answer claim i belongs to. The coefficient is :func:`fleiss_kappa`'s, every claim one
+    item (Fleiss 1971).
+
+    Claims of one answer are not independent: the same graders read them together, against
+    the same passages, so agreement on one says something about its neighbours. The
+    linearised variance of :func:`fleiss_kappa` treats every claim as drawn on its own and
+    reads too narrow when claims cluster. The interval here is the percentile bootstrap
+    over clusters (Davison & Hinkley 1997, section 3.8; Field & Welsh 2007, "Bootstrapping
+    clustered data"): each resample draws as many answers as were graded, with replacement,
+    takes all their claims, and recomputes kappa; the interval is the resamples'
+    (1 - confidence)/2 and (1 + confidence)/2 quantiles, clipped to [-1, 1]. ``se`` is the
+    resamples' standard deviation. Resamples whose chance term is 1 (every verdict in one
+    category) are left out. Fixed ``seed``: the same grades give the same interval.
+    No interval with fewer than two answers.
+    """
+    _check_confidence(confidence)
+    table = _rating_table(counts)
+    clusters = np.asarray(answers)
+    if clusters.shape != (table.shape[0],):
+        raise ValueError("one answer per claim")
+    point = fleiss_kappa(table, confidence=confidence)
+    value = point["value"]
+    _, cluster_index = np.unique(clusters, return_inverse=True)
+    n_clusters = int(cluster_index.max()) + 1 if len(cluster_index) else 0
+    if value is None or n_clusters < 2:
+        return _estimate(value, None, table.shape[0], confidence, CLUSTER_INTERVAL)
+    raters = table.sum(axis=1)
+    agreement_by_claim = (table * (table - 1.0)).sum(axis=1) / (raters * (raters - 1.0))
+    shares = table / raters[:, None]
+    # Per answer: its claims' count, their agreement summed, their category shares summed. A
+    # resample is then a vector of answer multiplicities, and kappa's parts are weighted sums.
+    size = np.bincount(cluster_index, minlength=n_clusters).astype(float)
+    agreement_sum = np.bincount(cluster_index, weights=agreement_by_claim, minlength=n_clusters)
+    share_sum = np.stack(
+        [np.bincount(cluster_index, weights=shares[:, k], minlength=n_clusters) for k in range(table.shape[1])],
+        axis=1,
+    )
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=resamples).astype(float)
+    claims = weights @ size
+    observed = (weights @ agreement_sum) / claims
+    prevalence = (weights @ share_sum) / claims[:, None]
+    chance = (prevalence**2).sum(axis=1)
+    usable = chance < 1.0 - 1e-12
+    kappas = (observed[usable] - chance[usable]) / (1.0 - chance[usable])
+    if len(kappas) < 2:
+        return _estimate(value, None, table.shape[0], confidence, CLUSTER_INTERVAL)
+    low, high = np.quantile(kappas, [(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0])
+    result = _estimate(value, float(np.std(kappas, ddof=1)), table.shape[0], confidence, CLUSTER_INTERVAL)
+    result["low"] = max(-1.0, float(low))
+    result["high"] = min(1.0, float(high))
+    return result

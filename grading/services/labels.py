@@ -17,6 +17,7 @@ from console.core.errors import Conflict, Forbidden, InvalidInput, detail
 from grading import selectors
 from grading.models import (
     Assignment,
+    ClaimGrade,
     FinalClaimLabel,
     FinalLabel,
     Grade,
@@ -25,6 +26,7 @@ from grading.models import (
     LabelMethod,
     Verdict,
 )
+from grading.services import claims as long_answers
 from grading.services.queue import lease_seconds, live_assignment
 from grading.validation import LabelInput
 
@@ -33,14 +35,27 @@ MAX_SECONDS = 86_400
 
 
 def grade_submit(
-    *, actor: Actor, grader, public_id, verdict: str, note: str = "", seconds_spent: float | None = None
+    *,
+    actor: Actor,
+    grader,
+    public_id,
+    verdict: str | None = None,
+    claims: list[dict[str, Any]] | None = None,
+    note: str = "",
+    seconds_spent: float | None = None,
 ) -> Grade:
     """Record the grader's verdict on an item they hold a running lease on (else 409).
 
+    On a short route, one `verdict`. On a long route, `claims`: `[{"index", "verdict"}]` naming
+    every claim of the answer once (supported, unsupported, unverifiable); the grade's own verdict is
+    the one they imply (`claims.answer_verdict`), and each claim gets a ClaimGrade row. The other
+    form is refused (400) so no grade is half of each.
+
     With the item's k-th grade in, a non-gold item gets its final label when the graders' votes
-    agree (`unsure` is no vote), and goes to adjudication when they differ or nobody voted.
+    agree (`unsure` is no vote; on a long route, every claim's verdicts agree), and goes to
+    adjudication when they differ or nobody voted.
     """
-    if verdict not in Verdict.values:
+    if verdict is not None and verdict not in Verdict.values:
         raise InvalidInput("The verdict must be 'correct', 'incorrect' or 'unsure'.", code="invalid_verdict")
     if len(note or "") > MAX_NOTE:
         raise InvalidInput(f"The note is longer than {MAX_NOTE:,} characters.")
@@ -50,24 +65,48 @@ def grade_submit(
     with transaction.atomic(durable=True):
         assignment = live_assignment(grader=grader, public_id=public_id, now=now)
         item = assignment.item
+        claim_verdicts = _submitted_claims(item, verdict=verdict, claims=claims)
+        if claim_verdicts is not None:
+            verdict = long_answers.answer_verdict(claim_verdicts)
         if seconds_spent is None:
             seconds_spent = (now - assignment.leased_at).total_seconds()
         grade = Grade(item=item, grader=grader, verdict=verdict, note=note or "", seconds_spent=seconds_spent)
         grade.full_clean(exclude=["item", "grader"], validate_unique=False, validate_constraints=False)
         grade.save()
+        new = {"grader": grader.get_username(), "verdict": verdict, "seconds_spent": round(seconds_spent, 3)}
+        if claim_verdicts is not None:
+            ClaimGrade.objects.bulk_create(
+                [ClaimGrade(grade=grade, index=index, verdict=v) for index, v in enumerate(claim_verdicts)]
+            )
+            new["claims"] = claim_verdicts
         assignment.graded_at = now
         assignment.save(update_fields=["graded_at"])
-        _grade_audit(
-            actor=actor,
-            action=Action.GRADE_SUBMITTED,
-            item=item,
-            payload=field_changes(
-                new={"grader": grader.get_username(), "verdict": verdict, "seconds_spent": round(seconds_spent, 3)}
-            ),
-        )
+        _grade_audit(actor=actor, action=Action.GRADE_SUBMITTED, item=item, payload=field_changes(new=new))
         if not item.is_gold and item.status == ItemStatus.OPEN:
             _item_resolve(actor=actor, item=item)
     return grade
+
+
+def _submitted_claims(item: GradingItem, *, verdict: str | None, claims) -> list[str] | None:
+    """The claim verdicts of a long route's grade in index order, None on a short route; 400 for
+    the form the route does not take."""
+    if not selectors.route_is_long(item.route):
+        if claims is not None:
+            raise InvalidInput(
+                "This route grades whole answers: send one verdict, not claims.",
+                code="claims_not_expected",
+                details=[detail("claims", "not_expected", "this route grades whole answers")],
+            )
+        if verdict is None:
+            raise InvalidInput("The verdict must be 'correct', 'incorrect' or 'unsure'.", code="invalid_verdict")
+        return None
+    if verdict is not None or claims is None:
+        raise InvalidInput(
+            "This route grades answers claim by claim: send a verdict for every claim.",
+            code="claims_required",
+            details=[detail("claims", "required", "a verdict for every claim of the answer")],
+        )
+    return long_answers.claim_verdicts_checked(claims, len(selectors.item_claims(item)))
 
 
 def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
@@ -104,7 +143,8 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
             raise Conflict(
                 "This item has all its grades now; your grade can no longer be undone.", code="grades_complete"
             )
-        grade.delete()
+        withdrawn_claims = long_answers.grade_claim_verdicts(grade)
+        grade.delete()  # its ClaimGrade rows go with it
         Assignment.objects.filter(
             grader=grader, skipped=False, graded_at__isnull=True, leased_at__gte=grade.created_at
         ).exclude(item=item).delete()
@@ -125,6 +165,8 @@ def grade_withdraw(*, actor: Actor, grader, public_id) -> Assignment:
             "verdict": grade.verdict,
             "seconds_spent": None if seconds is None else round(seconds, 3),
         }
+        if withdrawn_claims is not None:
+            old["claims"] = withdrawn_claims
         _grade_audit(actor=actor, action=Action.GRADE_WITHDRAWN, item=item, payload=field_changes(old=old))
     return assignment
 
@@ -145,6 +187,9 @@ def _grade_audit(*, actor: Actor, action: Action, item: GradingItem, payload: di
 
 
 def _item_resolve(*, actor: Actor, item: GradingItem) -> None:
+    if selectors.route_is_long(item.route):
+        _long_item_resolve(actor=actor, item=item)
+        return
     verdicts = list(Grade.objects.filter(item=item).values_list("verdict", flat=True))
     if len(verdicts) < item.grades_required:
         return
@@ -184,9 +229,68 @@ def _item_resolve(*, actor: Actor, item: GradingItem) -> None:
     )
 
 
-def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str, note: str = "") -> FinalLabel:
-    """A reviewer decides an item the graders did not agree on. A reviewer who graded it may not."""
-    if verdict not in (Verdict.CORRECT, Verdict.INCORRECT):
+def _long_item_resolve(*, actor: Actor, item: GradingItem) -> None:
+    """A long answer's k-th grade: the label when every claim's verdicts agree, else adjudication of
+    the claims they differ on (and only those)."""
+    grades = list(Grade.objects.filter(item=item).prefetch_related("claim_grades").order_by("pk"))
+    if len(grades) < item.grades_required:
+        return
+    per_grade = [long_answers.grade_claim_verdicts(g) for g in grades]
+    count = len(selectors.item_claims(item))
+    disputed = long_answers.disputed_claims(per_grade, count)
+    objects = {"decision": [item.decision_id]}
+    if not disputed and not FinalLabel.objects.filter(decision_id=item.decision_id).exists():
+        verdicts = per_grade[0] or []
+        label = long_answers.long_label_write(item=item, verdicts=verdicts, method=LabelMethod.UNANIMOUS)
+        item.status = ItemStatus.LABELLED
+        item.save(update_fields=["status"])
+        new = {
+            "verdict": label.verdict,
+            "method": LabelMethod.UNANIMOUS,
+            "claims_supported": label.claims_supported,
+            "claims_verifiable": label.claims_verifiable,
+            "claims": verdicts,
+        }
+        audit_record(
+            actor=actor,
+            action=Action.LABEL_DECIDED,
+            object_type="grading_item",
+            object_id=item.pk,
+            route=item.route.slug,
+            payload={"objects": objects, **field_changes(new=new), "grades": sorted(g.verdict for g in grades)},
+        )
+        return
+    item.status = ItemStatus.ADJUDICATION
+    item.save(update_fields=["status"])
+    audit_record(
+        actor=actor,
+        action=Action.ADJUDICATION_REQUESTED,
+        object_type="grading_item",
+        object_id=item.pk,
+        route=item.route.slug,
+        payload={
+            "objects": objects,
+            "reason": "claims_disagree" if disputed else "already_labelled",
+            "claims": disputed,
+            "grades": sorted(g.verdict for g in grades),
+        },
+    )
+
+
+def label_adjudicate(
+    *,
+    actor: Actor,
+    reviewer,
+    item: GradingItem,
+    verdict: str | None = None,
+    claims: list[dict[str, Any]] | None = None,
+    note: str = "",
+) -> FinalLabel:
+    """A reviewer decides an item the graders did not agree on. A reviewer who graded it may not.
+
+    On a long route the reviewer sends `claims`, a verdict for each claim the graders disagreed on
+    and no other; the claims they agreed on keep the graders' verdict."""
+    if verdict is not None and verdict not in (Verdict.CORRECT, Verdict.INCORRECT):
         raise InvalidInput("The verdict must be 'correct' or 'incorrect'.", code="invalid_verdict")
     if len(note or "") > MAX_NOTE:
         raise InvalidInput(f"The note is longer than {MAX_NOTE:,} characters.")
@@ -196,21 +300,35 @@ def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str,
             raise Forbidden("Only a reviewer of this route may adjudicate.")
         if item.status != ItemStatus.ADJUDICATION:
             raise Conflict("This item is not waiting for adjudication.", code="not_in_adjudication")
-        grades = list(item.grades.select_related("grader").order_by("pk"))
+        grades = list(item.grades.select_related("grader").prefetch_related("claim_grades").order_by("pk"))
         if any(g.grader_id == reviewer.pk for g in grades):
             raise Forbidden("You graded this item; another reviewer must adjudicate it.", code="own_grade")
         if FinalLabel.objects.filter(decision_id=item.decision_id).exists():
             raise Conflict("This decision already has a final label.", code="already_labelled")
-        label = FinalLabel(
-            decision_id=item.decision_id,
-            item=item,
-            correct=verdict == Verdict.CORRECT,
-            method=LabelMethod.ADJUDICATED,
-            decided_by=reviewer,
-            note=note or "",
-        )
-        label.full_clean(exclude=["decision", "item", "decided_by"], validate_unique=False, validate_constraints=False)
-        label.save()
+        if selectors.route_is_long(item.route):
+            label, changes = _long_adjudicate(
+                item=item, grades=grades, reviewer=reviewer, verdict=verdict, claims=claims, note=note
+            )
+            verdict = label.verdict
+        else:
+            if claims is not None or verdict is None:
+                raise InvalidInput(
+                    "This route grades whole answers: send one verdict, correct or incorrect.",
+                    code="invalid_verdict",
+                )
+            label = FinalLabel(
+                decision_id=item.decision_id,
+                item=item,
+                correct=verdict == Verdict.CORRECT,
+                method=LabelMethod.ADJUDICATED,
+                decided_by=reviewer,
+                note=note or "",
+            )
+            label.full_clean(
+                exclude=["decision", "item", "decided_by"], validate_unique=False, validate_constraints=False
+            )
+            label.save()
+            changes = {"verdict": verdict, "method": LabelMethod.ADJUDICATED}
         item.status = ItemStatus.LABELLED
         item.save(update_fields=["status"])
         audit_record(
@@ -221,12 +339,45 @@ def label_adjudicate(*, actor: Actor, reviewer, item: GradingItem, verdict: str,
             route=item.route.slug,
             payload={
                 "objects": {"decision": [item.decision_id]},
-                **field_changes(new={"verdict": verdict, "method": LabelMethod.ADJUDICATED}),
+                **field_changes(new=changes),
                 "grades": [{"grader": g.grader.get_username(), "verdict": g.verdict} for g in grades],
                 "note": note or "",
             },
         )
     return label
+
+
+def _long_adjudicate(
+    *, item: GradingItem, grades: list[Grade], reviewer, verdict, claims, note: str
+) -> tuple[FinalLabel, dict[str, Any]]:
+    if verdict is not None or claims is None:
+        raise InvalidInput(
+            "This route grades answers claim by claim: send a verdict for each claim the graders disagreed on.",
+            code="claims_required",
+            details=[detail("claims", "required", "a verdict for each disputed claim")],
+        )
+    per_grade = [long_answers.grade_claim_verdicts(g) for g in grades]
+    count = len(selectors.item_claims(item))
+    disputed = long_answers.disputed_claims(per_grade, count)
+    decided = long_answers.claim_verdicts_checked(claims, count, indices=disputed)
+    verdicts = [None] * count
+    for index, claim_verdict in zip(disputed, decided, strict=True):
+        verdicts[index] = claim_verdict
+    for index in range(count):
+        if verdicts[index] is None:  # agreed: every grade holds the same verdict
+            verdicts[index] = per_grade[0][index]
+    label = long_answers.long_label_write(
+        item=item, verdicts=verdicts, method=LabelMethod.ADJUDICATED, decided_by=reviewer, note=note or ""
+    )
+    changes = {
+        "verdict": label.verdict,
+        "method": LabelMethod.ADJUDICATED,
+        "claims_supported": label.claims_supported,
+        "claims_verifiable": label.claims_verifiable,
+        "claims": verdicts,
+        "claims_adjudicated": disputed,
+    }
+    return label, changes
 
 
 @dataclass

@@ -45,13 +45,22 @@ _TEXTS = f"""COALESCE(NULLIF(i.own_question, ''), {_DECISION_TEXT.format(field="
 # The route's guidelines (grading's settings row; none without one), read for the chosen row only.
 _GUIDELINES = "COALESCE((SELECT s.guidelines FROM grading_routegradingsettings s WHERE s.route_id = i.route_id), '')"
 
+# A long route's items are graded claim by claim (console.ledger.models.RouteAnswerSettings): the
+# route's answer form, and the decision's claims as ingested (only on a long route, and only for an
+# item that shows its decision's answer), read for the chosen row only, like the texts.
+_ANSWER_FORM = """COALESCE((SELECT s.answer_form FROM ledger_routeanswersettings s WHERE s.route_id = i.route_id),
+       'short') AS answer_form,
+       CASE WHEN i.own_answer = '' AND EXISTS (SELECT 1 FROM ledger_routeanswersettings s
+           WHERE s.route_id = i.route_id AND s.answer_form = 'long')
+       THEN (SELECT d.claims::text FROM ledger_decision d WHERE d.id = i.decision_id) END AS decision_claims"""
+
 # The next item for one grader: open, not gold, never assigned to this grader, with fewer than k
 # places taken (a grade or a running lease takes one), first in queue_key order. SKIP LOCKED lets
 # concurrent graders pass over items another claim holds instead of waiting for it.
 _CLAIM_SQL = """
 SELECT i.id, i.public_id, i.route_id, i.decision_id, {texts}, i.grades_required,
        {guidelines} AS route_guidelines, COALESCE(p.gold_rate, 0) AS route_gold_rate,
-       {passages} AS passage_texts
+       {passages} AS passage_texts, {answer_form}
 FROM grading_gradingitem i
 LEFT JOIN grading_gradingplan p ON p.route_id = i.route_id
 WHERE i.status = 'open' AND NOT i.is_gold {route_clause}
@@ -78,7 +87,7 @@ RETURNING id
 
 _GOLD_SQL = """
 SELECT i.id, i.public_id, i.route_id, i.decision_id, {texts}, i.grades_required,
-       {guidelines} AS route_guidelines, {passages} AS passage_texts
+       {guidelines} AS route_guidelines, {passages} AS passage_texts, {answer_form}
 FROM grading_gradingitem i
 WHERE i.route_id = %(route)s AND i.is_gold AND i.status = 'open'
   AND NOT EXISTS (SELECT 1 FROM grading_assignment a WHERE a.item_id = i.id AND a.grader_id = %(grader)s)
@@ -113,7 +122,9 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
         "passed": [],
         "route": route_ids[0] if route_ids else None,
     }
-    claim_sql = _CLAIM_SQL.format(route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES)
+    claim_sql = _CLAIM_SQL.format(
+        route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES, answer_form=_ANSWER_FORM
+    )
     with transaction.atomic(durable=True):
         # Each lost race passes over one more item, so the loop ends when the queue does.
         while True:
@@ -157,7 +168,7 @@ def _claim_waiting_for_locked(claim_sql: str, params: dict[str, Any]) -> Grading
 def _gold_claim(*, grader, route_id: int, now, expires) -> Assignment | None:
     items = list(
         GradingItem.objects.raw(
-            _GOLD_SQL.format(passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES),
+            _GOLD_SQL.format(passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES, answer_form=_ANSWER_FORM),
             {"route": route_id, "grader": grader.pk},
         )
     )
@@ -178,7 +189,10 @@ def live_assignment(*, grader, public_id, now, for_update: bool = True) -> Assig
 
     An unknown id is the same 409: a grader learns nothing about items they never held.
     """
-    queryset = Assignment.objects.select_related("item", "item__route").filter(item__public_id=public_id, grader=grader)
+    # with the route's answer settings: a long route's grade is checked claim by claim
+    queryset = Assignment.objects.select_related("item", "item__route__answer_settings").filter(
+        item__public_id=public_id, grader=grader
+    )
     if for_update:
         queryset = queryset.select_for_update(of=("self", "item"))
     assignment = queryset.first()

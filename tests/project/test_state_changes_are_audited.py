@@ -561,7 +561,9 @@ VALID_BODIES: dict[str, Callable[[], Any]] = {
     "logout": lambda: {},
     "api-decisions": lambda: {"decisions": [factories.record(route=SLUG, request_id=_fresh_request_id())]},
     "api-verify": lambda: {"text": "Open Settings and then Security.", "claim": "settings"},
-    "api-route-settings": lambda: {"answer_form": "long", "expected_claims": 2 + next(_request_ids) % 900},
+    # The walk's route stays short: its grading bodies send one verdict, which a long route refuses
+    # (claim-by-claim grading is walked in tests/grading/test_claim_grading.py).
+    "api-route-settings": lambda: {"answer_form": "short", "expected_claims": 2 + next(_request_ids) % 900},
     "api-shadow-run-retry": lambda: {},
     "api-grading-next": lambda: {"route": SLUG},
     "api-grading-grades": lambda: {"verdict": "correct", "note": "walked"},
