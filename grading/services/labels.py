@@ -217,6 +217,15 @@ def _item_resolve(*, actor: Actor, item: GradingItem) -> None:
             },
         )
         return
+    _adjudication_requested(
+        actor=actor,
+        item=item,
+        payload={"objects": objects, "reason": "disagreement" if votes else "all_unsure", "grades": sorted(verdicts)},
+    )
+
+
+def _adjudication_requested(*, actor: Actor, item: GradingItem, payload: dict) -> None:
+    """The item waits for a reviewer; the event says why (the graders' verdicts, the claims they split on)."""
     item.status = ItemStatus.ADJUDICATION
     item.save(update_fields=["status"])
     audit_record(
@@ -225,7 +234,7 @@ def _item_resolve(*, actor: Actor, item: GradingItem) -> None:
         object_type="grading_item",
         object_id=item.pk,
         route=item.route.slug,
-        payload={"objects": objects, "reason": "disagreement" if votes else "all_unsure", "grades": sorted(verdicts)},
+        payload=payload,
     )
 
 
@@ -260,14 +269,9 @@ def _long_item_resolve(*, actor: Actor, item: GradingItem) -> None:
             payload={"objects": objects, **field_changes(new=new), "grades": sorted(g.verdict for g in grades)},
         )
         return
-    item.status = ItemStatus.ADJUDICATION
-    item.save(update_fields=["status"])
-    audit_record(
+    _adjudication_requested(
         actor=actor,
-        action=Action.ADJUDICATION_REQUESTED,
-        object_type="grading_item",
-        object_id=item.pk,
-        route=item.route.slug,
+        item=item,
         payload={
             "objects": objects,
             "reason": "claims_disagree" if disputed else "already_labelled",
