@@ -1,12 +1,14 @@
 """The demo's third route, Policy briefs: long answers, graded claim by claim (issue 31).
 
 Each answer summarises a policy brief in 8 to 15 claims, each citing the passage it comes from, and
-each supported by the passages with probability about 0.95. The route's gate scores the expected
-share of supported claims, E[S], and its harm model is all-or-nothing: the trap of section 11.6 of
-the chapter behind the gate's economics ("80 % of what?"). Under independence E[S] stays near 0.95
-whatever the claim count n, while Pr(S = 1) = 0.95^n falls to about a half over 8 to 15 claims, so
-the operating-points page shows E[S] ~ 0.95 beside Pr(S = 1) ~ 0.5 at the same cutoff, and a policy
-draft on the route carries the `functional_mismatch` warning.
+each supported by the passages with probability 0.94 (near the chapter's 0.95). The route's gate
+scores the expected share of supported claims, E[S], and its harm model is all-or-nothing: the trap
+of section 11.6 of the chapter behind the gate's economics ("80 % of what?"). Under independence
+E[S] stays near 0.94 whatever the claim count n, while Pr(S = 1) = 0.94^n averages 0.496 over n = 8
+to 15, so the operating-points page shows E[S] ~ 0.95 beside Pr(S = 1) ~ 0.5 at the same cutoff
+(0.943 and 0.547 at the gate's cutoff with the default `--decisions`), and a policy draft on the
+route carries the `functional_mismatch` warning. (At 0.95 the mean of 0.95^n is 0.558, and the
+demo's draws read 0.60: more than "about a half".)
 
 A supported claim is one of the cited passage's sentences, copied; an unsupported one changes its
 figure, so the span verifier does not find it either. Claim verdicts come as a graded set imported
@@ -27,12 +29,12 @@ from console.ledger.validation import validate_batch
 
 SLUG, NAME = "policy-briefs", "Policy briefs"
 SETTINGS = {"answer_form": "long", "harm_model": "all_or_nothing", "gate_functional": "expected_support"}
-CUTOFF = 0.8
+CUTOFF = 0.85  # on the operating-points page's default grid, so its row shows without asking
 MIN_CLAIMS, MAX_CLAIMS = 8, 15
-# Most answers are written from their brief (per-claim support 0.95, a score near it); a few from a
+# Most answers are written from their brief (per-claim support 0.94, a score near it); a few from a
 # stale copy of it (per-claim support 0.6, a score near that, mostly refused).
 _FAITHFUL = 0.9
-_SUPPORT = {"faithful": 0.95, "stale": 0.6}
+_SUPPORT = {"faithful": 0.94, "stale": 0.6}
 _SCORE = {"faithful": (60, 3), "stale": (6, 4)}  # beta parameters: means 0.952 and 0.6
 
 _BRIEFS = ("remote work", "travel", "procurement", "data retention")
