@@ -67,6 +67,12 @@ class OperatingPointRow(serializers.Serializer):
     exchange_rate = Estimate(allow_null=True, help_text="vs the previous row; null on the no-gate row.")
     band = Band(allow_null=True)
     # Long routes only (docs/statistics.md, "Long answers"): over graded served answers.
+    graded_served_verifiable = serializers.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="Long routes: graded served answers with at least one verifiable claim, the answers "
+        "E[S] and Pr(S = 1) are read over.",
+    )
     expected_support = Estimate(required=False, help_text="Long routes: E[S], the mean support fraction.")
     p_fully_supported = Estimate(required=False, help_text="Long routes: Pr(S = 1), every claim supported.")
     p_support_at_least = Estimate(required=False, help_text="Long routes whose harm model names s0: Pr(S >= s0).")

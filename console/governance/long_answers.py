@@ -90,7 +90,8 @@ def long_answer_evidence(
     functional = gate_functional_as_of(route, settings, as_of)
     expected, fully = _figure(row, "expected_support"), _figure(row, "p_fully_supported")
     if expected is not None and fully is not None:
-        figures_from, answers = "operating_points", (row or {}).get("graded_served")
+        # The long row's own count: the graded served answers its shares are read over.
+        figures_from, answers = "operating_points", (row or {}).get("graded_served_verifiable")
     else:
         means = _served_means(route, window, as_of, cutoff)
         expected, fully, answers = means["expected_support"], means["p_fully_supported"], means["answers"]

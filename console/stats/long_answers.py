@@ -323,10 +323,13 @@ class LongAnswerRow:
 
     Shares are over graded *served* answers; ``false_abstention_rate`` is over graded *refused*
     ones; the per-1,000 figures are per 1,000 decisions of the window, like the short table's.
+    ``graded_served_verifiable`` counts the graded served answers with at least one verifiable
+    claim: those E[S], Pr(S = 1) and Pr(S >= s0) are read over (``graded_served`` counts them all).
     """
 
     cutoff: float | None
     graded_served: int
+    graded_served_verifiable: int
     graded_refused: int
     expected_support: Interval
     p_fully_supported: Interval
@@ -347,6 +350,7 @@ class LongAnswerRow:
             return None if value is None else value.as_dict()
 
         document: dict[str, Any] = {
+            "graded_served_verifiable": self.graded_served_verifiable,
             "expected_support": self.expected_support.as_dict(),
             "p_fully_supported": self.p_fully_supported.as_dict(),
             "claim_support_rate": self.claim_support_rate.as_dict(),
@@ -512,6 +516,7 @@ class _LongSample:
         return LongAnswerRow(
             cutoff=cutoff,
             graded_served=int(np.count_nonzero(served)),
+            graded_served_verifiable=int(np.count_nonzero(measured)),
             graded_refused=int(np.count_nonzero(refused)),
             expected_support=self.read("expected_support", served, None),
             p_fully_supported=self.read("p_fully_supported", served, None),

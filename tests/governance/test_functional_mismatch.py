@@ -145,3 +145,39 @@ def test_the_route_policy_tells_the_gateway_the_functional_and_the_harm_model(mi
         "expected_support",
     )
     assert policy["support_threshold"] is None
+
+
+def test_the_warnings_figures_are_the_operating_points_figures_at_the_same_cutoff(route, reviewer, owner, integrator):
+    """The warning reads the chosen operating-point row itself: its E[S], its Pr(S = 1) and its count
+    of graded served answers with a verifiable claim, the answers those two are read over. Answers
+    refused at the cutoff and answers with no verifiable claim are in the day, so a figure read off
+    another set of answers would differ."""
+    set_answer_settings(route, answer_form="long", harm_model="all_or_nothing", gate_functional="expected_support")
+    _long_day(integrator)
+    refused = [long_record(CLAIMS, gate={"name": "nli", "score": 0.6, "cutoff": 0.85}) for _ in range(6)]
+    unverifiable = [long_record(CLAIMS, gate={"name": "nli", "score": 0.95, "cutoff": 0.85}) for _ in range(3)]
+    refused = [r | {"outcome": "refused", "served_answer": None, "occurred_at": recent()} for r in refused]
+    unverifiable = [r | {"occurred_at": recent()} for r in unverifiable]
+    ingest(refused + unverifiable)
+    labels = [
+        {
+            "route": "it-support",
+            "request_id": r["request_id"],
+            "source": "eval",
+            "claims": [{"index": i, "verdict": verdict(i)} for i in range(12)],
+        }
+        for records, verdict in ((refused, lambda i: "unsupported"), (unverifiable, lambda i: "unverifiable"))
+        for r in records
+    ]
+    assert integrator.post("/api/v1/labels", {"labels": labels}, format="json").status_code == 201
+    draft = _draft(reviewer)
+    [warning] = [w for w in draft["warnings"] if w["code"] == "functional_mismatch"]
+    at_cutoff = draft["evidence"]["long_answers"]["at_cutoff"]
+    table = owner.get("/api/v1/routes/it-support/operating-points?cutoffs=0.85").json()
+    [row] = [r for r in table["rows"] if r["cutoff"] == 0.85]
+    assert at_cutoff["figures_from"] == "operating_points"
+    assert warning["expected_support"] == row["expected_support"]["value"] == at_cutoff["expected_support"]
+    assert warning["p_fully_supported"] == row["p_fully_supported"]["value"] == at_cutoff["p_fully_supported"]
+    assert at_cutoff["graded_served_answers"] == row["graded_served_verifiable"] == 40
+    assert row["graded_served"] == 43
+    assert draft["evidence"]["chosen_row"]["expected_support"] == row["expected_support"]

@@ -9,15 +9,17 @@ from grading.models import FinalLabel
 def test_load_demo_builds_a_workspace_people_can_sign_in_to(db, settings, tmp_path, capsys):
     settings.DATA_DIR = tmp_path
     call_command("load_demo", "--decisions", "40")
-    assert set(Route.objects.values_list("slug", flat=True)) == {"it-support", "hr-policy"}
-    # 40 per route, the planted corpus gaps of each route, and the model upgrade the monitoring step adds
-    # to IT support's last days.
-    assert Decision.objects.exclude(request_id__startswith="upgrade-").count() == 80 + 2 * 16
+    assert set(Route.objects.values_list("slug", flat=True)) == {"it-support", "hr-policy", "policy-briefs"}
+    # 40 per route, the planted corpus gaps of each route, 20 long answers on Policy briefs (half the
+    # count, at least 20), and the model upgrade the monitoring step adds to IT support's last days.
+    assert Decision.objects.exclude(request_id__startswith="upgrade-").count() == 80 + 2 * 16 + 20
     assert Decision.objects.filter(request_id__startswith="upgrade-", route__slug="it-support").exists()
     assert route_shadow_config(Route.objects.get(slug="it-support")) == {"kind": "reference"}
     hr_labels = FinalLabel.objects.filter(decision__route__slug="hr-policy", method="imported")
     assert hr_labels.count() == 40
     assert 0 < hr_labels.filter(correct=True).count() < 40
+    long_labels = FinalLabel.objects.filter(decision__route__slug="policy-briefs", method="imported")
+    assert long_labels.count() == 20 and not long_labels.filter(claims_verifiable__lt=8).exists()
     assert RoleGrant.objects.filter(user__username="grader1", role="grader").exists()
     logins = (tmp_path / "demo-logins.txt").read_text().splitlines()
     username, password = logins[0].split()[:2]

@@ -15,9 +15,10 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 from django.test import Client
+from rest_framework.test import APIClient
 
 from console.accounts.models import RoleGrant
 from console.disputes.models import Dispute
@@ -33,6 +34,7 @@ from console.verification.models import DecisionSupport
 from console.verification.services import decisions_verify
 from grading.models import FinalLabel
 from tests.factories import TEST_ACTOR, make_user
+from tests.governance.conftest import draft_body
 from tests.worlds import build_world
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -233,3 +235,41 @@ def test_the_readme_tour_signs_the_demo_draft_on_the_first_attempt(demo):
     assert (it.version, it.status) == (1, "needs_recheck")
     logins = (demo / "demo-logins.txt").read_text()
     assert logins.count("lead ") == 1 and "policy_owner on it-support, policy_owner on hr-policy" in logins
+
+
+def _lead_api() -> APIClient:
+    api = APIClient()
+    api.force_authenticate(get_user_model().objects.get(username="lead"))
+    return api
+
+
+def test_policy_briefs_shows_a_mean_support_near_0_95_beside_a_full_support_rate_near_a_half(demo):
+    """The third demo route (console/review/long_demo.py): answers of 8 to 15 claims each supported
+    with probability 0.94, its graded set imported claim by claim, so at the gate's cutoff E[S] reads
+    about 0.95 and Pr(S = 1) about a half, on the API and on the page."""
+    lead = RoleGrant.objects.get(user__username="lead", route__slug="policy-briefs")
+    assert lead.role == "policy_owner"
+    body = _lead_api().get("/api/v1/routes/policy-briefs/operating-points?cutoffs=0.85").json()
+    [gate] = [row for row in body["rows"] if row["cutoff"] == 0.85]
+    assert gate["graded_served"] > 100
+    assert 0.92 < gate["expected_support"]["value"] < 0.97
+    assert 0.42 < gate["p_fully_supported"]["value"] < 0.6
+    assert gate["p_fully_supported"]["high"] < gate["expected_support"]["low"]
+    assert body["harm_model"] == "all_or_nothing" and body["declared_functional"] == "expected_support"
+    assert body["functional_mismatch"] is True
+    page = Client()
+    page.force_login(lead.user)
+    html = page.get("/operating-points/?route=policy-briefs").content.decode()  # the default grid holds 0.85
+    row = re.search(r'<th scope="row">0\.85</th>(.*?)</tr>', html[html.index('class="list long-table"') :], re.S)
+    shown = re.findall(r"([\d.]+)% \(", row.group(1))
+    assert shown[:2] == [f"{100 * gate[name]['value']:.1f}" for name in ("expected_support", "p_fully_supported")]
+    assert 'id="functional-mismatch"' in html
+
+
+def test_a_draft_on_policy_briefs_carries_the_functional_mismatch_warning(demo):
+    api = _lead_api()
+    response = api.post("/api/v1/routes/policy-briefs/policies", draft_body(cutoff=0.85, owner="lead"), format="json")
+    assert response.status_code == 201, response.content
+    [warning] = [w for w in response.json()["warnings"] if w["code"] == "functional_mismatch"]
+    assert warning["level"] == "blocking"
+    assert 0.92 < warning["expected_support"] < 0.97 and 0.42 < warning["p_fully_supported"] < 0.6

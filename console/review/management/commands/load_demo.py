@@ -11,7 +11,9 @@ from console.accounts.models import Route
 from console.disputes.demo import demo_disputes
 from console.governance.demo import demo_policies, demo_policy_waiting
 from console.ledger import services
+from console.ledger.services import route_answer_settings_set
 from console.ledger.validation import validate_batch
+from console.review import long_demo
 from console.review.demo import demo_answer_is_correct, demo_records, gap_records
 from console.review.monitoring_demo import demo_monitoring
 from console.shadow.services import route_shadow_set
@@ -22,10 +24,14 @@ from grading.services.pool import route_grading_set
 from grading.validation import validate_labels
 
 DEMO_ROUTES = {"it-support": "IT support", "hr-policy": "HR policy"}
+# The third route, of long answers graded claim by claim (console/review/long_demo.py). Kept apart
+# from DEMO_ROUTES: it has no shadow pipeline, no planted gaps and half as many decisions.
+LONG_ROUTE = {long_demo.SLUG: long_demo.NAME}
 DEMO_USERS = [  # username, role, route (None = all routes)
     ("admin", "admin", None),
     ("lead", "policy_owner", "it-support"),
     ("lead", "policy_owner", "hr-policy"),
+    ("lead", "policy_owner", long_demo.SLUG),
     ("reviewer", "reviewer", None),
     ("auditor", "auditor", None),
     ("grader1", "grader", None),
@@ -35,10 +41,12 @@ DEMO_USERS = [  # username, role, route (None = all routes)
 
 
 class Command(BaseCommand):
-    help = "Create the demo workspace: two routes, demo users (logins written to the data folder) and decisions."
+    help = "Create the demo workspace: three routes, demo users (logins written to the data folder) and decisions."
 
     def add_arguments(self, parser):
-        parser.add_argument("--decisions", type=int, default=600, help="Decisions per route.")
+        parser.add_argument(
+            "--decisions", type=int, default=600, help="Decisions per route (half as many on Policy briefs)."
+        )
         parser.add_argument(
             "--no-logins", action="store_true", help="Do not print the logins (make run prints them in its banner)."
         )
@@ -55,7 +63,12 @@ class Command(BaseCommand):
                         guidelines="Grade **correct** only if every statement in the answer is "
                         "supported by the passages or is common knowledge.",
                     )
-        routes = {r.slug: r for r in Route.objects.filter(slug__in=DEMO_ROUTES)}
+        long_route = Route.objects.filter(slug=long_demo.SLUG).first()
+        if long_route is None:
+            with transaction.atomic():
+                long_route = accounts.route_create(actor=actor, slug=long_demo.SLUG, name=long_demo.NAME)
+                route_answer_settings_set(actor=actor, route=long_route, **long_demo.SETTINGS)
+        routes = {r.slug: r for r in Route.objects.filter(slug__in=[*DEMO_ROUTES, *LONG_ROUTE])}
         logins: dict[str, list[str]] = {}  # username -> [password, role on route, ...]
         users = {}
         for username, role, route in DEMO_USERS:
@@ -75,8 +88,8 @@ class Command(BaseCommand):
         # the logged claims instead, refusals would give themselves away by how little of them the
         # passages hold. HR policy also comes with an imported graded set, so its operating points
         # can be read at once.
-        for route in routes.values():
-            route_shadow_set(actor=actor, route=route, config={"kind": "reference"})
+        for slug in DEMO_ROUTES:
+            route_shadow_set(actor=actor, route=routes[slug], config={"kind": "reference"})
         created = 0
         graded_set = []
         for slug in DEMO_ROUTES:
@@ -96,7 +109,13 @@ class Command(BaseCommand):
                     }
                     for r in records
                 ]
-        imported = self._import_labels(actor, graded_set)
+        # Policy briefs: long answers and their claim verdicts, a graded set imported at once so
+        # that its operating points show E[S] beside Pr(S = 1).
+        long_created, long_graded = long_demo.demo_long_route(
+            actor=actor, route=long_route, count=max(20, decisions // 2)
+        )
+        created += long_created
+        imported = self._import_labels(actor, graded_set + long_graded)
         demo_policies(actor=actor, routes=routes, users=users)
 
         created += self._plant_gaps(actor, routes, decisions)
