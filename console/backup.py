@@ -507,6 +507,11 @@ def _unpack_cluster(backup_pg: Path, pgdata: Path, *, err: TextIO) -> None:
     # pgserver's count of the processes holding the server, and its log, belonged to the original.
     (pgdata / ".handle_pids.json").unlink(missing_ok=True)
     (pgdata / "log").unlink(missing_ok=True)
+    # So did the lock files of its socket, when the original listened in its own data folder: they
+    # name its postmaster's process id, and while that process lives (a backup of a console still
+    # running on this machine) the restored server refuses to start beside them.
+    for lock in pgdata.glob(".s.PGSQL.*"):
+        lock.unlink()
     pgdata.chmod(0o700)
     _hand_to_server_user(pgdata)
     _say(err, "database files unpacked")
