@@ -208,8 +208,20 @@ def test_the_summary_gives_every_benchmarks_seconds_and_the_total(quick_run):
     summary = sections(result.stdout).get("summary", "")
     line = r"^(\S+(?: --\S+)?): (exit \d+ in [\d.]+ s|timed out after [\d.]+ s|skipped: .*)$"
     outcomes = dict(re.findall(line, summary, re.MULTILINE))
-    assert set(outcomes) == {"ingest.py --shared", *EXPECTED}, summary
+    assert set(outcomes) == {"ingest.py --shared", "stats.py --long", *EXPECTED}, summary
     assert re.search(r"^total: [\d.]+ s$", summary, re.MULTILINE), summary
+
+
+def test_the_long_answer_table_is_benchmarked_against_numpy_and_equals_it(quick_run):
+    """stats.py --long (a long route's table, issue 31) runs in the same run and its figures are numpy's."""
+    result, _data = quick_run
+    for line in (
+        r"^== stats-long$",
+        r"^ +data: 20,000 decisions, 400 graded answers of 12 claims",
+        r"^ +API cold, long table +: +[\d.]+ ms  ratio to numpy [\d.]+$",
+        r"^ +API long columns equal numpy's +: yes$",
+    ):
+        assert re.search(line, result.stdout, re.MULTILINE), line + _tail(result)
 
 
 @pytest.mark.parametrize("script", list(EXPECTED))
