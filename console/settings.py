@@ -480,6 +480,7 @@ CELERY_BEAT_SCHEDULE["similarity-gaps"] = {"task": "similarity.gaps_refresh", "s
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "GradeVerdictEnum": ["correct", "incorrect", "unsure"],
     "LabelVerdictEnum": ["correct", "incorrect"],
+    "ClaimVerdictEnum": ["supported", "unsupported", "unverifiable"],  # a long answer's claims
     "OpenClosedStatusEnum": ["open", "closed"],  # rechecks and alarms
     "DisputeStatusEnum": ["open", "upheld", "overturned", "withdrawn"],  # disputes, similar refusals
     # a policy version, in full and as a list's summary
