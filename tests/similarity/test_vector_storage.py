@@ -203,7 +203,9 @@ def test_the_half_precision_migration_rescales_old_vectors_and_rebuilds_their_in
         with connection.cursor() as cursor:  # as a database before this stage held them: float32, any length
             cursor.execute("UPDATE similarity_questionvector SET vector = '[300000,400000,0]'")
     finally:
-        call_command("migrate", "similarity", verbosity=0)
+        call_command(
+            "migrate", verbosity=0
+        )  # every app forward again: taking similarity back took later ledger migrations too
     for *_, numbers in _stored(f"r{route_id}"):
         assert numbers == pytest.approx([0.6, 0.8, 0.0], abs=1e-3)
     with connection.cursor() as cursor:
