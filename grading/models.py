@@ -359,6 +359,11 @@ class FinalLabel(models.Model):
     decision_occurred_at = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="The decision's occurred_at."
     )
+    # The decision's K, copied the same way (migration 0012): a long route's graded sample is read
+    # from the labels alone.
+    decision_expected_claims = models.PositiveIntegerField(
+        null=True, blank=True, editable=False, help_text="The decision's expected_claims (K)."
+    )
     # Copies of its pool item's sampling stratum and inclusion probability (fixed when the item
     # entered), set by the same trigger (migration 0005); empty without an item. The graded sample
     # then needs no join to the pool, which holds an item for every decision.

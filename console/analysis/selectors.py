@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import numpy as np
 from django.contrib.postgres.aggregates.mixins import OrderableAggMixin
@@ -46,6 +46,7 @@ from console.accounts.models import Route
 from console.analysis.params import Window
 from console.core.replica import read_alias, read_connection
 from console.ledger.models import Decision, DecisionProfile, RouteScoreCount, RouteScoreTotal
+from console.ledger.selectors import start_of_day
 from grading.models import FinalLabel, LabelMethod, LabelSample
 
 IMPORTED_STRATUM = "imported"
@@ -483,27 +484,104 @@ def long_graded_sample(
     days (no counts) has no support fraction and is left out."""
 
     def read() -> LongGradedSample:
-        if as_of is None:
-            queryset = _decisions(route, window).filter(final_label__claims_verifiable__isnull=False)
-        else:
-            queryset = labelled_as_of(route, window, as_of).filter(final_label__claims_verifiable__isnull=False)
-        rows = list(queryset.order_by("pk").values_list(*_LONG_COLUMNS))
-        columns = list(zip(*rows, strict=True)) if rows else None
-        sample = _sample_from_columns(columns[:6] if columns else None, None)
-        if columns is None:
-            empty = np.array([], dtype=float)
-            return LongGradedSample(sample, empty, empty, empty)
-        fallback = np.nan if route_expected_claims is None else float(route_expected_claims)
-        return LongGradedSample(
-            sample=sample,
-            claims_supported=np.array(columns[6], dtype=float),
-            claims_verifiable=np.array(columns[7], dtype=float),
-            expected_claims=np.array([fallback if k is None else float(k) for k in columns[8]], dtype=float),
-        )
+        if as_of is None and _labels_answer(window):
+            return _long_sample_from_labels(route, window, route_expected_claims)
+        return long_graded_sample_from_decisions(route, window, route_expected_claims, as_of=as_of)
 
     if as_of is not None:
         return read()
     return _remembered(("long", route.pk, window, route_expected_claims, read_alias()), read)
+
+
+def long_graded_sample_from_decisions(
+    route: Route, window: Window, route_expected_claims: int | None, *, as_of: datetime | None = None
+) -> LongGradedSample:
+    """`long_graded_sample` read through the window's decisions: the reference the labels' copies
+    are tested against, and the way for version and segment filters and for ``as_of``."""
+    if as_of is None:
+        queryset = _decisions(route, window).filter(final_label__claims_verifiable__isnull=False)
+    else:
+        queryset = labelled_as_of(route, window, as_of).filter(final_label__claims_verifiable__isnull=False)
+    rows = list(queryset.order_by("pk").values_list(*_LONG_COLUMNS))
+    columns = list(zip(*rows, strict=True)) if rows else None
+    sample = _sample_from_columns(columns[:6] if columns else None, None)
+    if columns is None:
+        empty = np.array([], dtype=float)
+        return LongGradedSample(sample, empty, empty, empty)
+    fallback = np.nan if route_expected_claims is None else float(route_expected_claims)
+    return LongGradedSample(
+        sample=sample,
+        claims_supported=np.array(columns[6], dtype=float),
+        claims_verifiable=np.array(columns[7], dtype=float),
+        expected_claims=np.array([fallback if k is None else float(k) for k in columns[8]], dtype=float),
+    )
+
+
+# One group's labels (method, source and the pool's stratum and probability), each column packed;
+# NaN for a missing score and -1 for a missing K. One aggregation feeds every column the same rows in
+# the same order, so no column is sorted: the reader orders them all by the packed decision ids.
+_LONG_PACKED = """
+SELECT method, source, item_inclusion_probability, item_stratum,
+       string_agg(int8send(decision_id), ''::bytea),
+       string_agg(float8send(coalesce(decision_score, 'NaN'::float8)), ''::bytea),
+       string_agg(boolsend(correct), ''::bytea),
+       string_agg(int4send(claims_supported::int4), ''::bytea),
+       string_agg(int4send(claims_verifiable::int4), ''::bytea),
+       string_agg(int4send(coalesce(decision_expected_claims, -1)::int4), ''::bytea)
+  FROM grading_finallabel
+ WHERE decision_route_id = %s AND claims_verifiable IS NOT NULL {dates}
+ GROUP BY method, source, item_inclusion_probability, item_stratum
+"""
+
+
+def _long_sample_from_labels(route: Route, window: Window, route_expected_claims: int | None) -> LongGradedSample:
+    """`long_graded_sample` read from the labels' copies of their decision's route, score, time and
+    K (kept by triggers): a handful of packed rows from one table, where the three-table join over
+    the month partitions took 150 ms for 20,000 answers. The same arrays, in decision id order."""
+    # The window's days as the decisions' filters read them (UTC days of occurred_at).
+    dates, params = "", [route.pk]
+    if window.date_from:
+        dates += " AND decision_occurred_at >= %s"
+        params.append(start_of_day(window.date_from))
+    if window.date_to and window.date_to < date.max:
+        dates += " AND decision_occurred_at < %s"
+        params.append(start_of_day(window.date_to + timedelta(days=1)))
+    with read_connection().cursor() as cursor:
+        cursor.execute(_LONG_PACKED.format(dates=dates), params)
+        groups = cursor.fetchall()
+    if not groups:
+        empty = np.array([], dtype=float)
+        return LongGradedSample(_sample_from_columns(None, None), empty, empty, empty)
+
+    def unpacked(column: int, dtype: str) -> NDArray:
+        return np.concatenate([np.frombuffer(bytes(group[column]), dtype=dtype) for group in groups])
+
+    ids = unpacked(4, ">i8")
+    sizes = [len(group[4]) // 8 for group in groups]
+    # The group's rules (imported labels, missing probabilities) run once per group, as for the
+    # short route's packed labels; its scores and verdicts are placeholders.
+    placeholders = [np.zeros(len(groups)), np.zeros(len(groups), dtype=bool)]
+    per_group = _sample_from_columns([*placeholders, *([group[k] for group in groups] for k in range(4))], None)
+    order = np.argsort(ids, kind="stable")
+    methods = np.repeat(per_group.methods, sizes)[order]
+    sample = GradedSample(
+        scores=unpacked(5, ">f8").astype(float)[order],
+        correct=unpacked(6, np.uint8).astype(bool)[order],
+        inclusion_probability=np.repeat(per_group.inclusion_probability, sizes)[order],
+        strata=np.repeat(per_group.strata, sizes)[order],
+        imported=np.repeat(per_group.imported, sizes)[order],
+        sources=per_group.sources,
+        methods=methods,
+        method_counts=_sizes_by(per_group.methods, sizes),
+    )
+    expected = unpacked(9, ">i4").astype(float)[order]
+    fallback = np.nan if route_expected_claims is None else float(route_expected_claims)
+    return LongGradedSample(
+        sample=sample,
+        claims_supported=unpacked(7, ">i4").astype(float)[order],
+        claims_verifiable=unpacked(8, ">i4").astype(float)[order],
+        expected_claims=np.where(expected < 0, fallback, expected),
+    )
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,53 @@ def test_graded_samples_from_the_labels_equal_those_read_through_the_decisions(s
         assert fast.label_counts() == rows.label_counts()  # counted per packed group, or name by name
 
 
+def long_label(rng: np.random.Generator, decision_id: int) -> None:
+    """A long answer's label: k of n verifiable claims supported, correct exactly when all are."""
+    if rng.random() < 0.5:
+        made = label(decision_id, False, source=str(rng.choice(["eval-a", "eval-b"])))
+    else:
+        made = label(
+            decision_id,
+            False,
+            method="majority",
+            inclusion_probability=float(rng.choice([0.2, 0.5])),
+            stratum=str(rng.choice(["low", "high"])),
+        )
+    n = int(rng.integers(0, 13))
+    k = int(rng.integers(0, n + 1))
+    FinalLabel.objects.filter(pk=made.pk).update(claims_supported=k, claims_verifiable=n, correct=n > 0 and k == n)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_graded_samples_from_the_labels_equal_those_read_through_the_decisions(seed, route, other_route):
+    rng = np.random.default_rng(200 + seed)
+    populate(rng, n=120, route="it-support")
+    populate(rng, n=20, route="hr-policy")
+    chosen = list(Decision.objects.order_by("?").values_list("pk", flat=True)[:90])
+    # Some decisions name their own K before they are labelled, some after (the copy follows).
+    Decision.objects.filter(pk__in=chosen[:20]).update(expected_claims=8)
+    for decision_id in chosen[:70]:
+        long_label(rng, decision_id)
+    for decision_id in chosen[70:]:
+        label(decision_id, rng.random() < 0.5)  # a short day's label has no counts: left out by both
+    Decision.objects.filter(pk__in=chosen[20:35]).update(expected_claims=15)
+    moved = FinalLabel.objects.filter(decision__route=route, claims_verifiable__isnull=False).first().decision_id
+    Decision.objects.filter(pk=moved).update(gate_score=0.321, occurred_at=datetime(2026, 11, 3, 1, tzinfo=UTC))
+    for _ in range(20):
+        window = random_window(rng)
+        window = Window(window.date_from, window.date_to)  # the labels answer windows of dates
+        route_k = None if rng.random() < 0.5 else 12
+        fast = selectors._long_sample_from_labels(route, window, route_k)
+        rows = selectors.long_graded_sample_from_decisions(route, window, route_k)
+        assert fast.sample.size == rows.sample.size, window
+        for name in ("scores", "correct", "inclusion_probability", "strata", "imported", "methods"):
+            assert np.array_equal(getattr(fast.sample, name), getattr(rows.sample, name)), (name, window)
+        for name in ("claims_supported", "claims_verifiable", "expected_claims"):
+            assert np.array_equal(getattr(fast, name), getattr(rows, name), equal_nan=True), (name, window)
+        assert fast.sample.sources == rows.sample.sources
+        assert fast.sample.label_counts() == rows.sample.label_counts()
+
+
 def test_the_score_bins_are_counted_per_route_day_profile_and_thousandth_of_a_score(route):
     ingest(
         [

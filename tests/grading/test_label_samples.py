@@ -45,7 +45,9 @@ def grouped() -> dict[tuple, tuple[int, bytes, bytes]]:
     """The reference, computed here from the labels' rows rather than by the database."""
     groups = defaultdict(list)
     # Columns added after migration 0007 are left unread: the migration test reads at 0007.
-    for made in FinalLabel.objects.defer("claims_supported", "claims_verifiable").order_by("id"):
+    for made in FinalLabel.objects.defer("claims_supported", "claims_verifiable", "decision_expected_claims").order_by(
+        "id"
+    ):
         day = made.decision_occurred_at.astimezone(UTC).date()
         key = (
             made.decision_route_id,
