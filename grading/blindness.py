@@ -25,7 +25,6 @@ from django.db.models import Count, Max, Q
 
 from console.accounts.models import Route
 from console.ledger.compression import decompress_head, head_sql
-from console.shadow.selectors import route_shadow_config
 from console.stats.blindness import (
     MIN_PER_CLASS,
     NO_VARIATION,
@@ -158,24 +157,3 @@ def _message(document: dict[str, Any]) -> str:
             f"wrong way round."
         )
     return f"No sign that the answer's form gives its origin away: the probe's AUROC is {reading} (0.5 is chance)."
-
-
-def reference_pipeline_note(route: Route, document: dict[str, Any]) -> str:
-    """Why a route that re-runs its refusals through the built-in reference pipeline reads what it
-    reads ("" on any other route, or without a figure). That pipeline only copies sentences from the
-    passages; the served answers come from the route's own generator, so any wording of its own (the
-    demo's generator rewords some answers the gate still serves) is a style only served answers
-    carry, and the probe measures that difference rather than the graders' blindness failing."""
-    if route_shadow_config(route).get("kind") != "reference" or not document.get("auroc"):
-        return ""
-    auroc = document["auroc"]
-    leaning = "; ".join(f"{f['feature']} (more common in {f['leans']} answers)" for f in document["features"][:2])
-    return (
-        f"Why it reads {auroc['value']:.2f} [{auroc['low']:.2f}, {auroc['high']:.2f}] here: this route grades "
-        "its refusals on the built-in reference pipeline's answers, which only copy whole sentences from the "
-        "passages, while its served answers come from its own generator. Where that generator words an answer "
-        "its own way (the demo's generator rewords some answers the gate still serves; the pipeline never "
-        "rewords), served answers carry a style the refused ones lack, and the probe reads that difference"
-        + (f": {leaning}." if leaning else ".")
-        + " Re-run refusals through the generator that writes the served answers to grade them blind."
-    )

@@ -26,7 +26,7 @@ from console.accounts.models import Route
 from console.core.errors import InvalidInput, ServiceError
 from console.ledger.models import Decision
 from grading import selectors
-from grading.blindness import reference_pipeline_note, route_blindness
+from grading.blindness import route_blindness
 from grading.forms import (
     BLANK_BAND_ROWS,
     AdjudicationForm,
@@ -246,7 +246,6 @@ def agreement(request):
     _require_reviewer(request)
     routes = list(selectors.reviewable_routes(request.user))
     route = next((r for r in routes if r.slug == request.GET.get("route")), routes[0] if routes else None)
-    blindness = route_blindness(route) if route else None
     return render(
         request,
         "grading/agreement.html",
@@ -254,8 +253,7 @@ def agreement(request):
             "routes": routes,
             "route": route,
             "agreement": selectors.route_agreement(route) if route else None,
-            "blindness": blindness,
-            "blindness_note": reference_pipeline_note(route, blindness) if route else "",
+            "blindness": route_blindness(route) if route else None,
         },
     )
 

@@ -7,7 +7,6 @@ import random
 import pytest
 from django.core.cache import cache
 from django.core.management import call_command
-from django.utils.html import escape
 
 from console.accounts.models import Route
 from grading.blindness import route_blindness
@@ -121,12 +120,13 @@ def test_a_second_reading_comes_from_the_cache_until_the_pool_grows(route, djang
 
 
 @pytest.mark.slow  # the whole demo with every job it queues run: the slowest test of the fast lane
-def test_the_demos_probe_reads_below_the_warning_line_and_its_page_says_why_not_chance(db, settings, tmp_path):
-    """Both demo routes grade a refusal on the reference pipeline's answer, mostly written as the served
-    answers are, so the probe stays below the warning line; the generator rewords some served answers
-    and the pipeline never does, so it does not read chance either, and the agreement page says so.
-    Graded on the logged claims instead, refusals would give themselves away by how little of them the
-    passages hold (that is much of why they were refused)."""
+def test_the_demos_probe_stays_below_the_warning_and_reads_no_copying_style(db, settings, tmp_path):
+    """Both demo routes grade a refusal on the reference pipeline's answer, copied from the passages
+    as every served answer is, so how much of an answer is copied no longer tells its origin: the
+    probe stays below the warning line and neither passage-copying share is among its strongest
+    features. What it still reads is what answers are about (the planted gaps' answers, the topics
+    the gate refuses more), not how they are written. Graded on the logged claims instead, refusals
+    would give themselves away by how little of them the passages hold."""
     settings.DATA_DIR = tmp_path
     with run_jobs():
         call_command("load_demo", "--decisions", "300")
@@ -138,45 +138,8 @@ def test_the_demos_probe_reads_below_the_warning_line_and_its_page_says_why_not_
         assert reading["enough"], (slug, reading["message"])
         assert not reading["warning"], (slug, reading["message"])
         assert reading["auroc"]["low"] < 0.6, slug
-        page = _agreement_page(slug)
-        assert f"Why it reads {reading['auroc']['value']:.2f} [" in page, slug
-        assert "the demo&#x27;s generator rewords some answers the gate still serves" in page, slug
-
-
-def _agreement_page(slug: str) -> str:
-    from django.test import Client
-
-    page = Client()
-    page.force_login(make_user(f"{slug}-probe-reader", "reviewer"))
-    response = page.get(f"/grading/agreement/?route={slug}")
-    assert response.status_code == 200
-    return response.content.decode()
-
-
-def test_a_route_graded_on_the_reference_pipeline_is_told_why_its_probe_reads_what_it_reads(route):
-    """The demo's situation on a small scale: refusals re-run through the reference pipeline (which
-    only copies sentences), served answers from the demo's generator (which rewords some)."""
-    from console.review.demo import demo_records
-    from console.shadow.services import route_shadow_set
-
-    route_shadow_set(actor=TEST_ACTOR, route=route, config={"kind": "reference"})
-    with run_jobs():
-        pooled(list(demo_records("it-support", 240)))
-    grading_pool_enter(actor=TEST_ACTOR, limit=10_000)
-    reading = route_blindness(route)
-    assert reading["auroc"] and reading["refused"] >= 20
-    page = _agreement_page("it-support")
-    auroc = reading["auroc"]
-    assert f"Why it reads {auroc['value']:.2f} [{auroc['low']:.2f}, {auroc['high']:.2f}] here" in page
-    assert "only copy whole sentences from the passages" in page
-    strongest = reading["features"][0]
-    assert escape(f"{strongest['feature']} (more common in {strongest['leans']} answers)") in page
-
-
-def test_a_route_without_the_reference_pipeline_gets_no_such_note(route):
-    pool_with_style(30, 30, refused_prefix="")
-    assert route_blindness(route)["auroc"]
-    assert "Why it reads" not in _agreement_page("it-support")
+        strongest = {feature["feature"] for feature in reading["features"][:3]}
+        assert not {f for f in strongest if "from the passages" in f or "found in the passages" in f}, (slug, strongest)
 
 
 def test_the_operating_points_page_flags_a_route_whose_graders_can_tell_the_origin(route, page_of):
