@@ -22,8 +22,9 @@ from console.shadow.pipelines import PipelinePassage, PipelineRequest, Reference
 from console.verification.spans import split_claim_units
 
 # The demo's generator starts from the extractive writer's answer (the reference shadow pipeline's,
-# which IT support re-runs its refusals with) and rewords some of it (see below), so the shadow
-# answers graders see beside served answers are written the same way most of the time.
+# which both demo routes re-run their refusals with) and rewords some of it (see below); its gate
+# refuses every rewording, so the served answers graders see beside shadow answers are written the
+# same way.
 _WRITER = ReferencePipeline()
 
 
@@ -171,28 +172,32 @@ _PHRASINGS = ("How do I {t}?", "how to {t}", "Can I {t}?", "What is the process 
 # retrieval-augmented system, in the demo's terms:
 # - The topic's passage was retrieved (80%): the generator copies its two sentences (79%), rewords
 #   one of them (13%: partly supported) or both (8%: no supporting passage, yet right). The gate
-#   scores a copy high and a rewording lower (an entailment model loses some paraphrases), so the
-#   gate's false abstentions are mostly rewordings of the right passage.
+#   scores a copy high and any rewording below the cutoff (an entailment model at this cutoff loses
+#   paraphrases), so the gate's false abstentions are mostly rewordings of the right passage.
 # - It was not (20%): the retriever returned the topic's near miss (its pair's passage). The
 #   generator copies it (45%: fully supported, but it answers another question), mixes one of its
 #   sentences with the answer from memory (35%: partly supported) or answers from memory alone
 #   (20%: no supporting passage). The gate scores all of these low. Graded against the passages
 #   shown (the guidelines' rule), only answers drawn from the topic's passage are correct.
-# Why these proportions: what a gate serves is mostly its evidence copied (the gate is there to
-# make sure of that), while what it refuses mixes retrieval misses, partial evidence and answers
-# it was too strict with, so the support column of the refusals list must show all three. What
-# they give (600 decisions a route, cutoff 0.7): served answers about 91% fully supported, 7%
-# partly, 2% none; refusals about 38% / 36% / 26% (full / partly / none) before the planted corpus
-# gaps (all unsupported) and, on IT support, the model upgrade's refusals (mostly copies its lower
-# scores pushed under the cutoff) join them. In the loaded demo (`load_demo --decisions 300`) each
-# kind is 15-55% of a route's refusals, and served answers are at least 80% fully supported and at
-# most 5% unsupported: tests/review/test_demo_story.py keeps it so. docs/statistics.md, "Blindness
-# probe", says what the probe reads on it.
+# Why these proportions: what a gate serves is its evidence copied (the gate is there to make sure
+# of that), while what it refuses mixes retrieval misses, partial evidence and answers it was too
+# strict with, so the support column of the refusals list must show all three. What they give
+# (600 decisions a route, cutoff 0.7): served answers all fully supported; refusals about 33% / 42%
+# / 25% (full / partly / none) before the planted corpus gaps (all unsupported) and, on IT support,
+# the model upgrade's refusals (mostly copies its lower scores pushed under the cutoff) join them.
+# In the loaded demo (`load_demo --decisions 300`) each kind is 15-55% of a route's refusals, and
+# served answers are at least 80% fully supported and at most 5% unsupported:
+# tests/review/test_demo_story.py keeps it so.
+# Why no rewording is served: graders read a refusal's shadow answer, which the demo's pipeline
+# (the extractive writer) never rewords; a served answer reworded in the generator's own words was
+# a style only served answers carried, and the blindness probe read it (0.60 on IT support, 0.62 on
+# HR policy). docs/statistics.md, "Blindness probe", says what the probe reads now.
 _ANSWERABLE = 0.8
 _WHEN_RETRIEVED = (("copy", 0.79), ("reword_one", 0.13), ("reword_both", 0.08))
 _WHEN_MISSED = (("copy_near_miss", 0.45), ("mixed", 0.35), ("memory", 0.20))
 _SCORE = {"copy": (9, 1.3), "reword_one": (5, 2.5), "reword_both": (3, 3)}
 _SCORE_MISSED = (2, 4)
+_REWORDED = frozenset({"reword_one", "reword_both", "mixed", "memory"})  # a sentence in the generator's words
 
 
 def _topics(route: str) -> list[Topic]:
@@ -250,8 +255,9 @@ def demo_records(
     """Decision records of one route. The claim is the built-in extractive pipeline's answer
     (`ReferencePipeline`, the reference shadow pipeline of the demo's IT support route) from the
     record's question and passages, copied or partly or wholly reworded as described above; served
-    answers are the claim. The gate score follows whether the topic's passage was retrieved and how
-    much of the claim was copied.
+    answers are the claim. The gate score follows whether the topic's passage was retrieved and
+    whether the claim was copied: one with a reworded sentence scores below `cutoff`, so every
+    served answer is written as the extractive pipeline writes a refusal's shadow answer.
     `embed` adds a `question_embedding` (hashed_embedding of the question), as an integrator sending
     its retriever's query vector would; it draws nothing from the generator's randomness.
     """
@@ -263,6 +269,8 @@ def demo_records(
         answerable = rng.random() < _ANSWERABLE
         style = _pick(rng, _WHEN_RETRIEVED if answerable else _WHEN_MISSED)
         score = rng.betavariate(*(_SCORE[style] if answerable else _SCORE_MISSED))
+        if style in _REWORDED:
+            score *= cutoff - 0.001  # below the cutoff, as the note above _ANSWERABLE says why
         score = round(score, 4)
         outcome = "refused" if score < cutoff else "served"
         others = [t for t in topics if t.name != topic.name]

@@ -150,6 +150,49 @@ def test_wrong_passwords_sent_at_once_cannot_race_past_the_limit(monkeypatch):
     cache.clear()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_bad_api_tokens_sent_at_once_cannot_race_past_the_clients_limit(settings, monkeypatch):
+    """Twelve bad keys at once from one address against a limit of five: the check and the count
+    happen under the client's lock, so five are answered 401 and the rest 429."""
+    import threading
+
+    from django.core.cache import cache
+    from django.core.cache.backends.db import DatabaseCache
+
+    cache.clear()
+    settings.LOGIN_FAILURES_PER_CLIENT = 5
+    real_get = DatabaseCache.get
+
+    def slow_get(self, key, *args, **kwargs):  # widen the window between reading the count and writing it
+        value = real_get(self, key, *args, **kwargs)
+        if key.startswith("throttle:api-token:"):
+            time.sleep(0.2)
+        return value
+
+    monkeypatch.setattr(DatabaseCache, "get", slow_get)
+    barrier = threading.Barrier(12)
+    codes: list[int] = []
+
+    def guess(n: int) -> None:
+        from django.db import connection
+
+        try:
+            client = APIClient()
+            client.credentials(HTTP_AUTHORIZATION=f"Token arc_guess-{n}")
+            barrier.wait()
+            codes.append(client.get("/api/v1/routes", REMOTE_ADDR="10.0.5.5").status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(codes) == [401] * 5 + [429] * 7
+    cache.clear()
+
+
 def test_the_failure_that_locks_a_username_out_is_audited_once(ada):
     from audit.models import AuditEvent
 

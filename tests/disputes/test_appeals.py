@@ -278,3 +278,45 @@ def test_an_appeal_email_is_one_address_with_no_control_characters(route, integr
     response = Client().post(url, {"message": "I needed the VPN steps.", "email": email})
     assert response.status_code == 400
     assert not Dispute.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_appeals_sent_at_once_from_one_client_cannot_race_past_its_limit(route, integrator, settings, monkeypatch):
+    """Fourteen appeals at once, each through its own link, against a limit of ten per client: the
+    count is read and written under the client's lock, so ten are taken and four refused."""
+    import threading
+    import time
+
+    from django.core.cache.backends.db import DatabaseCache
+
+    settings.APPEALS_PER_CLIENT = 10
+    urls = [link(integrator, f"req-race-{n}") for n in range(14)]
+    real_get = DatabaseCache.get
+
+    def slow_get(self, key, *args, **kwargs):  # widen the window between reading the count and writing it
+        value = real_get(self, key, *args, **kwargs)
+        if key.startswith("appeal-client:"):
+            time.sleep(0.2)
+        return value
+
+    monkeypatch.setattr(DatabaseCache, "get", slow_get)
+    barrier = threading.Barrier(len(urls))
+    codes: list[int] = []
+
+    def send(url: str) -> None:
+        from django.db import connection
+
+        try:
+            barrier.wait()
+            codes.append(Client(REMOTE_ADDR="198.51.100.20").post(url, {"message": "let me in"}).status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(url,)) for url in urls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(codes) == [302] * 10 + [429] * 4
+    assert Dispute.objects.filter(kind="appeal").count() == 10
+    cache.clear()

@@ -120,10 +120,13 @@ def test_a_second_reading_comes_from_the_cache_until_the_pool_grows(route, djang
 
 
 @pytest.mark.slow  # the whole demo with every job it queues run: the slowest test of the fast lane
-def test_the_demo_gives_graders_no_way_to_tell_refused_from_served(db, settings, tmp_path):
-    """Both demo routes grade a refusal on the reference pipeline's answer, written as the served
-    answers are. Graded on the logged claims instead, refusals would give themselves away by how
-    little of them the passages hold (that is much of why they were refused)."""
+def test_the_demos_probe_stays_below_the_warning_and_reads_no_copying_style(db, settings, tmp_path):
+    """Both demo routes grade a refusal on the reference pipeline's answer, copied from the passages
+    as every served answer is, so how much of an answer is copied no longer tells its origin: the
+    probe stays below the warning line and neither passage-copying share is among its strongest
+    features. What it still reads is what answers are about (the planted gaps' answers, the topics
+    the gate refuses more), not how they are written. Graded on the logged claims instead, refusals
+    would give themselves away by how little of them the passages hold."""
     settings.DATA_DIR = tmp_path
     with run_jobs():
         call_command("load_demo", "--decisions", "300")
@@ -135,6 +138,8 @@ def test_the_demo_gives_graders_no_way_to_tell_refused_from_served(db, settings,
         assert reading["enough"], (slug, reading["message"])
         assert not reading["warning"], (slug, reading["message"])
         assert reading["auroc"]["low"] < 0.6, slug
+        strongest = {feature["feature"] for feature in reading["features"][:3]}
+        assert not {f for f in strongest if "from the passages" in f or "found in the passages" in f}, (slug, strongest)
 
 
 def test_the_operating_points_page_flags_a_route_whose_graders_can_tell_the_origin(route, page_of):

@@ -72,6 +72,34 @@ def test_make_run_workers_consume_every_queue_once_with_the_gradable_path_and_tr
     assert len(hostnames) == 3
 
 
+def test_a_trial_job_is_published_to_a_queue_that_no_escalation_webhook_or_checkpoint_shares(live_broker, tmp_path):
+    """As Celery publishes them (to the embedded Redis, no worker): a trial's job lands on the trials
+    queue alone, and the worker `make run` gives that queue consumes nothing else, so a candidate
+    gate that drips or never answers holds only that worker; the escalation clock, webhook and email
+    deliveries and the audit checkpoint land on queues the background worker takes."""
+    from audit.tasks import audit_checkpoint
+    from console.disputes.tasks import disputes_escalate
+    from console.notify.tasks import notification_deliver
+    from console.trials.tasks import trial_advance
+
+    trial_advance.delay(1)
+    others = {
+        "escalation": disputes_escalate.delay,
+        "delivery": lambda: notification_deliver.delay(1),
+        "checkpoint": audit_checkpoint.delay,
+    }
+    landed = {}
+    for what, publish in others.items():
+        before = {queue: live_broker.client.llen(queue) for queue in (*QUEUES, "celery")}
+        publish()
+        (landed[what],) = [q for q in before if live_broker.client.llen(q) == before[q] + 1]
+    assert live_broker.client.llen("trials") == 1  # the trial's job, and nothing else went there
+    assert "trials" not in landed.values()
+    _gradable, background, trials = worker_commands(tmp_path)
+    assert _queues_of(trials) == ["trials"]
+    assert set(landed.values()) <= set(_queues_of(background))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_span_checks_are_not_starved_by_a_backed_up_shadow_queue(start_worker, live_broker):
     make_route("it-support", "IT support")

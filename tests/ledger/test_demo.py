@@ -32,7 +32,7 @@ def test_load_demo_builds_a_workspace_people_can_sign_in_to(db, settings, tmp_pa
 def test_the_demos_claims_are_the_reference_pipelines_answers_copied_or_reworded():
     """Served answers, refused claims and IT support's shadow answers start from one writer, so their
     form tells a grader little about which items were refused; the generator rewords some sentences
-    (which the exact verifier then does not find), mostly in what the gate refuses."""
+    (which the exact verifier then does not find), only in what the gate refuses."""
     from console.review.demo import _TOPICS, demo_records
     from console.shadow.pipelines import PipelinePassage, PipelineRequest, ReferencePipeline
     from console.verification.spans import split_claim_units
@@ -53,6 +53,44 @@ def test_the_demos_claims_are_the_reference_pipelines_answers_copied_or_reworded
         served = sum(r["outcome"] == "served" for r in records)
         assert copies["served"] / served > 0.85
         assert copies["refused"] / (len(records) - served) < 0.6
+
+
+def test_every_served_demo_answer_is_written_as_the_shadow_pipeline_writes_a_refusals_answer():
+    """Graders read a refusal's answer from the reference pipeline, which only copies sentences from
+    the passages. A served answer in the generator's own words would be a style only served answers
+    carry (the probe read 0.60 on IT support and 0.62 on HR policy for it), so the gate refuses every
+    rewording: each sentence of a served answer is found word for word in its passages."""
+    from console.review.demo import demo_records
+    from console.verification.spans import split_claim_units
+
+    for route in ("it-support", "hr-policy"):
+        records = list(demo_records(route, 600))
+        served = [r for r in records if r["outcome"] == "served"]
+        assert len(served) > 300
+        for r in served:
+            shown = " ".join(p["text"] for p in r["passages"]).casefold()
+            assert all(unit.casefold() in shown for unit in split_claim_units(r["served_answer"])), r["request_id"]
+
+
+def test_the_probe_on_the_demos_answers_as_graders_read_them_includes_chance():
+    """Served answers beside the reference pipeline's answers to the refusals, 600 decisions a route:
+    the probe's interval holds 0.5 (it read 0.55 [0.51, 0.60] on IT support while served answers
+    were reworded and the pipeline's never were)."""
+    from console.review.demo import demo_records
+    from console.shadow.pipelines import PipelinePassage, PipelineRequest, ReferencePipeline
+    from console.stats.blindness import GraderView, blindness_probe
+
+    for route in ("it-support", "hr-policy"):
+        views, refused = [], []
+        for r in demo_records(route, 600):
+            request = PipelineRequest(
+                r["request_id"], r["question"], tuple(PipelinePassage(p["id"], p["text"]) for p in r["passages"])
+            )
+            answer = r["served_answer"] or ReferencePipeline().run(request)
+            views.append(GraderView(r["question"], answer, tuple(p["text"] for p in r["passages"])))
+            refused.append(r["outcome"] == "refused")
+        auroc = blindness_probe(views, refused).as_dict()["auroc"]
+        assert auroc["low"] <= 0.5 <= auroc["high"], (route, auroc)
 
 
 def test_the_demos_answers_are_right_when_the_topics_passage_was_retrieved():

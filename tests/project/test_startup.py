@@ -161,6 +161,53 @@ def test_stopping_a_killed_worker_ends_what_it_left_in_its_group():
     assert not _alive(orphan_pid)
 
 
+# A stand-in worker in Python: it leads its own group (as `make run` starts each worker), starts a
+# child that ignores SIGTERM and has a sleeping child of its own, prints both pids, and exits on
+# SIGTERM without stopping them, as a worker whose pool or beat did not go down with it would.
+_LEADER = """
+import os, signal, subprocess, sys, time
+grandchild = subprocess.Popen(
+    [sys.executable, "-c",
+     "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+     "p = subprocess.Popen(['sleep', '300']); print(p.pid, flush=True); time.sleep(300)"],
+    stdout=subprocess.PIPE, text=True,
+)
+print(grandchild.pid, grandchild.stdout.readline().strip(), flush=True)
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+time.sleep(300)
+"""
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The live processes of a process group, read from /proc (zombies are not alive)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                members.append(int(entry.name))
+    return members
+
+
+def test_stopping_a_running_worker_leaves_no_process_of_its_group_alive():
+    worker = subprocess.Popen([os.sys.executable, "-c", _LEADER], stdout=subprocess.PIPE, text=True, process_group=0)
+    try:
+        child_pid, grandchild_pid = map(int, worker.stdout.readline().split())
+        assert set(_group_members(worker.pid)) == {worker.pid, child_pid, grandchild_pid}
+        run.stop_group(worker, timeout=5)
+        assert worker.returncode == 0  # it took the SIGTERM and left its descendants behind
+        deadline = time.monotonic() + 10
+        while _group_members(worker.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _group_members(worker.pid) == []
+    finally:
+        for pid in _group_members(worker.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
