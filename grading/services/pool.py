@@ -145,7 +145,7 @@ class _NewItem:
 
     route_id: int
     decision_id: int
-    decision_occurred_at: datetime
+    decision_occurred_at: datetime | None  # None: the database looks it up
     own_answer: str
     answer_source: str
     stratum: str
