@@ -178,6 +178,13 @@ class GradingItem(models.Model):
         db_constraint=False,  # checked on insert by a trigger: decisions are partitioned (console/ledger/partitions.py)
         help_text="Empty for gold items written by hand.",
     )
+    decision_occurred_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The decision's occurred_at, its month partition key: the queue's claim reads the decision's "
+        "texts and passages from that month's partitions only. Kept by the database (grading migration 0012).",
+    )
     own_question = models.TextField(
         blank=True,
         default="",

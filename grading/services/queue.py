@@ -28,15 +28,20 @@ def lease_seconds() -> int:
 
 # The passages of the item, in rank order, read with it so that handing out an item is two statements.
 # They come as stored (bytea, maybe deflated: console/ledger/compression.py); grading.selectors
-# gives the grader their text.
+# gives the grader their text. The decision and its passages are partitioned by month
+# (console/ledger/partitions.py): naming the item's copy of its decision's occurred_at lets the
+# executor probe that month's partition alone, where the id alone probes every month's.
 _PASSAGES = """(SELECT coalesce(array_agg(p.text ORDER BY dp.rank), '{}') FROM ledger_decisionpassage dp
-    JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = i.decision_id)"""
+    JOIN ledger_passage p ON p.id = dp.passage_id
+    WHERE dp.decision_id = i.decision_id AND dp.decision_occurred_at = i.decision_occurred_at)"""
 
 # The item's question and answer: its own text, else its decision's (grading.models._item_texts
 # says the same for the ORM). Read like the passages, by subqueries on the item's row, so no join
-# changes how the item is chosen; each probes the decision by id, the leading column of every
-# month partition's primary key, and only when the item holds no text of its own.
-_DECISION_TEXT = "(SELECT {field} FROM ledger_decision d WHERE d.id = i.decision_id)"
+# changes how the item is chosen; each probes the decision by its primary key (id, occurred_at) in
+# the one month partition that holds it, and only when the item holds no text of its own.
+_DECISION_TEXT = (
+    "(SELECT {field} FROM ledger_decision d WHERE d.id = i.decision_id AND d.occurred_at = i.decision_occurred_at)"
+)
 _TEXTS = f"""COALESCE(NULLIF(i.own_question, ''), {_DECISION_TEXT.format(field="d.question")}, '') AS question,
        COALESCE(NULLIF(i.own_answer, ''), CASE i.answer_source
            WHEN 'served' THEN {_DECISION_TEXT.format(field=SERVED_ANSWER_SQL)}
@@ -52,7 +57,8 @@ _ANSWER_FORM = """COALESCE((SELECT s.answer_form FROM ledger_routeanswersettings
        'short') AS answer_form,
        CASE WHEN i.own_answer = '' AND EXISTS (SELECT 1 FROM ledger_routeanswersettings s
            WHERE s.route_id = i.route_id AND s.answer_form = 'long')
-       THEN (SELECT d.claims::text FROM ledger_decision d WHERE d.id = i.decision_id) END AS decision_claims"""
+       THEN (SELECT d.claims::text FROM ledger_decision d
+             WHERE d.id = i.decision_id AND d.occurred_at = i.decision_occurred_at) END AS decision_claims"""
 
 # The next item for one grader: open, not gold, never assigned to this grader, with fewer than k
 # places taken (a grade or a running lease takes one), first in queue_key order. SKIP LOCKED lets
@@ -109,22 +115,7 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
     """
     now = now or timezone.now()
     expires = now + timedelta(seconds=lease_seconds())
-    if route_ids is None:
-        route_clause = ""
-    elif len(route_ids) == 1:  # equality lets the planner walk the (route, status, queue_key) index in order
-        route_clause = "AND i.route_id = %(route)s"
-    else:
-        route_clause = "AND i.route_id = ANY(%(routes)s::bigint[])"
-    params: dict[str, Any] = {
-        "grader": grader.pk,
-        "now": now,
-        "routes": route_ids,
-        "passed": [],
-        "route": route_ids[0] if route_ids else None,
-    }
-    claim_sql = _CLAIM_SQL.format(
-        route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES, answer_form=_ANSWER_FORM
-    )
+    claim_sql, params = _claim_statement(grader_id=grader.pk, route_ids=route_ids, now=now)
     with transaction.atomic(durable=True):
         # Each lost race passes over one more item, so the loop ends when the queue does.
         while True:
@@ -147,6 +138,28 @@ def assignment_claim(*, actor: Actor, grader, route_ids: list[int] | None, now=N
                 params["passed"].append(item.pk)
                 continue
             return Assignment(pk=row[0], item=item, grader=grader, leased_at=now, lease_expires_at=expires)
+
+
+def _claim_statement(*, grader_id: int, route_ids: list[int] | None, now) -> tuple[str, dict[str, Any]]:
+    """The claim's SQL for the grader's routes (None: every route) and its parameters; `passed` is
+    the list of items the grader lost a race for, which the caller extends."""
+    if route_ids is None:
+        route_clause = ""
+    elif len(route_ids) == 1:  # equality lets the planner walk the (route, status, queue_key) index in order
+        route_clause = "AND i.route_id = %(route)s"
+    else:
+        route_clause = "AND i.route_id = ANY(%(routes)s::bigint[])"
+    params: dict[str, Any] = {
+        "grader": grader_id,
+        "now": now,
+        "routes": route_ids,
+        "passed": [],
+        "route": route_ids[0] if route_ids else None,
+    }
+    claim_sql = _CLAIM_SQL.format(
+        route_clause=route_clause, passages=_PASSAGES, texts=_TEXTS, guidelines=_GUIDELINES, answer_form=_ANSWER_FORM
+    )
+    return claim_sql, params
 
 
 # SKIP LOCKED passes over items another claim or grade is deciding at this moment. When those are all
