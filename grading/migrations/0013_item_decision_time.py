@@ -49,7 +49,7 @@ DROP FUNCTION grading_gradingitem_copy_decision_time();
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("grading", "0011_claim_labels"),
+        ("grading", "0012_label_expected_claims_copy"),
     ]
 
     operations = [
