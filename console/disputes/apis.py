@@ -195,7 +195,8 @@ class DecisionDisputesApi(APIView):
                     "reason": "The runbook says how.",
                     "evidence": {"passage_id": 12, "quote": "open Settings > Security"},
                 },
-            )
+            ),
+            _dispute_example(),
         ],
     )
     def post(self, request: Request, decision_id: int) -> Response:

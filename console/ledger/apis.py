@@ -157,6 +157,13 @@ class DecisionPageSerializer(serializers.Serializer):
     next = serializers.URLField(allow_null=True, help_text="The next page (same filters); null on the last page.")
 
 
+# The sample record as the list gives it back: stored, with what the console adds, without passages.
+_LISTED_EXAMPLE = {
+    "id": 1,
+    **{key: value for key, value in SAMPLE_RECORD.items() if key != "passages"},
+    "ingested_at": "2026-11-01T12:00:01+00:00",
+    "content_hash": "5d41402abc4b2a76b9719d911017c592e4a2b1c3d5e6f708192a3b4c5d6e7f80",
+}
 # Newest first; the id breaks ties of one instant and makes each position unique.
 _DECISION_PAGES = Keyset("ledger.decisions", "-occurred_at", "-pk")
 _OUTCOME_CHOICES = (*Outcome.values, "any")
@@ -237,6 +244,16 @@ class RouteDecisionListApi(APIView):
             *page_parameters(100),
         ],
         responses={200: DecisionPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 429: ERROR},
+        examples=[
+            OpenApiExample(
+                "A page of refusals",
+                response_only=True,
+                value={
+                    "results": [_LISTED_EXAMPLE],
+                    "next": "https://console.example/api/v1/routes/it-support/decisions?outcome=refused&cursor=WzFd.sig",
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = permissions.route_for(
