@@ -4,9 +4,11 @@
   know; its schema says `additionalProperties: false`, so a generated client and a fuzzer know it.
 - `postprocess`: a drf-spectacular postprocessing hook. Every operation that needs a token
   answers 401 without one and 429 (with `Retry-After`) once a client has sent too many bad tokens
-  (console.accounts.throttle); every operation with a JSON body answers 415 to another media type
-  and 400 to JSON that does not parse. Declaring these per view would be forty copies of the same
-  four lines, and one forgotten copy is an undocumented status.
+  (console.accounts.throttle); every write (POST, PUT, PATCH) reads a body, even an action that takes
+  none (console/core/parsers.py, `body_checked`), so it answers 415 to another media type, 400 to
+  JSON that does not parse or to a field it does not take, and 413 past MAX_REQUEST_BYTES; every
+  operation answers 414 to a URL past MAX_URL_LENGTH (console/core/middleware.py). Declaring these
+  per view would be forty copies of the same lines, and one forgotten copy is an undocumented status.
 - The shared headers: `ETag`, `If-None-Match`, `Retry-After`.
 - `links`: OpenAPI links for the natural next step after an operation (ingest -> look the decision
   up, draft -> sign). drf-spectacular has no parameter for them, so a view declares them as an
@@ -48,8 +50,16 @@ _AUTH_STATUSES = {
 }
 _BODY_STATUSES = {
     "400": "The body is not valid JSON or not valid for this operation.",
+    "413": "The body (decoded, when sent compressed) is larger than MAX_REQUEST_BYTES: `too_large`.",
     "415": "The body is not `application/json`.",
 }
+_NO_BODY_STATUSES = {
+    **_BODY_STATUSES,
+    "400": "This action takes no body: each field sent is an `unknown_field` detail; a body that is not "
+    "JSON is `malformed_json`.",
+}
+_URL_TOO_LONG = "The path and query are longer than MAX_URL_LENGTH characters: `uri_too_long`."
+_WRITES = {"post", "put", "patch"}
 
 
 # A request body whose unknown keys the server refuses with 400. Documentation only: the views
@@ -112,9 +122,11 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
             if operation.get("security") != [{}]:
                 for status, description in _AUTH_STATUSES.items():
                     responses.setdefault(status, _error_response(description))
-            if "requestBody" in operation:
-                for status, description in _BODY_STATUSES.items():
+            if method in _WRITES:
+                body_statuses = _BODY_STATUSES if "requestBody" in operation else _NO_BODY_STATUSES
+                for status, description in body_statuses.items():
                     responses.setdefault(status, _error_response(description))
+            responses.setdefault("414", _error_response(_URL_TOO_LONG))
             if any(p.get("name") == "limit" and p.get("in") == "query" for p in operation.get("parameters", [])):
                 # Every paged list: a `limit` out of range or a cursor it did not issue is a 400.
                 responses.setdefault(
