@@ -9,6 +9,10 @@
   JSON that does not parse or to a field it does not take, and 413 past MAX_REQUEST_BYTES; every
   operation answers 414 to a URL past MAX_URL_LENGTH (console/core/middleware.py). Declaring these
   per view would be forty copies of the same lines, and one forgotten copy is an undocumented status.
+- Every request body says `additionalProperties: false`: every write refuses a top-level field it
+  does not take (400 `unknown_field`; the parser's `body_fields`, the batch bodies' own check), and
+  the walk of tests/project/test_state_changes_are_audited.py sends each one such a field. The
+  hook closes what a view's serializer left open, so no body can be forgotten.
 - The shared headers: `ETag`, `If-None-Match`, `Retry-After`.
 - `links`: OpenAPI links for the natural next step after an operation (ingest -> look the decision
   up, draft -> sign). drf-spectacular has no parameter for them, so a view declares them as an
@@ -111,11 +115,23 @@ def _error_response(description: str) -> dict[str, Any]:
     return {"content": {"application/json": {"schema": ERROR_REF}}, "description": description}
 
 
+def _close_request_body(operation: dict[str, Any], components: dict[str, Any]) -> None:
+    for media in operation.get("requestBody", {}).get("content", {}).values():
+        schema = media.get("schema", {})
+        if "$ref" in schema:
+            schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+        for variant in schema.get("oneOf", [schema]):
+            if variant.get("type") == "object" or "properties" in variant:
+                variant.setdefault("additionalProperties", False)
+
+
 def postprocess(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+    components = result.get("components", {}).get("schemas", {})
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
+            _close_request_body(operation, components)
             responses = operation.setdefault("responses", {})
             for status, named in operation.pop(_LINKS_KEY, {}).items():
                 responses[status].setdefault("links", {}).update(named)
