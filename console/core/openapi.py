@@ -64,6 +64,7 @@ _NO_BODY_STATUSES = {
 }
 _URL_TOO_LONG = "The path and query are longer than MAX_URL_LENGTH characters: `uri_too_long`."
 _WRITES = {"post", "put", "patch"}
+_PAGING = {"limit", "cursor"}
 
 
 # A request body whose unknown keys the server refuses with 400. Documentation only: the views
@@ -143,8 +144,12 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
                 for status, description in body_statuses.items():
                     responses.setdefault(status, _error_response(description))
             responses.setdefault("414", _error_response(_URL_TOO_LONG))
-            if any(p.get("name") == "limit" and p.get("in") == "query" for p in operation.get("parameters", [])):
-                # Every paged list: a `limit` out of range or a cursor it did not issue is a 400.
+            paging = [p for p in operation.get("parameters", []) if p.get("in") == "query" and p.get("name") in _PAGING]
+            if paging:
+                # Every paged list reads an empty `limit` or `cursor` as absent (console/core/paging.py),
+                # as a form sends an unset field; a limit out of range or a cursor it did not issue is a 400.
+                for parameter in paging:
+                    parameter["allowEmptyValue"] = True
                 responses.setdefault(
                     "400", _error_response("A `limit` out of range or a `cursor` not issued by this list.")
                 )
