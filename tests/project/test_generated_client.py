@@ -92,34 +92,36 @@ def test_a_client_generated_from_the_schema_ingests_looks_up_pages_and_reads_the
     from console_api_client.models import Decision, DecisionBatchRequest, IngestResult, RoutePolicy
     from console_api_client.types import UNSET
 
-    client = package.AuthenticatedClient(base_url=live_server.url, token=token, raise_on_unexpected_status=True)
-    records = [record(), record(), served_record(), record(), served_record()]
-    sent = v1_decisions_create.sync_detailed(client=client, body=DecisionBatchRequest.from_dict({"decisions": records}))
-    assert sent.status_code == 201, sent.content
-    assert isinstance(sent.parsed, IngestResult) and (sent.parsed.created, sent.parsed.unchanged) == (5, 0)
+    # Closed at the end: a kept-alive connection holds a server thread, and its database session.
+    with package.AuthenticatedClient(base_url=live_server.url, token=token, raise_on_unexpected_status=True) as client:
+        records = [record(), record(), served_record(), record(), served_record()]
+        batch = DecisionBatchRequest.from_dict({"decisions": records})
+        sent = v1_decisions_create.sync_detailed(client=client, body=batch)
+        assert sent.status_code == 201, sent.content
+        assert isinstance(sent.parsed, IngestResult) and (sent.parsed.created, sent.parsed.unchanged) == (5, 0)
 
-    found = v1_routes_decisions_retrieve.sync(slug="it-support", request_id=records[2]["request_id"], client=client)
-    assert isinstance(found, Decision)
-    assert (found.request_id, found.outcome, found.served_answer) == (
-        records[2]["request_id"],
-        "served",
-        records[2]["served_answer"],
-    )
+        found = v1_routes_decisions_retrieve.sync(slug="it-support", request_id=records[2]["request_id"], client=client)
+        assert isinstance(found, Decision)
+        assert (found.request_id, found.outcome, found.served_answer) == (
+            records[2]["request_id"],
+            "served",
+            records[2]["served_answer"],
+        )
 
-    listed, cursor, pages = [], None, 0
-    while True:
-        page = v1_routes_decisions_list.sync(slug="it-support", client=client, limit=2, cursor=cursor or UNSET)
-        pages += 1
-        listed += [decision.request_id for decision in page.results]
-        if not page.next_:
-            break
-        (cursor,) = parse_qs(urlsplit(page.next_).query)["cursor"]
-    assert pages == 3 and sorted(listed) == sorted(r["request_id"] for r in records)
+        listed, cursor, pages = [], None, 0
+        while True:
+            page = v1_routes_decisions_list.sync(slug="it-support", client=client, limit=2, cursor=cursor or UNSET)
+            pages += 1
+            listed += [decision.request_id for decision in page.results]
+            if not page.next_:
+                break
+            (cursor,) = parse_qs(urlsplit(page.next_).query)["cursor"]
+        assert pages == 3 and sorted(listed) == sorted(r["request_id"] for r in records)
 
-    policy = v1_routes_policy_retrieve.sync_detailed(slug="it-support", client=client)
-    assert policy.status_code == 200 and isinstance(policy.parsed, RoutePolicy)
-    assert policy.parsed.cutoff == 0.85
-    unchanged = v1_routes_policy_retrieve.sync_detailed(
-        slug="it-support", client=client, if_none_match=policy.headers["ETag"]
-    )
-    assert unchanged.status_code == 304 and unchanged.content == b""
+        policy = v1_routes_policy_retrieve.sync_detailed(slug="it-support", client=client)
+        assert policy.status_code == 200 and isinstance(policy.parsed, RoutePolicy)
+        assert policy.parsed.cutoff == 0.85
+        unchanged = v1_routes_policy_retrieve.sync_detailed(
+            slug="it-support", client=client, if_none_match=policy.headers["ETag"]
+        )
+        assert unchanged.status_code == 304 and unchanged.content == b""
