@@ -85,6 +85,15 @@ class _ClosedObjectExtension(OpenApiSerializerExtension):
 
 
 _LINKS_KEY = "x-console-links"
+_EMPTY_IS_ABSENT = "x-console-empty-is-absent"
+
+
+def empty_is_absent(parameter: OpenApiParameter) -> OpenApiParameter:
+    """Mark an optional query parameter that the view reads sent empty (`?kind=`) as absent, as a
+    form sends an unset field; the schema then says `allowEmptyValue`, which drf-spectacular has no
+    parameter for (the hook turns the mark into it)."""
+    parameter.extensions = {**(parameter.extensions or {}), _EMPTY_IS_ABSENT: True}
+    return parameter
 
 
 def link(
@@ -144,6 +153,9 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
                 for status, description in body_statuses.items():
                     responses.setdefault(status, _error_response(description))
             responses.setdefault("414", _error_response(_URL_TOO_LONG))
+            for parameter in operation.get("parameters", []):
+                if parameter.pop(_EMPTY_IS_ABSENT, False):
+                    parameter["allowEmptyValue"] = True
             paging = [p for p in operation.get("parameters", []) if p.get("in") == "query" and p.get("name") in _PAGING]
             if paging:
                 # Every paged list reads an empty `limit` or `cursor` as absent (console/core/paging.py),
