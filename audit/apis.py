@@ -1,3 +1,5 @@
+import json
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
@@ -190,7 +192,17 @@ class AuditExportApi(APIView):
     @extend_schema(
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(
-                OpenApiTypes.STR, description="One AuditEvent object per line, oldest first"
+                OpenApiTypes.STR,
+                description="One AuditEvent object per line, oldest first, streamed.",
+                examples=[
+                    OpenApiExample(
+                        "Two events",
+                        value="".join(
+                            json.dumps(event, ensure_ascii=False) + "\n"
+                            for event in (_EVENT_EXAMPLE, {**_EVENT_EXAMPLE, "seq": _EVENT_EXAMPLE["seq"] + 1})
+                        ),
+                    )
+                ],
             ),
             401: ERROR,
             403: ERROR,
@@ -200,7 +212,6 @@ class AuditExportApi(APIView):
     def get(self, request: Request):
         if not trail_access().can_read_trail(request.user):
             raise Forbidden("Only auditors may export the audit trail.")
-        import json
 
         events = selectors.readable_events(request.user).order_by("seq")
 

@@ -209,7 +209,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
-    # 401/429/415 on every operation that may answer them, and Retry-After beside 429 and 503
+    # 401/429 where a token is needed, 400/413/415 on every write, 414 everywhere, Retry-After beside 429 and 503
     # (console/core/openapi.py): declared once rather than in each view.
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "console.core.openapi.postprocess"],
 }

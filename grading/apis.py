@@ -105,7 +105,7 @@ class GradingNextApi(APIView):
         request={"application/json": schemas.GRADING_NEXT_BODY},
         responses={
             200: _GRADER_ITEM,
-            204: OpenApiResponse(description="Nothing left for you"),
+            204: OpenApiResponse(description="Nothing left for you (no body)."),
             400: ERROR,
             401: ERROR,
             403: ERROR,
@@ -130,6 +130,21 @@ class GradingNextApi(APIView):
         examples=[
             OpenApiExample("Any route", value={}, request_only=True),
             OpenApiExample("One route", value={"route": "it-support"}, request_only=True),
+            OpenApiExample(
+                "An item, blind",
+                response_only=True,
+                status_codes=["200"],
+                value={
+                    "item": {
+                        "id": "0af66f46-c822-4057-8d8c-00eac3bd43b4",
+                        "question": "How do I reset MFA?",
+                        "answer": "Open Settings > Security and choose Reset.",
+                        "passages": [{"id": 12, "text": "To reset MFA, open Settings > Security and choose Reset."}],
+                        "guidelines": "Correct only if the passages support every step.",
+                    },
+                    "lease_expires_at": "2026-11-02T10:15:00+00:00",
+                },
+            ),
         ],
     )
     def post(self, request: Request) -> Response:
@@ -236,7 +251,7 @@ class SkipApi(APIView):
 
     @extend_schema(
         request=None,
-        responses={204: OpenApiResponse(description="Skipped"), 401: ERROR, 403: ERROR, 409: ERROR},
+        responses={204: OpenApiResponse(description="Skipped (no body)."), 401: ERROR, 403: ERROR, 409: ERROR},
         summary="Skip a leased item (never offered to you again)",
     )
     def post(self, request: Request, item_id: str) -> Response:
@@ -345,7 +360,13 @@ class AdjudicateApi(APIView):
         request=InputSerializer,
         responses={201: schemas.AdjudicationResult, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
         examples=[
-            OpenApiExample("Decide", value={"verdict": "correct", "note": "The passage says so."}, request_only=True)
+            OpenApiExample("Decide", value={"verdict": "correct", "note": "The passage says so."}, request_only=True),
+            OpenApiExample(
+                "Decided",
+                response_only=True,
+                status_codes=["201"],
+                value={"item": "0af66f46-c822-4057-8d8c-00eac3bd43b4", "verdict": "correct", "method": "adjudicated"},
+            ),
         ],
         summary="Decide an item the graders disagreed on",
     )

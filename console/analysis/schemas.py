@@ -8,7 +8,8 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from console.analysis.params import INTERVAL_METHODS, MAX_BINS, MAX_CUTOFFS, MAX_GRID
-from console.core.params import PAIR_KEY, PAIR_MAX_VALUE
+from console.core.openapi import empty_is_absent
+from console.core.params import PAIR_KEY, PAIR_VALUE_SCHEMA
 
 
 class Estimate(serializers.Serializer):
@@ -215,8 +216,6 @@ class Calibration(_Document, _CalibrationFigures):
     )
 
 
-# A filter's value, as the reader takes it: stripped, 1 to 200 characters, no NUL.
-_FILTER_VALUE = {"type": "string", "minLength": 1, "maxLength": PAIR_MAX_VALUE, "pattern": r"^\s*[^\s\x00][^\x00]*$"}
 # A day, or empty for none (as the pages' forms send an unset field).
 _DAY = {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 0}]}
 # The query parameters every statistics document takes to narrow its window.
@@ -227,13 +226,13 @@ FILTERS = [
     ),
     OpenApiParameter(
         "version.model",
-        _FILTER_VALUE,
+        PAIR_VALUE_SCHEMA,
         description="Keep decisions with this model version; any version.<key> works the same way (retriever, "
         "corpus, gate, ...): a key of letters, digits, `_` or `-` (at most 64), a value of 1 to 200 characters.",
     ),
     OpenApiParameter(
         "segment.language",
-        _FILTER_VALUE,
+        PAIR_VALUE_SCHEMA,
         description="Keep decisions with this segment value; any segment.<key> works the same way "
         "(query_type, source, ...).",
     ),
@@ -296,3 +295,6 @@ BY = OpenApiParameter(
     {"type": "string", "pattern": "^((segment|version)\\." + PAIR_KEY.pattern.strip("^$") + ")?$"},
     description="segment.<key> or version.<key>: one report per value, under `segments`; empty: one report.",
 )
+# The statistics readers take each of these sent empty as absent (its default), as the page's form sends it.
+for _parameter in (CONFIDENCE, INTERVAL, C_W, C_A, ALPHA, DELTA, BINS, POINTS):
+    empty_is_absent(_parameter)

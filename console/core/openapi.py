@@ -4,9 +4,15 @@
   know; its schema says `additionalProperties: false`, so a generated client and a fuzzer know it.
 - `postprocess`: a drf-spectacular postprocessing hook. Every operation that needs a token
   answers 401 without one and 429 (with `Retry-After`) once a client has sent too many bad tokens
-  (console.accounts.throttle); every operation with a JSON body answers 415 to another media type
-  and 400 to JSON that does not parse. Declaring these per view would be forty copies of the same
-  four lines, and one forgotten copy is an undocumented status.
+  (console.accounts.throttle); every write (POST, PUT, PATCH) reads a body, even an action that takes
+  none (console/core/parsers.py, `body_checked`), so it answers 415 to another media type, 400 to
+  JSON that does not parse or to a field it does not take, and 413 past MAX_REQUEST_BYTES; every
+  operation answers 414 to a URL past MAX_URL_LENGTH (console/core/middleware.py). Declaring these
+  per view would be forty copies of the same lines, and one forgotten copy is an undocumented status.
+- Every request body says `additionalProperties: false`: every write refuses a top-level field it
+  does not take (400 `unknown_field`; the parser's `body_fields`, the batch bodies' own check), and
+  the walk of tests/project/test_state_changes_are_audited.py sends each one such a field. The
+  hook closes what a view's serializer left open, so no body can be forgotten.
 - The shared headers: `ETag`, `If-None-Match`, `Retry-After`.
 - `links`: OpenAPI links for the natural next step after an operation (ingest -> look the decision
   up, draft -> sign). drf-spectacular has no parameter for them, so a view declares them as an
@@ -48,8 +54,17 @@ _AUTH_STATUSES = {
 }
 _BODY_STATUSES = {
     "400": "The body is not valid JSON or not valid for this operation.",
+    "413": "The body (decoded, when sent compressed) is larger than MAX_REQUEST_BYTES: `too_large`.",
     "415": "The body is not `application/json`.",
 }
+_NO_BODY_STATUSES = {
+    **_BODY_STATUSES,
+    "400": "This action takes no body: each field sent is an `unknown_field` detail; a body that is not "
+    "JSON is `malformed_json`.",
+}
+_URL_TOO_LONG = "The path and query are longer than MAX_URL_LENGTH characters: `uri_too_long`."
+_WRITES = {"post", "put", "patch"}
+_PAGING = {"limit", "cursor"}
 
 
 # A request body whose unknown keys the server refuses with 400. Documentation only: the views
@@ -70,6 +85,15 @@ class _ClosedObjectExtension(OpenApiSerializerExtension):
 
 
 _LINKS_KEY = "x-console-links"
+_EMPTY_IS_ABSENT = "x-console-empty-is-absent"
+
+
+def empty_is_absent(parameter: OpenApiParameter) -> OpenApiParameter:
+    """Mark an optional query parameter that the view reads sent empty (`?kind=`) as absent, as a
+    form sends an unset field; the schema then says `allowEmptyValue`, which drf-spectacular has no
+    parameter for (the hook turns the mark into it)."""
+    parameter.extensions = {**(parameter.extensions or {}), _EMPTY_IS_ABSENT: True}
+    return parameter
 
 
 def link(
@@ -101,22 +125,43 @@ def _error_response(description: str) -> dict[str, Any]:
     return {"content": {"application/json": {"schema": ERROR_REF}}, "description": description}
 
 
+def _close_request_body(operation: dict[str, Any], components: dict[str, Any]) -> None:
+    for media in operation.get("requestBody", {}).get("content", {}).values():
+        schema = media.get("schema", {})
+        if "$ref" in schema:
+            schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+        for variant in schema.get("oneOf", [schema]):
+            if variant.get("type") == "object" or "properties" in variant:
+                variant.setdefault("additionalProperties", False)
+
+
 def postprocess(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+    components = result.get("components", {}).get("schemas", {})
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
+            _close_request_body(operation, components)
             responses = operation.setdefault("responses", {})
             for status, named in operation.pop(_LINKS_KEY, {}).items():
                 responses[status].setdefault("links", {}).update(named)
             if operation.get("security") != [{}]:
                 for status, description in _AUTH_STATUSES.items():
                     responses.setdefault(status, _error_response(description))
-            if "requestBody" in operation:
-                for status, description in _BODY_STATUSES.items():
+            if method in _WRITES:
+                body_statuses = _BODY_STATUSES if "requestBody" in operation else _NO_BODY_STATUSES
+                for status, description in body_statuses.items():
                     responses.setdefault(status, _error_response(description))
-            if any(p.get("name") == "limit" and p.get("in") == "query" for p in operation.get("parameters", [])):
-                # Every paged list: a `limit` out of range or a cursor it did not issue is a 400.
+            responses.setdefault("414", _error_response(_URL_TOO_LONG))
+            for parameter in operation.get("parameters", []):
+                if parameter.pop(_EMPTY_IS_ABSENT, False):
+                    parameter["allowEmptyValue"] = True
+            paging = [p for p in operation.get("parameters", []) if p.get("in") == "query" and p.get("name") in _PAGING]
+            if paging:
+                # Every paged list reads an empty `limit` or `cursor` as absent (console/core/paging.py),
+                # as a form sends an unset field; a limit out of range or a cursor it did not issue is a 400.
+                for parameter in paging:
+                    parameter["allowEmptyValue"] = True
                 responses.setdefault(
                     "400", _error_response("A `limit` out of range or a `cursor` not issued by this list.")
                 )

@@ -19,6 +19,13 @@ from console.core.errors import InvalidInput, detail
 # `version.<key>` / `segment.<key>`: the key part, and the longest value a filter takes.
 PAIR_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 PAIR_MAX_VALUE = 200
+# A pair's value as `pairs` takes it, for the OpenAPI schema: stripped, 1 to 200 characters, no NUL.
+PAIR_VALUE_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": PAIR_MAX_VALUE,
+    "pattern": r"^\s*[^\s\x00][^\x00]*$",
+}
 
 
 class QueryReader:

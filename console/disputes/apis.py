@@ -18,7 +18,7 @@ from audit.services import Actor
 from console.accounts import permissions
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.errors import Conflict, InvalidInput, detail
-from console.core.openapi import link, links
+from console.core.openapi import empty_is_absent, link, links
 from console.core.paging import Keyset, page_parameters, page_schema
 from console.core.parsers import body_checked
 from console.disputes import selectors, services
@@ -195,7 +195,8 @@ class DecisionDisputesApi(APIView):
                     "reason": "The runbook says how.",
                     "evidence": {"passage_id": 12, "quote": "open Settings > Security"},
                 },
-            )
+            ),
+            _dispute_example(),
         ],
     )
     def post(self, request: Request, decision_id: int) -> Response:
@@ -214,10 +215,11 @@ class DisputeListApi(APIView):
         summary="Disputes, soonest due first (open ones unless `status` says otherwise)",
         parameters=[
             OpenApiParameter("route", str),
-            OpenApiParameter("status", str, enum=[*Status.values, "all"]),
-            OpenApiParameter("kind", str, enum=Kind.values),
-            OpenApiParameter("overdue", bool),
-            OpenApiParameter("mine", bool),
+            # Each read sent empty as absent, as the disputes page's form sends an unset filter.
+            empty_is_absent(OpenApiParameter("status", str, enum=[*Status.values, "all"])),
+            empty_is_absent(OpenApiParameter("kind", str, enum=Kind.values)),
+            empty_is_absent(OpenApiParameter("overdue", bool)),
+            empty_is_absent(OpenApiParameter("mine", bool)),
             *page_parameters(500),
         ],
         responses={200: _LIST, 400: ERROR, **_ERRORS},

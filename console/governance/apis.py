@@ -272,7 +272,8 @@ class RoutePoliciesApi(APIView):
                     },
                     "refusal_message": "I can't answer this reliably. A person from HR will reply within a day.",
                 },
-            )
+            ),
+            _policy_example(),
         ],
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -353,8 +354,9 @@ class PolicySignApi(APIView):
             OpenApiExample(
                 "Sign what you read",
                 request_only=True,
-                value={"evidence_sha256": "9f2c7e0b4a1d6f3e8c5b2a7d0e9f1c4b6a8d3e5f7c9b1a2d4e6f8a0c2e4b6d8f"},
-            )
+                value={"evidence_sha256": _SHA},
+            ),
+            _policy_example(status="active", signed_at="2026-11-02T09:15:00+00:00"),
         ],
     )
     def post(self, request: Request, policy_id: int) -> Response:

@@ -10,9 +10,9 @@ from console.accounts.hooks import route_fields, with_route_fields
 from console.core.api import ERROR_SCHEMA as ERROR
 from console.core.batches import batch_records, raise_batch_invalid
 from console.core.errors import Forbidden
-from console.core.openapi import link, links
+from console.core.openapi import empty_is_absent, link, links
 from console.core.paging import MAX_LIMIT, Keyset, page_parameters, page_schema
-from console.core.params import QueryReader
+from console.core.params import PAIR_VALUE_SCHEMA, QueryReader
 from console.ledger import selectors, services
 from console.ledger.hooks import decision_filters
 from console.ledger.models import GateFunctional, Outcome
@@ -157,6 +157,13 @@ class DecisionPageSerializer(serializers.Serializer):
     next = serializers.URLField(allow_null=True, help_text="The next page (same filters); null on the last page.")
 
 
+# The sample record as the list gives it back: stored, with what the console adds, without passages.
+_LISTED_EXAMPLE = {
+    "id": 1,
+    **{key: value for key, value in SAMPLE_RECORD.items() if key != "passages"},
+    "ingested_at": "2026-11-01T12:00:01+00:00",
+    "content_hash": "5d41402abc4b2a76b9719d911017c592e4a2b1c3d5e6f708192a3b4c5d6e7f80",
+}
 # Newest first; the id breaks ties of one instant and makes each position unique.
 _DECISION_PAGES = Keyset("ledger.decisions", "-occurred_at", "-pk")
 _OUTCOME_CHOICES = (*Outcome.values, "any")
@@ -209,34 +216,49 @@ class RouteDecisionListApi(APIView):
         "parameters are a 400 naming each. A route the caller may not read answers 404 as an unknown "
         "one does; a role that reads no decisions (grader) gets 403.",
         parameters=[
-            OpenApiParameter("outcome", str, enum=list(_OUTCOME_CHOICES), description="Default `any`."),
-            OpenApiParameter("score_min", float, description="Gate score at least this."),
-            OpenApiParameter("score_max", float, description="Gate score at most this."),
+            # Sent empty, each of these reads as absent, as the refusals page's form sends it.
+            empty_is_absent(
+                OpenApiParameter("outcome", str, enum=list(_OUTCOME_CHOICES), description="Default `any`.")
+            ),
+            empty_is_absent(OpenApiParameter("score_min", float, description="Gate score at least this.")),
+            empty_is_absent(OpenApiParameter("score_max", float, description="Gate score at most this.")),
             OpenApiParameter("from", _DAY, description="First day (UTC, inclusive); empty: no bound."),
             OpenApiParameter("to", _DAY, description="Last day (UTC, inclusive); empty: no bound."),
             OpenApiParameter(
                 "q", str, description='Words in the question or claim: "a phrase", or, -word (at most 200 characters).'
             ),
-            OpenApiParameter(
-                "no_supporting_passage",
-                bool,
-                description="Only decisions whose claim no logged passage supports (verified). The page's "
-                "other named filters work the same way: `disputed=true`, `shadow_failed=true`, "
-                "`not_following_policy=true`.",
+            empty_is_absent(
+                OpenApiParameter(
+                    "no_supporting_passage",
+                    bool,
+                    description="Only decisions whose claim no logged passage supports (verified). The page's "
+                    "other named filters work the same way: `disputed=true`, `shadow_failed=true`, "
+                    "`not_following_policy=true`.",
+                )
             ),
             OpenApiParameter(
                 "version.model",
-                str,
+                PAIR_VALUE_SCHEMA,
                 description="Keep decisions with this model version; any version.<key> works the same way.",
             ),
             OpenApiParameter(
                 "segment.language",
-                str,
+                PAIR_VALUE_SCHEMA,
                 description="Keep decisions with this segment value; any segment.<key> works the same way.",
             ),
             *page_parameters(100),
         ],
         responses={200: DecisionPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 429: ERROR},
+        examples=[
+            OpenApiExample(
+                "A page of refusals",
+                response_only=True,
+                value={
+                    "results": [_LISTED_EXAMPLE],
+                    "next": "https://console.example/api/v1/routes/it-support/decisions?outcome=refused&cursor=WzFd.sig",
+                },
+            )
+        ],
     )
     def get(self, request: Request, slug: str) -> Response:
         route = permissions.route_for(

@@ -260,7 +260,18 @@ class RecheckCloseApi(APIView):
                 "Accept",
                 request_only=True,
                 value={"resolution": "accepted", "note": "Only the model's tokenizer changed."},
-            )
+            ),
+            OpenApiExample(
+                "Accepted",
+                response_only=True,
+                value={
+                    **_RECHECK_EXAMPLE,
+                    "status": "closed",
+                    "closed_at": "2026-11-07T10:00:00+00:00",
+                    "resolution": "accepted",
+                    "note": "Only the model's tokenizer changed.",
+                },
+            ),
         ],
     )
     def post(self, request: Request, recheck_id: int) -> Response:
@@ -329,7 +340,19 @@ class AlarmAcknowledgeApi(APIView):
         examples=[
             OpenApiExample(
                 "Acknowledge", request_only=True, value={"note": "A new corpus snapshot; the recheck covers it."}
-            )
+            ),
+            OpenApiExample(
+                "Closed",
+                response_only=True,
+                value={
+                    **_ALARM_EXAMPLE,
+                    "status": "closed",
+                    "closed_at": "2026-11-06T09:30:00+00:00",
+                    "closed_reason": "acknowledged",
+                    "note": "A new corpus snapshot; the recheck covers it.",
+                    "acknowledged_by": "reviewer-ann",
+                },
+            ),
         ],
     )
     def post(self, request: Request, alarm_id: int) -> Response:

@@ -145,6 +145,18 @@ class VerifyApi(APIView):
         examples=[
             OpenApiExample("Logged passage", value={"passage_id": 12, "claim": "choose Reset"}, request_only=True),
             OpenApiExample("Own text", value={"text": "Die Straße ist lang.", "claim": "STRASSE"}, request_only=True),
+            # "ß" is two bytes in UTF-8: the byte range ends one past the character range.
+            OpenApiExample(
+                "Found",
+                response_only=True,
+                value={
+                    "supported": True,
+                    "decision": "supported",
+                    "match_ranges": [[4, 11]],
+                    "char_ranges": [[4, 10]],
+                    "truncated": False,
+                },
+            ),
         ],
     )
     def post(self, request: Request) -> Response:

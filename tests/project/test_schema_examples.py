@@ -51,3 +51,22 @@ def _examples():
 @pytest.mark.parametrize(("schema", "value"), list(_examples()))
 def test_the_example_fits_its_schema(schema, value):
     jsonschema.validate(value, _json_schema(schema), cls=jsonschema.Draft7Validator)
+
+
+def _operations():
+    for path, item in DOCUMENT["paths"].items():
+        for method, operation in item.items():
+            yield pytest.param(operation, id=f"{method} {path}")
+
+
+@pytest.mark.parametrize("operation", list(_operations()))
+def test_every_success_with_a_body_shows_an_example_of_it(operation):
+    # A generated client's docs and a person reading /api/docs/ see the shape filled in; a success
+    # without a body (204) has nothing to show and says so in its description.
+    for status, response in operation["responses"].items():
+        if not status.startswith("2"):
+            continue
+        if not response.get("content"):
+            assert "no body" in response["description"].lower(), f"{status} neither has a body nor says it has none"
+        for media_type, media in response.get("content", {}).items():
+            assert media.get("examples") or "example" in media, f"{status} {media_type} has no example"
