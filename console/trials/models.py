@@ -28,7 +28,9 @@ class Candidate(models.Model):
         blank=True,
         help_text='Name of an environment variable holding one more header as "Name: value", read at call time.',
     )
-    timeout_s = models.FloatField(default=10.0, help_text="Seconds for one whole call: connecting, sending and every read of the reply.")
+    timeout_s = models.FloatField(
+        default=10.0, help_text="Seconds for one whole call: connecting, sending and every read of the reply."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
