@@ -216,3 +216,40 @@ def report(name: str, lines: list[str]) -> None:
     for line in lines:
         print("   " + line)
     sys.stdout.flush()
+
+
+def demo_workload(count: int, prefix: str) -> list[dict]:
+    """The demo's decisions on route `bench`, each passage made unique: short, repetitive texts
+    that deflate to a tenth, so they flatter every step that reads or compresses text."""
+    from console.review.demo import demo_records
+
+    records = list(demo_records("bench", count, prefix=prefix, passages_per_decision=5))
+    for record in records:
+        for passage in record["passages"]:
+            passage["text"] += f" (ref {record['request_id']}/{passage['rank']})"
+    return records
+
+
+def realistic_workload(count: int, prefix: str) -> list[dict]:
+    """`storage.py`'s decisions on route `bench`: a question of about 80 characters, an answer of
+    about 200, 5 passages of about 500 in varied words, a fifth of them from a pool of popular
+    chunks (the items issue 36 measured against Label Studio with)."""
+    from storage import workload
+
+    records = workload(count, prefix)
+    for record in records:
+        record["route"] = "bench"
+    return records
+
+
+WORKLOADS = {"realistic": realistic_workload, "demo": demo_workload}
+
+
+def add_workload_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workload",
+        choices=sorted(WORKLOADS),
+        default="realistic",
+        help="realistic (default): storage.py's items, varied words; demo: the demo's short, "
+        "repetitive texts (the figures before 2026-12-04's second session)",
+    )

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections import defaultdict
 
-from common import add_arguments, data_dir, report, setup_django
+from common import WORKLOADS, add_arguments, add_workload_argument, data_dir, report, setup_django
 
 # (phase, object, attribute): the time spent in that callable is the phase. Steps the service calls
 # are wrapped where it looks them up (its module's namespace).
@@ -94,16 +94,6 @@ class Timers:
         return timed
 
 
-def records(count: int, prefix: str) -> list[dict]:
-    from console.review.demo import demo_records
-
-    out = list(demo_records("bench", count, prefix=prefix, passages_per_decision=5))
-    for rec in out:
-        for passage in rec["passages"]:
-            passage["text"] += f" (ref {rec['request_id']}/{passage['rank']})"
-    return out
-
-
 class StatementTimer:
     """A Django execute wrapper: seconds per statement kind (its first words), per batch."""
 
@@ -124,8 +114,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--size", type=int, default=500)
     parser.add_argument("--cprofile", action="store_true", help="also print one batch's cProfile, by own time")
+    add_workload_argument(parser)
     add_arguments(parser)
     args = parser.parse_args()
+    records = WORKLOADS[args.workload]
     setup_django(data_dir(args))
 
     from django.db import connection
@@ -174,8 +166,8 @@ def main() -> None:
     order.append(DERIVED[1][0])
     order.append(DERIVED[2][0])
     lines = [
-        f"{args.batches} batches of {args.size} decisions (5 passages each), median per batch; load average "
-        f"{os.getloadavg()[0]:.1f}",
+        f"{args.batches} batches of {args.size} decisions (5 passages each, {args.workload} workload), "
+        f"median per batch; load average {os.getloadavg()[0]:.1f}",
         f"request, end to end: {wall:.1f} ms = {args.size / wall * 1000:,.0f} decisions/s on one thread",
         "step                                            ms   share",
     ]

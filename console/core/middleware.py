@@ -184,8 +184,8 @@ def _reason(exception) -> str:
 
 
 class RequestBodyDecodingMiddleware:
-    """API request bodies sent with `Content-Encoding: gzip` (or `zstd`, where the zstandard module is
-    installed) are decoded before DRF parses them, so a view sees the body as if it came plain.
+    """API request bodies sent with `Content-Encoding: gzip` or `zstd` are decoded before DRF parses
+    them, so a view sees the body as if it came plain.
 
     The decoded body is bounded like a plain one (DATA_UPLOAD_MAX_MEMORY_SIZE, the setting
     MAX_REQUEST_BYTES): decoding stops one byte past it and answers 413, so a small body that inflates
@@ -271,11 +271,5 @@ def _unzstd(data: bytes, limit: int) -> bytes:
 
 @functools.cache
 def body_decoders() -> dict[str, Callable[[bytes, int], bytes]]:
-    """The content codings the API accepts on request bodies: gzip always (`x-gzip` is its old name),
-    zstd when the zstandard module is there (it is not a dependency of its own)."""
-    decoders: dict[str, Callable[[bytes, int], bytes]] = {"gzip": _gunzip, "x-gzip": _gunzip}
-    try:
-        import zstandard  # noqa: F401
-    except ImportError:
-        return decoders
-    return decoders | {"zstd": _unzstd}
+    """The content codings the API accepts on request bodies: gzip (`x-gzip` is its old name) and zstd."""
+    return {"gzip": _gunzip, "x-gzip": _gunzip, "zstd": _unzstd}

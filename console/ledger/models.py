@@ -58,17 +58,21 @@ class CompressedTextField(models.TextField):
 
 
 class PassageDictionary(models.Model):
-    """Sample passage text that deflate starts from, so a short passage can refer back to words it
-    has "seen" before (console/ledger/compression.py). Stored passages name it by id, so a
-    dictionary is never changed or deleted: the app's database role may only add and read rows,
-    and a trigger refuses UPDATE and DELETE to anyone else (ledger migration 0014). Built by
-    `passage_dictionary_build` from the newest stored passages."""
+    """A zstd dictionary trained on stored passages, so a short passage can refer back to words it
+    has "seen" before (console/ledger/compression.py); dictionaries built before zstd are sample
+    passage text that deflate starts from, and the passages stored with them still name them.
+    Stored passages name a dictionary by id, so a dictionary is never changed or deleted: the app's
+    database role may only add and read rows, and a trigger refuses UPDATE and DELETE to anyone
+    else (ledger migration 0014). Built by `passage_dictionary_build` from the newest stored
+    passages."""
 
     id = models.SmallAutoField(primary_key=True)  # two bytes in every value compressed with it
-    data = models.BinaryField(help_text="The preset dictionary: passage text, the most recent last.")
+    data = models.BinaryField(
+        help_text="A zstd dictionary trained on passage text (before zstd: passage text, the most recent last)."
+    )
     sha256 = DigestField(help_text="SHA-256 of data.")
     sample_passages = models.PositiveIntegerField(help_text="Passages whose text went into data.")
-    sample_bytes = models.PositiveIntegerField(help_text="UTF-8 bytes of those passages (data keeps the last 32 KiB).")
+    sample_bytes = models.PositiveIntegerField(help_text="UTF-8 bytes of those passages.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import zstandard
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
@@ -474,7 +475,7 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     return ids
 
 
-# Preset dictionaries for passage text (console/ledger/compression.py, docs/architecture.md).
+# Dictionaries for passage text (console/ledger/compression.py, docs/architecture.md).
 #
 # The first dictionary is built once enough text is stored: each ingest process that stored
 # DICTIONARY_ASK_AFTER characters of passages without one queues the build (after its batch commits).
@@ -502,14 +503,22 @@ def _stored_size(texts: list[str], dictionary: PresetDictionary | None) -> int:
     return sum(len(compress_text(text, dictionary)) for text in texts)
 
 
+def _trained(sample: list[bytes]) -> bytes | None:
+    """A zstd dictionary of at most DICTIONARY_MAX_BYTES trained on `sample`, or None if zstd
+    finds too little in it to train on."""
+    try:
+        return zstandard.train_dictionary(DICTIONARY_MAX_BYTES, sample).as_bytes()
+    except zstandard.ZstdError:
+        logger.info("No passage dictionary: zstd could not train one on %d passages.", len(sample))
+        return None
+
+
 def passage_dictionary_build(*, actor: Actor) -> PassageDictionary | None:
-    """Build a preset dictionary from the newest stored passages; store it if there is none yet, or
-    if it stores the newest DICTIONARY_HELD_OUT passages in DICTIONARY_MIN_GAIN fewer bytes than the
+    """Train a zstd dictionary on the newest stored passages; store it if there is none yet, or if
+    it stores the newest DICTIONARY_HELD_OUT passages in DICTIONARY_MIN_GAIN fewer bytes than the
     current one. None when there is too little text or no gain.
 
-    The sample is the text of the passages before the held-out ones, newest first until 32 KiB,
-    each text once, laid out oldest first: deflate codes a near reference in fewer bits than a far
-    one, so the newest text, the likeliest to be referred to, ends the dictionary. Builds are
+    The sample is the text of the passages before the held-out ones, each text once. Builds are
     serialised, so a second one queued meanwhile finds the first and stores nothing."""
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -517,20 +526,13 @@ def passage_dictionary_build(*, actor: Actor) -> PassageDictionary | None:
             cursor.execute("SELECT text FROM ledger_passage ORDER BY id DESC LIMIT %s", [_DICTIONARY_READ])
             texts = [decompress_text(stored) for (stored,) in cursor.fetchall()]
         held_out = texts[:DICTIONARY_HELD_OUT]
-        sample: list[bytes] = []
-        taken: set[bytes] = set()
-        sample_bytes = 0
-        for text in texts[DICTIONARY_HELD_OUT:]:
-            if sample_bytes >= DICTIONARY_MAX_BYTES:
-                break
-            data = text.encode()
-            if data and data not in taken:
-                taken.add(data)
-                sample.append(data)
-                sample_bytes += len(data)
+        sample = list(dict.fromkeys(data for text in texts[DICTIONARY_HELD_OUT:] if (data := text.encode())))
+        sample_bytes = sum(map(len, sample))
         if len(held_out) < DICTIONARY_HELD_OUT or sample_bytes < DICTIONARY_MIN_SAMPLE:
             return None
-        data = b"".join(reversed(sample))[-DICTIONARY_MAX_BYTES:]
+        data = _trained(sample)
+        if data is None:
+            return None
         current = PassageDictionary.objects.order_by("-id").first()
         before = _stored_size(held_out, None if current is None else PresetDictionary(current.pk, bytes(current.data)))
         after = _stored_size(held_out, PresetDictionary(0, data))  # the id's size is fixed, its value no matter

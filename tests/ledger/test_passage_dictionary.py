@@ -1,6 +1,7 @@
-"""Passage text deflated with a preset dictionary (console/ledger/compression.py): the ledger's job
-builds the dictionary from stored passages, ingest compresses new passages with it, every reader
-reads them back, and nobody changes or deletes a dictionary."""
+"""Passage text compressed with a dictionary (console/ledger/compression.py): the ledger's job trains
+a zstd dictionary on stored passages, ingest compresses new passages with it, every reader reads
+them back (and the passages deflated with a preset of passage text before), and nobody changes or
+deletes a dictionary."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 
 import psycopg
 import pytest
+import zstandard
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 
@@ -23,12 +25,14 @@ from console.ledger.compression import (
     DICTIONARY_MARKER,
     DICTIONARY_MAX_BYTES,
     MARKER,
+    TRAINED_MARKER,
     PresetDictionary,
     compress_text,
     decompress_head,
     decompress_text,
     dictionaries_forget,
     head_sql,
+    is_trained,
     newest_dictionary,
     utf8_length_sql,
 )
@@ -92,27 +96,72 @@ def _dictionary(seed: int = 1) -> PassageDictionary:
     return dictionary
 
 
-def test_every_form_round_trips_and_the_dictionary_form_is_the_smallest(route):
-    dictionary = _dictionary()
-    preset = PresetDictionary(dictionary.pk, bytes(dictionary.data))
+def _text_dictionary(seed: int = 100) -> PassageDictionary:
+    """A dictionary of passage text, as the build made them before zstd (deflate's preset): the newest
+    dictionary from now on, so ingest deflates with it as it did then."""
+    data = "".join(_text(random.Random(n)) for n in range(seed, seed + 70)).encode()[-DICTIONARY_MAX_BYTES:]
+    dictionary = PassageDictionary.objects.create(
+        data=data, sha256=hashlib.sha256(data).hexdigest(), sample_passages=70, sample_bytes=len(data)
+    )
+    dictionaries_forget()
+    return dictionary
+
+
+def _trained_dictionary(seed: int = 200) -> PassageDictionary:
+    """A trained dictionary stored as the build stores one, whatever the dictionaries before it:
+    the newest from now on."""
+    sample = [_text(random.Random(n)).encode() for n in range(seed, seed + 300)]
+    data = zstandard.train_dictionary(DICTIONARY_MAX_BYTES, sample).as_bytes()
+    dictionary = PassageDictionary.objects.create(
+        data=data, sha256=hashlib.sha256(data).hexdigest(), sample_passages=300, sample_bytes=sum(map(len, sample))
+    )
+    dictionaries_forget()
+    return dictionary
+
+
+def test_every_form_round_trips_and_the_dictionary_forms_are_the_smallest(route):
+    trained, of_text = _dictionary(), _text_dictionary()
+    assert is_trained(bytes(trained.data)) and not is_trained(bytes(of_text.data))
+    presets = {
+        TRAINED_MARKER: PresetDictionary(trained.pk, bytes(trained.data)),
+        DICTIONARY_MARKER: PresetDictionary(of_text.pk, bytes(of_text.data)),
+    }
     prose = _text(random.Random(7))
     texts = ["", "a", "ß", "🔐" * 2, "x" * 10_000, LONG, prose, "".join(chr(c) for c in range(0x20, 0x3000, 7))]
     for text in texts:
-        for form in (compress_text(text), compress_text(text, preset)):
+        for form in (compress_text(text), *(compress_text(text, preset) for preset in presets.values())):
             assert decompress_text(form) == text
             assert len(form) <= len(text.encode())
-    with_dictionary, plain = compress_text(prose, preset), compress_text(prose)
-    assert with_dictionary[0] == DICTIONARY_MARKER and plain[0] == MARKER
-    assert int.from_bytes(with_dictionary[1:3], "big") == dictionary.pk
-    # The preset's primed deflater is copied for each text, never used up, and a copy deflates as a
-    # deflater given the dictionary afresh does.
-    assert compress_text(prose, preset) == with_dictionary
-    fresh = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=preset.data)
-    assert with_dictionary[7:] == fresh.compress(prose.encode()) + fresh.flush()
-    # A lone passage of 500 characters: about 275 bytes deflated alone, about 175 with the dictionary.
-    assert len(with_dictionary) < 0.75 * len(plain)
-    # Texts too short to gain stay as their UTF-8 bytes, with or without a dictionary.
-    assert compress_text("ß", preset) == "ß".encode() and compress_text("", preset) == b""
+    plain = compress_text(prose)
+    assert plain[0] == MARKER
+    for marker, preset in presets.items():
+        with_dictionary = compress_text(prose, preset)
+        assert with_dictionary[0] == marker and int.from_bytes(with_dictionary[1:3], "big") == preset.id
+        # Nothing in a preset is used up by a text: the next one compresses the same way.
+        assert compress_text(prose, preset) == with_dictionary
+        # A lone passage of 500 characters: about 275 bytes deflated alone, under 200 with a dictionary.
+        assert len(with_dictionary) < 0.75 * len(plain)
+        # Texts too short to gain stay as their UTF-8 bytes, with or without a dictionary.
+        assert compress_text("ß", preset) == "ß".encode() and compress_text("", preset) == b""
+    # Each form is the standard stream its header says: a deflater given the preset afresh, and a
+    # zstd compressor given the trained dictionary, make the same bytes.
+    fresh = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=bytes(of_text.data))
+    assert compress_text(prose, presets[DICTIONARY_MARKER])[7:] == fresh.compress(prose.encode()) + fresh.flush()
+    zstd = zstandard.ZstdCompressor(
+        level=3,
+        dict_data=zstandard.ZstdCompressionDict(bytes(trained.data)),
+        write_checksum=False,
+        write_content_size=False,
+        write_dict_id=False,
+    )
+    assert compress_text(prose, presets[TRAINED_MARKER])[7:] == zstd.compress(prose.encode())
+
+
+def test_a_dictionary_that_is_not_trained_cannot_read_a_zstd_value(route):
+    trained, of_text = _dictionary(), _text_dictionary()
+    stored = compress_text(LONG * 2, PresetDictionary(trained.pk, bytes(trained.data)))
+    with pytest.raises(ValueError, match="not trained"):
+        decompress_text(stored[:1] + of_text.pk.to_bytes(2, "big") + stored[3:])
 
 
 def test_a_damaged_dictionary_value_or_an_unknown_dictionary_is_an_error(route):
@@ -133,12 +182,13 @@ def test_the_build_needs_enough_text_and_stores_a_dictionary_only_when_it_gains(
 
     _ingest_texts([_text(rng) for _ in range(100)], "more")
     dictionary = passage_dictionary_build(actor=TEST_ACTOR)
-    assert dictionary is not None and len(dictionary.data) == DICTIONARY_MAX_BYTES
+    assert dictionary is not None and is_trained(bytes(dictionary.data))
+    assert DICTIONARY_MAX_BYTES / 2 < len(dictionary.data) <= DICTIONARY_MAX_BYTES
     assert dictionary.sha256 == hashlib.sha256(bytes(dictionary.data)).hexdigest()
-    assert dictionary.sample_bytes >= DICTIONARY_MAX_BYTES and dictionary.sample_passages > 60
-    # The newest text before the held-out passages ends the dictionary: deflate refers to it the cheapest.
-    newest_sampled = Passage.objects.order_by("-id")[DICTIONARY_HELD_OUT].text
-    assert bytes(dictionary.data).endswith(newest_sampled.encode())
+    # Trained on every older passage, each text once; never on the held-out ones it is judged on.
+    older = [p.text.encode() for p in Passage.objects.order_by("-id")[DICTIONARY_HELD_OUT:]]
+    assert dictionary.sample_passages == len(set(older)) == 100
+    assert dictionary.sample_bytes == sum(map(len, set(older)))
 
     event = AuditEvent.objects.get(action=Action.PASSAGE_DICTIONARY_CREATED)
     assert event.object_id == str(dictionary.pk) and event.payload["sha256"] == {"old": None, "new": dictionary.sha256}
@@ -159,7 +209,7 @@ def test_ingest_compresses_new_passages_with_the_newest_dictionary_and_older_row
     after = _text(random.Random(12))
     [decision_id] = _ingest_texts([after, LONG], "after")
     stored = _stored("kb/after/0")
-    assert stored[0] == DICTIONARY_MARKER and int.from_bytes(stored[1:3], "big") == dictionary.pk
+    assert stored[0] == TRAINED_MARKER and int.from_bytes(stored[1:3], "big") == dictionary.pk
     assert len(stored) < 0.75 * len(compress_text(after))
     assert _stored("kb/before/0")[0] == MARKER  # rows stored before keep their form
 
@@ -173,7 +223,7 @@ def test_the_verifier_checks_spans_in_passages_stored_with_a_dictionary(route):
     _dictionary()
     text = _text(random.Random(13)) + " " + CLAIM
     [decision_id] = _ingest_texts([text], "verify")
-    assert _stored("kb/verify/0")[0] == DICTIONARY_MARKER
+    assert _stored("kb/verify/0")[0] == TRAINED_MARKER
     dictionaries_forget()  # the verifier's process has not seen the dictionary yet
 
     result = decisions_verify(actor=TEST_ACTOR, decision_ids=[decision_id])
@@ -191,8 +241,15 @@ def test_sql_reads_the_length_and_the_head_of_every_form(route):
     stored = {name: _stored(f"kb/sql/{n}") for n, name in enumerate(texts)}
     with connection.cursor() as cursor:  # LONG * 3 as ingest stored it before the dictionary
         cursor.execute("UPDATE ledger_passage SET text = %s WHERE external_id = 'kb/sql/1'", [compress_text(LONG * 3)])
-    assert [_stored(f"kb/sql/{n}")[0] for n in range(3)] == [ord("K"), MARKER, DICTIONARY_MARKER]
+    assert [_stored(f"kb/sql/{n}")[0] for n in range(3)] == [ord("K"), MARKER, TRAINED_MARKER]
     assert stored["kb/dictionary"] == compress_text(texts["kb/dictionary"], preset)
+    # A passage deflated with a preset of passage text, as ingest stored them before zstd.
+    texts["kb/preset"] = _text(random.Random(6), 2000) + emoji
+    text_preset = _text_dictionary()
+    _ingest_texts([texts["kb/preset"]], "sql-preset")
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE ledger_passage SET external_id = 'kb/sql/3' WHERE external_id = 'kb/sql-preset/0'")
+    assert _stored("kb/sql/3")[:3] == bytes((DICTIONARY_MARKER,)) + text_preset.pk.to_bytes(2, "big")
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -206,8 +263,9 @@ def test_sql_reads_the_length_and_the_head_of_every_form(route):
 @pytest.mark.parametrize("chars", [40, 2000])
 def test_a_head_prefix_inflates_to_the_first_characters_even_of_the_least_compressible_text(route, chars):
     """The prefix `head_sql` cuts holds the first characters however the stream codes them: random
-    4-byte characters (long literal codes), and pieces of the dictionary far back (long distances)."""
-    dictionary = _dictionary()
+    4-byte characters (long literal codes), and pieces of the dictionary far back (long distances).
+    A value in the zstd form is read whole (head_sql cuts nothing from it)."""
+    dictionary = _text_dictionary()
     data = bytes(dictionary.data).decode(errors="ignore")
     rng = random.Random(17)
     preset = PresetDictionary(dictionary.pk, bytes(dictionary.data))
@@ -218,17 +276,16 @@ def test_a_head_prefix_inflates_to_the_first_characters_even_of_the_least_compre
         stored = compress_text(text, preset)
         assert stored[0] == DICTIONARY_MARKER
         assert decompress_head(stored[:prefix_bytes], chars) == text[:chars]
+    trained = _trained_dictionary()
+    stored = compress_text(far, PresetDictionary(trained.pk, bytes(trained.data)))
+    assert stored[0] == TRAINED_MARKER and decompress_head(stored, chars) == far[:chars]
 
 
 def test_reading_passages_costs_one_query_per_dictionary_this_process_has_not_seen(route, django_assert_num_queries):
     first = _dictionary(seed=1)
     _ingest_texts([_text(random.Random(n)) for n in range(20, 30)], "first")
-    # A second dictionary, as a later build would store it, then ten more passages with it.
-    data = "".join(_text(random.Random(n)) for n in range(100, 170)).encode()[-DICTIONARY_MAX_BYTES:]
-    second = PassageDictionary.objects.create(
-        data=data, sha256=hashlib.sha256(data).hexdigest(), sample_passages=70, sample_bytes=len(data)
-    )
-    dictionaries_forget()
+    # A second dictionary, of passage text as builds made them before zstd, then ten more passages with it.
+    second = _text_dictionary()
     _ingest_texts([_text(random.Random(n)) for n in range(30, 40)], "second")
     forms = {int.from_bytes(_stored(f"kb/{p}/{n}")[1:3], "big") for p in ("first", "second") for n in range(10)}
     assert forms == {first.pk, second.pk}
@@ -268,7 +325,7 @@ def test_ingest_queues_the_build_once_enough_text_is_stored_without_a_dictionary
     [dictionary] = PassageDictionary.objects.all()
     dictionaries_forget()
     _ingest_texts([_text(rng)], "next")
-    assert _stored("kb/next/0")[:3] == bytes((DICTIONARY_MARKER,)) + dictionary.pk.to_bytes(2, "big")
+    assert _stored("kb/next/0")[:3] == bytes((TRAINED_MARKER,)) + dictionary.pk.to_bytes(2, "big")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -276,7 +333,7 @@ def test_a_dictionary_is_never_changed_or_deleted():
     make_route("it-support")
     dictionary = _dictionary()
     _ingest_texts([_text(random.Random(23))], "uses")
-    assert _stored("kb/uses/0")[0] == DICTIONARY_MARKER
+    assert _stored("kb/uses/0")[0] == TRAINED_MARKER
     # The app's role may only add and read rows; the owner (who migrates) hits the trigger.
     with pytest.raises(DatabaseError, match="permission denied"), transaction.atomic():
         PassageDictionary.objects.filter(pk=dictionary.pk).update(sample_bytes=1)
@@ -297,7 +354,7 @@ def test_the_archive_writes_dictionary_compressed_passages_as_readable_text(tmp_
     text = _text(random.Random(29))
     ingest([record(occurred_at="2026-10-03T08:00:00Z", passages=[{"id": "kb/october", "text": text, "rank": 1}])])
     ingest([record(occurred_at="2026-11-02T08:00:00Z")])
-    assert _stored("kb/october")[0] == DICTIONARY_MARKER
+    assert _stored("kb/october")[0] == TRAINED_MARKER
     dictionaries_forget()
 
     call_command("archive_month", "2026-10", "--to", str(tmp_path / "oct"), stdout=io.StringIO())
@@ -312,7 +369,7 @@ def test_the_archive_writes_dictionary_compressed_passages_as_readable_text(tmp_
 def test_the_migration_backwards_deflates_dictionary_passages_again_without_one():
     migration = importlib.import_module("console.ledger.migrations.0014_passage_dictionary")
     make_route("it-support")
-    _dictionary()
+    _text_dictionary()
     texts = [_text(random.Random(n)) for n in range(31, 34)]
     _ingest_texts(texts, "back")
     assert {_stored(f"kb/back/{n}")[0] for n in range(3)} == {DICTIONARY_MARKER}
@@ -323,6 +380,25 @@ def test_the_migration_backwards_deflates_dictionary_passages_again_without_one(
         transaction.set_rollback(True)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_zstd_migration_backwards_deflates_zstd_passages_again_and_leaves_the_others():
+    migration = importlib.import_module("console.ledger.migrations.0022_passage_text_zstd")
+    make_route("it-support")
+    _text_dictionary()
+    _ingest_texts([_text(random.Random(41))], "preset")
+    _trained_dictionary()
+    texts = [_text(random.Random(n)) for n in range(42, 45)]
+    _ingest_texts(texts, "zstd")
+    preset_form = _stored("kb/preset/0")
+    assert preset_form[0] == DICTIONARY_MARKER and {_stored(f"kb/zstd/{n}")[0] for n in range(3)} == {TRAINED_MARKER}
+
+    with as_owner(), transaction.atomic():
+        migration._without_trained(None, SimpleNamespace(connection=connection))
+        assert [_stored(f"kb/zstd/{n}") for n in range(3)] == [compress_text(text) for text in texts]
+        assert _stored("kb/preset/0") == preset_form
+        transaction.set_rollback(True)
+
+
 def test_the_decision_lookup_reads_a_dictionary_once_per_process_whatever_its_passages(
     route, reviewer, django_assert_num_queries
 ):
@@ -330,7 +406,7 @@ def test_the_decision_lookup_reads_a_dictionary_once_per_process_whatever_its_pa
     rng = random.Random(37)
     [few] = _ingest_texts([_text(rng)], "few")
     [many] = ingest([record(passages=[{"id": f"kb/many/{n}", "text": _text(rng), "rank": n + 1} for n in range(40)])])
-    assert _stored("kb/many/39")[0] == DICTIONARY_MARKER
+    assert _stored("kb/many/39")[0] == TRAINED_MARKER
     dictionaries_forget()
     # The lookup's 10 queries (tests/ledger/test_lookup_api.py), and the dictionary on the first read.
     for decision_id, queries in ((many, 11), (few, 10), (many, 10)):
