@@ -5,7 +5,7 @@ compresses only values past the TOAST threshold (about 2 kB a row) and only for 
 lz4 is not built into the embedded server. A lone short text gives a compressor nothing earlier to
 refer back to, so passages are compressed with a dictionary built from stored passages
 (`PassageDictionary`): zstd with a dictionary trained on them takes a passage of 500 characters to
-a little under a third, about twelve times faster than deflate with a preset of their text did,
+a little under a third, in about a tenth of the time deflate with a preset of their text took,
 and in fewer bytes (bench/README.md). Values written with the earlier forms stay as they are and
 read as before.
 
