@@ -8,6 +8,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from console.accounts import throttle
+from tests.at_once import at_once
 from tests.factories import make_token, make_user
 
 LOGIN = "/accounts/login/"
@@ -115,7 +116,6 @@ def test_a_client_sending_bad_api_tokens_is_throttled_and_good_tokens_still_work
 def test_wrong_passwords_sent_at_once_cannot_race_past_the_limit(monkeypatch):
     """Twelve guesses at once against a limit of five: each attempt is checked and counted under
     the username's lock, so at most five are tried and the rest are refused."""
-    import threading
 
     from django.contrib.auth.models import AbstractBaseUser
     from django.core.cache import cache
@@ -129,23 +129,7 @@ def test_wrong_passwords_sent_at_once_cannot_race_past_the_limit(monkeypatch):
         return real_check(self, raw)
 
     monkeypatch.setattr(AbstractBaseUser, "check_password", slow_check)
-    barrier = threading.Barrier(12)
-    codes: list[int] = []
-
-    def guess(n: int) -> None:
-        from django.db import connection
-
-        try:
-            barrier.wait()
-            codes.append(_sign_in(f"guess-{n}", address=f"10.0.3.{n}").status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    codes = at_once(range(12), lambda n: _sign_in(f"guess-{n}", address=f"10.0.3.{n}").status_code)
     assert sorted(codes) == [200] * 5 + [429] * 7
     cache.clear()
 
@@ -154,7 +138,6 @@ def test_wrong_passwords_sent_at_once_cannot_race_past_the_limit(monkeypatch):
 def test_bad_api_tokens_sent_at_once_cannot_race_past_the_clients_limit(settings, monkeypatch):
     """Twelve bad keys at once from one address against a limit of five: the check and the count
     happen under the client's lock, so five are answered 401 and the rest 429."""
-    import threading
 
     from django.core.cache import cache
     from django.core.cache.backends.db import DatabaseCache
@@ -170,25 +153,15 @@ def test_bad_api_tokens_sent_at_once_cannot_race_past_the_clients_limit(settings
         return value
 
     monkeypatch.setattr(DatabaseCache, "get", slow_get)
-    barrier = threading.Barrier(12)
-    codes: list[int] = []
 
-    def guess(n: int) -> None:
-        from django.db import connection
+    def client_of(n: int) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token arc_guess-{n}")
+        return client
 
-        try:
-            client = APIClient()
-            client.credentials(HTTP_AUTHORIZATION=f"Token arc_guess-{n}")
-            barrier.wait()
-            codes.append(client.get("/api/v1/routes", REMOTE_ADDR="10.0.5.5").status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    codes = at_once(
+        range(12), lambda client: client.get("/api/v1/routes", REMOTE_ADDR="10.0.5.5").status_code, prepare=client_of
+    )
     assert sorted(codes) == [401] * 5 + [429] * 7
     cache.clear()
 

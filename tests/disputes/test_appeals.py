@@ -14,6 +14,7 @@ from django.test import Client
 from console.disputes import services
 from console.disputes.models import Dispute
 from tests import factories
+from tests.at_once import at_once
 from tests.disputes.conftest import PASSAGES, REFUSED_SCORE, client_for
 
 
@@ -284,7 +285,6 @@ def test_an_appeal_email_is_one_address_with_no_control_characters(route, integr
 def test_appeals_sent_at_once_from_one_client_cannot_race_past_its_limit(route, integrator, settings, monkeypatch):
     """Fourteen appeals at once, each through its own link, against a limit of ten per client: the
     count is read and written under the client's lock, so ten are taken and four refused."""
-    import threading
     import time
 
     from django.core.cache.backends.db import DatabaseCache
@@ -300,23 +300,9 @@ def test_appeals_sent_at_once_from_one_client_cannot_race_past_its_limit(route, 
         return value
 
     monkeypatch.setattr(DatabaseCache, "get", slow_get)
-    barrier = threading.Barrier(len(urls))
-    codes: list[int] = []
-
-    def send(url: str) -> None:
-        from django.db import connection
-
-        try:
-            barrier.wait()
-            codes.append(Client(REMOTE_ADDR="198.51.100.20").post(url, {"message": "let me in"}).status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=send, args=(url,)) for url in urls]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    codes = at_once(
+        urls, lambda url: Client(REMOTE_ADDR="198.51.100.20").post(url, {"message": "let me in"}).status_code
+    )
     assert sorted(codes) == [302] * 10 + [429] * 4
     assert Dispute.objects.filter(kind="appeal").count() == 10
     cache.clear()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -12,6 +11,7 @@ from django.test import Client
 
 from console.governance.models import PolicyVersion
 from tests import factories
+from tests.at_once import at_once
 from tests.governance.conftest import draft_body
 
 
@@ -39,25 +39,17 @@ def test_wrong_sign_form_passwords_sent_at_once_cannot_race_past_the_limit(route
     owners_page = Client(REMOTE_ADDR="10.0.4.99")
     owners_page.force_login(owner.user)
     monkeypatch.setattr(AbstractBaseUser, "check_password", slow_check)
-    barrier = threading.Barrier(12)
-    bodies: list[str] = []
 
-    def guess(n: int) -> None:
-        from django.db import connection
+    def signed_in(n: int) -> tuple[int, Client]:
+        page = Client(REMOTE_ADDR=f"10.0.4.{n}")
+        page.force_login(owner.user)
+        return n, page
 
-        try:
-            page = Client(REMOTE_ADDR=f"10.0.4.{n}")
-            page.force_login(owner.user)
-            barrier.wait()
-            bodies.append(page.post(url, form | {"password": f"guess-{n}"}).content.decode())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    bodies = at_once(
+        range(12),
+        lambda guess: guess[1].post(url, form | {"password": f"guess-{guess[0]}"}).content.decode(),
+        prepare=signed_in,
+    )
     assert len(bodies) == 12
     assert len(compared) == 5
     assert sum("The password is not right" in body for body in bodies) == 5
