@@ -216,6 +216,55 @@ class _Release(Exception):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_batch_waiting_on_a_passage_that_another_transaction_commits_links_to_that_row():
+    """The content key's constraint (an exclusion constraint, ledger migration 0022) makes the
+    batch wait for the transaction inserting the same key, then skip it and link the stored row."""
+    make_route("it-support")
+    batch = [record(passages=[_passage("A", 1), _passage("Z", 2)])]
+    [z] = [p for p in validate_batch(batch)[0][0].passages if p.external_id == "kb/Z"]
+    holding, errors, results, held = threading.Event(), [], [], []
+
+    def hold_z():
+        try:
+            with transaction.atomic():
+                held.append(
+                    Passage.objects.create(
+                        external_id=z.external_id,
+                        corpus_snapshot="snap-2026-11-01",
+                        text=z.text,
+                        source=z.source,
+                        content_key=z.content_key,
+                    ).pk
+                )
+                holding.set()
+                deadline = time.monotonic() + 20
+                while _waiting_backends() < 1 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                results.append("waited" if _waiting_backends() else "never waited")
+        finally:
+            connection.close()
+
+    def client():
+        try:
+            holding.wait(10)
+            results.append(_write(batch))
+        except Exception as exc:  # reported by the assertion
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=hold_z), threading.Thread(target=client)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert results[0] == "waited" and results[1].created == 1
+    assert Passage.objects.filter(external_id="kb/Z").count() == 1
+    assert DecisionPassage.objects.get(passage__external_id="kb/Z").passage_id == held[0]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_deadlock_is_retried_inside_the_service(monkeypatch):
     import psycopg
     from django.db import OperationalError
