@@ -104,7 +104,7 @@ class Passage(models.Model):
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
     content_key = DigestField(help_text="SHA-256 over id, corpus, text hash, source, uri.")
 
-    # The key is unique in the database, not in this model's state: ledger migration 0022 makes
+    # The key is unique in the database, not in this model's state: ledger migration 0023 makes
     # `unique_passage_content_key` an exclusion constraint on a hash index, which Django cannot
     # declare (its ExclusionConstraint takes GiST or SP-GiST only). A hash index keeps a 4-byte hash
     # code per passage where a B-tree kept the whole digest (about 36 bytes a passage against 77),

@@ -217,7 +217,7 @@ class _Release(Exception):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_waiting_on_a_passage_that_another_transaction_commits_links_to_that_row():
-    """The content key's constraint (an exclusion constraint, ledger migration 0022) makes the
+    """The content key's constraint (an exclusion constraint, ledger migration 0023) makes the
     batch wait for the transaction inserting the same key, then skip it and link the stored row."""
     make_route("it-support")
     batch = [record(passages=[_passage("A", 1), _passage("Z", 2)])]

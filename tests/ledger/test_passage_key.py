@@ -1,5 +1,5 @@
 """The passages' content key: unique in the database through an exclusion constraint on a hash index
-(ledger migration 0022), which ingest's ON CONFLICT and its look-ups by key use, at a fraction of
+(ledger migration 0023), which ingest's ON CONFLICT and its look-ups by key use, at a fraction of
 the bytes of the unique B-tree it replaced."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_the_migration_keeps_every_passage_and_its_uniqueness_both_ways(route):
     stored = sorted(Passage.objects.values_list("id", "content_key"))
     try:
         with as_owner():  # migrations run as the tables' owner
-            MigrationExecutor(connection).migrate([("ledger", "0021_long_answers")])
+            MigrationExecutor(connection).migrate([("ledger", "0022_passage_text_zstd")])
             assert _key_index() == ("btree", "UNIQUE (content_key)")
             assert sorted(Passage.objects.values_list("id", "content_key")) == stored
     finally:

@@ -34,7 +34,7 @@ BACKWARD = (
 
 
 class Migration(migrations.Migration):
-    dependencies = [("ledger", "0021_long_answers")]
+    dependencies = [("ledger", "0022_passage_text_zstd")]
 
     operations = [
         migrations.SeparateDatabaseAndState(
