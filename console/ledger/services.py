@@ -484,11 +484,7 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
 # dictionary a passage names is kept for good, so a new one must earn its 32 KiB.
 DICTIONARY_ASK_AFTER = 64 * 1024  # characters of new passages a process stores before it asks again
 DICTIONARY_HELD_OUT = 200  # the newest passages: what a new dictionary is judged on, never built from
-# Bytes of older text without which no dictionary is built. zstd trains a better dictionary on more
-# passages (500-character passages stored in 167, 159, 152 and 151 bytes by dictionaries trained on
-# 100, 300, 1,000 and 4,800 of them), and a later build must gain 3% to replace it, so the first one
-# waits for about 500 passages; the few stored before it are deflated without one.
-DICTIONARY_MIN_SAMPLE = 256 * 1024
+DICTIONARY_MIN_SAMPLE = 16 * 1024  # bytes of older text without which no dictionary is built
 DICTIONARY_MIN_GAIN = 0.03  # the share of the held-out passages' bytes a new dictionary must save
 _DICTIONARY_READ = 5_000  # newest passages read: the held-out ones, then the sample
 _DICTIONARY_LOCK = 0x50446963  # "PDic": one build at a time, across workers

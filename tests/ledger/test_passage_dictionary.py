@@ -37,7 +37,7 @@ from console.ledger.compression import (
     utf8_length_sql,
 )
 from console.ledger.models import Passage, PassageDictionary
-from console.ledger.services import DICTIONARY_HELD_OUT, DICTIONARY_MIN_SAMPLE, passage_dictionary_build
+from console.ledger.services import DICTIONARY_HELD_OUT, passage_dictionary_build
 from console.verification.models import SpanCheck
 from console.verification.services import decisions_verify
 from tests.audit.attack import owner_cursor
@@ -56,7 +56,6 @@ WORDS = (
     "token update upgrade upload user vpn window wireless the a to of and in for on with your is be can"
 ).split()
 CLAIM = "Open Settings and choose Reset."
-ENOUGH = DICTIONARY_MIN_SAMPLE // 400  # passages of 500 characters enough to train a dictionary on
 
 
 def _text(rng: random.Random, length: int = 500) -> str:
@@ -89,7 +88,7 @@ def _dictionary(seed: int = 1) -> PassageDictionary:
     """Enough stored text for a dictionary, and the dictionary the job builds from it; then this
     process reads the newest dictionary again, as it would once its cached answer expires."""
     rng = random.Random(seed)
-    _ingest_texts([_text(rng) for _ in range(DICTIONARY_HELD_OUT + ENOUGH)], f"sample-{seed}")
+    _ingest_texts([_text(rng) for _ in range(DICTIONARY_HELD_OUT + 100)], f"sample-{seed}")
     # Where transactions commit, ingest has queued the build already (jobs run inline in tests).
     dictionary = passage_dictionary_build(actor=TEST_ACTOR) or PassageDictionary.objects.order_by("-id").first()
     assert dictionary is not None
@@ -181,17 +180,14 @@ def test_the_build_needs_enough_text_and_stores_a_dictionary_only_when_it_gains(
     _ingest_texts([_text(rng) for _ in range(DICTIONARY_HELD_OUT)], "few")
     assert passage_dictionary_build(actor=TEST_ACTOR) is None  # nothing beside the held-out passages
 
-    _ingest_texts([_text(rng) for _ in range(ENOUGH // 2)], "some")
-    assert passage_dictionary_build(actor=TEST_ACTOR) is None  # too little text to train a good one on
-
-    _ingest_texts([_text(rng) for _ in range(ENOUGH - ENOUGH // 2)], "more")
+    _ingest_texts([_text(rng) for _ in range(100)], "more")
     dictionary = passage_dictionary_build(actor=TEST_ACTOR)
     assert dictionary is not None and is_trained(bytes(dictionary.data))
     assert DICTIONARY_MAX_BYTES / 2 < len(dictionary.data) <= DICTIONARY_MAX_BYTES
     assert dictionary.sha256 == hashlib.sha256(bytes(dictionary.data)).hexdigest()
     # Trained on every older passage, each text once; never on the held-out ones it is judged on.
     older = [p.text.encode() for p in Passage.objects.order_by("-id")[DICTIONARY_HELD_OUT:]]
-    assert dictionary.sample_passages == len(set(older)) == ENOUGH
+    assert dictionary.sample_passages == len(set(older)) == 100
     assert dictionary.sample_bytes == sum(map(len, set(older)))
 
     event = AuditEvent.objects.get(action=Action.PASSAGE_DICTIONARY_CREATED)
@@ -325,7 +321,7 @@ def test_ingest_queues_the_build_once_enough_text_is_stored_without_a_dictionary
     assert not PassageDictionary.objects.exists()  # 10,000 characters: not worth asking yet
 
     with django_capture_on_commit_callbacks(execute=True):
-        _ingest_texts([_text(rng) for _ in range(DICTIONARY_HELD_OUT + ENOUGH)], "enough")
+        _ingest_texts([_text(rng) for _ in range(DICTIONARY_HELD_OUT + 100)], "enough")
     [dictionary] = PassageDictionary.objects.all()
     dictionaries_forget()
     _ingest_texts([_text(rng)], "next")
