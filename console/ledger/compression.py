@@ -5,9 +5,8 @@ compresses only values past the TOAST threshold (about 2 kB a row) and only for 
 lz4 is not built into the embedded server. A lone short text gives a compressor nothing earlier to
 refer back to, so passages are compressed with a dictionary built from stored passages
 (`PassageDictionary`): zstd with a dictionary trained on them takes a passage of 500 characters to
-a little under a third, in about a tenth of the time deflate with a preset of their text took,
-and in fewer bytes (bench/README.md). Values written with the earlier forms stay as they are and
-read as before.
+about a third, as deflate with a preset of their text did, in about a tenth of deflate's time
+(bench/README.md). Values written with the earlier forms stay as they are and read as before.
 
 A stored value is one of
 
