@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from console import embedded
-from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES, TRIAL_QUEUES
+from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES, REFIT_QUEUES, TRIAL_QUEUES
 from console.env import env_bool, env_console_url, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,10 +138,13 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
     (WORKER_CONCURRENCY is the older name; default 2): on one worker for every queue, a 13-second
     embedder refit or a statistics recompute held the processes ingest's follow-up work needed, and
     decisions became gradable at 0.38x the rate they arrived. The second takes every other queue
-    but trials and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). The third takes only
-    candidate gate trials (CELERY_TRIALS_CONCURRENCY, default 1): a trial calls a URL a reviewer chose,
-    and a gate that dripped one byte a second once held the shared worker while an escalation
-    waited. Each child is replaced after
+    but trials and refits and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). The third
+    takes the work that holds a process for minutes, candidate gate trials and embedder refits
+    (CELERY_TRIALS_CONCURRENCY, default 2, so that neither waits for the other): a trial calls a URL a
+    reviewer chose, and a gate that dripped one byte a second once held the shared worker while an
+    escalation waited; a refit re-embeds every question of its route, and on the background worker
+    the fresh vectors and every other queue waited behind it (70-85 s under a stream, issue 36).
+    Each child is replaced after
     CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
     so a child that grew on one large job does not keep that memory at rest.
 
@@ -156,7 +159,7 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
         "CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64), minimum=1, maximum=64
     )
     background = env_int("CELERY_BACKGROUND_CONCURRENCY", 1, minimum=1, maximum=64)
-    trials = env_int("CELERY_TRIALS_CONCURRENCY", 1, minimum=1, maximum=64)
+    trials = env_int("CELERY_TRIALS_CONCURRENCY", 2, minimum=1, maximum=64)
     return [
         _worker("gradable", GRADABLE_PATH_QUEUES, gradable),
         [
@@ -165,7 +168,7 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
             "--schedule",
             str(data_dir / "celerybeat-schedule"),
         ],
-        _worker("trials", TRIAL_QUEUES, trials),
+        _worker("trials", (*TRIAL_QUEUES, *REFIT_QUEUES), trials),
     ]
 
 
