@@ -312,3 +312,23 @@ def test_vectors_embedded_together_equal_those_embedded_one_question_at_a_time(r
         alone = embedder.transform(model, [question])[0]
         # Stored in half precision: equal to the vector made alone within a half's rounding.
         assert np.allclose(np.asarray(stored[pk], dtype=np.float32), alone, atol=1e-3, rtol=0)
+
+
+def test_during_a_refit_fresh_jobs_embed_with_the_current_version_and_the_refit_does_the_new_one(route, monkeypatch):
+    _ingest(_questions(3))
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    arrived, stored_meanwhile = [], []
+    index_create = builtin.index_create
+
+    def ingest_while_refitting(**kwargs):
+        # After the refit's last read, before it is promoted: a batch arrives and its job runs.
+        arrived.extend(_ingest(["Laptop battery drains overnight", "Docking station is not found"]))
+        stored_meanwhile.append(builtin.vectors_embed(decision_ids=arrived))
+        index_create(**kwargs)
+
+    monkeypatch.setattr(builtin, "index_create", ingest_while_refitting)
+    v2 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    assert stored_meanwhile == [2]  # one vector each, from the version then current, not two
+    rows = set(QuestionVector.objects.filter(decision_id__in=arrived).values_list("decision_id", "embedder_id"))
+    # Version 1 retired with its vectors; the refit embedded the batch with version 2 after promoting it.
+    assert rows == {(arrived[0], v2.pk), (arrived[1], v2.pk)} and v1.pk != v2.pk

@@ -83,9 +83,11 @@ def _later_rows(version: EmbedderVersion, *, after: int, limit: int) -> list[tup
 
 
 def vectors_embed(*, decision_ids: list[int]) -> int:
-    """After ingest: give new decisions of built-in routes a vector from every live embedder
-    version (current, and one still re-embedding), and ask for a (re)fit when a route has none
-    or has doubled since its current one was fitted.
+    """After ingest: give new decisions of built-in routes a vector from their route's current
+    embedder version, and ask for a (re)fit when a route has none or has doubled since its current
+    one was fitted. A version still re-embedding gets them from its refit, at the refit's lower
+    priority (embedder_reembed); done here too, each job cost twice as much while a refit ran, and
+    the fresh vectors fell behind a stream.
 
     A job also takes the route's later decisions still without a vector (up to _EMBED_CHUNK with
     its own), so the jobs of the batches behind it find theirs done and cost a query each. Under a
@@ -101,7 +103,8 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     for route_id in sorted(routes - sent):
         versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
         for version in versions:
-            stored += _version_embed(version, decision_ids)
+            if version.state == EmbedderState.CURRENT:
+                stored += _version_embed(version, decision_ids)
         if _needs_fit(route_id, versions):
             enqueue("similarity.embedder_fit", route_id=route_id)
     return stored
@@ -228,22 +231,29 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
 
 
 def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> None:
-    """Embed every decision of the route with `version`, then make it current."""
+    """Embed every decision of the route with `version`, then make it current, then embed the
+    decisions stored between the last read and the promotion (after-ingest jobs embed only with
+    the current version, which until then was the previous one)."""
     model = model if model is not None else _model_load(version)
     if model is None:
         return  # retired: nothing to re-embed
-    last_id = 0
+    last_id = _embed_after(version, model, 0)
+    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
+    embedder_promote(actor=actor, version=version)
+    _embed_after(version, model, last_id)
+
+
+def _embed_after(version: EmbedderVersion, model, last_id: int) -> int:
+    """Embed the route's decisions after `last_id` with `version` until none is left; the last id read."""
     while True:
         with transaction.atomic():
             rows = _decision_rows(
                 Decision.objects.filter(route_id=version.route_id, pk__gt=last_id).order_by("pk")[:_EMBED_CHUNK]
             )
             if not rows:
-                break
+                return last_id
             _embed_and_store(version, model, rows)
         last_id = rows[-1][0]
-    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
-    embedder_promote(actor=actor, version=version)
 
 
 def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
