@@ -173,16 +173,26 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
 
 
 def worker_environments() -> list[dict[str, str]]:
-    """What each of `worker_commands` adds to the environment: the background and trial workers run at a lower
-    CPU priority (CELERY_BACKGROUND_NICE, default 10; 0 turns it off; console/celery.py applies it).
-    On the 2-core machine a 20-second embedder refit during a burst of ingest took a core from the
-    span checks, and decisions became gradable a second after the last batch instead of at once."""
-    niceness = env_int("CELERY_BACKGROUND_NICE", 10, minimum=0, maximum=19)
-    lowered = {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}
+    """What each of `worker_commands` adds to the environment, the CPU priority of the background and
+    trial workers (console/celery.py applies it; 0 leaves it as it is).
+
+    The worker of trials and embedder refits runs lower (CELERY_TRIALS_NICE, default 10): on the
+    2-core machine a 20-second refit during a burst of ingest took a core from the span checks, and
+    decisions became gradable a second after the last batch instead of at once. The background
+    worker runs as high as the rest (CELERY_BACKGROUND_NICE, default 0) since refits left it: at 10,
+    under a stream at the HTTP rate it got what gunicorn, PostgreSQL and the gradable path left, was
+    busy nine tenths of the time, took four times a quiet core's time per job, and the question
+    vectors fell behind by 300 decisions a second (bench/README.md, issue 36)."""
+    background = env_int("CELERY_BACKGROUND_NICE", 0, minimum=0, maximum=19)
+    trials = env_int("CELERY_TRIALS_NICE", 10, minimum=0, maximum=19)
     # Celery's autoscaler reads its keep-alive (seconds without a task before a pool shrinks, and
     # how often it looks) from the environment.
     idle = {"AUTOSCALE_KEEPALIVE": str(env_int("CELERY_IDLE_SECONDS", 10, minimum=1, maximum=3600))}
-    return [dict(idle), {**lowered, **idle}, {**lowered, **idle}]
+    return [dict(idle), {**_niceness(background), **idle}, {**_niceness(trials), **idle}]
+
+
+def _niceness(value: int) -> dict[str, str]:
+    return {"CELERY_WORKER_NICE": str(value)} if value else {}
 
 
 IDLE_QUIET_WORKER_FLAGS = ("--without-gossip", "--without-mingle", "--without-heartbeat")
