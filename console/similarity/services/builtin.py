@@ -69,15 +69,18 @@ def _decision_rows(queryset) -> list[tuple[int, str, str, datetime]]:
 def _later_rows(version: EmbedderVersion, *, after: int, limit: int) -> list[tuple[int, str, str, datetime]]:
     """Up to `limit` of the route's decisions after `after` still without a vector from `version`,
     looking at no more than _LOOK_AHEAD x `limit` of them."""
+    # The window is read from the (route, id) index alone; only the decisions chosen are read whole.
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT d.id, d.question, d.outcome, d.occurred_at FROM ("
-            "  SELECT id, question, outcome, occurred_at FROM ledger_decision"
-            "  WHERE route_id = %s AND id > %s ORDER BY id LIMIT %s"
-            ") AS d WHERE NOT EXISTS ("
-            "  SELECT 1 FROM similarity_questionvector v WHERE v.decision_id = d.id AND v.space = %s"
-            ") ORDER BY d.id LIMIT %s",
-            [version.route_id, after, _LOOK_AHEAD * limit, version.space_key, limit],
+            "SELECT d.id, d.question, d.outcome, d.occurred_at FROM ledger_decision d "
+            "WHERE d.route_id = %s AND d.id IN ("
+            "  SELECT w.id FROM ("
+            "    SELECT id FROM ledger_decision WHERE route_id = %s AND id > %s ORDER BY id LIMIT %s"
+            "  ) AS w WHERE NOT EXISTS ("
+            "    SELECT 1 FROM similarity_questionvector v WHERE v.decision_id = w.id AND v.space = %s"
+            "  ) ORDER BY w.id LIMIT %s"
+            ") ORDER BY d.id",
+            [version.route_id, version.route_id, after, _LOOK_AHEAD * limit, version.space_key, limit],
         )
         return cursor.fetchall()
 
