@@ -382,6 +382,25 @@ def split_queues(one_worker: bool) -> tuple[tuple[str, ...], tuple[str, ...]] | 
     return GRADABLE_PATH_QUEUES, BACKGROUND_QUEUES
 
 
+def long_work_worker(folder, workers: contextlib.ExitStack) -> None:
+    """Start make run's third worker when the tree gives it embedder refits (trials and refits, at the
+    lower priority): without it, a refit the stream sets off would never run."""
+    try:
+        from console.core.queues import REFIT_QUEUES, TRIAL_QUEUES
+        from console.run import worker_environments
+    except ImportError:  # a tree whose refits run on the background worker
+        return
+    workers.enter_context(
+        celery_worker(
+            folder,
+            queues=(*TRIAL_QUEUES, *REFIT_QUEUES),
+            name="ingest-worker-long",
+            concurrency="2",
+            extra_env=worker_environments()[2],
+        )
+    )
+
+
 def _background_env() -> dict[str, str]:
     """The environment `make run` gives its background worker (a lower CPU priority), if the tree has it."""
     try:
@@ -465,6 +484,7 @@ def main() -> None:
                     folder, queues=background, name="ingest-worker-rest", concurrency="1", extra_env=background_env
                 )
             )
+            long_work_worker(folder, workers)
         else:
             workers.enter_context(celery_worker(folder))
         warm = f"warm-{run}"
@@ -638,6 +658,7 @@ def stream(args, route, token: str, run: str) -> None:
                 folder, queues=background, name="ingest-worker-rest", concurrency="1", extra_env=_background_env()
             )
         )
+        long_work_worker(folder, workers)
         started, since = time.monotonic(), time.time()
         answered = [0]
         poster = post_paced(url, token, bodies, rate / BATCH, failures, answered)

@@ -17,10 +17,10 @@ app.autodiscover_tasks()
 
 @worker_init.connect
 def _lower_priority(**kwargs) -> None:
-    """CELERY_WORKER_NICE (set by console/run.py for the background worker) lowers the worker's CPU
-    priority before its pool forks, so its children and beat inherit it: on a small machine an
-    embedder refit or a statistics recompute then takes the CPU the web server and the span checks
-    leave, instead of a fair share of it."""
+    """CELERY_WORKER_NICE (set by console/run.py for the worker of trials and embedder refits) lowers
+    the worker's CPU priority before its pool forks, so its children (and beat, on a worker that runs
+    it) inherit it: on a small machine a refit then takes the CPU the web server, the span checks and
+    the fresh question vectors leave, instead of a fair share of it."""
     niceness = int(os.environ.get("CELERY_WORKER_NICE") or 0)
     if niceness > 0:
         os.nice(niceness)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from console import embedded
-from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES, TRIAL_QUEUES
+from console.core.queues import BACKGROUND_QUEUES, GRADABLE_PATH_QUEUES, REFIT_QUEUES, TRIAL_QUEUES
 from console.env import env_bool, env_console_url, env_int, env_path, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,10 +138,13 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
     (WORKER_CONCURRENCY is the older name; default 2): on one worker for every queue, a 13-second
     embedder refit or a statistics recompute held the processes ingest's follow-up work needed, and
     decisions became gradable at 0.38x the rate they arrived. The second takes every other queue
-    but trials and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). The third takes only
-    candidate gate trials (CELERY_TRIALS_CONCURRENCY, default 1): a trial calls a URL a reviewer chose,
-    and a gate that dripped one byte a second once held the shared worker while an escalation
-    waited. Each child is replaced after
+    but trials and refits and runs beat, sized by CELERY_BACKGROUND_CONCURRENCY (default 1). The third
+    takes the work that holds a process for minutes, candidate gate trials and embedder refits
+    (CELERY_TRIALS_CONCURRENCY, default 2, so that neither waits for the other): a trial calls a URL a
+    reviewer chose, and a gate that dripped one byte a second once held the shared worker while an
+    escalation waited; a refit re-embeds every question of its route, and on the background worker
+    the fresh vectors and every other queue waited behind it (70-85 s under a stream, issue 36).
+    Each child is replaced after
     CELERY_MAX_TASKS_PER_CHILD tasks or once it passes CELERY_MAX_MEMORY_PER_CHILD_KB (settings),
     so a child that grew on one large job does not keep that memory at rest.
 
@@ -156,7 +159,7 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
         "CELERY_CONCURRENCY", env_int("WORKER_CONCURRENCY", 2, minimum=1, maximum=64), minimum=1, maximum=64
     )
     background = env_int("CELERY_BACKGROUND_CONCURRENCY", 1, minimum=1, maximum=64)
-    trials = env_int("CELERY_TRIALS_CONCURRENCY", 1, minimum=1, maximum=64)
+    trials = env_int("CELERY_TRIALS_CONCURRENCY", 2, minimum=1, maximum=64)
     return [
         _worker("gradable", GRADABLE_PATH_QUEUES, gradable),
         [
@@ -165,21 +168,31 @@ def worker_commands(data_dir: Path) -> list[list[str]]:
             "--schedule",
             str(data_dir / "celerybeat-schedule"),
         ],
-        _worker("trials", TRIAL_QUEUES, trials),
+        _worker("trials", (*TRIAL_QUEUES, *REFIT_QUEUES), trials),
     ]
 
 
 def worker_environments() -> list[dict[str, str]]:
-    """What each of `worker_commands` adds to the environment: the background and trial workers run at a lower
-    CPU priority (CELERY_BACKGROUND_NICE, default 10; 0 turns it off; console/celery.py applies it).
-    On the 2-core machine a 20-second embedder refit during a burst of ingest took a core from the
-    span checks, and decisions became gradable a second after the last batch instead of at once."""
-    niceness = env_int("CELERY_BACKGROUND_NICE", 10, minimum=0, maximum=19)
-    lowered = {"CELERY_WORKER_NICE": str(niceness)} if niceness else {}
+    """What each of `worker_commands` adds to the environment, the CPU priority of the background and
+    trial workers (console/celery.py applies it; 0 leaves it as it is).
+
+    The worker of trials and embedder refits runs lower (CELERY_TRIALS_NICE, default 10): on the
+    2-core machine a 20-second refit during a burst of ingest took a core from the span checks, and
+    decisions became gradable a second after the last batch instead of at once. The background
+    worker runs as high as the rest (CELERY_BACKGROUND_NICE, default 0) since refits left it: at 10,
+    under a stream at the HTTP rate it got what gunicorn, PostgreSQL and the gradable path left, was
+    busy nine tenths of the time, took four times a quiet core's time per job, and the question
+    vectors fell behind by 300 decisions a second (bench/README.md, issue 36)."""
+    background = env_int("CELERY_BACKGROUND_NICE", 0, minimum=0, maximum=19)
+    trials = env_int("CELERY_TRIALS_NICE", 10, minimum=0, maximum=19)
     # Celery's autoscaler reads its keep-alive (seconds without a task before a pool shrinks, and
     # how often it looks) from the environment.
     idle = {"AUTOSCALE_KEEPALIVE": str(env_int("CELERY_IDLE_SECONDS", 10, minimum=1, maximum=3600))}
-    return [dict(idle), {**lowered, **idle}, {**lowered, **idle}]
+    return [dict(idle), {**_niceness(background), **idle}, {**_niceness(trials), **idle}]
+
+
+def _niceness(value: int) -> dict[str, str]:
+    return {"CELERY_WORKER_NICE": str(value)} if value else {}
 
 
 IDLE_QUIET_WORKER_FLAGS = ("--without-gossip", "--without-mingle", "--without-heartbeat")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from console.celery import app
-from console.core.queues import GRADABLE_PATH_QUEUES, QUEUE_OF_PREFIX, QUEUES
+from console.core.queues import GRADABLE_PATH_QUEUES, QUEUE_OF_PREFIX, QUEUE_OF_TASK, QUEUES, queue_for
 from console.run import worker_commands, worker_environments
 from console.verification.models import DecisionSupport
 from grading.models import GradingItem
@@ -34,7 +34,7 @@ def test_every_registered_task_is_routed_to_a_named_queue():
         # What Celery itself would publish to, not our own reading of the routes.
         queue = app.amqp.router.route({}, name)["queue"].name
         assert queue in QUEUES, f"{name} goes to {queue!r}, which no worker consumes"
-        assert queue == QUEUE_OF_PREFIX[name.split(".")[0]]
+        assert queue == QUEUE_OF_TASK.get(name, QUEUE_OF_PREFIX[name.split(".")[0]]) == queue_for(name)
 
 
 def test_the_kinds_of_work_have_their_own_queues():
@@ -63,8 +63,10 @@ def test_make_run_workers_consume_every_queue_once_with_the_gradable_path_and_tr
     gradable, background, trials = worker_commands(tmp_path)
     assert sorted(_queues_of(gradable) + _queues_of(background) + _queues_of(trials)) == sorted(QUEUES)
     assert set(_queues_of(gradable)) == set(GRADABLE_PATH_QUEUES) == {"verification", "pool"}
-    # a slow candidate gate can hold only the trial worker, never notifications or escalations
-    assert _queues_of(trials) == ["trials"]
+    # a slow candidate gate can hold only the trial worker, never notifications or escalations; an
+    # embedder refit holds that worker too, never the one that makes fresh question vectors
+    assert _queues_of(trials) == ["trials", "refits"]
+    assert "similarity" in _queues_of(background)
     assert {"notifications", "disputes", "monitoring"} <= set(_queues_of(background))
     # beat runs once, on the worker that does not carry the ingest path
     assert "--beat" in background and "--beat" not in gradable and "--beat" not in trials
@@ -96,8 +98,22 @@ def test_a_trial_job_is_published_to_a_queue_that_no_escalation_webhook_or_check
     assert live_broker.client.llen("trials") == 1  # the trial's job, and nothing else went there
     assert "trials" not in landed.values()
     _gradable, background, trials = worker_commands(tmp_path)
-    assert _queues_of(trials) == ["trials"]
+    assert not set(landed.values()) & set(_queues_of(trials))
     assert set(landed.values()) <= set(_queues_of(background))
+
+
+def test_a_refit_is_published_where_fresh_vectors_never_wait_behind_it(live_broker, tmp_path):
+    """As Celery publishes them: a refit (which re-embeds every question of its route, a minute and
+    more) lands on a queue of its own, taken by the trials' worker; the vectors of newly ingested
+    decisions land on the similarity queue, taken by the background worker."""
+    from console.similarity.tasks import embedder_fit, vectors_embed
+
+    embedder_fit.delay(1)
+    vectors_embed.delay([1, 2])
+    assert (live_broker.client.llen("refits"), live_broker.client.llen("similarity")) == (1, 1)
+    _gradable, background, trials = worker_commands(tmp_path)
+    assert "refits" in _queues_of(trials) and "refits" not in _queues_of(background)
+    assert "similarity" in _queues_of(background) and "similarity" not in _queues_of(trials)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -113,12 +129,19 @@ def test_span_checks_are_not_starved_by_a_backed_up_shadow_queue(start_worker, l
     assert live_broker.client.llen("shadow") >= 50  # still waiting: the verification worker took none
 
 
-def test_make_run_lowers_the_background_and_trial_workers_cpu_priority_only(monkeypatch):
+def test_make_run_lowers_the_cpu_priority_of_trials_and_refits_only(monkeypatch):
+    # Fresh question vectors run on the background worker: at a lower priority they fell behind a
+    # stream of ingest; refits, which take a core for minutes, run lower on the trials' worker.
+    monkeypatch.delenv("CELERY_BACKGROUND_NICE", raising=False)
+    monkeypatch.delenv("CELERY_TRIALS_NICE", raising=False)
     gradable, background, trials = worker_environments()
-    assert "CELERY_WORKER_NICE" not in gradable
-    assert background["CELERY_WORKER_NICE"] == trials["CELERY_WORKER_NICE"] == "10"
-    monkeypatch.setenv("CELERY_BACKGROUND_NICE", "0")
-    assert not any("CELERY_WORKER_NICE" in environment for environment in worker_environments())
+    assert "CELERY_WORKER_NICE" not in gradable and "CELERY_WORKER_NICE" not in background
+    assert trials["CELERY_WORKER_NICE"] == "10"
+    monkeypatch.setenv("CELERY_BACKGROUND_NICE", "5")
+    monkeypatch.setenv("CELERY_TRIALS_NICE", "0")
+    gradable, background, trials = worker_environments()
+    assert background["CELERY_WORKER_NICE"] == "5"
+    assert "CELERY_WORKER_NICE" not in gradable and "CELERY_WORKER_NICE" not in trials
 
 
 @pytest.mark.django_db(transaction=True)

@@ -244,3 +244,91 @@ def test_a_job_for_decisions_a_refit_embedded_already_embeds_nothing_again(route
     later = _ingest(["Laptop battery drains overnight"])
     assert builtin.vectors_embed(decision_ids=ids + later) == 1
     assert embedded == [["Laptop battery drains overnight"]]
+
+
+def _recording(monkeypatch) -> tuple[list[list[str]], list[int]]:
+    """The questions each embedding call was given, and the versions whose model was loaded."""
+    embedded, loaded = [], []
+    transform, model_load = builtin.embedder.transform, builtin._model_load
+    monkeypatch.setattr(
+        builtin.embedder, "transform", lambda model, qs, **kw: embedded.append(qs) or transform(model, qs, **kw)
+    )
+    monkeypatch.setattr(builtin, "_model_load", lambda version: loaded.append(version.pk) or model_load(version))
+    return embedded, loaded
+
+
+def test_a_job_embeds_the_batches_queued_behind_it_whose_jobs_then_embed_nothing(route, other_route, monkeypatch):
+    _ingest(_questions(3))
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    batches = []
+    for n in range(3):
+        batches.append(_ingest([f"Laptop battery drains overnight, case {n}", f"Docking station {n} is not found"]))
+        _ingest([f"Parental leave question {n}"], route="hr-policy")  # another route's, in between: never taken
+    embedded, loaded = _recording(monkeypatch)
+    assert builtin.vectors_embed(decision_ids=batches[0]) == 6
+    assert builtin.vectors_embed(decision_ids=batches[1]) == 0
+    assert builtin.vectors_embed(decision_ids=batches[2]) == 0
+    assert embedded == [
+        [
+            q
+            for n in range(3)
+            for q in (f"Laptop battery drains overnight, case {n}", f"Docking station {n} is not found")
+        ]
+    ]
+    assert loaded == [version.pk]  # the jobs with nothing left to do never load the model
+    every = [pk for batch in batches for pk in batch]
+    assert sorted(
+        QuestionVector.objects.filter(embedder=version, decision_id__in=every).values_list("decision_id", flat=True)
+    ) == sorted(every)
+
+
+def test_a_job_takes_later_decisions_only_up_to_its_room_and_each_decision_is_embedded_once(route, monkeypatch):
+    _ingest(_questions(3))
+    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    monkeypatch.setattr(builtin, "_EMBED_CHUNK", 3)
+    questions = [f"Badge {n} does not open the door" for n in range(8)]
+    batches = [_ingest(questions[i : i + 2]) for i in range(0, 8, 2)]
+    embedded, _ = _recording(monkeypatch)
+    stored = [builtin.vectors_embed(decision_ids=batch) for batch in batches]
+    # The first job: its own two and one of the second batch; the second: the other one and the third batch.
+    assert stored == [3, 3, 0, 2]
+    assert [q for call in embedded for q in call] == questions
+    assert QuestionVector.objects.filter(decision_id__in=[pk for b in batches for pk in b]).count() == 8
+
+
+def test_vectors_embedded_together_equal_those_embedded_one_question_at_a_time(route):
+    import numpy as np
+
+    from console.similarity import embedder
+
+    _ingest(_questions(3))
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    questions = [f"Screen {n} flickers after the update" for n in range(5)] + ["Wifi keeps dropping in room 4"]
+    ids = _ingest(questions)
+    builtin.vectors_embed(decision_ids=ids[:1])  # takes the five after it as well
+    model = builtin._model_load(version)
+    stored = dict(QuestionVector.objects.filter(decision_id__in=ids).values_list("decision_id", "vector"))
+    for pk, question in zip(ids, questions, strict=True):
+        alone = embedder.transform(model, [question])[0]
+        # Stored in half precision: equal to the vector made alone within a half's rounding.
+        assert np.allclose(np.asarray(stored[pk], dtype=np.float32), alone, atol=1e-3, rtol=0)
+
+
+def test_during_a_refit_fresh_jobs_embed_with_the_current_version_and_the_refit_does_the_new_one(route, monkeypatch):
+    _ingest(_questions(3))
+    v1 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    arrived, stored_meanwhile = [], []
+    index_create = builtin.index_create
+
+    def ingest_while_refitting(**kwargs):
+        # After the refit's last read, before it is promoted: a batch arrives and its job runs.
+        arrived.extend(_ingest(["Laptop battery drains overnight", "Docking station is not found"]))
+        stored_meanwhile.append(builtin.vectors_embed(decision_ids=arrived))
+        index_create(**kwargs)
+
+    monkeypatch.setattr(builtin, "index_create", ingest_while_refitting)
+    v2 = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    assert stored_meanwhile == [2]  # one vector each, from the version then current, not two
+    rows = set(QuestionVector.objects.filter(decision_id__in=arrived).values_list("decision_id", "embedder_id"))
+    # Version 1 retired with its vectors; the refit embedded the batch with version 2 after promoting it.
+    assert rows == {(arrived[0], v2.pk), (arrived[1], v2.pk)} and v1.pk != v2.pk

@@ -16,7 +16,7 @@ def _worker(*queues: str):
 
 @pytest.mark.parametrize(
     ("queues", "preloaded"),
-    [(("similarity", "shadow", "monitoring"), True), (("verification", "pool"), False), (("trials",), False)],
+    [(("similarity", "shadow", "monitoring"), True), (("verification", "pool"), False), (("trials", "refits"), False)],
 )
 def test_only_the_worker_that_embeds_preloads_the_embedder(monkeypatch, queues, preloaded):
     calls = []

@@ -13,7 +13,7 @@ from audit.changes import field_changes
 from audit.models import Action
 from audit.services import Actor, audit_record
 from console.accounts.models import Route
-from console.core.jobs import enqueue
+from console.core.jobs import commit_without_waiting, enqueue
 from console.ledger.models import Decision, Outcome
 from console.ledger.selectors import route_decision_total
 from console.similarity import embedder
@@ -22,6 +22,9 @@ from console.similarity.services.partitions import index_create, space_partition
 from console.similarity.services.vectors import copy_vectors, space_fix
 
 _EMBED_CHUNK = 5_000
+# A job looks this many times its room past its own decisions for later ones still without a
+# vector: enough to find the batches queued behind it, bounded when a refit did most of them.
+_LOOK_AHEAD = 4
 
 
 def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int, str, str, datetime]]) -> int:
@@ -44,12 +47,14 @@ def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int,
             ),
             table="similarity_incoming",
         )
+        # In decision order: two jobs whose decisions overlap (a job takes later batches' decisions
+        # too) then wait on each other's rows in the same order, never in a cycle.
         cursor.execute(
             "INSERT INTO similarity_questionvector "
             "(decision_id, route_id, embedder_id, refused, occurred_at, vector, space) "
             "SELECT decision_id, route_id, embedder_id, refused, occurred_at, vector, space FROM similarity_incoming "
             "WHERE EXISTS (SELECT 1 FROM similarity_embedderversion v WHERE v.id = %s AND v.state <> %s) "
-            "ON CONFLICT DO NOTHING",
+            "ORDER BY decision_id ON CONFLICT DO NOTHING",
             [version.pk, EmbedderState.RETIRED],
         )
         stored = cursor.rowcount
@@ -61,10 +66,38 @@ def _decision_rows(queryset) -> list[tuple[int, str, str, datetime]]:
     return list(queryset.values_list("pk", "question", "outcome", "occurred_at"))
 
 
+def _later_rows(version: EmbedderVersion, *, after: int, limit: int) -> list[tuple[int, str, str, datetime]]:
+    """Up to `limit` of the route's decisions after `after` still without a vector from `version`,
+    looking at no more than _LOOK_AHEAD x `limit` of them."""
+    # The window is read from the (route, id) index alone; only the decisions chosen are read whole.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT d.id, d.question, d.outcome, d.occurred_at FROM ledger_decision d "
+            "WHERE d.route_id = %s AND d.id IN ("
+            "  SELECT w.id FROM ("
+            "    SELECT id FROM ledger_decision WHERE route_id = %s AND id > %s ORDER BY id LIMIT %s"
+            "  ) AS w WHERE NOT EXISTS ("
+            "    SELECT 1 FROM similarity_questionvector v WHERE v.decision_id = w.id AND v.space = %s"
+            "  ) ORDER BY w.id LIMIT %s"
+            ") ORDER BY d.id",
+            [version.route_id, version.route_id, after, _LOOK_AHEAD * limit, version.space_key, limit],
+        )
+        return cursor.fetchall()
+
+
 def vectors_embed(*, decision_ids: list[int]) -> int:
-    """After ingest: give new decisions of built-in routes a vector from every live embedder
-    version (current, and one still re-embedding), and ask for a (re)fit when a route has none
-    or has doubled since its current one was fitted."""
+    """After ingest: give new decisions of built-in routes a vector from their route's current
+    embedder version, and ask for a (re)fit when a route has none or has doubled since its current
+    one was fitted. A version still re-embedding gets them from its refit, at the refit's lower
+    priority (embedder_reembed); done here too, each job cost twice as much while a refit ran, and
+    the fresh vectors fell behind a stream.
+
+    A job also takes the route's later decisions still without a vector (up to _EMBED_CHUNK with
+    its own), so the jobs of the batches behind it find theirs done and cost a query each. Under a
+    stream the background worker gets the CPU that ingest leaves it, and per 500 decisions one job
+    of thousands spends far less than ten of 500 on everything but the vectors themselves (the
+    look-ups, the model's load, the commit, the broker's round trips), so it catches up instead of
+    falling further behind (bench/README.md)."""
     routes = set(Decision.objects.filter(pk__in=decision_ids).values_list("route_id", flat=True))
     sent = set(
         RouteEmbedding.objects.filter(route_id__in=routes, source=Source.SENT).values_list("route_id", flat=True)
@@ -73,22 +106,35 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     for route_id in sorted(routes - sent):
         versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
         for version in versions:
-            model = _model_load(version)
-            if model is None:
-                continue  # retired since it was read: its model and vectors are gone
-            for start in range(0, len(decision_ids), _EMBED_CHUNK):
-                with transaction.atomic():
-                    # Decisions that have their vector already are left out before embedding: after a
-                    # refit, the re-embedding has done the batches queued behind it, and their jobs
-                    # then cost a query each instead of embedding 500 questions for nothing.
-                    rows = _decision_rows(
-                        Decision.objects.filter(
-                            route_id=route_id, pk__in=decision_ids[start : start + _EMBED_CHUNK]
-                        ).exclude(question_vectors__space=version.space_key)
-                    )
-                    stored += _embed_and_store(version, model, rows)
+            if version.state == EmbedderState.CURRENT:
+                stored += _version_embed(version, decision_ids)
         if _needs_fit(route_id, versions):
             enqueue("similarity.embedder_fit", route_id=route_id)
+    return stored
+
+
+def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
+    model, stored = None, 0
+    for start in range(0, len(decision_ids), _EMBED_CHUNK):
+        with transaction.atomic():
+            # A lost commit loses vectors the hourly sweep embeds again (vectors_embed_missing).
+            commit_without_waiting()
+            # Decisions that have their vector already are left out before embedding: a refit's
+            # re-embedding, or an earlier job that took them with its own, did them.
+            rows = _decision_rows(
+                Decision.objects.filter(route_id=version.route_id, pk__in=decision_ids[start : start + _EMBED_CHUNK])
+                .exclude(question_vectors__space=version.space_key)
+                .order_by("pk")
+            )
+            if not rows:
+                continue
+            if start + _EMBED_CHUNK >= len(decision_ids) and len(rows) < _EMBED_CHUNK:
+                rows += _later_rows(version, after=rows[-1][0], limit=_EMBED_CHUNK - len(rows))
+            # Loaded only when there is something to embed: most jobs behind a coalescing one have nothing.
+            model = model if model is not None else _model_load(version)
+            if model is None:
+                return stored  # retired since it was read: its model and vectors are gone
+            stored += _embed_and_store(version, model, rows)
     return stored
 
 
@@ -188,22 +234,29 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
 
 
 def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> None:
-    """Embed every decision of the route with `version`, then make it current."""
+    """Embed every decision of the route with `version`, then make it current, then embed the
+    decisions stored between the last read and the promotion (after-ingest jobs embed only with
+    the current version, which until then was the previous one)."""
     model = model if model is not None else _model_load(version)
     if model is None:
         return  # retired: nothing to re-embed
-    last_id = 0
+    last_id = _embed_after(version, model, 0)
+    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
+    embedder_promote(actor=actor, version=version)
+    _embed_after(version, model, last_id)
+
+
+def _embed_after(version: EmbedderVersion, model, last_id: int) -> int:
+    """Embed the route's decisions after `last_id` with `version` until none is left; the last id read."""
     while True:
         with transaction.atomic():
             rows = _decision_rows(
                 Decision.objects.filter(route_id=version.route_id, pk__gt=last_id).order_by("pk")[:_EMBED_CHUNK]
             )
             if not rows:
-                break
+                return last_id
             _embed_and_store(version, model, rows)
         last_id = rows[-1][0]
-    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
-    embedder_promote(actor=actor, version=version)
 
 
 def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
