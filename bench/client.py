@@ -41,7 +41,7 @@ import uuid
 from pathlib import Path
 from statistics import median, quantiles
 
-from common import ROOT, WebServer, add_arguments, data_dir, report, setup_django
+from common import ROOT, WebServer, add_arguments, data_dir, demo_workload, report, setup_django
 
 sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))  # the client as `make` installs it, -e
 
@@ -60,13 +60,7 @@ FLUSH_TIMEOUT = 300.0
 
 
 def make_records(count: int, prefix: str) -> list[dict]:
-    from console.review.demo import demo_records
-
-    records = list(demo_records(ROUTE, count, prefix=prefix, passages_per_decision=5))
-    for rec in records:
-        for passage in rec["passages"]:
-            passage["text"] += f" (ref {rec['request_id']}/{passage['rank']})"
-    return records
+    return demo_workload(count, prefix, route=ROUTE)
 
 
 class CountingTransport(httpx.HTTPTransport):

@@ -218,12 +218,12 @@ def report(name: str, lines: list[str]) -> None:
     sys.stdout.flush()
 
 
-def demo_workload(count: int, prefix: str) -> list[dict]:
-    """The demo's decisions on route `bench`, each passage made unique: short, repetitive texts
-    that deflate to a tenth, so they flatter every step that reads or compresses text."""
+def demo_workload(count: int, prefix: str, *, route: str = "bench") -> list[dict]:
+    """The demo's decisions on `route`, each passage made unique: short, repetitive texts that
+    deflate to a tenth, so they flatter every step that reads or compresses text."""
     from console.review.demo import demo_records
 
-    records = list(demo_records("bench", count, prefix=prefix, passages_per_decision=5))
+    records = list(demo_records(route, count, prefix=prefix, passages_per_decision=5))
     for record in records:
         for passage in record["passages"]:
             passage["text"] += f" (ref {record['request_id']}/{passage['rank']})"

@@ -79,12 +79,13 @@ class PresetDictionary:
     id: int
     data: bytes
     primed: Any = field(init=False, compare=False, repr=False)
-    trained: bool = field(init=False, compare=False, repr=False)
+
+    @property
+    def trained(self) -> bool:
+        return is_trained(self.data)
 
     def __post_init__(self) -> None:
-        trained = is_trained(self.data)
-        object.__setattr__(self, "trained", trained)
-        if trained:
+        if self.trained:
             object.__setattr__(self, "primed", threading.local())
         else:
             deflater = zlib.compressobj(_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=self.data)
