@@ -172,8 +172,9 @@ grandchild = subprocess.Popen(
      "p = subprocess.Popen(['sleep', '300']); print(p.pid, flush=True); time.sleep(300)"],
     stdout=subprocess.PIPE, text=True,
 )
-print(grandchild.pid, grandchild.stdout.readline().strip(), flush=True)
+# The handler goes in before the pids are printed: the test sends SIGTERM as soon as it reads them.
 signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+print(grandchild.pid, grandchild.stdout.readline().strip(), flush=True)
 time.sleep(300)
 """
 
