@@ -79,10 +79,24 @@ def _supervisor(child_seconds: float, check_every: float) -> subprocess.Popen:
     return process
 
 
+def _wait_until_taken_by_wait(pid: int, signum: int, timeout: float = 30.0) -> None:
+    """Wait until the supervisor blocks `signum` or sleeps in sigtimedwait (which unblocks the signals it
+    waits for while it sleeps, so /proc shows an empty mask there). A signal sent earlier takes its
+    default action: a fixed sleep before sending left that to chance on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        blocked = int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+        if blocked & (1 << (signum - 1)) or "sigtimedwait" in Path(f"/proc/{pid}/wchan").read_text():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never blocked signal {signum}")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_the_supervisor_wakes_when_told_to_stop(signum):
     process = _supervisor(child_seconds=120, check_every=120)
-    time.sleep(0.5)
+    _wait_until_taken_by_wait(process.pid, signum)
     process.send_signal(signum)
     output = process.communicate(timeout=60)[0]
     assert output.startswith("returned") and output.strip().endswith("child None"), output
