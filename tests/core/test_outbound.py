@@ -110,7 +110,9 @@ def test_a_server_that_streams_forever_is_cut_off_at_the_deadline():
             _post(server.url, timeout=2, deadline=0.6)
         elapsed = time.monotonic() - started
     assert caught.value.kind == outbound.TIMEOUT
-    assert 0.5 < elapsed < 1.5  # every read got a byte within the read timeout: only the deadline stops it
+    # Every read got a byte within the read timeout, so only the deadline stops it (without one it would
+    # run on forever); the upper bound is loose because a loaded machine schedules the thread late.
+    assert 0.5 < elapsed < 5
 
 
 def test_a_server_that_never_answers_is_a_timeout_and_not_retried_by_default():

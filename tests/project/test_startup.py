@@ -132,7 +132,9 @@ def _start_and_interrupt(tmp_path) -> None:
         while not _answers(port):
             assert process.poll() is None and time.monotonic() < deadline
             time.sleep(0.5)
-        time.sleep(2)
+        deadline = time.monotonic() + 30  # the second worker may still be forking on a loaded machine
+        while len(_processes_mentioning(marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert len(_processes_mentioning(marker)) == 3  # master and two workers
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
         process.wait(timeout=60)
