@@ -471,6 +471,13 @@ SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")
 SIMILARITY_PARTITION_DROP_LOCK_TIMEOUT = "2s"
 SIMILARITY_MIN_FIT_QUESTIONS = env_int("SIMILARITY_MIN_FIT_QUESTIONS", 20, minimum=2)
 SIMILARITY_FIT_SAMPLE = 10_000  # questions the built-in embedder is fitted on (a random sample)
+# A route refits when it has doubled. A version fitted on a route of this many questions or more drew
+# its sample from four times the sample's size or more, and a doubled route gives another sample of the
+# same size: such a refit re-embeds every question for a model no better informed, so past this size a
+# doubled route refits only once its version has been current for SIMILARITY_REFIT_SETTLED_DAYS (the
+# route's questions may have moved on to new words by then).
+SIMILARITY_REFIT_SETTLED_QUESTIONS = 4 * SIMILARITY_FIT_SAMPLE
+SIMILARITY_REFIT_SETTLED_DAYS = env_float("SIMILARITY_REFIT_SETTLED_DAYS", 7.0, minimum=0.0, maximum=365.0)
 SIMILARITY_GAPS_WINDOW_DAYS = env_int("SIMILARITY_GAPS_WINDOW_DAYS", 28, minimum=1, maximum=365)
 SIMILARITY_GAPS_SAMPLE = 5_000  # refusals clustered directly; the rest join the nearest centre
 CELERY_BEAT_SCHEDULE["similarity-gaps"] = {"task": "similarity.gaps_refresh", "schedule": 3600.0}

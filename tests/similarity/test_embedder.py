@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from console.ledger.models import Decision
@@ -117,6 +120,31 @@ def test_a_fit_job_queued_behind_a_fit_that_caught_up_does_not_refit_the_route(r
     assert list(EmbedderVersion.objects.values_list("number", "state")) == [(1, EmbedderState.CURRENT)]
     _ingest(_questions(4))  # the route has doubled since version 1: due again
     assert tasks.embedder_fit(route.pk) == 2
+
+
+def test_a_route_past_the_settled_size_refits_on_doubling_only_once_its_version_has_aged(route, settings):
+    from console.similarity import tasks
+
+    # A version fitted on a route of the settled size or more: doubling alone gives another sample of
+    # the same size, so the refit waits until the version has been current for the settled days.
+    settings.SIMILARITY_MIN_FIT_QUESTIONS = 6
+    settings.SIMILARITY_REFIT_SETTLED_QUESTIONS = 6
+    settings.SIMILARITY_REFIT_SETTLED_DAYS = 7
+    _ingest(_questions(1))
+    assert tasks.embedder_fit(route.pk) == 1
+    _ingest(_questions(1))  # doubled: 12 questions against the version's 6
+    assert tasks.embedder_fit(route.pk) is None
+    current = EmbedderVersion.objects.get(state=EmbedderState.CURRENT)
+    current.current_since = timezone.now() - timedelta(days=6, hours=23)
+    current.save(update_fields=["current_since"])
+    assert tasks.embedder_fit(route.pk) is None
+    current.current_since = timezone.now() - timedelta(days=7, minutes=1)
+    current.save(update_fields=["current_since"])
+    assert tasks.embedder_fit(route.pk) == 2
+    # Below the settled size the doubling alone is enough, however young the version is.
+    settings.SIMILARITY_REFIT_SETTLED_QUESTIONS = 1_000
+    _ingest(_questions(2))
+    assert tasks.embedder_fit(route.pk) == 3
 
 
 def test_the_refit_check_after_each_batch_reads_the_route_counters_not_its_decisions(route):

@@ -3,7 +3,7 @@ versions, re-embedding while the previous version keeps answering, and promotion
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -162,7 +162,20 @@ def _needs_fit(route_id: int, versions: list[EmbedderVersion]) -> bool:
     current = next((v for v in versions if v.state == EmbedderState.CURRENT), None)
     if current is None:
         return total >= settings.SIMILARITY_MIN_FIT_QUESTIONS
-    return total >= 2 * current.route_questions
+    return total >= 2 * current.route_questions and _refit_informs(current)
+
+
+def _refit_informs(current: EmbedderVersion) -> bool:
+    """Whether a refit could learn what `current` does not know. Below the settled size a doubled route
+    is a sample drawn from twice as many questions; past it the sample stays one of the same size
+    from a route already four times larger, and only time (new words) makes a refit worth embedding
+    every question of the route again. On a route taking hundreds of decisions a second, refits at
+    every doubling re-embedded up to a million questions while the stream went on, and the
+    after-ingest queues fell behind (bench/ingest.py --stream)."""
+    if current.route_questions < settings.SIMILARITY_REFIT_SETTLED_QUESTIONS:
+        return True
+    settled_for = timedelta(days=settings.SIMILARITY_REFIT_SETTLED_DAYS)
+    return current.current_since is None or timezone.now() - current.current_since >= settled_for
 
 
 _FIT_LOCK = 0x53696D46  # "SimF": one fit per route at a time, across workers
