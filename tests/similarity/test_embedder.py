@@ -360,3 +360,32 @@ def test_during_a_refit_fresh_jobs_embed_with_the_current_version_and_the_refit_
     rows = set(QuestionVector.objects.filter(decision_id__in=arrived).values_list("decision_id", "embedder_id"))
     # Version 1 retired with its vectors; the refit embedded the batch with version 2 after promoting it.
     assert rows == {(arrived[0], v2.pk), (arrived[1], v2.pk)} and v1.pk != v2.pk
+
+
+def test_a_refit_under_a_steady_stream_ends_and_leaves_what_arrives_after_its_promotion_to_the_jobs(route, monkeypatch):
+    # Every embedding call of the refit sees a new decision arrive, as on a route that never stops
+    # receiving traffic. Embedding "until none is left" chased the stream for as long as it lasted
+    # (here, until the stand-in stream stopped after 40 decisions), holding the route's fit lock.
+    _ingest(_questions(3))
+    monkeypatch.setattr(builtin, "_EMBED_CHUNK", 4)
+    arrived: list[int] = []
+    store = builtin._embed_and_store
+
+    def storing_while_the_stream_goes_on(version, model, rows):
+        stored = store(version, model, rows)
+        if len(arrived) < 40:
+            arrived.extend(_ingest([f"Question number {len(arrived)} from the stream"]))
+        return stored
+
+    monkeypatch.setattr(builtin, "_embed_and_store", storing_while_the_stream_goes_on)
+    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    version.refresh_from_db()
+    assert version.state == EmbedderState.CURRENT
+    # 18 decisions at the start take five calls of 4; each pass after it takes what arrived meanwhile.
+    assert len(arrived) < 15, len(arrived)
+    without = Decision.objects.filter(route=route).exclude(
+        pk__in=QuestionVector.objects.filter(embedder=version).values("decision_id")
+    )
+    # Only the decisions stored during the last call are left, for their after-ingest jobs.
+    assert list(without.values_list("pk", flat=True)) == arrived[-1:]
+    assert builtin.vectors_embed(decision_ids=arrived[-1:]) == 1

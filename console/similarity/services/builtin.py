@@ -246,30 +246,55 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
     return version
 
 
+# Passes over the route before the promotion: each embeds up to the newest decision at its start.
+_REEMBED_PASSES = 3
+
+
 def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> None:
     """Embed every decision of the route with `version`, then make it current, then embed the
-    decisions stored between the last read and the promotion (after-ingest jobs embed only with
-    the current version, which until then was the previous one)."""
+    decisions stored between the last pass and the promotion (after-ingest jobs embed only with the
+    current version, which until then was the previous one).
+
+    Every pass stops at the newest decision there was when it began. Embedding "until none is left"
+    never ended under a steady stream: the loop chased ingest for as long as it lasted, held the
+    route's fit lock all the while (so no later refit could start), and wrote the same rows the
+    after-ingest jobs were writing, which then waited on its transactions. The first pass does the
+    route; the next ones take what arrived meanwhile, each shorter while the embedder outpaces ingest,
+    and whatever a stream adds after the promotion is embedded by the after-ingest jobs."""
     model = model if model is not None else _model_load(version)
     if model is None:
         return  # retired: nothing to re-embed
-    last_id = _embed_after(version, model, 0)
+    last_id = 0
+    for _ in range(_REEMBED_PASSES):
+        newest = _newest_decision_id(version.route_id)
+        if newest <= last_id:
+            break
+        last_id = _embed_after(version, model, last_id, until=newest)
     index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
     embedder_promote(actor=actor, version=version)
-    _embed_after(version, model, last_id)
+    _embed_after(version, model, last_id, until=_newest_decision_id(version.route_id))
 
 
-def _embed_after(version: EmbedderVersion, model, last_id: int) -> int:
-    """Embed the route's decisions after `last_id` with `version` until none is left; the last id read."""
-    while True:
+def _newest_decision_id(route_id: int) -> int:
+    """The route's newest decision id (from the (route, id) index), 0 for none."""
+    newest = Decision.objects.filter(route_id=route_id).order_by("-pk").values_list("pk", flat=True).first()
+    return newest or 0
+
+
+def _embed_after(version: EmbedderVersion, model, last_id: int, *, until: int) -> int:
+    """Embed the route's decisions after `last_id` up to `until` with `version`; the last id done."""
+    while last_id < until:
         with transaction.atomic():
             rows = _decision_rows(
-                Decision.objects.filter(route_id=version.route_id, pk__gt=last_id).order_by("pk")[:_EMBED_CHUNK]
+                Decision.objects.filter(route_id=version.route_id, pk__gt=last_id, pk__lte=until).order_by("pk")[
+                    :_EMBED_CHUNK
+                ]
             )
             if not rows:
-                return last_id
+                return until
             _embed_and_store(version, model, rows)
         last_id = rows[-1][0]
+    return last_id
 
 
 def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
