@@ -389,3 +389,29 @@ def test_a_refit_under_a_steady_stream_ends_and_leaves_what_arrives_after_its_pr
     # Only the decisions stored during the last call are left, for their after-ingest jobs.
     assert list(without.values_list("pk", flat=True)) == arrived[-1:]
     assert builtin.vectors_embed(decision_ids=arrived[-1:]) == 1
+
+
+def test_a_job_leaves_its_decisions_to_a_running_refit_but_embeds_them_when_the_refit_died(route):
+    import psycopg
+
+    _ingest(_questions(3))
+    current = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
+    building = EmbedderVersion.objects.create(
+        route=route,
+        number=2,
+        dimension=current.dimension,
+        components=current.components,
+        fitted_on=18,
+        route_questions=18,
+    )
+    assert building.state == EmbedderState.BUILDING
+    ids = _ingest(["Laptop battery drains overnight", "Docking station shows no picture"])
+    # A refit holds the route's fit lock in its own session for as long as it re-embeds.
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as refit:
+        refit.execute("SELECT pg_advisory_lock(%s, %s)", [builtin._FIT_LOCK, route.pk])
+        assert builtin.vectors_embed(decision_ids=ids) == 0
+        assert not QuestionVector.objects.filter(decision_id__in=ids).exists()
+    # The session ended without the refit finishing: its version is still building, and nobody
+    # will embed these decisions if the jobs keep waiting for it.
+    assert builtin.vectors_embed(decision_ids=ids) == 2
+    assert set(QuestionVector.objects.filter(decision_id__in=ids).values_list("embedder_id", flat=True)) == {current.pk}

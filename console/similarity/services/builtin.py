@@ -88,9 +88,7 @@ def _later_rows(version: EmbedderVersion, *, after: int, limit: int) -> list[tup
 def vectors_embed(*, decision_ids: list[int]) -> int:
     """After ingest: give new decisions of built-in routes a vector from their route's current
     embedder version, and ask for a (re)fit when a route has none or has doubled since its current
-    one was fitted. A version still re-embedding gets them from its refit, at the refit's lower
-    priority (embedder_reembed); done here too, each job cost twice as much while a refit ran, and
-    the fresh vectors fell behind a stream.
+    one was fitted. While a refit runs, the job leaves its decisions to the refit (`_refit_running`).
 
     A job also takes the route's later decisions still without a vector (up to _EMBED_CHUNK with
     its own), so the jobs of the batches behind it find theirs done and cost a query each. Under a
@@ -105,12 +103,30 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     stored = 0
     for route_id in sorted(routes - sent):
         versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
-        for version in versions:
-            if version.state == EmbedderState.CURRENT:
-                stored += _version_embed(version, decision_ids)
+        if not _refit_running(route_id, versions):
+            for version in versions:
+                if version.state == EmbedderState.CURRENT:
+                    stored += _version_embed(version, decision_ids)
         if _needs_fit(route_id, versions):
             enqueue("similarity.embedder_fit", route_id=route_id)
     return stored
+
+
+def _refit_running(route_id: int, versions: list[EmbedderVersion]) -> bool:
+    """Whether a refit of the route is re-embedding it now: a version is building and the route's fit
+    lock is held. Its passes and catch-up embed every decision stored before its promotion, so a job
+    meanwhile would embed its decisions a second time, for the version about to retire, and under a
+    stream that doubled the vectors' work for as long as the refit ran (bench/README.md). Decisions
+    stored during a refit have no vector until its promotion. A building version whose lock nobody
+    holds is a refit that died: jobs embed as usual then."""
+    if not any(v.state == EmbedderState.BUILDING for v in versions):
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_FIT_LOCK, route_id])
+        if not cursor.fetchone()[0]:
+            return True
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_FIT_LOCK, route_id])
+    return False
 
 
 def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
