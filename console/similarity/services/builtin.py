@@ -3,6 +3,8 @@ versions, re-embedding while the previous version keeps answering, and promotion
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -121,12 +123,8 @@ def _refit_running(route_id: int, versions: list[EmbedderVersion]) -> bool:
     holds is a refit that died: jobs embed as usual then."""
     if not any(v.state == EmbedderState.BUILDING for v in versions):
         return False
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_FIT_LOCK, route_id])
-        if not cursor.fetchone()[0]:
-            return True
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_FIT_LOCK, route_id])
-    return False
+    with _fit_lock(route_id) as taken:
+        return not taken
 
 
 def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
@@ -207,17 +205,27 @@ def embedder_fit(*, actor: Actor, route_id: int, seed: int = 0, when_due: bool =
     Every ingest batch of a route that is due asks for a fit, so several jobs queue up behind the
     first; without the check each of them refitted the route again, re-embedding every question
     for nothing."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_FIT_LOCK, route_id])
-        if not cursor.fetchone()[0]:
+    with _fit_lock(route_id) as taken:
+        if not taken:
             return None
-    try:
         if when_due and not _needs_fit(route_id, list(EmbedderVersion.objects.filter(route_id=route_id))):
             return None
         return _fit_locked(actor=actor, route_id=route_id, seed=seed)
+
+
+@contextmanager
+def _fit_lock(route_id: int) -> Iterator[bool]:
+    """Try the route's fit lock (a session-level advisory lock, so a worker that dies lets it go);
+    yields whether it was taken, and releases it on leaving if it was."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_FIT_LOCK, route_id])
+        taken = cursor.fetchone()[0]
+    try:
+        yield taken
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_FIT_LOCK, route_id])
+        if taken:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_FIT_LOCK, route_id])
 
 
 def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | None:
@@ -280,15 +288,16 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
     model = model if model is not None else _model_load(version)
     if model is None:
         return  # retired: nothing to re-embed
-    last_id = 0
+    done = 0
     for _ in range(_REEMBED_PASSES):
         newest = _newest_decision_id(version.route_id)
-        if newest <= last_id:
+        if newest <= done:
             break
-        last_id = _embed_after(version, model, last_id, until=newest)
+        _embed_between(version, model, after=done, until=newest)
+        done = newest
     index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
     embedder_promote(actor=actor, version=version)
-    _embed_after(version, model, last_id, until=_newest_decision_id(version.route_id))
+    _embed_between(version, model, after=done, until=_newest_decision_id(version.route_id))
 
 
 def _newest_decision_id(route_id: int) -> int:
@@ -297,20 +306,19 @@ def _newest_decision_id(route_id: int) -> int:
     return newest or 0
 
 
-def _embed_after(version: EmbedderVersion, model, last_id: int, *, until: int) -> int:
-    """Embed the route's decisions after `last_id` up to `until` with `version`; the last id done."""
-    while last_id < until:
+def _embed_between(version: EmbedderVersion, model, *, after: int, until: int) -> None:
+    """Embed the route's decisions with ids in (`after`, `until`] with `version`, a chunk a transaction."""
+    while after < until:
         with transaction.atomic():
             rows = _decision_rows(
-                Decision.objects.filter(route_id=version.route_id, pk__gt=last_id, pk__lte=until).order_by("pk")[
+                Decision.objects.filter(route_id=version.route_id, pk__gt=after, pk__lte=until).order_by("pk")[
                     :_EMBED_CHUNK
                 ]
             )
             if not rows:
-                return until
+                return
             _embed_and_store(version, model, rows)
-        last_id = rows[-1][0]
-    return last_id
+        after = rows[-1][0]
 
 
 def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
