@@ -349,7 +349,10 @@ def test_during_a_refit_fresh_jobs_embed_with_the_current_version_and_the_refit_
     index_create = builtin.index_create
 
     def ingest_while_refitting(**kwargs):
-        # After the refit's last read, before it is promoted: a batch arrives and its job runs.
+        # After the refit's last read, before it is promoted: a batch arrives and its job runs. The job
+        # runs in the refit's own database session, where the fit lock (re-entrant) reads as free: so
+        # it embeds as when no refit is running. A job in another session leaves the batch to the refit
+        # (test_a_job_leaves_its_decisions_to_a_running_refit_but_embeds_them_when_the_refit_died).
         arrived.extend(_ingest(["Laptop battery drains overnight", "Docking station is not found"]))
         stored_meanwhile.append(builtin.vectors_embed(decision_ids=arrived))
         index_create(**kwargs)
