@@ -80,6 +80,11 @@ class EmbedderVersion(models.Model):
     route_questions = models.PositiveIntegerField(help_text="Questions the route held when fitting started.")
     fitted_at = models.DateTimeField(auto_now_add=True)
     current_since = models.DateTimeField(null=True, blank=True)
+    reembeds_until = models.BigIntegerField(
+        default=0,
+        help_text="The route's newest decision when the version was made: its refit embeds the decisions up "
+        "to this one, the after-ingest jobs those after it.",
+    )
 
     class Meta:
         constraints = [

@@ -90,7 +90,8 @@ def _later_rows(version: EmbedderVersion, *, after: int, limit: int) -> list[tup
 def vectors_embed(*, decision_ids: list[int]) -> int:
     """After ingest: give new decisions of built-in routes a vector from their route's current
     embedder version, and ask for a (re)fit when a route has none or has doubled since its current
-    one was fitted. While a refit runs, the job leaves its decisions to the refit (`_refit_running`).
+    one was fitted. While a refit runs, the job embeds its decisions past the refit's frontier with
+    the version being built, and leaves the rest to the refit (`_versions_for_jobs`).
 
     A job also takes the route's later decisions still without a vector (up to _EMBED_CHUNK with
     its own), so the jobs of the batches behind it find theirs done and cost a query each. Under a
@@ -105,26 +106,43 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     stored = 0
     for route_id in sorted(routes - sent):
         versions = list(EmbedderVersion.objects.filter(route_id=route_id).exclude(state=EmbedderState.RETIRED))
-        if not _refit_running(route_id, versions):
-            for version in versions:
-                if version.state == EmbedderState.CURRENT:
-                    stored += _version_embed(version, decision_ids)
+        version = _version_for_jobs(route_id, versions)
+        if version is not None:
+            frontier = version.reembeds_until if version.state == EmbedderState.BUILDING else 0
+            stored += _version_embed(version, [pk for pk in decision_ids if pk > frontier])
         if _needs_fit(route_id, versions):
             enqueue("similarity.embedder_fit", route_id=route_id)
     return stored
 
 
-def _refit_running(route_id: int, versions: list[EmbedderVersion]) -> bool:
-    """Whether a refit of the route is re-embedding it now: a version is building and the route's fit
-    lock is held. Its passes and catch-up embed every decision stored before its promotion, so a job
-    meanwhile would embed its decisions a second time, for the version about to retire, and under a
-    stream that doubled the vectors' work for as long as the refit ran (bench/README.md). Decisions
-    stored during a refit have no vector until its promotion. A building version whose lock nobody
-    holds is a refit that died: jobs embed as usual then."""
-    if not any(v.state == EmbedderState.BUILDING for v in versions):
-        return False
-    with _fit_lock(route_id) as taken:
-        return not taken
+def _version_for_jobs(route_id: int, versions: list[EmbedderVersion]) -> EmbedderVersion | None:
+    """The version after-ingest jobs embed with: the one being built while its refit runs (for the
+    decisions past its frontier only, `reembeds_until`: the refit embeds those up to it), else the
+    current one.
+
+    While a refit ran, the jobs once embedded with the current version too, and every decision was
+    embedded twice; then they left their decisions to the refit, which had to chase the stream in
+    passes and a catch-up after its promotion on one process at low priority, and fell minutes
+    behind (bench/README.md). Split at the frontier, each decision is embedded once, by whoever
+    reaches it, and the refit's work is fixed when it starts. A decision stored during a refit joins
+    similar lists when the refit's version becomes current. A building version whose fit lock
+    nobody holds is a refit that died: jobs embed with the current version then."""
+    building = next((v for v in versions if v.state == EmbedderState.BUILDING), None)
+    if building is not None and _fit_lock_held(route_id):
+        return building
+    return next((v for v in versions if v.state == EmbedderState.CURRENT), None)
+
+
+def _fit_lock_held(route_id: int) -> bool:
+    """Whether any session, this one included, holds the route's fit lock. Read from pg_locks, not by
+    trying the lock: a job that took it for a moment made a fit starting then give up."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND classid = %s::oid AND objid = %s::oid AND objsubid = 2)",
+            [_FIT_LOCK, route_id],
+        )
+        return cursor.fetchone()[0]
 
 
 def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
@@ -253,6 +271,9 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
             components=embedder.components(model),
             fitted_on=len(sample),
             route_questions=total,
+            # Read in the transaction that makes the version: a batch committed after this read and
+            # before the version is visible is the refit's too (embedder_reembed).
+            reembeds_until=_newest_decision_id(route.pk),
         )
         space_partition_create(version.space_key)
         EmbedderModel.objects.create(version=version, data=embedder.dumps(model))
@@ -270,34 +291,26 @@ def _fit_locked(*, actor: Actor, route_id: int, seed: int) -> EmbedderVersion | 
     return version
 
 
-# Passes over the route before the promotion: each embeds up to the newest decision at its start.
-_REEMBED_PASSES = 3
-
-
 def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> None:
-    """Embed every decision of the route with `version`, then make it current, then embed the
-    decisions stored between the last pass and the promotion (after-ingest jobs embed only with the
-    current version, which until then was the previous one).
+    """Embed the route's decisions up to the version's frontier (`reembeds_until`, the newest when
+    it was made) with `version`, make sure none stored just before it became visible is left out,
+    build its index and make it current. Decisions past the frontier are the after-ingest jobs'
+    (`_version_for_jobs`), so the refit's work is fixed when it starts, however fast the route
+    keeps receiving traffic.
 
-    Every pass stops at the newest decision there was when it began. Embedding "until none is left"
-    never ended under a steady stream: the loop chased ingest for as long as it lasted, held the
-    route's fit lock all the while (so no later refit could start), and wrote the same rows the
-    after-ingest jobs were writing, which then waited on its transactions. The first pass does the
-    route; the next ones take what arrived meanwhile, each shorter while the embedder outpaces ingest,
-    and whatever a stream adds after the promotion is embedded by the after-ingest jobs."""
+    Ids come from a sequence and batches commit in any order, so a batch can commit with ids at or
+    below the frontier after the pass has read them, or past it before the version was visible to
+    its job. The last chunk below the frontier and everything up to the newest decision seen once
+    the version was visible (`settled`) are read again for those without a vector; the hourly sweep
+    (`vectors_embed_missing`) embeds anything still missing once the version is current."""
     model = model if model is not None else _model_load(version)
     if model is None:
         return  # retired: nothing to re-embed
-    done = 0
-    for _ in range(_REEMBED_PASSES):
-        newest = _newest_decision_id(version.route_id)
-        if newest <= done:
-            break
-        _embed_between(version, model, after=done, until=newest)
-        done = newest
+    settled = _newest_decision_id(version.route_id)
+    _embed_between(version, model, after=0, until=version.reembeds_until)
+    _embed_missing_between(version, model, after=max(0, version.reembeds_until - _EMBED_CHUNK), until=settled)
     index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
     embedder_promote(actor=actor, version=version)
-    _embed_between(version, model, after=done, until=_newest_decision_id(version.route_id))
 
 
 def _newest_decision_id(route_id: int) -> int:
@@ -314,6 +327,21 @@ def _embed_between(version: EmbedderVersion, model, *, after: int, until: int) -
                 Decision.objects.filter(route_id=version.route_id, pk__gt=after, pk__lte=until).order_by("pk")[
                     :_EMBED_CHUNK
                 ]
+            )
+            if not rows:
+                return
+            _embed_and_store(version, model, rows)
+        after = rows[-1][0]
+
+
+def _embed_missing_between(version: EmbedderVersion, model, *, after: int, until: int) -> None:
+    """Embed the route's decisions with ids in (`after`, `until`] still without a vector from `version`."""
+    while after < until:
+        with transaction.atomic():
+            rows = _decision_rows(
+                Decision.objects.filter(route_id=version.route_id, pk__gt=after, pk__lte=until)
+                .exclude(question_vectors__space=version.space_key)
+                .order_by("pk")[:_EMBED_CHUNK]
             )
             if not rows:
                 return
