@@ -408,7 +408,9 @@ def test_a_batch_committed_below_the_frontier_after_the_refit_read_past_it_still
     monkeypatch.setattr(
         builtin,
         "_embed_between",
-        lambda version, model, *, after, until: between(version, model, after=after, until=until - 1),
+        lambda version, model, *, after, until, missing_only=False: between(
+            version, model, after=after, until=until if missing_only else until - 1, missing_only=missing_only
+        ),
     )
     version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route.pk)
     assert QuestionVector.objects.filter(embedder=version).count() == Decision.objects.filter(route=route).count()

@@ -308,7 +308,9 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
         return  # retired: nothing to re-embed
     settled = _newest_decision_id(version.route_id)
     _embed_between(version, model, after=0, until=version.reembeds_until)
-    _embed_missing_between(version, model, after=max(0, version.reembeds_until - _EMBED_CHUNK), until=settled)
+    _embed_between(
+        version, model, after=max(0, version.reembeds_until - _EMBED_CHUNK), until=settled, missing_only=True
+    )
     index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
     embedder_promote(actor=actor, version=version)
 
@@ -319,30 +321,15 @@ def _newest_decision_id(route_id: int) -> int:
     return newest or 0
 
 
-def _embed_between(version: EmbedderVersion, model, *, after: int, until: int) -> None:
-    """Embed the route's decisions with ids in (`after`, `until`] with `version`, a chunk a transaction."""
+def _embed_between(version: EmbedderVersion, model, *, after: int, until: int, missing_only: bool = False) -> None:
+    """Embed the route's decisions with ids in (`after`, `until`] with `version`, a chunk a transaction;
+    with `missing_only`, those still without a vector from it."""
     while after < until:
         with transaction.atomic():
-            rows = _decision_rows(
-                Decision.objects.filter(route_id=version.route_id, pk__gt=after, pk__lte=until).order_by("pk")[
-                    :_EMBED_CHUNK
-                ]
-            )
-            if not rows:
-                return
-            _embed_and_store(version, model, rows)
-        after = rows[-1][0]
-
-
-def _embed_missing_between(version: EmbedderVersion, model, *, after: int, until: int) -> None:
-    """Embed the route's decisions with ids in (`after`, `until`] still without a vector from `version`."""
-    while after < until:
-        with transaction.atomic():
-            rows = _decision_rows(
-                Decision.objects.filter(route_id=version.route_id, pk__gt=after, pk__lte=until)
-                .exclude(question_vectors__space=version.space_key)
-                .order_by("pk")[:_EMBED_CHUNK]
-            )
+            decisions = Decision.objects.filter(route_id=version.route_id, pk__gt=after, pk__lte=until)
+            if missing_only:
+                decisions = decisions.exclude(question_vectors__space=version.space_key)
+            rows = _decision_rows(decisions.order_by("pk")[:_EMBED_CHUNK])
             if not rows:
                 return
             _embed_and_store(version, model, rows)
