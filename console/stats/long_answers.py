@@ -211,9 +211,9 @@ def functional_mismatch(declared: str, harm_model: str) -> bool:
     """True when a declared gate functional is not the summary the harm model's utility reads.
 
     ``expected_support`` under ``all_or_nothing`` or ``at_least``, and ``p_fully_supported``
-    under ``proportional``, are mismatches (DESIGN section 4, "Long answers"). An unspecified
-    functional is not one. ``p_support_at_least`` under ``all_or_nothing`` is not flagged: with
-    ``s0 = 1`` it is the same event.
+    under ``proportional``, are mismatches (docs/statistics.md, "Which summary of S: the
+    functional"). An unspecified functional is not one. ``p_support_at_least`` under
+    ``all_or_nothing`` is not flagged: with ``s0 = 1`` it is the same event.
     """
     if not declared:
         return False

@@ -91,7 +91,7 @@ def vectors_embed(*, decision_ids: list[int]) -> int:
     """After ingest: give new decisions of built-in routes a vector from their route's current
     embedder version, and ask for a (re)fit when a route has none or has doubled since its current
     one was fitted. While a refit runs, the job embeds its decisions past the refit's frontier with
-    the version being built, and leaves the rest to the refit (`_versions_for_jobs`).
+    the version being built, and leaves the rest to the refit (`_version_for_jobs`).
 
     A job also takes the route's later decisions still without a vector (up to _EMBED_CHUNK with
     its own), so the jobs of the batches behind it find theirs done and cost a query each. Under a
