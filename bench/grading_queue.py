@@ -102,7 +102,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
         with cur.copy(
             "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
             "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash, "
-            "claims) FROM STDIN"
+            "claims, passage_ids, passage_ranks, retrieval_scores) FROM STDIN"
         ) as copy:
             for n in range(count):
                 score = random.random()
@@ -128,18 +128,13 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
                         now,
                         secrets.token_bytes(32),  # content_hash
                         sent,
+                        random.sample(passage_ids, 3),  # three ranked passages, as ingest stores them
+                        [1, 2, 3],
+                        [0.5, 0.5, 0.5],
                     )
                 )
         cur.execute("SELECT id, outcome <> 'refused' FROM ledger_decision WHERE route_id = %s", [route_id])
         decisions = cur.fetchall()
-        links = (
-            "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "
-            "FROM STDIN"
-        )
-        with cur.copy(links) as copy:
-            for decision_id, *_rest in decisions:
-                for rank, passage_id in enumerate(random.sample(passage_ids, 3), start=1):
-                    copy.write_row((decision_id, now, passage_id, rank, 0.5))
         # The items read their question and answer (the served answer or the claim) from the decision,
         # as the pool's own items do.
         with cur.copy(
@@ -164,7 +159,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
                     )
                 )
         conn.commit()
-        for table in ("ledger_decision", "ledger_decisionpassage", "grading_gradingitem"):
+        for table in ("ledger_decision", "grading_gradingitem"):
             cur.execute(f"ANALYZE {table}")
         conn.commit()
 
@@ -280,8 +275,6 @@ def cleanup(route_id: int, run: str) -> None:
             "decision_id IN (SELECT id FROM ledger_decision WHERE route_id = %s))",
             "DELETE FROM grading_finallabel WHERE decision_id IN (SELECT id FROM ledger_decision WHERE route_id = %s)",
             "DELETE FROM grading_gradingitem WHERE route_id = %s",
-            "DELETE FROM ledger_decisionpassage WHERE decision_id IN "
-            "(SELECT id FROM ledger_decision WHERE route_id = %s)",
             "DELETE FROM ledger_decision WHERE route_id = %s",
             # Every table with a foreign key to the route: Django's on_delete cascades are not
             # in the database, so raw SQL names them all (the day and score counters, the plan, the

@@ -191,14 +191,16 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
         )
         passage_ids = {bytes(key).hex(): pk for key, pk in cur.fetchall()}
         month_partitions(cur, [i.occurred_at for i in items])
+        # the ranked passages as arrays of the decision's row, in rank order, as ingest writes them
+        # (looking the passage ids up above is not timed, as ingest's own lookups are not)
         started = time.perf_counter()
         with cur.copy("COPY ledger_requestkey (route_id, request_id) FROM STDIN") as copy:
             for i in items:
                 copy.write_row((route_id, i.request_id))
         with cur.copy(
             "COPY ledger_decision (route_id, request_id, occurred_at, question, claim, gate_name, "
-            "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) "
-            "FROM STDIN"
+            "gate_score, cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash, "
+            "passage_ids, passage_ranks, retrieval_scores) FROM STDIN"
         ) as copy:
             for i in items:
                 copy.write_row(
@@ -217,31 +219,11 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                         json.dumps(i.segments),
                         i.occurred_at,
                         bytes.fromhex(i.content_hash),  # the table keeps digests as bytes, the app as hex
+                        [passage_ids[p.content_key] for p in i.passages],
+                        [p.rank for p in i.passages],
+                        [p.retrieval_score for p in i.passages],
                     )
                 )
-        elapsed += time.perf_counter() - started
-        cur.execute(
-            "SELECT request_id, id FROM ledger_decision WHERE route_id = %s AND request_id = ANY(%s)",
-            [route_id, [i.request_id for i in items]],
-        )
-        decision_ids = dict(cur.fetchall())
-        started = time.perf_counter()
-        links_sql = (
-            "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "
-            "FROM STDIN"
-        )
-        with cur.copy(links_sql) as copy:
-            for i in items:
-                for p in i.passages:
-                    copy.write_row(
-                        (
-                            decision_ids[i.request_id],
-                            i.occurred_at,
-                            passage_ids[p.content_key],
-                            p.rank,
-                            p.retrieval_score,
-                        )
-                    )
         elapsed += time.perf_counter() - started
         conn.commit()
     return elapsed

@@ -67,8 +67,9 @@ def _draw(route: Route, counts: dict[bool, int]) -> list[tuple[int, str, str, bo
 # (up to 10 x 100k characters each) cannot fill the worker's memory. The table may hold a passage
 # deflated, so SQL cuts the stored bytes that hold the head, and Python inflates them.
 _PASSAGE_HEADS_SQL = (
-    f"SELECT dp.decision_id, {head_sql('p.text', MAX_PASSAGE_CHARS)} FROM ledger_decisionpassage dp "
-    "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = ANY(%s) ORDER BY dp.decision_id, dp.rank"
+    f"SELECT d.id, {head_sql('p.text', MAX_PASSAGE_CHARS)} FROM ledger_decision d "
+    "CROSS JOIN LATERAL unnest(d.passage_ids) WITH ORDINALITY AS l(id, position) "
+    "JOIN ledger_passage p ON p.id = l.id WHERE d.id = ANY(%s) ORDER BY d.id, l.position"
 )
 
 

@@ -22,8 +22,8 @@ from console.accounts.models import Route
 from console.core.errors import detail
 from console.ledger.claims import claim_texts
 from console.ledger.compression import decompress_text
-from console.ledger.models import AnswerForm, Decision, DecisionPassage
-from console.ledger.selectors import answer_settings
+from console.ledger.models import AnswerForm, Decision
+from console.ledger.selectors import answer_settings, logged_passages
 from console.stats import agreement
 from grading.models import (
     Assignment,
@@ -98,10 +98,8 @@ def item_claims(item: GradingItem) -> list[str]:
 def _passages(decision_id: int | None) -> list[dict[str, Any]]:
     if decision_id is None:
         return []
-    texts = (
-        DecisionPassage.objects.filter(decision_id=decision_id).order_by("rank").values_list("passage__text", flat=True)
-    )
-    return [{"id": position, "text": text} for position, text in enumerate(texts, start=1)]
+    passages = logged_passages(decision_id)
+    return [{"id": position, "text": passage.text} for position, passage in enumerate(passages, start=1)]
 
 
 def grader_item(assignment: Assignment) -> GraderItem:

@@ -16,15 +16,11 @@ def demo_disputes(*, actor: Actor, routes: dict, users: dict, **_: Any) -> None:
     agent, hr = users.get("agent"), routes.get("hr-policy")
     if agent is None or hr is None or Dispute.objects.filter(route=hr).exists():
         return
-    refused = list(
-        Decision.objects.filter(route=hr, outcome=Outcome.REFUSED)
-        .prefetch_related("ranked_passages__passage")
-        .order_by("-gate_score")[:2]
-    )
+    refused = list(Decision.objects.filter(route=hr, outcome=Outcome.REFUSED).order_by("-gate_score")[:2])
     if len(refused) < 2:
         return
     first = refused[0]
-    link = first.ranked_passages.order_by("rank").first()
+    link = next(iter(first.ranked_passages), None)  # the top-ranked passage
     if link is not None:
         quote = " ".join(link.passage.text.split()[:6])
         services.dispute_open(

@@ -32,7 +32,7 @@ from console.disputes.validation import DisputeInput
 from console.governance.escalation import channel_target
 from console.governance.models import PolicyVersion
 from console.governance.selectors import eligible_owners, policy_in_force
-from console.ledger.models import Decision
+from console.ledger.models import Decision, Passage
 from console.notify.emails import absolute_url
 from console.verification.spans import verify_span
 
@@ -64,14 +64,15 @@ def _summary(dispute: Dispute) -> dict[str, Any]:
 
 
 def _quote_in_passage(decision: Decision, passage_id: int, quote: str) -> tuple[Any, dict[str, list]]:
-    link = decision.ranked_passages.filter(passage_id=passage_id).select_related("passage").first()
-    if link is None:
+    # One this decision logged (its own passage ids), whoever else logged it.
+    passage = Passage.objects.filter(pk=passage_id).first() if passage_id in decision.passage_ids else None
+    if passage is None:
         raise InvalidInput(
             "The passage is not one of this decision's logged passages.",
             code="unknown_passage",
             details=[detail("evidence.passage_id", "not_a_passage", "not a passage of this decision")],
         )
-    result = verify_span(link.passage.text, quote)
+    result = verify_span(passage.text, quote)
     if not result.supported:
         raise InvalidInput(
             "The quote was not found in that passage.",
@@ -79,7 +80,7 @@ def _quote_in_passage(decision: Decision, passage_id: int, quote: str) -> tuple[
             details=[detail("evidence.quote", "quote_not_found", "not found in the passage")],
         )
     ranges = {"bytes": [list(r) for r in result.match_ranges], "chars": [list(r) for r in result.char_ranges]}
-    return link.passage, ranges
+    return passage, ranges
 
 
 def dispute_open(*, actor: Actor, user, decision: Decision, data: DisputeInput) -> Dispute:

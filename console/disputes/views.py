@@ -151,8 +151,7 @@ class DisputeForm(forms.Form):
     def __init__(self, *args, decision: Decision, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["passage"].choices = [
-            (str(link.passage_id), f"#{link.rank} {link.passage.external_id}")
-            for link in decision.ranked_passages.all()
+            (str(link.passage_id), f"#{link.rank} {link.passage.external_id}") for link in decision.ranked_passages
         ]
 
     def as_body(self) -> dict[str, Any]:
@@ -269,7 +268,7 @@ def dispute_open(request, pk: int):
                 "details": error.details,
                 "code": error.code,
                 # The passages to copy a quote from, beside the form.
-                "passages": decision.ranked_passages.select_related("passage").order_by("rank"),
+                "passages": decision.ranked_passages,
                 # The form shows the route's similar refusals wherever it appears (never on the appeal page).
                 **similar_refusals_context(request.user, decision),
             },

@@ -44,7 +44,7 @@ from console.core.errors import Conflict, InvalidInput, NotFound
 from console.core.partitions import month_of
 from console.ledger.compression import decompress_text
 from console.ledger.hooks import archive_holds
-from console.ledger.models import Decision, DecisionPassage, Passage
+from console.ledger.models import Decision, Passage
 from console.ledger.partitions import decision_month_partitions
 
 _PASSAGE_BATCH = 5_000  # passages inflated and written out at a time
@@ -99,11 +99,10 @@ def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
                     f"DELETE FROM ledger_requestkey AS k USING {decisions_part} AS d "
                     "WHERE k.route_id = d.route_id AND k.request_id = d.request_id"
                 )
-            links = next(p.name for p in parts if p.parent == DecisionPassage._meta.db_table)
             with connection.cursor() as cursor:  # the passages that may be the month's alone
                 cursor.execute(
-                    f"CREATE TEMPORARY TABLE archive_passages ON COMMIT DROP AS SELECT DISTINCT passage_id AS id "
-                    f"FROM {links}"
+                    "CREATE TEMPORARY TABLE archive_passages ON COMMIT DROP AS "
+                    f"SELECT DISTINCT unnest(passage_ids) AS id FROM {decisions_part}"
                 )
             for part in parts:  # per-decision tables first, then the decisions (decision_month_partitions)
                 with connection.cursor() as cursor:
@@ -189,7 +188,7 @@ def _collect_and_delete(queryset, result: ArchiveResult) -> None:
 
 def _key_columns(model) -> tuple[str, ...]:
     """The primary key's columns: one, or several for a composite key (question vectors, request
-    keys, ranked passages), whose `pk.column` is None."""
+    keys), whose `pk.column` is None."""
     pk = model._meta.pk
     return tuple(field.column for field in pk.fields) if isinstance(pk, CompositePrimaryKey) else (pk.column,)
 
@@ -245,11 +244,18 @@ def _counters_forget(month: date) -> None:
 
 
 def _orphan_passages_delete(result: ArchiveResult) -> None:
-    """Passages of the month's decisions that no row of any table refers to any more."""
+    """Passages of the month's decisions that no row of any table refers to any more: no decision
+    of another month logged them (a probe of the GIN index on `passage_ids`), and no row points at
+    them."""
     references = " AND ".join(
-        f"NOT EXISTS (SELECT 1 FROM {rel.related_model._meta.db_table} x WHERE x.{rel.field.column} = p.id)"
-        for rel in Passage._meta.related_objects
-        if not rel.many_to_many
+        [
+            f"NOT EXISTS (SELECT 1 FROM {Decision._meta.db_table} d WHERE d.passage_ids @> ARRAY[p.id])",
+            *(
+                f"NOT EXISTS (SELECT 1 FROM {rel.related_model._meta.db_table} x WHERE x.{rel.field.column} = p.id)"
+                for rel in Passage._meta.related_objects
+                if not rel.many_to_many
+            ),
+        ]
     )
     with connection.cursor() as cursor:
         cursor.execute(

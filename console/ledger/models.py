@@ -1,6 +1,9 @@
 import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cached_property
 
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -215,6 +218,24 @@ class RouteAnswerSettings(models.Model):
         return self.answer_form == AnswerForm.LONG
 
 
+def _cardinality(field: str) -> models.Func:
+    return models.Func(models.F(field), function="cardinality", output_field=models.IntegerField())
+
+
+@dataclass
+class RankedPassage:
+    """A passage as ranked and scored for one decision: a position of the decision's passage arrays,
+    with the passage row. Pages may add what they show beside it (verification's marked segments)."""
+
+    passage: Passage
+    rank: int
+    retrieval_score: float | None
+
+    @property
+    def passage_id(self) -> int:
+        return self.passage.pk
+
+
 class Outcome(models.TextChoices):
     REFUSED = "refused", "Refused"
     SERVED = "served", "Served"
@@ -226,8 +247,9 @@ class Decision(models.Model):
 
     The table is partitioned by UTC month of occurred_at (console/ledger/partitions.py): its primary
     key in the database is (id, occurred_at), and the tables that point at a decision either carry
-    its occurred_at too (the ranked passages, the span-check figures) or check on insert that the
-    decision exists; Django's on_delete rules still apply to deletions made through it.
+    its occurred_at too (the span-check figures) or check on insert that the decision exists;
+    Django's on_delete rules still apply to deletions made through it. Its ranked passages are
+    arrays of its own row (`passage_ids`, `passage_ranks`, `retrieval_scores`).
     """
 
     # No index of its own: every index of the decision below but two leads with the route.
@@ -268,7 +290,29 @@ class Decision(models.Model):
         db_default="",
         help_text="What the gate's score estimates, as the decision sent it; empty: the route's setting.",
     )
-    passages = models.ManyToManyField(Passage, through="DecisionPassage", related_name="decisions")
+    # The ranked passages, three arrays of one length in rank order (array position = order): a row
+    # per passage in a table of their own cost about 676 bytes a decision in heap, primary key and
+    # passage index (ledger migration 0024, bench/README.md). Read them through `ranked_passages`;
+    # raw SQL through `unnest(passage_ids, passage_ranks, retrieval_scores) WITH ORDINALITY`. The
+    # database defaults are empty, for writers that store decisions without passages.
+    passage_ids = ArrayField(
+        models.BigIntegerField(),
+        default=list,
+        db_default=models.Value("{}"),
+        help_text="The logged passages' ids (ledger_passage), in rank order.",
+    )
+    passage_ranks = ArrayField(
+        models.IntegerField(),
+        default=list,
+        db_default=models.Value("{}"),
+        help_text="The integrator's rank of each passage (1 is the top; unique, not always 1..n), in rank order.",
+    )
+    retrieval_scores = ArrayField(
+        models.FloatField(null=True),
+        default=list,
+        db_default=models.Value("{}"),
+        help_text="The retriever's score of each passage (NULL when not sent), in rank order.",
+    )
 
     class Meta:
         constraints = [
@@ -288,6 +332,12 @@ class Decision(models.Model):
                 condition=models.Q(distinct_served_answer__isnull=True)
                 | ~models.Q(distinct_served_answer=models.F("claim")),
                 name="distinct_answer_is_not_the_claim",
+            ),
+            # The three passage arrays describe the same passages, position by position.
+            models.CheckConstraint(
+                condition=Exact(_cardinality("passage_ranks"), _cardinality("passage_ids"))
+                & Exact(_cardinality("retrieval_scores"), _cardinality("passage_ids")),
+                name="passage_arrays_of_one_length",
             ),
         ]
         # Each index below has readers that need it at ten million decisions (bench/README.md,
@@ -324,6 +374,11 @@ class Decision(models.Model):
                 name="decision_segments_gin",
                 gin_pending_list_limit=GIN_PENDING_LIST_KB,
             ),
+            # "which decisions logged this passage" (`passage_ids @> ARRAY[id]`): the verify API's
+            # access check on a passage id, an archive's orphaned passages
+            GinIndex(
+                fields=["passage_ids"], name="decision_passage_ids_gin", gin_pending_list_limit=GIN_PENDING_LIST_KB
+            ),
         ]
 
     def __str__(self) -> str:
@@ -332,6 +387,21 @@ class Decision(models.Model):
     @property
     def refused(self) -> bool:
         return self.outcome == Outcome.REFUSED
+
+    @property
+    def ranking(self) -> list[tuple[int, int, float | None]]:
+        """(passage id, rank, retrieval score) of each logged passage, in rank order; no query."""
+        return list(zip(self.passage_ids, self.passage_ranks, self.retrieval_scores, strict=True))
+
+    def ranked(self, passages: Mapping[int, Passage]) -> list[RankedPassage]:
+        """The ranking with each passage taken from `passages` (by id), which must hold them all."""
+        return [RankedPassage(passages[pk], rank, score) for pk, rank, score in self.ranking]
+
+    @cached_property
+    def ranked_passages(self) -> list[RankedPassage]:
+        """The logged passages in rank order, read in one query; for many decisions at once,
+        `console.ledger.selectors.ranked_passages_load` reads them all in one query instead."""
+        return self.ranked(Passage.objects.in_bulk(self.passage_ids))
 
     @property
     def served_answer(self) -> str | None:
@@ -479,30 +549,3 @@ class RouteScoreTotal(_ScoreBin):
 
     def __str__(self) -> str:
         return f"{self.route_id}/{self.score_bin}: {self.decisions}"
-
-
-class DecisionPassage(models.Model):
-    """A passage as ranked and scored for one decision.
-
-    The primary key is (decision, rank, decision_occurred_at), as the database's unique key on them
-    was: the rows are only ever read by decision (and by passage), so a surrogate id and its
-    index were bytes nothing read (ledger migration 0012)."""
-
-    pk = models.CompositePrimaryKey("decision", "rank", "decision_occurred_at")
-    # No index of its own: the primary key leads with the decision. The database's reference is to
-    # (decision_id, decision_occurred_at): the table is partitioned like the decisions.
-    decision = models.ForeignKey(
-        Decision, on_delete=models.CASCADE, related_name="ranked_passages", db_index=False, db_constraint=False
-    )
-    decision_occurred_at = models.DateTimeField(help_text="The decision's occurred_at: the month partition key.")
-    # Indexed: "which decisions logged this passage" (the verify API's access check on a passage
-    # id, an archive's orphaned passages, a passage's PROTECT on delete).
-    passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="rankings")
-    rank = models.PositiveIntegerField(help_text="1 is the top retrieved passage.")
-    retrieval_score = models.FloatField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["rank"]
-
-    def __str__(self) -> str:
-        return f"decision {self.decision_id} rank {self.rank}: passage {self.passage_id}"

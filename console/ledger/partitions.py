@@ -2,7 +2,7 @@
 console/core/partitions.py.
 
 `ledger_decision` is partitioned by RANGE (occurred_at). A per-decision table that grows with
-every decision (the ranked passages, the span-check figures) carries a copy of its decision's
+every decision (the span-check figures) carries a copy of its decision's
 occurred_at in `decision_occurred_at`, is partitioned the same way, and refers to its decision by
 (decision_id, decision_occurred_at): a month's rows of every such table live in partitions of the
 same month, and `manage.py archive_month` detaches them together, the decisions last

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -18,7 +19,7 @@ from console.accounts.models import Route
 from console.core.errors import Forbidden
 from console.core.paging import Keyset
 from console.ledger.hooks import decision_filter, decision_filters
-from console.ledger.models import Decision, DecisionPassage, Outcome, RouteAnswerSettings, RouteDayCount
+from console.ledger.models import Decision, Outcome, Passage, RouteAnswerSettings, RouteDayCount
 
 
 def answer_settings(route: Route) -> RouteAnswerSettings:
@@ -57,13 +58,35 @@ def get_decision_for_user(
     if not permissions.can_read_decisions(user):
         raise Forbidden("Your role does not allow reading decisions.")
     queryset = readable_decisions(user).select_related("route", "support")
-    if passages:
-        queryset = queryset.prefetch_related(_ranked_passages_prefetch())
     lookup = {"pk": pk} if pk is not None else {"route__slug": route_slug, "request_id": request_id}
     decision = queryset.filter(**lookup).first()
     if decision is None:
         raise Http404("No such decision.")
+    if passages:
+        ranked_passages_load([decision])
     return decision
+
+
+def logged_passages(decision_id: int) -> list[Passage]:
+    """The passages one decision logged, in rank order, read with the decision's id array in one
+    query (for a reader that has the id alone)."""
+    return list(
+        Passage.objects.raw(
+            "SELECT p.* FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) WITH ORDINALITY "
+            "AS l(id, position) JOIN ledger_passage p ON p.id = l.id WHERE d.id = %s ORDER BY l.position",
+            [decision_id],
+        )
+    )
+
+
+def ranked_passages_load(decisions: Iterable[Decision]) -> None:
+    """Give each decision its `ranked_passages` (in rank order) from one query for all their
+    passages (`id = ANY(...)`), where reading each decision's would cost one query per decision."""
+    decisions = [d for d in decisions if "ranked_passages" not in d.__dict__]
+    wanted = sorted({pk for decision in decisions for pk in decision.passage_ids})
+    passages = {p.pk: p for p in Passage.objects.filter(pk__in=wanted)} if wanted else {}
+    for decision in decisions:
+        decision.ranked_passages = decision.ranked(passages)
 
 
 def decision_record(decision: Decision) -> dict[str, Any]:
@@ -99,15 +122,6 @@ def route_decisions(user, filters: DecisionFilters) -> QuerySet[Decision]:
     """The decisions the filters keep among those the user may read, with their route: the
     refusals page's filters, for the decisions list of the API (which pages it newest first)."""
     return filters.apply(readable_decisions(user)).select_related("route")
-
-
-def _ranked_passages_prefetch():
-    from django.db.models import Prefetch
-
-    return Prefetch(
-        "ranked_passages",
-        queryset=DecisionPassage.objects.select_related("passage").order_by("rank"),
-    )
 
 
 @dataclass

@@ -340,7 +340,7 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
         with cursor.cursor.copy(
             "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
             "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash, claims, "
-            "expected_claims, gate_functional) FROM STDIN"
+            "expected_claims, gate_functional, passage_ids, passage_ranks, retrieval_scores) FROM STDIN"
         ) as copy:
             for decision_id, i in in_key_order:
                 copy.write_row(
@@ -363,23 +363,12 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                         None if i.claims is None else _json(i.claims),
                         i.expected_claims,
                         i.gate_functional,
+                        # the ranked passages, in rank order (validation sorted them)
+                        [passage_ids[p.content_key] for p in i.passages],
+                        [p.rank for p in i.passages],
+                        [p.retrieval_score for p in i.passages],
                     )
                 )
-        with cursor.cursor.copy(
-            "COPY ledger_decisionpassage (decision_id, decision_occurred_at, passage_id, rank, retrieval_score) "
-            "FROM STDIN"
-        ) as copy:
-            for decision_id, item in zip(decision_ids, fresh, strict=True):
-                for passage in item.passages:
-                    copy.write_row(
-                        (
-                            decision_id,
-                            item.occurred_at,
-                            passage_ids[passage.content_key],
-                            passage.rank,
-                            passage.retrieval_score,
-                        )
-                    )
     result.created = len(fresh)
     result.created_ids = decision_ids
     by_route: dict[str, list[int]] = {}

@@ -30,7 +30,7 @@ def decision_as_dict(decision: Decision) -> dict[str, Any]:
                 "uri": link.passage.uri,
                 "corpus_snapshot": link.passage.corpus_snapshot,
             }
-            for link in decision.ranked_passages.all()
+            for link in decision.ranked_passages
         ],
         "span_checks": span_checks,
         # a long answer's claims (as sent, else the claim's units), each with its span check

@@ -32,7 +32,7 @@ def decision_detail(request, pk: int):
         "review/decision_detail.html",
         {
             "decision": decision,
-            "passages": decision.ranked_passages.all(),
+            "passages": decision.ranked_passages,
             "events": events,
             "reads_stats": reads_stats,
             "grading": decision_grading(decision.pk) if reads_stats else None,

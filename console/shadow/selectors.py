@@ -10,7 +10,7 @@ from django.http import Http404
 
 from console.accounts import permissions
 from console.core.errors import Forbidden
-from console.ledger.models import Decision, DecisionPassage, Outcome
+from console.ledger.models import Decision, Outcome
 from console.ledger.selectors import readable_decisions
 from console.shadow.models import RouteShadowSettings, ShadowRun, ShadowStatus
 from console.shadow.pipelines import PipelinePassage, PipelineRequest, passages_sha256
@@ -34,15 +34,12 @@ def routes_with_pipeline(route_ids) -> set[int]:
 
 def logged_pipeline_request(decision: Decision) -> PipelineRequest:
     """What a pipeline is handed: the question and exactly the logged passages, in rank order."""
-    links = (
-        DecisionPassage.objects.filter(decision=decision)
-        .order_by("rank")
-        .values_list("passage__external_id", "passage__text")
-    )
     return PipelineRequest(
         request_id=decision.request_id,
         question=decision.question,
-        passages=tuple(PipelinePassage(id=external_id, text=text) for external_id, text in links),
+        passages=tuple(
+            PipelinePassage(id=link.passage.external_id, text=link.passage.text) for link in decision.ranked_passages
+        ),
     )
 
 
@@ -95,7 +92,7 @@ def shadow_context(user, decision: Decision) -> dict[str, Any]:
         [row] = ShadowRun.objects.raw(_RUN_AND_PIPELINE_SQL, [decision.pk, decision.route_id])
         run, pipeline = (row if row.pk is not None else None), row.route_pipeline or ""
     logged = [
-        PipelinePassage(id=link.passage.external_id, text=link.passage.text) for link in decision.ranked_passages.all()
+        PipelinePassage(id=link.passage.external_id, text=link.passage.text) for link in decision.ranked_passages
     ]  # prefetched in rank order: no query
     logged_sha256 = passages_sha256(logged) if run and run.passages_sha256 else ""
     return {

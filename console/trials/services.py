@@ -30,7 +30,6 @@ from console.accounts import permissions
 from console.accounts.models import Route
 from console.core.errors import Forbidden, InvalidInput, detail
 from console.core.jobs import enqueue
-from console.ledger.models import DecisionPassage
 from console.trials import candidates, hooks, selectors
 from console.trials.models import (
     CallErrorKind,
@@ -229,12 +228,7 @@ def _make_call(trial: Trial, call_id: int) -> None:
 
 def _call_request(call: TrialCall) -> candidates.CallRequest:
     decision = call.decision
-    passages = [
-        {"id": external_id, "text": text}
-        for external_id, text in DecisionPassage.objects.filter(decision=decision)
-        .order_by("rank")
-        .values_list("passage__external_id", "passage__text")
-    ]
+    passages = [{"id": link.passage.external_id, "text": link.passage.text} for link in decision.ranked_passages]
     return candidates.CallRequest(
         request_id=decision.request_id,
         question=decision.question,

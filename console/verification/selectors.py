@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import connection
+from django.db.models import Exists
 
 from console.accounts import permissions
 from console.core.errors import Forbidden, NotFound
@@ -29,10 +30,11 @@ def passage_text_for_user(user, passage_id: int) -> str:
     (graders), NotFound when no decision the user may read logged it (or it does not exist)."""
     if not permissions.can_read_decisions(user):
         raise Forbidden('Your role does not allow verifying logged passages; send {"text", "claim"} instead.')
-    passages = permissions.visible(
-        Passage.objects.filter(pk=passage_id), user, permissions.DECISION_READERS, field="rankings__decision__route"
+    # a decision the user may read logged it: `passage_ids @> ARRAY[id]`, read through their GIN index
+    logged = permissions.visible(
+        Decision.objects.filter(passage_ids__contains=[passage_id]), user, permissions.DECISION_READERS
     )
-    text = passages.values_list("text", flat=True).first()
+    text = Passage.objects.filter(pk=passage_id).filter(Exists(logged)).values_list("text", flat=True).first()
     if text is None:
         raise NotFound(f"No passage {passage_id} that you may read.")
     return text
@@ -121,7 +123,7 @@ def support_context(decision: Decision) -> dict[str, Any]:
             units_by_passage.setdefault(passage_id, set()).add(unit_index)
     for unit in units.values():
         unit["text"] = unit["text"] or _unit_text_default(decision)
-    links = list(decision.ranked_passages.all())
+    links = decision.ranked_passages
     if decision.claims is not None:
         found_in = _found_in(rows, links)
         for check in _claim_checks(decision, found_in, verified=_verified(decision)):
@@ -178,7 +180,7 @@ def claim_checks_as_list(decision: Decision, span_checks: list[dict[str, Any]]) 
     if not _verified(decision):
         return _claim_checks(decision, {}, verified=False)
     rows = [(c["passage_id"], c["unit_index"], c["unit"], c["supported"]) for c in span_checks]
-    return _claim_checks(decision, _found_in(rows, list(decision.ranked_passages.all())), verified=True)
+    return _claim_checks(decision, _found_in(rows, decision.ranked_passages), verified=True)
 
 
 def _verified(decision: Decision) -> bool:
@@ -226,7 +228,7 @@ def span_checks_as_list(decision: Decision) -> list[dict[str, Any]]:
     texts = {index: text or _unit_text_default(decision) for index, text in texts.items()}
     # A (unit, passage) pair without a row was searched and not found: only the unit's first row and
     # the rows that found something are stored. Every pair is listed, as when each had its row.
-    passage_ids = sorted({link.passage_id for link in decision.ranked_passages.all()} | {p for _, p in stored})
+    passage_ids = sorted({link.passage_id for link in decision.ranked_passages} | {p for _, p in stored})
     rows = []
     for unit_index in sorted(texts):
         for passage_id in passage_ids:

@@ -64,37 +64,38 @@ _TABLE = DecisionSupport._meta.db_table
 # Pending rows are no longer written (rows are written once, with their outcome), but older code
 # wrote them inside its transaction, and one is still claimed if ever found.
 _TO_RETRY = f"('{SupportStatus.PENDING.value}', '{SupportStatus.FAILED.value}')"
-# The decisions' passages are read one decision at a time from the list of ids (a LATERAL subquery
-# that OFFSET 0 keeps from being flattened into a join), not by filtering the link table with
-# `= ANY(ids)`: right after a burst of ingest the table statistics lag behind, the planner takes
-# the new ids for most of the table and hashes every passage (75 ms a group of 250 where index
-# lookups take a few), and the after-ingest work runs exactly then.
+# The decisions are read one at a time from the list of ids (a LATERAL subquery that OFFSET 0 keeps
+# from being flattened into a join), not by filtering with `= ANY(ids)`: right after a burst of
+# ingest the table statistics lag behind, the planner takes the new ids for most of the table and
+# hashes every row (75 ms a group of 250 where index lookups take a few), and the after-ingest work
+# runs exactly then. Each decision's passages are the ids of its row, in rank order, each looked up
+# in the passages by its primary key.
 # Each decision of a chunk that exists, with what grouping needs: its claim, route, month, and the
 # bytes of its logged passages as UTF-8 text (a passage at two ranks counts twice: an upper bound;
 # the stored text may be deflated, and its header holds the length: ledger.compression), in id order.
 # One statement instead of three (existing ids, then claims, then sizes): on a busy machine the
 # after-ingest worker spends more of its time on round trips than on verifying. Both sides are
 # LATERAL for the reason above (joined plainly, the planner merged the whole decisions table), and
-# the passages are looked up with the decision's month, so only that month's partition is probed.
+# a decision is looked up with its month, so only that month's partition is probed.
 # Decisions verified before are left out here, each by a probe of its DecisionSupport's key (a
 # subquery that OFFSET 0 keeps from becoming an anti-join the planner may run as a hash of the
 # table, as in selectors._AWAITING_SQL), so their passages are neither sized nor read.
 _CHUNK_SQL = (
     "SELECT d.id, d.claim, d.slug, d.occurred_at, x.bytes, d.claims FROM unnest(%s::bigint[]) AS u(id) "
-    "CROSS JOIN LATERAL (SELECT d.id, d.claim, r.slug, d.occurred_at, d.claims FROM ledger_decision d "
+    "CROSS JOIN LATERAL (SELECT d.id, d.claim, r.slug, d.occurred_at, d.claims, d.passage_ids FROM ledger_decision d "
     "JOIN ledger_route r ON r.id = d.route_id WHERE d.id = u.id "
     f"AND NOT EXISTS (SELECT 1 FROM {_TABLE} s WHERE s.decision_id = d.id AND s.decision_occurred_at = d.occurred_at "
     f"AND s.status NOT IN {_TO_RETRY} OFFSET 0) OFFSET 0) AS d "
-    f"CROSS JOIN LATERAL (SELECT sum({utf8_length_sql('p.text')}) AS bytes FROM ledger_decisionpassage dp "
-    "JOIN ledger_passage p ON p.id = dp.passage_id "
-    "WHERE dp.decision_id = d.id AND dp.decision_occurred_at = d.occurred_at OFFSET 0) AS x "
+    f"CROSS JOIN LATERAL (SELECT sum({utf8_length_sql('p.text')}) AS bytes FROM unnest(d.passage_ids) AS l(id) "
+    "JOIN ledger_passage p ON p.id = l.id OFFSET 0) AS x "
     "ORDER BY d.id"
 )
 _PASSAGES_SQL = (
-    "SELECT d.id, x.passage_id, x.text FROM unnest(%s::bigint[], %s::timestamptz[]) AS d(id, at) "
-    "CROSS JOIN LATERAL (SELECT dp.passage_id, dp.rank, p.text FROM ledger_decisionpassage dp "
-    "JOIN ledger_passage p ON p.id = dp.passage_id WHERE dp.decision_id = d.id AND dp.decision_occurred_at = d.at "
-    "OFFSET 0) AS x ORDER BY d.id, x.rank"
+    "SELECT d.id, x.passage_id, x.text FROM unnest(%s::bigint[], %s::timestamptz[]) AS k(id, at) "
+    "CROSS JOIN LATERAL (SELECT d.id, d.passage_ids FROM ledger_decision d WHERE d.id = k.id AND d.occurred_at = k.at "
+    "OFFSET 0) AS d "
+    "CROSS JOIN LATERAL (SELECT l.passage_id, l.position, p.text FROM unnest(d.passage_ids) WITH ORDINALITY "
+    "AS l(passage_id, position) JOIN ledger_passage p ON p.id = l.passage_id OFFSET 0) AS x ORDER BY d.id, x.position"
 )
 # A whole group's DecisionSupport rows with their figures in one statement, each written once: a
 # new row is inserted as it is final, and only a row still to verify (an earlier attempt failed)

@@ -28,12 +28,13 @@ def lease_seconds() -> int:
 
 # The passages of the item, in rank order, read with it so that handing out an item is two statements.
 # They come as stored (bytea, maybe deflated: console/ledger/compression.py); grading.selectors
-# gives the grader their text. The decision and its passages are partitioned by month
+# gives the grader their text. Their ids are an array of the decision's row, partitioned by month
 # (console/ledger/partitions.py): naming the item's copy of its decision's occurred_at lets the
 # executor probe that month's partition alone, where the id alone probes every month's.
-_PASSAGES = """(SELECT coalesce(array_agg(p.text ORDER BY dp.rank), '{}') FROM ledger_decisionpassage dp
-    JOIN ledger_passage p ON p.id = dp.passage_id
-    WHERE dp.decision_id = i.decision_id AND dp.decision_occurred_at = i.decision_occurred_at)"""
+_PASSAGES = """(SELECT coalesce(array_agg(p.text ORDER BY l.position), '{}') FROM ledger_decision d
+    CROSS JOIN LATERAL unnest(d.passage_ids) WITH ORDINALITY AS l(id, position)
+    JOIN ledger_passage p ON p.id = l.id
+    WHERE d.id = i.decision_id AND d.occurred_at = i.decision_occurred_at)"""
 
 # The item's question and answer: its own text, else its decision's (grading.models._item_texts
 # says the same for the ORM). Read like the passages, by subqueries on the item's row, so no join

@@ -36,7 +36,6 @@ def test_the_benchmarks_write_the_tables_they_load():
     assert {
         "ledger_decision",
         "ledger_passage",
-        "ledger_decisionpassage",
         "grading_gradingitem",
         "grading_finallabel",
         "verification_decisionsupport",

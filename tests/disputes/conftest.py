@@ -94,9 +94,10 @@ def open_body(**overrides) -> dict:
 
 
 def passage_id(decision_id: int, rank: int) -> int:
-    from console.ledger.models import DecisionPassage
+    from console.ledger.models import Decision
 
-    return DecisionPassage.objects.get(decision_id=decision_id, rank=rank).passage_id
+    decision = Decision.objects.get(pk=decision_id)
+    return decision.passage_ids[decision.passage_ranks.index(rank)]
 
 
 def open_dispute(client, decision_id: int, **overrides):

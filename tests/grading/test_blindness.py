@@ -110,10 +110,10 @@ def _dispute(decision_id: int) -> None:
     """The refused item is disputed (with a quote) and appealed: a grader must see none of it."""
     from console.disputes.models import Dispute
     from console.disputes.services import appeal_open
-    from console.ledger.models import Decision, DecisionPassage
+    from console.ledger.models import Decision
 
     agent = api_client(make_user("blind-check-agent", "reader"))
-    passage = DecisionPassage.objects.get(decision_id=decision_id, rank=1).passage_id
+    passage = Decision.objects.get(pk=decision_id).ranked_passages[0].passage_id  # the top-ranked
     response = agent.post(
         f"/api/v1/decisions/{decision_id}/disputes",
         {

@@ -54,7 +54,7 @@ def test_a_rejected_decision_is_dead_lettered_and_the_rest_stored(live_server, r
 
 
 def _ranked_passages(decision: Decision) -> list[tuple[int, str, float | None]]:
-    return [(link.rank, link.passage.external_id, link.retrieval_score) for link in decision.ranked_passages.all()]
+    return [(link.rank, link.passage.external_id, link.retrieval_score) for link in decision.ranked_passages]
 
 
 def test_a_langchain_chains_run_is_stored_with_its_ranked_passages(live_server, route, ingest_token, tmp_path):

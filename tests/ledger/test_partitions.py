@@ -10,12 +10,12 @@ from django.db import IntegrityError, connection, transaction
 
 from console.core.errors import Conflict
 from console.core.partitions import month_partitions, months_ensure
-from console.ledger.models import Decision, DecisionPassage, RequestKey
+from console.ledger.models import Decision, RequestKey
 from console.verification.models import DecisionSupport
 from console.verification.services import decisions_verify
 from tests.factories import TEST_ACTOR, ingest, make_route, record
 
-PARTITIONED = ("ledger_decision", "ledger_decisionpassage", "verification_decisionsupport")
+PARTITIONED = ("ledger_decision", "verification_decisionsupport")
 
 
 def _partition_of(table: str, column: str, value) -> str:
@@ -40,7 +40,6 @@ def test_a_decision_and_its_rows_land_in_the_partitions_of_its_month(route):
     decisions_verify(actor=TEST_ACTOR, decision_ids=[october, november])
     assert _partition_of("ledger_decision", "id", october) == {"ledger_decision_y2026m10"}
     assert _partition_of("ledger_decision", "id", november) == {"ledger_decision_y2026m11"}
-    assert _partition_of("ledger_decisionpassage", "decision_id", october) == {"ledger_decisionpassage_y2026m10"}
     assert _partition_of("verification_decisionsupport", "decision_id", november) == {
         "verification_decisionsupport_y2026m11"
     }
@@ -58,13 +57,14 @@ def test_making_partitions_that_exist_is_a_no_op(db):
     assert months_ensure([date(2026, 5, 20), datetime(2026, 5, 31, 23, tzinfo=UTC)]) == 0
 
 
-def test_a_passage_row_must_carry_its_decisions_month(route):
+def test_a_per_decision_row_must_carry_its_decisions_month(route):
     (pk,) = ingest([record(occurred_at="2026-10-05T10:00:00Z")])
-    link = DecisionPassage.objects.filter(decision_id=pk).first()
+    decisions_verify(actor=TEST_ACTOR, decision_ids=[pk])
+    support = DecisionSupport.objects.get(pk=pk)
+    DecisionSupport.objects.filter(pk=pk).delete()
+    support.decision_occurred_at = support.decision_occurred_at.replace(day=6)
     with pytest.raises(IntegrityError), transaction.atomic():
-        DecisionPassage.objects.create(
-            decision_id=pk, decision_occurred_at=link.decision_occurred_at.replace(day=6), passage=link.passage, rank=9
-        )
+        support.save(force_insert=True)
 
 
 def test_deleting_a_decision_in_sql_deletes_its_rows_with_it(route):
@@ -73,7 +73,6 @@ def test_deleting_a_decision_in_sql_deletes_its_rows_with_it(route):
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM grading_gradingitem WHERE decision_id = %s", [pk])
         cursor.execute("DELETE FROM ledger_decision WHERE id = %s", [pk])
-    assert not DecisionPassage.objects.filter(decision_id=pk).exists()
     assert not DecisionSupport.objects.filter(pk=pk).exists()
 
 
@@ -82,7 +81,7 @@ def test_moving_a_decision_to_another_month_moves_its_rows_with_it(route):
     decisions_verify(actor=TEST_ACTOR, decision_ids=[pk])
     months_ensure([date(2026, 11, 1)])
     Decision.objects.filter(pk=pk).update(occurred_at="2026-11-02T10:00:00Z")
-    assert _partition_of("ledger_decisionpassage", "decision_id", pk) == {"ledger_decisionpassage_y2026m11"}
+    assert _partition_of("ledger_decision", "id", pk) == {"ledger_decision_y2026m11"}
     assert DecisionSupport.objects.get(pk=pk).decision_occurred_at.month == 11
 
 
@@ -130,7 +129,7 @@ def test_every_table_that_points_at_a_decision_has_a_check(db):
         if not rel.many_to_many
     }
     assert pointing and pointing <= checked | keyed, pointing - checked - keyed
-    assert keyed == {"ledger_decisionpassage", "verification_decisionsupport"}
+    assert keyed == {"verification_decisionsupport"}
 
 
 def test_a_request_id_stays_unique_within_its_route_across_months(route):

@@ -149,19 +149,133 @@ def _keys_of_links() -> dict[str, str]:
         return dict(cursor.fetchall())
 
 
-def test_a_ranked_passage_is_keyed_by_its_decision_and_rank_and_two_at_one_rank_are_refused(route):
+def _arrays() -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, occurred_at, passage_ids, passage_ranks, retrieval_scores FROM ledger_decision ORDER BY id"
+        )
+        return cursor.fetchall()
+
+
+def _ranked(*ranks_and_scores: tuple[int, float | None]) -> list[dict]:
+    return [
+        {"id": f"kb/r{rank}", "text": f"Passage ranked {rank}.", "rank": rank, "retrieval_score": score}
+        for rank, score in ranks_and_scores
+    ]
+
+
+def _links_made_again():
+    """The link table of before ledger 0024, made again and filled from the arrays (its backwards)."""
+    migration = importlib.import_module("console.ledger.migrations.0024_ranked_passages_on_the_decision")
+    migration.arrays_to_links(None, SimpleNamespace(connection=connection))
+    with connection.cursor() as cursor:  # the links' deferred passage checks now, as a commit would
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # (a table with some pending cannot be altered)
+    return migration
+
+
+def test_the_passage_arrays_must_be_of_one_length(route):
     from django.db import IntegrityError
 
-    from console.ledger.models import DecisionPassage
-
     decision_id = _ingest_passages(LONG, SHORT)
-    assert _keys_of_links() == {"ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"}
-    link = DecisionPassage.objects.get(decision_id=decision_id, rank=2)
-    assert link.pk == (decision_id, 2, link.decision_occurred_at)
-    with pytest.raises(IntegrityError), transaction.atomic():
-        DecisionPassage.objects.create(
-            decision_id=decision_id, decision_occurred_at=link.decision_occurred_at, passage=link.passage, rank=2
-        )
+    with pytest.raises(IntegrityError, match="passage_arrays_of_one_length"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE ledger_decision SET passage_ranks = '{1}' WHERE id = %s", [decision_id])
+
+
+def test_a_passage_a_decision_logged_cannot_be_deleted_and_one_no_decision_names_can(route):
+    from django.db import IntegrityError
+
+    _ingest_passages(LONG, SHORT)
+    with pytest.raises(IntegrityError, match="still logged by a decision"), transaction.atomic():
+        Passage.objects.filter(external_id="kb/1").delete()
+    unlogged = Passage.objects.create(external_id="kb/none", text=SHORT, content_key="ab" * 32)
+    Passage.objects.filter(pk=unlogged.pk).delete()
+    assert set(Passage.objects.values_list("external_id", flat=True)) == {"kb/1", "kb/2"}
+
+
+def test_a_decisions_passages_come_back_in_rank_order_with_non_contiguous_ranks(route):
+    from console.ledger.models import Decision
+
+    # sent out of order, with gaps in the ranks and a score left out
+    [decision_id] = ingest([record(passages=_ranked((7, 0.2), (2, None), (40, 0.01), (3, 0.5)))])
+    decision = Decision.objects.get(pk=decision_id)
+    assert [(link.rank, link.passage.external_id, link.retrieval_score) for link in decision.ranked_passages] == [
+        (2, "kb/r2", None),
+        (3, "kb/r3", 0.5),
+        (7, "kb/r7", 0.2),
+        (40, "kb/r40", 0.01),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_links_move_into_the_arrays_and_back_with_their_ranks_and_scores():
+    make_route("it-support")
+    ingest(
+        [
+            record(occurred_at="2026-10-05T10:00:00Z", passages=_ranked((3, 0.9), (5, None), (9, 0.1))),
+            record(occurred_at="2026-11-05T10:00:00Z", passages=_ranked((1, None))),
+            record(occurred_at="2026-11-06T10:00:00Z", passages=[]),
+        ]
+    )
+    before = _arrays()
+    assert [row[3:] for row in before] == [([3, 5, 9], [0.9, None, 0.1]), ([1], [None]), ([], [])]
+
+    with as_owner(), transaction.atomic():
+        migration = _links_made_again()
+        assert _keys_of_links() == {
+            "ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"
+        }
+        by_decision = {}
+        for decision_id, rank, occurred_at, passage_id, score in _links():
+            by_decision.setdefault((decision_id, occurred_at), []).append((passage_id, rank, score))
+        assert by_decision == {
+            (pk, at): list(zip(ids, ranks, scores, strict=True)) for pk, at, ids, ranks, scores in before if ids
+        }
+        with connection.cursor() as cursor:  # each month's links in that month's partition
+            cursor.execute("SELECT DISTINCT tableoid::regclass::text FROM ledger_decisionpassage ORDER BY 1")
+            assert [row[0] for row in cursor.fetchall()] == [
+                "ledger_decisionpassage_y2026m10",
+                "ledger_decisionpassage_y2026m11",
+            ]
+            cursor.execute(
+                "UPDATE ledger_decision SET passage_ids = '{}', passage_ranks = '{}', retrieval_scores = '{}'"
+            )
+        migration.links_to_arrays(None, SimpleNamespace(connection=connection))
+        assert _arrays() == before
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass('ledger_decisionpassage')")
+            assert cursor.fetchone() == (None,)
+        transaction.set_rollback(True)
+
+
+@pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)
+@pytest.mark.django_db(transaction=True)
+def test_migrating_the_ledger_back_before_the_arrays_and_forward_again_keeps_every_ranked_passage():
+    from django.core.management import call_command
+    from django.db.migrations.executor import MigrationExecutor
+
+    make_route("it-support")
+    ingest(
+        [
+            record(occurred_at="2026-10-05T10:00:00Z", passages=_ranked((4, None), (2, 0.7))),
+            record(occurred_at="2026-11-05T10:00:00Z", passages=_ranked((1, 0.3), (6, 0.2), (8, None))),
+        ]
+    )
+    before = _arrays()
+    try:
+        with as_owner():  # migrations run as the tables' owner
+            MigrationExecutor(connection).migrate([("ledger", "0023_passage_key_in_a_hash_index")])
+            links = _links()
+            assert [(rank, score) for _, rank, _, _, score in links] == [
+                (2, 0.7),
+                (4, None),
+                (1, 0.3),
+                (6, 0.2),
+                (8, None),
+            ]
+    finally:
+        call_command("migrate", verbosity=0)  # every app forward again, not the ledger alone
+    assert _arrays() == before
 
 
 @pytest.mark.django_db(transaction=True)
@@ -170,9 +284,10 @@ def test_the_ranked_passages_keep_their_rows_when_the_surrogate_id_goes_and_come
     make_route("it-support")
     _ingest_passages(LONG, SHORT)
     ingest([record(occurred_at="2026-10-05T10:00:00Z")])
-    before = _links()
 
     with as_owner(), transaction.atomic():
+        _links_made_again()  # the table 0012 changed, as 0024 leaves it going backwards
+        before = _links()
         with connection.cursor() as cursor:
             for statement in migration.BACKWARD:
                 cursor.execute(statement)
@@ -189,6 +304,7 @@ def test_the_ranked_passages_keep_their_rows_when_the_surrogate_id_goes_and_come
         assert _keys_of_links() == {
             "ledger_decisionpassage_pkey": "PRIMARY KEY (decision_id, rank, decision_occurred_at)"
         }
+        transaction.set_rollback(True)
 
 
 def test_the_head_of_a_stored_text_is_its_first_characters_whether_deflated_or_raw(route):

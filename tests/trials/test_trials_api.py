@@ -203,14 +203,12 @@ def test_the_candidate_gets_the_logged_passages_in_rank_order_and_the_answer_und
     with StandInCandidate({}) as standin:
         _start(reviewer, trial_body(standin.url, repeats=1))
         bodies = {b["request_id"]: b for b in standin.bodies}
-    from console.ledger.models import DecisionPassage
+    from console.ledger.models import Decision
 
     for item in items:
         logged = [
-            {"id": e, "text": t}
-            for e, t in DecisionPassage.objects.filter(decision_id=item.decision_id)
-            .order_by("rank")
-            .values_list("passage__external_id", "passage__text")
+            {"id": link.passage.external_id, "text": link.passage.text}
+            for link in Decision.objects.get(pk=item.decision_id).ranked_passages
         ]
         assert bodies[item.request_id]["passages"] == logged and logged
     assert bodies[items[0].request_id]["draft_answer"] == "The answer graders judged."

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import Actor
-from console.ledger.models import Decision, DecisionPassage
+from console.ledger.models import Decision
 from console.verification import services, tasks
 from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
 from console.verification.selectors import span_checks_as_list
@@ -46,7 +46,7 @@ def test_a_new_decision_lists_a_span_check_per_unit_and_passage_and_stores_those
     assert support.fully_supported is False and support.no_supporting_passage is False
     assert support.verifier_version == "spans-1"
     # In the order of the passages' ranks (their ids follow the order passages are stored in, not rank).
-    ranks = dict(DecisionPassage.objects.filter(decision_id=decision_id).values_list("passage_id", "rank"))
+    ranks = {link.passage_id: link.rank for link in Decision.objects.get(pk=decision_id).ranked_passages}
     listed = span_checks_as_list(Decision.objects.get(pk=decision_id))
     listed.sort(key=lambda c: (c["unit_index"], ranks[c["passage_id"]]))
     assert [(c["unit_index"], c["supported"]) for c in listed] == [(0, True), (0, False), (1, False), (1, False)]

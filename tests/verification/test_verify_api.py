@@ -121,6 +121,22 @@ def test_a_passage_of_another_route_is_404_for_its_owner(route, other_route, rev
     assert response.status_code == 404
 
 
+def test_a_route_reader_verifies_their_routes_passage_and_not_the_same_passage_of_a_route_they_cannot_read(
+    route, other_route, reviewer, anonymous
+):
+    [mine] = ingest([record()])
+    [theirs] = ingest([record(route="hr-policy")])  # the same passages, logged by another route: rows of its own
+    mine_id, theirs_id = _passage_id(reviewer, mine), _passage_id(reviewer, theirs)
+    assert mine_id != theirs_id
+    anonymous.credentials(HTTP_AUTHORIZATION=f"Token {make_token(make_user('it-reader', 'reader', route))}")
+    assert anonymous.post("/api/v1/verify", {"passage_id": mine_id, "claim": "settings"}, format="json").json()[
+        "supported"
+    ]
+    response = anonymous.post("/api/v1/verify", {"passage_id": theirs_id, "claim": "settings"}, format="json")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
 def test_a_grader_may_not_verify_a_logged_passage(route, reviewer, grader):
     [decision_id] = ingest([record()])
     passage_id = _passage_id(reviewer, decision_id)
