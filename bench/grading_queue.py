@@ -83,7 +83,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
     now = datetime.now(UTC)
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         with cur.copy(
-            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key) FROM STDIN"
+            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) FROM STDIN"
         ) as copy:
             for n in range(300):
                 copy.write_row(
@@ -94,6 +94,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
                         "bench",
                         "",
                         secrets.token_bytes(32),
+                        route_id,
                     )
                 )
         month_partitions(cur, [now])

@@ -156,6 +156,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
 
     items, errors = validate_batch(records)
     assert not errors
+    key_at = 5  # the content key's place in a passage row below
     dictionary = newest_dictionary()  # the one ingest compresses with, once the job has built it
     passages = {}
     for item in items:
@@ -167,6 +168,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                 p.source,
                 p.uri,
                 bytes.fromhex(p.content_key),
+                route_id,
             )
     elapsed = 0.0
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
@@ -174,20 +176,20 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
         # ingest's dedupe does not write them; finding them is not timed.
         cur.execute(
             "SELECT content_key FROM ledger_passage WHERE content_key = ANY(%s)",
-            [[row[-1] for row in passages.values()]],
+            [[row[key_at] for row in passages.values()]],
         )
         stored = {bytes(key) for (key,) in cur.fetchall()}
         started = time.perf_counter()
         with cur.copy(
-            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key) FROM STDIN"
+            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) FROM STDIN"
         ) as copy:
             for row in passages.values():
-                if row[-1] not in stored:
+                if row[key_at] not in stored:
                     copy.write_row(row)
         elapsed += time.perf_counter() - started
         cur.execute(
             "SELECT content_key, id FROM ledger_passage WHERE content_key = ANY(%s)",
-            [[row[-1] for row in passages.values()]],
+            [[row[key_at] for row in passages.values()]],
         )
         passage_ids = {bytes(key).hex(): pk for key, pk in cur.fetchall()}
         month_partitions(cur, [i.occurred_at for i in items])

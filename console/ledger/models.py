@@ -106,6 +106,12 @@ class Passage(models.Model):
     uri = models.CharField(max_length=2000, blank=True)
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
     content_key = DigestField(help_text="SHA-256 over id, corpus, text hash, source, uri.")
+    # The route that logged it: who may read it (the verify API's check on a passage id). Written by
+    # ingest with the route it resolved for the batch, so neither an index nor a per-row reference
+    # check in the database (nothing looks passages up by route; a route with decisions is never
+    # deleted). Passages logged by several routes before the key held the route were split into a
+    # row per route (ledger migration 0024).
+    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False)
 
     # The key is unique in the database, not in this model's state: ledger migration 0023 makes
     # `unique_passage_content_key` an exclusion constraint on a hash index, which Django cannot
@@ -374,11 +380,9 @@ class Decision(models.Model):
                 name="decision_segments_gin",
                 gin_pending_list_limit=GIN_PENDING_LIST_KB,
             ),
-            # "which decisions logged this passage" (`passage_ids @> ARRAY[id]`): the verify API's
-            # access check on a passage id, an archive's orphaned passages
-            GinIndex(
-                fields=["passage_ids"], name="decision_passage_ids_gin", gin_pending_list_limit=GIN_PENDING_LIST_KB
-            ),
+            # No index on passage_ids: a GIN index cost about 230 bytes a decision for "which decisions
+            # logged this passage", which only an archive asks (once per month, by one scan); the
+            # verify API's access check on a passage id reads the passage's own route.
         ]
 
     def __str__(self) -> str:

@@ -327,7 +327,7 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     # COPY runs on the raw psycopg cursor; wrap_database_errors turns its errors into Django's.
     with connection.wrap_database_errors, connection.cursor() as cursor:
         months_ensure((i.occurred_at for i in fresh), cursor=cursor)
-        passage_ids = _store_passages(cursor, fresh)
+        passage_ids = _store_passages(cursor, fresh, routes)
         decision_ids = _allocate_ids(cursor, "ledger_decision", len(fresh))
         # Rows in the global lock order (see the note above _ALLOCATE_IDS); ids keep the batch's order.
         in_key_order = sorted(
@@ -407,7 +407,10 @@ def _by_hex(rows) -> dict[str, int]:
     return {bytes(key).hex(): pk for key, pk in rows}
 
 
-def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
+_PASSAGE_COLUMNS = "external_id, corpus_snapshot, text, source, uri, embedding, content_key, route_id"
+
+
+def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]) -> dict[str, int]:
     """Store passages not seen before; return the id of every passage the batch names.
 
     Every passage of the batch is COPYed into a temporary table and moved from there into
@@ -423,19 +426,17 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
     for item in items:
         corpus = item.versions.get("corpus", "")
         for passage in item.passages:
-            unique.setdefault(passage.content_key, (passage, corpus))
+            # the key holds the route (validation.py), so a key names one route's passage
+            unique.setdefault(passage.content_key, (passage, corpus, routes[item.route].pk))
     if not unique:
         return {}
     dictionary = newest_dictionary()  # cached in the process: no query in most batches
     cursor.execute(
-        "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage AS "
-        "SELECT external_id, corpus_snapshot, text, source, uri, embedding, content_key "
-        "FROM ledger_passage WITH NO DATA"
+        "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage_staged AS "
+        f"SELECT {_PASSAGE_COLUMNS} FROM ledger_passage WITH NO DATA"
     )
-    with cursor.cursor.copy(
-        "COPY ingest_passage (external_id, corpus_snapshot, text, source, uri, embedding, content_key) FROM STDIN"
-    ) as copy:
-        for key, (passage, corpus) in unique.items():
+    with cursor.cursor.copy(f"COPY ingest_passage_staged ({_PASSAGE_COLUMNS}) FROM STDIN") as copy:
+        for key, (passage, corpus, route_id) in unique.items():
             embedding = None if passage.embedding is None else _json(passage.embedding)
             copy.write_row(
                 (
@@ -446,12 +447,12 @@ def _store_passages(cursor, items: list[DecisionInput]) -> dict[str, int]:
                     passage.uri,
                     embedding,
                     bytes.fromhex(key),
+                    route_id,
                 )
             )
     cursor.execute(
-        "WITH staged AS (DELETE FROM ingest_passage RETURNING *) "
-        "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, embedding, content_key) "
-        "SELECT external_id, corpus_snapshot, text, source, uri, embedding, content_key FROM staged "
+        "WITH staged AS (DELETE FROM ingest_passage_staged RETURNING *) "
+        f"INSERT INTO ledger_passage ({_PASSAGE_COLUMNS}) SELECT {_PASSAGE_COLUMNS} FROM staged "
         "ORDER BY content_key ON CONFLICT DO NOTHING RETURNING content_key, id"
     )
     ids = _by_hex(cursor.fetchall())

@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Exists
 
 from console.accounts import permissions
 from console.core.errors import Forbidden, NotFound
@@ -27,14 +26,12 @@ class Segment(NamedTuple):
 
 def passage_text_for_user(user, passage_id: int) -> str:
     """The text of a logged passage the user may read: Forbidden for users who read no decisions
-    (graders), NotFound when no decision the user may read logged it (or it does not exist)."""
+    (graders), NotFound when it belongs to no route whose decisions the user may read (or does not
+    exist). A passage belongs to the one route that logged it (its content key holds the route)."""
     if not permissions.can_read_decisions(user):
         raise Forbidden('Your role does not allow verifying logged passages; send {"text", "claim"} instead.')
-    # a decision the user may read logged it: `passage_ids @> ARRAY[id]`, read through their GIN index
-    logged = permissions.visible(
-        Decision.objects.filter(passage_ids__contains=[passage_id]), user, permissions.DECISION_READERS
-    )
-    text = Passage.objects.filter(pk=passage_id).filter(Exists(logged)).values_list("text", flat=True).first()
+    passages = permissions.visible(Passage.objects.filter(pk=passage_id), user, permissions.DECISION_READERS)
+    text = passages.values_list("text", flat=True).first()
     if text is None:
         raise NotFound(f"No passage {passage_id} that you may read.")
     return text

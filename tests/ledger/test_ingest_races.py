@@ -171,7 +171,7 @@ def test_two_batches_naming_the_same_new_passages_in_opposite_orders_do_not_dead
     """A third transaction holds chunk Z; one batch logs A, Z, B and the other B, Z, A. Both wait
     on Z; once Z is free, inserting in arrival order would make each wait for the other's first
     chunk (PostgreSQL's deadlock). Stored in one order (by content key) they simply queue."""
-    make_route("it-support")
+    route = make_route("it-support")
     first = [record(passages=[_passage("A", 1), _passage("Z", 2), _passage("B", 3)])]
     second = [record(passages=[_passage("B", 1), _passage("Z", 2), _passage("A", 3)])]
     [z] = [p for p in validate_batch(first)[0][0].passages if p.external_id == "kb/Z"]
@@ -186,6 +186,7 @@ def test_two_batches_naming_the_same_new_passages_in_opposite_orders_do_not_dead
                     text=z.text,
                     source=z.source,
                     content_key=z.content_key,
+                    route=route,
                 )
                 holding.set()
                 deadline = time.monotonic() + 20
@@ -224,7 +225,7 @@ class _Release(Exception):
 def test_a_batch_waiting_on_a_passage_that_another_transaction_commits_links_to_that_row():
     """The content key's constraint (an exclusion constraint, ledger migration 0023) makes the
     batch wait for the transaction inserting the same key, then skip it and link the stored row."""
-    make_route("it-support")
+    route = make_route("it-support")
     batch = [record(passages=[_passage("A", 1), _passage("Z", 2)])]
     [z] = [p for p in validate_batch(batch)[0][0].passages if p.external_id == "kb/Z"]
     holding, errors, results, held = threading.Event(), [], [], []
@@ -239,6 +240,7 @@ def test_a_batch_waiting_on_a_passage_that_another_transaction_commits_links_to_
                         text=z.text,
                         source=z.source,
                         content_key=z.content_key,
+                        route=route,
                     ).pk
                 )
                 holding.set()

@@ -16,8 +16,8 @@ from console.ledger.models import Passage
 from tests.factories import ingest, record
 
 INSERT = (
-    "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key) "
-    "VALUES (%s, '', 'x', '', '', %s)"
+    "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) "
+    "VALUES (%s, '', 'x', '', '', %s, (SELECT min(id) FROM ledger_route))"
 )
 
 
@@ -74,9 +74,9 @@ def test_the_content_key_index_takes_under_60_bytes_a_passage(route):
         [before] = cursor.fetchone()
         for start in range(0, count, batch):
             cursor.execute(
-                "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key) "
-                "SELECT 'kb/' || encode(k, 'hex'), '', 'x', '', '', k FROM unnest(%s::bytea[]) AS k ORDER BY k",
-                [sorted(keys[start : start + batch])],
+                "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) "
+                "SELECT 'kb/' || encode(k, 'hex'), '', 'x', '', '', k, %s FROM unnest(%s::bytea[]) AS k ORDER BY k",
+                [route.pk, sorted(keys[start : start + batch])],
             )
         cursor.execute("SELECT pg_relation_size('unique_passage_content_key')")
         [after] = cursor.fetchone()

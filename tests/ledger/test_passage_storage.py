@@ -188,7 +188,7 @@ def test_a_passage_a_decision_logged_cannot_be_deleted_and_one_no_decision_names
     _ingest_passages(LONG, SHORT)
     with pytest.raises(IntegrityError, match="still logged by a decision"), transaction.atomic():
         Passage.objects.filter(external_id="kb/1").delete()
-    unlogged = Passage.objects.create(external_id="kb/none", text=SHORT, content_key="ab" * 32)
+    unlogged = Passage.objects.create(external_id="kb/none", text=SHORT, content_key="ab" * 32, route=route)
     Passage.objects.filter(pk=unlogged.pk).delete()
     assert set(Passage.objects.values_list("external_id", flat=True)) == {"kb/1", "kb/2"}
 
@@ -245,6 +245,45 @@ def test_the_links_move_into_the_arrays_and_back_with_their_ranks_and_scores():
         with connection.cursor() as cursor:
             cursor.execute("SELECT to_regclass('ledger_decisionpassage')")
             assert cursor.fetchone() == (None,)
+        transaction.set_rollback(True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_going_forwards_each_passage_takes_its_route_and_one_two_routes_logged_is_split():
+    """Before the content key held the route, two routes that logged one chunk shared its row. Going
+    forwards, every passage takes the route that logged it; the shared one gets a copy for the other
+    route, which that route's decision and span check then name; a passage nothing names goes."""
+    it, hr = make_route("it-support"), make_route("hr-policy")
+    [mine] = ingest([record(passages=_ranked((1, 0.9), (2, 0.5)))])
+    [theirs] = ingest([record(route="hr-policy", passages=_ranked((1, 0.4)))])
+    decisions_verify(actor=Actor.system("test"), decision_ids=[mine, theirs])
+    [shared] = Passage.objects.filter(route=it, external_id="kb/r1").values_list("pk", flat=True)
+    [second] = Passage.objects.filter(route=it, external_id="kb/r2").values_list("pk", flat=True)
+    [own] = Passage.objects.filter(route=hr).values_list("pk", flat=True)
+
+    with as_owner(), transaction.atomic():
+        migration = _links_made_again()
+        with connection.cursor() as cursor:  # as a database from before the route was in the key
+            cursor.execute("UPDATE ledger_decisionpassage SET passage_id = %s WHERE decision_id = %s", [shared, theirs])
+            cursor.execute("UPDATE verification_spancheck SET passage_id = %s WHERE decision_id = %s", [shared, theirs])
+            cursor.execute("ALTER TABLE ledger_passage ALTER COLUMN route_id DROP NOT NULL")
+            cursor.execute("UPDATE ledger_passage SET route_id = NULL")
+            cursor.execute(
+                "UPDATE ledger_decision SET passage_ids = '{}', passage_ranks = '{}', retrieval_scores = '{}'"
+            )
+        migration.links_to_arrays(None, SimpleNamespace(connection=connection))
+
+        routes = dict(Passage.objects.values_list("pk", "route_id"))
+        [copy] = set(routes) - {shared, second}
+        assert copy > max(shared, second, own)  # a row of its own; the route's own row, named by nothing, went
+        assert routes == {shared: it.pk, second: it.pk, copy: hr.pk}
+        original, duplicate = Passage.objects.get(pk=shared), Passage.objects.get(pk=copy)
+        assert (duplicate.external_id, duplicate.text) == (original.external_id, original.text)
+        assert duplicate.content_key != original.content_key
+        assert _arrays()[1][2] == [copy]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT DISTINCT passage_id FROM verification_spancheck WHERE decision_id = %s", [theirs])
+            assert cursor.fetchall() == [(copy,)]
         transaction.set_rollback(True)
 
 

@@ -3,11 +3,18 @@
 (elements NULL when not sent). The link table `ledger_decisionpassage` cost about 676 bytes a
 decision at five passages (342 heap, 201 primary key, 131 passage index: a 24-byte tuple header
 and 8-byte alignment per link) and a second COPY of 2,500 rows per 500 decisions at ingest;
-the arrays cost the decision row a few dozen bytes and a GIN index on `passage_ids` serves "which
-decisions logged this passage" (bench/README.md, storage).
+the arrays cost the decision row a few dozen bytes (bench/README.md, storage).
+
+Nothing indexes the arrays: "which decisions logged this passage" is asked only by a month's
+archive (one scan of the remaining decisions) and by the statement trigger below. The verify API's
+access check on a passage id reads the passage's own route instead, a column added here: filled
+from the decisions that logged each passage. A passage logged by several routes (stored before
+the content key held the route) is split into a row per route, each decision, span check and
+dispute of the other routes pointing at its route's copy, whose key is never matched again (as
+the old key was not); a passage nothing refers to is deleted, as an archive would have.
 
 A passage a decision logged stays undeletable, as the link table's foreign key kept it: a statement
-trigger on the passages looks each deleted one up in the GIN index.
+trigger on the passages looks for each deleted one in the passage ids of its route's decisions.
 
 Forwards, each decision's links are gathered into its arrays (decisions without links keep the
 empty arrays the columns default to) and the partitioned link table is dropped with its month
@@ -18,7 +25,7 @@ installed (ledger 0010): the span-check figures use them too.
 """
 
 import django.contrib.postgres.fields
-import django.contrib.postgres.indexes
+import django.db.models.deletion
 from django.db import migrations, models
 from django.db.models.lookups import Exact
 
@@ -59,16 +66,18 @@ LINK_CHECK_TRIGGER = (
 
 
 # What the link table's foreign key did for a passage (Django's PROTECT, the database's NO ACTION):
-# a passage a decision logged cannot be deleted. Checked once per statement, each deleted passage
-# looked up in the GIN index on passage_ids; only an archive deletes passages, and only those no
-# decision names.
+# a passage a decision logged cannot be deleted. Checked once per statement, by one read of the
+# passage ids of the deleted passages' routes' decisions (no index holds them); only an archive
+# deletes passages, once a month, and only those no decision names.
 PASSAGE_LOGGED_CHECK = """
 CREATE FUNCTION ledger_passage_logged_check() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
     logged bigint;
 BEGIN
     SELECT o.id INTO logged FROM old_rows o
-     WHERE EXISTS (SELECT 1 FROM ledger_decision d WHERE d.passage_ids @> ARRAY[o.id] OFFSET 0) LIMIT 1;
+     WHERE o.id IN (SELECT l.id FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) AS l(id)
+                     WHERE d.route_id IN (SELECT route_id FROM old_rows))
+     LIMIT 1;
     IF logged IS NOT NULL THEN
         RAISE EXCEPTION 'delete on table "ledger_passage" violates the reference from "ledger_decision"'
             USING ERRCODE = 'foreign_key_violation',
@@ -86,8 +95,71 @@ DROP FUNCTION ledger_passage_logged_check();
 """
 
 
+# Each passage's route: the (first) route of the decisions that logged it.
+PASSAGE_ROUTES = """
+UPDATE ledger_passage AS p SET route_id = l.route_id
+  FROM (SELECT dp.passage_id, min(d.route_id) AS route_id FROM ledger_decisionpassage dp
+          JOIN ledger_decision d ON d.id = dp.decision_id AND d.occurred_at = dp.decision_occurred_at
+         GROUP BY dp.passage_id) AS l
+ WHERE p.id = l.passage_id
+"""
+# A copy of a shared passage for each other route that logged it, with an id of its own and a key no
+# ingest computes (SHA-256 of the old key and the route id).
+PASSAGE_SPLITS = """
+CREATE TEMPORARY TABLE passage_split AS
+SELECT old_id, route_id, nextval(pg_get_serial_sequence('ledger_passage', 'id')) AS new_id
+  FROM (SELECT DISTINCT dp.passage_id AS old_id, d.route_id FROM ledger_decisionpassage dp
+          JOIN ledger_decision d ON d.id = dp.decision_id AND d.occurred_at = dp.decision_occurred_at
+          JOIN ledger_passage p ON p.id = dp.passage_id
+         WHERE d.route_id <> p.route_id) AS shared
+"""
+PASSAGE_COPIES = """
+INSERT INTO ledger_passage (id, external_id, corpus_snapshot, text, source, uri, embedding, content_key, route_id)
+SELECT s.new_id, p.external_id, p.corpus_snapshot, p.text, p.source, p.uri, p.embedding,
+       sha256(p.content_key || int8send(s.route_id)), s.route_id
+  FROM passage_split s JOIN ledger_passage p ON p.id = s.old_id
+"""
+# The rows of another route's decisions that name a shared passage: (table, its decision column).
+PASSAGE_REFERRERS = [
+    ("ledger_decisionpassage", "decision_id"),
+    ("verification_spancheck", "decision_id"),
+    ("disputes_dispute", "decision_id"),
+]
+
+
+def _passage_routes(cursor) -> None:
+    """Give every passage its route, splitting the passages several routes logged."""
+    referrers = []
+    for table, decision in PASSAGE_REFERRERS:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [table])
+        if cursor.fetchone()[0]:  # the table of an app whose migrations have not run yet holds nothing
+            referrers.append((table, decision))
+    cursor.execute(PASSAGE_ROUTES)
+    cursor.execute(PASSAGE_SPLITS)
+    cursor.execute(PASSAGE_COPIES)
+    for table, decision in referrers:
+        cursor.execute(
+            f"UPDATE {table} AS x SET passage_id = s.new_id FROM passage_split s, ledger_decision d "
+            f"WHERE x.passage_id = s.old_id AND d.id = x.{decision} AND d.route_id = s.route_id"
+        )
+    cursor.execute("DROP TABLE passage_split")
+    others = [(table, decision) for table, decision in referrers if table != "ledger_decisionpassage"]
+    # No decision logged these: a row of another table may still name one (its decision's route), and
+    # the rest nothing refers to.
+    for table, decision in others:
+        cursor.execute(
+            f"UPDATE ledger_passage p SET route_id = d.route_id FROM {table} x, ledger_decision d "
+            f"WHERE p.route_id IS NULL AND x.passage_id = p.id AND d.id = x.{decision}"
+        )
+    cursor.execute(
+        "DELETE FROM ledger_passage p WHERE p.route_id IS NULL"
+        + "".join(f" AND NOT EXISTS (SELECT 1 FROM {table} x WHERE x.passage_id = p.id)" for table, _ in others)
+    )
+
+
 def links_to_arrays(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
+        _passage_routes(cursor)
         cursor.execute(LINKS_TO_ARRAYS)
         cursor.execute("DROP TABLE ledger_decisionpassage")
 
@@ -112,9 +184,21 @@ def _cardinality(field: str) -> models.Func:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("ledger", "0023_passage_key_in_a_hash_index")]
+    dependencies = [("accounts", "0005_route_on_the_ground_floor"), ("ledger", "0023_passage_key_in_a_hash_index")]
 
     operations = [
+        migrations.AddField(
+            model_name="passage",
+            name="route",
+            field=models.ForeignKey(
+                null=True,
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="accounts.route",
+            ),
+        ),
         migrations.AddField(
             model_name="decision",
             name="passage_ids",
@@ -164,10 +248,15 @@ class Migration(migrations.Migration):
                 name="passage_arrays_of_one_length",
             ),
         ),
-        migrations.AddIndex(
-            model_name="decision",
-            index=django.contrib.postgres.indexes.GinIndex(
-                fields=["passage_ids"], gin_pending_list_limit=256, name="decision_passage_ids_gin"
+        migrations.AlterField(
+            model_name="passage",
+            name="route",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="accounts.route",
             ),
         ),
         migrations.RunSQL(PASSAGE_LOGGED_CHECK, PASSAGE_LOGGED_CHECK_DROP),
