@@ -8,7 +8,6 @@ stratum (the statistics rely on it), and served and refused items come interleav
 import hashlib
 import logging
 import math
-import random
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -43,11 +42,24 @@ logger = logging.getLogger(__name__)
 # Pool entry takes this transaction-scoped lock, so two entry jobs never race for one decision.
 _POOL_LOCK_KEY = 0x47726164  # "Grad"
 POOL_BATCH = 1000
-_rng = random.SystemRandom()
 
 
 def _queue_key() -> int:
     return secrets.randbits(63)
+
+
+def _draws(count: int) -> list[tuple[int, float]]:
+    """A queue key (63 bits) and an inclusion draw in [0, 1) (53 bits, as `random.random`) for each
+    of `count` items, from one read of the system's randomness: a call each cost two reads a
+    decision, 2% of an ingest request."""
+    entropy = secrets.token_bytes(16 * count)
+    return [
+        (
+            int.from_bytes(entropy[at : at + 8]) >> 1,
+            (int.from_bytes(entropy[at + 8 : at + 16]) >> 11) * 2.0**-53,
+        )
+        for at in range(0, 16 * count, 16)
+    ]
 
 
 @dataclass
@@ -260,8 +272,9 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
     routes = {
         r.pk: r for r in Route.objects.filter(pk__in=route_ids).select_related("grading_plan", "grading_settings")
     }
+    graders = {pk: route_grading_settings(route).graders_per_item for pk, route in routes.items()}
     items = []
-    for decision in decisions:
+    for decision, (queue_key, draw) in zip(decisions, _draws(len(decisions)), strict=True):
         route = routes[decision.route_id]
         plan = getattr(route, "grading_plan", None)
         stratum, probability = plan.stratum_for(decision.gate_score) if plan else ("all", 1.0)
@@ -269,7 +282,7 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
         if decision.labelled:
             status = ItemStatus.LABELLED
         else:
-            status = ItemStatus.OPEN if _rng.random() < probability else ItemStatus.EXCLUDED
+            status = ItemStatus.OPEN if draw < probability else ItemStatus.EXCLUDED
         # Plain rows, not model instances run through clean_fields(): every value is made here
         # or by the route's validated plan, the database holds the lengths and constraints, and
         # building and checking an instance per decision cost half of pool entry's Python time.
@@ -282,8 +295,8 @@ def _enter(actor: Actor, decisions: list) -> PoolEntryResult:
                 answer_source=source,
                 stratum=stratum,
                 inclusion_probability=probability,
-                queue_key=_queue_key(),
-                grades_required=route_grading_settings(route).graders_per_item,
+                queue_key=queue_key,
+                grades_required=graders[route.pk],
                 status=status,
             )
         )

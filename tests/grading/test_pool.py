@@ -127,6 +127,19 @@ def test_queue_keys_are_drawn_at_random_not_from_score_or_arrival(route):
     assert len(set(GradingItem.objects.values_list("queue_key", flat=True))) == 100
 
 
+def test_the_draws_of_one_read_are_a_63_bit_key_and_a_uniform_number_per_item():
+    from scipy import stats
+
+    draws = pool_services._draws(20_000)
+    keys, uniforms = zip(*draws, strict=True)
+    assert len(set(keys)) == 20_000 and all(0 <= key < 2**63 for key in keys)
+    assert max(keys) >= 2**62  # the top bit of the 63 is used
+    assert all(0 <= u < 1 for u in uniforms)
+    assert stats.kstest(uniforms, "uniform").pvalue > 1e-6  # uniform on [0, 1)
+    assert stats.kstest([key / 2**63 for key in keys], "uniform").pvalue > 1e-6
+    assert pool_services._draws(0) == []
+
+
 def test_a_stratified_plan_samples_each_band_at_target_over_population(route, monkeypatch):
     # The decisions wait outside the pool (as a shadow route's refusals do) while the plan is set.
     monkeypatch.setattr(hooks, "_in_ingest", [])
