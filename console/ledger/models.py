@@ -110,8 +110,10 @@ class Passage(models.Model):
     # ingest with the route it resolved for the batch, so neither an index nor a per-row reference
     # check in the database (nothing looks passages up by route; a route with decisions is never
     # deleted). Passages logged by several routes before the key held the route were split into a
-    # row per route (ledger migration 0024).
-    route = models.ForeignKey(Route, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False)
+    # row per route by ledger migration 0024; NULL only on a passage no decision had logged then.
+    route = models.ForeignKey(
+        Route, null=True, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False
+    )
 
     # The key is unique in the database, not in this model's state: ledger migration 0023 makes
     # `unique_passage_content_key` an exclusion constraint on a hash index, which Django cannot

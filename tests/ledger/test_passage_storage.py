@@ -251,8 +251,9 @@ def test_the_links_move_into_the_arrays_and_back_with_their_ranks_and_scores():
 @pytest.mark.django_db(transaction=True)
 def test_going_forwards_each_passage_takes_its_route_and_one_two_routes_logged_is_split():
     """Before the content key held the route, two routes that logged one chunk shared its row. Going
-    forwards, every passage takes the route that logged it; the shared one gets a copy for the other
-    route, which that route's decision and span check then name; a passage nothing names goes."""
+    forwards, every passage a decision logged takes that decision's route; the shared one gets a
+    copy for the other route, which that route's decision names (ledger 0024) and its span check
+    too (verification 0006); a passage no decision logged keeps no route."""
     it, hr = make_route("it-support"), make_route("hr-policy")
     [mine] = ingest([record(passages=_ranked((1, 0.9), (2, 0.5)))])
     [theirs] = ingest([record(route="hr-policy", passages=_ranked((1, 0.4)))])
@@ -260,23 +261,25 @@ def test_going_forwards_each_passage_takes_its_route_and_one_two_routes_logged_i
     [shared] = Passage.objects.filter(route=it, external_id="kb/r1").values_list("pk", flat=True)
     [second] = Passage.objects.filter(route=it, external_id="kb/r2").values_list("pk", flat=True)
     [own] = Passage.objects.filter(route=hr).values_list("pk", flat=True)
+    span_checks = importlib.import_module("console.verification.migrations.0006_span_checks_name_their_routes_passage")
 
     with as_owner(), transaction.atomic():
         migration = _links_made_again()
         with connection.cursor() as cursor:  # as a database from before the route was in the key
             cursor.execute("UPDATE ledger_decisionpassage SET passage_id = %s WHERE decision_id = %s", [shared, theirs])
             cursor.execute("UPDATE verification_spancheck SET passage_id = %s WHERE decision_id = %s", [shared, theirs])
-            cursor.execute("ALTER TABLE ledger_passage ALTER COLUMN route_id DROP NOT NULL")
             cursor.execute("UPDATE ledger_passage SET route_id = NULL")
             cursor.execute(
                 "UPDATE ledger_decision SET passage_ids = '{}', passage_ranks = '{}', retrieval_scores = '{}'"
             )
         migration.links_to_arrays(None, SimpleNamespace(connection=connection))
+        with connection.cursor() as cursor:
+            cursor.execute(span_checks.TO_COPIES)
 
         routes = dict(Passage.objects.values_list("pk", "route_id"))
-        [copy] = set(routes) - {shared, second}
-        assert copy > max(shared, second, own)  # a row of its own; the route's own row, named by nothing, went
-        assert routes == {shared: it.pk, second: it.pk, copy: hr.pk}
+        [copy] = set(routes) - {shared, second, own}
+        assert copy > max(shared, second, own)  # a row of its own
+        assert routes == {shared: it.pk, second: it.pk, own: None, copy: hr.pk}
         original, duplicate = Passage.objects.get(pk=shared), Passage.objects.get(pk=copy)
         assert (duplicate.external_id, duplicate.text) == (original.external_id, original.text)
         assert duplicate.content_key != original.content_key
@@ -284,6 +287,8 @@ def test_going_forwards_each_passage_takes_its_route_and_one_two_routes_logged_i
         with connection.cursor() as cursor:
             cursor.execute("SELECT DISTINCT passage_id FROM verification_spancheck WHERE decision_id = %s", [theirs])
             assert cursor.fetchall() == [(copy,)]
+            cursor.execute("SELECT DISTINCT passage_id FROM verification_spancheck WHERE decision_id = %s", [mine])
+            assert {row[0] for row in cursor.fetchall()} <= {shared, second}
         transaction.set_rollback(True)
 
 

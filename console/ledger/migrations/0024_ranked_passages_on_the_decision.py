@@ -8,10 +8,11 @@ the arrays cost the decision row a few dozen bytes (bench/README.md, storage).
 Nothing indexes the arrays: "which decisions logged this passage" is asked only by a month's
 archive (one scan of the remaining decisions) and by the statement trigger below. The verify API's
 access check on a passage id reads the passage's own route instead, a column added here: filled
-from the decisions that logged each passage. A passage logged by several routes (stored before
-the content key held the route) is split into a row per route, each decision, span check and
-dispute of the other routes pointing at its route's copy, whose key is never matched again (as
-the old key was not); a passage nothing refers to is deleted, as an archive would have.
+from the decisions that logged each passage (NULL for a passage no decision logged). A passage
+logged by several routes (stored before the content key held the route) is split into a row per
+route, and each decision of the other routes names its route's copy, whose key is never matched
+again (as the old key was not); the span checks and disputes of those decisions follow in their
+apps' migrations (verification 0006, disputes 0005).
 
 A passage a decision logged stays undeletable, as the link table's foreign key kept it: a statement
 trigger on the passages looks for each deleted one in the passage ids of its route's decisions.
@@ -104,7 +105,8 @@ UPDATE ledger_passage AS p SET route_id = l.route_id
  WHERE p.id = l.passage_id
 """
 # A copy of a shared passage for each other route that logged it, with an id of its own and a key no
-# ingest computes (SHA-256 of the old key and the route id).
+# ingest computes: SHA-256 of the old key and the route id (`split_key_sql`), so the apps whose rows
+# name a passage find their route's copy in their own migrations (verification 0006, disputes 0005).
 PASSAGE_SPLITS = """
 CREATE TEMPORARY TABLE passage_split AS
 SELECT old_id, route_id, nextval(pg_get_serial_sequence('ledger_passage', 'id')) AS new_id
@@ -113,49 +115,36 @@ SELECT old_id, route_id, nextval(pg_get_serial_sequence('ledger_passage', 'id'))
           JOIN ledger_passage p ON p.id = dp.passage_id
          WHERE d.route_id <> p.route_id) AS shared
 """
-PASSAGE_COPIES = """
+
+
+def split_key_sql(passage: str, route_id: str) -> str:
+    """SQL for the key of the copy of `passage` (a row alias) that the route `route_id` logs."""
+    return f"sha256({passage}.content_key || int8send({route_id}))"
+
+
+PASSAGE_COPIES = f"""
 INSERT INTO ledger_passage (id, external_id, corpus_snapshot, text, source, uri, embedding, content_key, route_id)
 SELECT s.new_id, p.external_id, p.corpus_snapshot, p.text, p.source, p.uri, p.embedding,
-       sha256(p.content_key || int8send(s.route_id)), s.route_id
+       {split_key_sql("p", "s.route_id")}, s.route_id
   FROM passage_split s JOIN ledger_passage p ON p.id = s.old_id
 """
-# The rows of another route's decisions that name a shared passage: (table, its decision column).
-PASSAGE_REFERRERS = [
-    ("ledger_decisionpassage", "decision_id"),
-    ("verification_spancheck", "decision_id"),
-    ("disputes_dispute", "decision_id"),
-]
+# Each decision of another route names its route's copy.
+LINKS_TO_COPIES = """
+UPDATE ledger_decisionpassage AS x SET passage_id = s.new_id FROM passage_split s, ledger_decision d
+ WHERE x.passage_id = s.old_id AND d.id = x.decision_id AND d.occurred_at = x.decision_occurred_at
+   AND d.route_id = s.route_id
+"""
 
 
 def _passage_routes(cursor) -> None:
-    """Give every passage its route, splitting the passages several routes logged."""
-    referrers = []
-    for table, decision in PASSAGE_REFERRERS:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [table])
-        if cursor.fetchone()[0]:  # the table of an app whose migrations have not run yet holds nothing
-            referrers.append((table, decision))
+    """Give every passage that a decision logged its route, splitting the passages several routes
+    logged. A passage no decision logged keeps no route (nobody may read it through the verify API,
+    as before, when that took a decision that logged it)."""
     cursor.execute(PASSAGE_ROUTES)
     cursor.execute(PASSAGE_SPLITS)
     cursor.execute(PASSAGE_COPIES)
-    for table, decision in referrers:
-        cursor.execute(
-            f"UPDATE {table} AS x SET passage_id = s.new_id FROM passage_split s, ledger_decision d "
-            f"WHERE x.passage_id = s.old_id AND d.id = x.{decision} AND d.route_id = s.route_id"
-        )
+    cursor.execute(LINKS_TO_COPIES)
     cursor.execute("DROP TABLE passage_split")
-    others = [(table, decision) for table, decision in referrers if table != "ledger_decisionpassage"]
-    # No decision logged these: a row of another table may still name one (its decision's route), and
-    # the rest nothing refers to.
-    for table, decision in others:
-        cursor.execute(
-            f"UPDATE ledger_passage p SET route_id = d.route_id FROM {table} x, ledger_decision d "
-            f"WHERE p.route_id IS NULL AND x.passage_id = p.id AND d.id = x.{decision}"
-        )
-    cursor.execute(
-        "DELETE FROM ledger_passage p WHERE p.route_id IS NULL"
-        + "".join(f" AND NOT EXISTS (SELECT 1 FROM {table} x WHERE x.passage_id = p.id)" for table, _ in others)
-    )
-
 
 def links_to_arrays(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
@@ -246,17 +235,6 @@ class Migration(migrations.Migration):
                 condition=Exact(_cardinality("passage_ranks"), _cardinality("passage_ids"))
                 & Exact(_cardinality("retrieval_scores"), _cardinality("passage_ids")),
                 name="passage_arrays_of_one_length",
-            ),
-        ),
-        migrations.AlterField(
-            model_name="passage",
-            name="route",
-            field=models.ForeignKey(
-                db_constraint=False,
-                db_index=False,
-                on_delete=django.db.models.deletion.PROTECT,
-                related_name="+",
-                to="accounts.route",
             ),
         ),
         migrations.RunSQL(PASSAGE_LOGGED_CHECK, PASSAGE_LOGGED_CHECK_DROP),
