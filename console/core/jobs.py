@@ -23,6 +23,7 @@ wiring.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,18 @@ def job(name: str, *, soft_time_limit: int = 300, time_limit: int | None = None)
     )
 
 
+_tasks_imported = threading.Lock()
+
+
+def _tasks_import() -> None:
+    """Import the apps' tasks modules, one thread at a time. Two threads of a gunicorn worker that
+    queued their first jobs together each ran Celery's import of every tasks module; the second
+    found modules the first was still importing and its task missing (NotRegistered), which failed
+    that request's ingest batch."""
+    with _tasks_imported:
+        current_app.loader.import_default_modules()
+
+
 def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
     """Queue `task(*args, **kwargs)` once the current transaction commits (at once outside one).
 
@@ -64,7 +77,7 @@ def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
     of its own app by name, since the tasks module imports the services module."""
     if isinstance(task, str):
         if task not in current_app.tasks:  # a web process imports the apps' tasks modules on first need
-            current_app.loader.import_default_modules()
+            _tasks_import()
         task = current_app.tasks[task]
 
     def publish() -> None:
