@@ -30,6 +30,8 @@ import django.db.models.deletion
 from django.db import migrations, models
 from django.db.models.lookups import Exact
 
+from console.ledger.migrations._split_v1 import copy_key_sql
+
 LINKS_TO_ARRAYS = """
 UPDATE ledger_decision AS d
    SET passage_ids = l.passage_ids, passage_ranks = l.passage_ranks, retrieval_scores = l.retrieval_scores
@@ -105,8 +107,8 @@ UPDATE ledger_passage AS p SET route_id = l.route_id
  WHERE p.id = l.passage_id
 """
 # A copy of a shared passage for each other route that logged it, with an id of its own and a key no
-# ingest computes: SHA-256 of the old key and the route id (`split_key_sql`), so the apps whose rows
-# name a passage find their route's copy in their own migrations (verification 0006, disputes 0005).
+# ingest computes (`_split_v1.copy_key_sql`), so the apps whose rows name a passage find their
+# route's copy in their own migrations (verification 0006, disputes 0005).
 PASSAGE_SPLITS = """
 CREATE TEMPORARY TABLE passage_split AS
 SELECT old_id, route_id, nextval(pg_get_serial_sequence('ledger_passage', 'id')) AS new_id
@@ -117,15 +119,10 @@ SELECT old_id, route_id, nextval(pg_get_serial_sequence('ledger_passage', 'id'))
 """
 
 
-def split_key_sql(passage: str, route_id: str) -> str:
-    """SQL for the key of the copy of `passage` (a row alias) that the route `route_id` logs."""
-    return f"sha256({passage}.content_key || int8send({route_id}))"
-
-
 PASSAGE_COPIES = f"""
 INSERT INTO ledger_passage (id, external_id, corpus_snapshot, text, source, uri, embedding, content_key, route_id)
 SELECT s.new_id, p.external_id, p.corpus_snapshot, p.text, p.source, p.uri, p.embedding,
-       {split_key_sql("p", "s.route_id")}, s.route_id
+       {copy_key_sql("p", "s.route_id")}, s.route_id
   FROM passage_split s JOIN ledger_passage p ON p.id = s.old_id
 """
 # Each decision of another route names its route's copy.

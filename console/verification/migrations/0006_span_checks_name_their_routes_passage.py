@@ -9,12 +9,9 @@ Backwards nothing changes: the copies are passages like any other.
 
 from django.db import migrations
 
-TO_COPIES = """
-UPDATE verification_spancheck AS x SET passage_id = c.id
-  FROM ledger_decision d, ledger_passage p, ledger_passage c
- WHERE d.id = x.decision_id AND p.id = x.passage_id AND p.route_id <> d.route_id
-   AND c.content_key = sha256(p.content_key || int8send(d.route_id))
-"""
+from console.ledger.migrations._split_v1 import to_route_copies_sql
+
+TO_COPIES = to_route_copies_sql("verification_spancheck")
 
 
 class Migration(migrations.Migration):
