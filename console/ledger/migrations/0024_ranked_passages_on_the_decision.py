@@ -117,8 +117,7 @@ SELECT old_id, route_id, nextval(pg_get_serial_sequence('ledger_passage', 'id'))
           JOIN ledger_passage p ON p.id = dp.passage_id
          WHERE d.route_id <> p.route_id) AS shared
 """
-
-
+# The copies themselves, the shared row's fields under the new id, key and route.
 PASSAGE_COPIES = f"""
 INSERT INTO ledger_passage (id, external_id, corpus_snapshot, text, source, uri, embedding, content_key, route_id)
 SELECT s.new_id, p.external_id, p.corpus_snapshot, p.text, p.source, p.uri, p.embedding,
@@ -142,6 +141,7 @@ def _passage_routes(cursor) -> None:
     cursor.execute(PASSAGE_COPIES)
     cursor.execute(LINKS_TO_COPIES)
     cursor.execute("DROP TABLE passage_split")
+
 
 def links_to_arrays(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
