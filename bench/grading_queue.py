@@ -130,7 +130,7 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
                         secrets.token_bytes(32),  # content_hash
                         sent,
                         random.sample(passage_ids, 3),  # three ranked passages, as ingest stores them
-                        [1, 2, 3],
+                        None,  # their ranks, 1..3
                         [0.5, 0.5, 0.5],
                     )
                 )

@@ -152,6 +152,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     import psycopg
 
     from console.ledger.compression import compress_text, newest_dictionary
+    from console.ledger.models import stored_ranks
     from console.ledger.validation import validate_batch
 
     items, errors = validate_batch(records)
@@ -222,7 +223,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                         i.occurred_at,
                         bytes.fromhex(i.content_hash),  # the table keeps digests as bytes, the app as hex
                         [passage_ids[p.content_key] for p in i.passages],
-                        [p.rank for p in i.passages],
+                        stored_ranks([p.rank for p in i.passages]),  # NULL when 1..n, as ingest writes them
                         [p.retrieval_score for p in i.passages],
                     )
                 )

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, HashIndex
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Coalesce, Length
@@ -130,6 +130,12 @@ class Passage(models.Model):
         covers it (with the id, corpus, source and uri), so recomputing both from a stored row checks
         the row, and a stored copy cost 33 bytes a passage (ledger migration 0019)."""
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def stored_ranks(ranks: list[int]) -> list[int] | None:
+    """`Decision.passage_ranks` as written for passages of these ranks, in rank order: None when they
+    are 1, 2, ..., n (and when there are none), else the ranks."""
+    return None if all(rank == place for place, rank in enumerate(ranks, start=1)) else ranks
 
 
 class AnswerForm(models.TextChoices):
@@ -309,11 +315,17 @@ class Decision(models.Model):
         db_default=models.Value("{}"),
         help_text="The logged passages' ids (ledger_passage), in rank order.",
     )
+    # NULL when the ranks are 1, 2, ..., n, as nearly every retriever sends them: the array costs 41
+    # bytes a decision of five passages, and `ranking` tells the two spellings apart. Rows stored before
+    # ledger migration 0025 keep the array whatever it holds; both read the same.
     passage_ranks = ArrayField(
         models.IntegerField(),
+        null=True,
+        blank=True,
         default=list,
         db_default=models.Value("{}"),
-        help_text="The integrator's rank of each passage (1 is the top; unique, not always 1..n), in rank order.",
+        help_text="The integrator's rank of each passage (1 is the top; unique, not always 1..n), in rank "
+        "order; NULL when they are 1..n.",
     )
     retrieval_scores = ArrayField(
         models.FloatField(null=True),
@@ -324,9 +336,6 @@ class Decision(models.Model):
 
     class Meta:
         constraints = [
-            # With the month, as a partitioned table's unique keys must be; RequestKey keeps a
-            # request_id unique within its route across months.
-            models.UniqueConstraint(fields=["route", "request_id", "occurred_at"], name="unique_request_per_route"),
             models.CheckConstraint(condition=_FINITE, name="gate_score_finite"),
             # A writer that sends the hex text instead of the bytes (COPY takes it) is refused.
             models.CheckConstraint(condition=Exact(Length("content_hash"), 32), name="content_hash_is_a_digest"),
@@ -341,17 +350,24 @@ class Decision(models.Model):
                 | ~models.Q(distinct_served_answer=models.F("claim")),
                 name="distinct_answer_is_not_the_claim",
             ),
-            # The three passage arrays describe the same passages, position by position.
+            # The three passage arrays describe the same passages, position by position (ranks NULL: 1..n).
             models.CheckConstraint(
-                condition=Exact(_cardinality("passage_ranks"), _cardinality("passage_ids"))
+                condition=(
+                    models.Q(passage_ranks__isnull=True)
+                    | Exact(_cardinality("passage_ranks"), _cardinality("passage_ids"))
+                )
                 & Exact(_cardinality("retrieval_scores"), _cardinality("passage_ids")),
                 name="passage_arrays_of_one_length",
             ),
         ]
         # Each index below has readers that need it at ten million decisions (bench/README.md,
-        # "Passage storage, third pass", lists them); the primary key and unique_request_per_route
-        # (lookups by route and request id, replays) come with the constraints.
+        # "Passage storage, third pass", lists them); the primary key comes with the table.
         indexes = [
+            # lookups by route and request id (replays, disputes, the gold form), always by equality.
+            # RequestKey keeps a request id unique within its route across months, so this index
+            # need not: a hash of the id is 4 bytes an entry where the unique B-tree on (route,
+            # request id, month) held all three (about 45 bytes a decision less, ledger migration 0025).
+            HashIndex(fields=["request_id"], name="decision_request_hash_idx"),
             # a route's decisions in a time window: the refusals list of a route in any outcome,
             # monitoring's daily aggregates, the governance cutoff checks, the pool's recent counts
             models.Index(fields=["route", "occurred_at"], name="decision_route_time_idx"),
@@ -397,7 +413,8 @@ class Decision(models.Model):
     @property
     def ranking(self) -> list[tuple[int, int, float | None]]:
         """(passage id, rank, retrieval score) of each logged passage, in rank order; no query."""
-        return list(zip(self.passage_ids, self.passage_ranks, self.retrieval_scores, strict=True))
+        ranks = self.passage_ranks if self.passage_ranks is not None else range(1, len(self.passage_ids) + 1)
+        return list(zip(self.passage_ids, ranks, self.retrieval_scores, strict=True))
 
     def ranked(self, passages: Mapping[int, Passage]) -> list[RankedPassage]:
         """The ranking with each passage taken from `passages` (by id), which must hold them all."""

@@ -31,7 +31,7 @@ from console.ledger.compression import (
     newest_dictionary,
 )
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
-from console.ledger.models import PassageDictionary, RouteAnswerSettings
+from console.ledger.models import PassageDictionary, RouteAnswerSettings, stored_ranks
 from console.ledger.validation import DecisionInput, content_hash, same_values
 
 logger = logging.getLogger(__name__)
@@ -365,7 +365,7 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                         i.gate_functional,
                         # the ranked passages, in rank order (validation sorted them)
                         [passage_ids[p.content_key] for p in i.passages],
-                        [p.rank for p in i.passages],
+                        stored_ranks([p.rank for p in i.passages]),
                         [p.retrieval_score for p in i.passages],
                     )
                 )

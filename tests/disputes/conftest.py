@@ -97,7 +97,7 @@ def passage_id(decision_id: int, rank: int) -> int:
     from console.ledger.models import Decision
 
     decision = Decision.objects.get(pk=decision_id)
-    return decision.passage_ids[decision.passage_ranks.index(rank)]
+    return next(pk for pk, at, _ in decision.ranking if at == rank)
 
 
 def open_dispute(client, decision_id: int, **overrides):

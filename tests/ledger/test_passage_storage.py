@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from audit.services import Actor
 from console.core.db_roles import as_owner
@@ -150,9 +151,12 @@ def _keys_of_links() -> dict[str, str]:
 
 
 def _arrays() -> list[tuple]:
+    """Each decision's arrays, its ranks spelt out when stored as NULL (1..n, ledger 0025)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, occurred_at, passage_ids, passage_ranks, retrieval_scores FROM ledger_decision ORDER BY id"
+            "SELECT id, occurred_at, passage_ids, "
+            "coalesce(passage_ranks, ARRAY(SELECT generate_series(1, cardinality(passage_ids)))), "
+            "retrieval_scores FROM ledger_decision ORDER BY id"
         )
         return cursor.fetchall()
 
@@ -165,7 +169,11 @@ def _ranked(*ranks_and_scores: tuple[int, float | None]) -> list[dict]:
 
 
 def _links_made_again():
-    """The link table of before ledger 0024, made again and filled from the arrays (its backwards)."""
+    """The link table of before ledger 0024, made again and filled from the arrays (its backwards),
+    after ledger 0025's backwards has spelt out the ranks it left NULL."""
+    ranks = importlib.import_module("console.ledger.migrations.0025_request_id_hash_and_ranks_left_out_when_in_order")
+    with connection.cursor() as cursor:
+        cursor.execute(ranks.RANKS_IN_ORDER_WRITTEN_OUT)
     migration = importlib.import_module("console.ledger.migrations.0024_ranked_passages_on_the_decision")
     migration.arrays_to_links(None, SimpleNamespace(connection=connection))
     with connection.cursor() as cursor:  # the links' deferred passage checks now, as a commit would
@@ -174,8 +182,6 @@ def _links_made_again():
 
 
 def test_the_passage_arrays_must_be_of_one_length(route):
-    from django.db import IntegrityError
-
     decision_id = _ingest_passages(LONG, SHORT)
     with pytest.raises(IntegrityError, match="passage_arrays_of_one_length"), transaction.atomic():
         with connection.cursor() as cursor:
@@ -183,8 +189,6 @@ def test_the_passage_arrays_must_be_of_one_length(route):
 
 
 def test_a_passage_a_decision_logged_cannot_be_deleted_and_one_no_decision_names_can(route):
-    from django.db import IntegrityError
-
     _ingest_passages(LONG, SHORT)
     with pytest.raises(IntegrityError, match="still logged by a decision"), transaction.atomic():
         Passage.objects.filter(external_id="kb/1").delete()
@@ -205,6 +209,56 @@ def test_a_decisions_passages_come_back_in_rank_order_with_non_contiguous_ranks(
         (7, "kb/r7", 0.2),
         (40, "kb/r40", 0.01),
     ]
+    assert decision.passage_ranks == [2, 3, 7, 40]  # ranks other than 1..n are stored as sent
+
+
+def test_ranks_of_one_to_n_are_stored_as_null_and_read_back_as_sent(route):
+    from console.ledger.models import Decision
+
+    in_order, none = ingest(
+        [record(passages=_ranked((2, 0.5), (1, 0.9), (3, None))), record(request_id="no-passages", passages=[])]
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT passage_ranks FROM ledger_decision WHERE id = ANY(%s)", [[in_order, none]])
+        assert cursor.fetchall() == [(None,), (None,)]
+    decision = Decision.objects.get(pk=in_order)
+    assert [(link.rank, link.passage.external_id, link.retrieval_score) for link in decision.ranked_passages] == [
+        (1, "kb/r1", 0.9),
+        (2, "kb/r2", 0.5),
+        (3, "kb/r3", None),
+    ]
+    assert Decision.objects.get(pk=none).ranked_passages == []
+    # NULL ranks go with any number of passages; written-out ranks must still match the ids
+    with pytest.raises(IntegrityError, match="passage_arrays_of_one_length"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE ledger_decision SET passage_ranks = '{1, 2}' WHERE id = %s", [in_order])
+
+
+def test_a_request_id_is_looked_up_through_the_hash_index_and_still_stored_once_per_route(route):
+    """The unique B-tree on (route, request id, month) is gone (ledger 0025): lookups go through a
+    hash of the request id, and RequestKey keeps the id unique within its route across months."""
+    from console.ledger.services import _existing_hashes
+
+    ingest([record(request_id="req-1", occurred_at="2026-10-05T10:00:00Z")])
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            "EXPLAIN SELECT content_hash FROM ledger_decision WHERE route_id = %s AND request_id = %s",
+            [route.pk, "req-1"],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "decision_request_hash_idx" in plan or "request_id_idx" in plan, plan
+    [(key, stored)] = _existing_hashes([_Item(route.slug, "req-1")], {route.slug: route}).items()
+    assert key == (route.pk, "req-1") and len(stored) == 64
+    with pytest.raises(IntegrityError, match="ledger_requestkey"), transaction.atomic():
+        with connection.cursor() as cursor:  # the same id in another month, past ingest's own check
+            cursor.execute("INSERT INTO ledger_requestkey (route_id, request_id) VALUES (%s, 'req-1')", [route.pk])
+
+
+@dataclass
+class _Item:
+    route: str
+    request_id: str
 
 
 @pytest.mark.django_db(transaction=True)
