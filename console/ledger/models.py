@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex, HashIndex
+from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Coalesce, Length
@@ -336,6 +336,12 @@ class Decision(models.Model):
 
     class Meta:
         constraints = [
+            # With the month, as a partitioned table's unique keys must be; RequestKey keeps a
+            # request_id unique within its route across months. Ingest looks every request id of a
+            # batch up here; a hash index on the request id alone instead (60 bytes a decision
+            # against 99) made that look-up most of an ingest request's time in PostgreSQL while
+            # other batches wrote beside it (bench/README.md, sixth session), so the B-tree stays.
+            models.UniqueConstraint(fields=["route", "request_id", "occurred_at"], name="unique_request_per_route"),
             models.CheckConstraint(condition=_FINITE, name="gate_score_finite"),
             # A writer that sends the hex text instead of the bytes (COPY takes it) is refused.
             models.CheckConstraint(condition=Exact(Length("content_hash"), 32), name="content_hash_is_a_digest"),
@@ -361,13 +367,9 @@ class Decision(models.Model):
             ),
         ]
         # Each index below has readers that need it at ten million decisions (bench/README.md,
-        # "Passage storage, third pass", lists them); the primary key comes with the table.
+        # "Passage storage, third pass", lists them); the primary key and unique_request_per_route
+        # (lookups by route and request id, replays) come with the constraints.
         indexes = [
-            # lookups by route and request id (replays, disputes, the gold form), always by equality.
-            # RequestKey keeps a request id unique within its route across months, so this index
-            # need not: a hash of the id is 4 bytes an entry where the unique B-tree on (route,
-            # request id, month) held all three (about 45 bytes a decision less, ledger migration 0025).
-            HashIndex(fields=["request_id"], name="decision_request_hash_idx"),
             # a route's decisions in a time window: the refusals list of a route in any outcome,
             # monitoring's daily aggregates, the governance cutoff checks, the pool's recent counts
             models.Index(fields=["route", "occurred_at"], name="decision_route_time_idx"),

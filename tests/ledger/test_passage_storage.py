@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
@@ -171,7 +170,7 @@ def _ranked(*ranks_and_scores: tuple[int, float | None]) -> list[dict]:
 def _links_made_again():
     """The link table of before ledger 0024, made again and filled from the arrays (its backwards),
     after ledger 0025's backwards has spelt out the ranks it left NULL."""
-    ranks = importlib.import_module("console.ledger.migrations.0025_request_id_hash_and_ranks_left_out_when_in_order")
+    ranks = importlib.import_module("console.ledger.migrations.0025_ranks_left_out_when_in_order")
     with connection.cursor() as cursor:
         cursor.execute(ranks.RANKS_IN_ORDER_WRITTEN_OUT)
     migration = importlib.import_module("console.ledger.migrations.0024_ranked_passages_on_the_decision")
@@ -232,33 +231,6 @@ def test_ranks_of_one_to_n_are_stored_as_null_and_read_back_as_sent(route):
     with pytest.raises(IntegrityError, match="passage_arrays_of_one_length"), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("UPDATE ledger_decision SET passage_ranks = '{1, 2}' WHERE id = %s", [in_order])
-
-
-def test_a_request_id_is_looked_up_through_the_hash_index_and_still_stored_once_per_route(route):
-    """The unique B-tree on (route, request id, month) is gone (ledger 0025): lookups go through a
-    hash of the request id, and RequestKey keeps the id unique within its route across months."""
-    from console.ledger.services import _existing_hashes
-
-    ingest([record(request_id="req-1", occurred_at="2026-10-05T10:00:00Z")])
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(
-            "EXPLAIN SELECT content_hash FROM ledger_decision WHERE route_id = %s AND request_id = %s",
-            [route.pk, "req-1"],
-        )
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "decision_request_hash_idx" in plan or "request_id_idx" in plan, plan
-    [(key, stored)] = _existing_hashes([_Item(route.slug, "req-1")], {route.slug: route}).items()
-    assert key == (route.pk, "req-1") and len(stored) == 64
-    with pytest.raises(IntegrityError, match="ledger_requestkey"), transaction.atomic():
-        with connection.cursor() as cursor:  # the same id in another month, past ingest's own check
-            cursor.execute("INSERT INTO ledger_requestkey (route_id, request_id) VALUES (%s, 'req-1')", [route.pk])
-
-
-@dataclass
-class _Item:
-    route: str
-    request_id: str
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,15 +1,9 @@
-"""Two cuts to a decision's bytes (bench/README.md, "sixth session"):
-
-* The unique B-tree on (route, request id, month) goes, and a hash index on the request id takes its
-  lookups (all by equality). RequestKey already keeps a request id unique within its route across
-  months; the B-tree held the three columns of every decision, about 100 bytes a decision against
-  about 50 for the hash.
-* `passage_ranks` may be NULL, which says the ranks are 1..n; ingest writes NULL then. Rows already
-  stored keep their arrays. Going backwards writes the arrays back before the column is NOT NULL again.
+"""`passage_ranks` may be NULL, which says the ranks are 1..n; ingest writes NULL then (41 bytes a
+decision of five passages). Rows already stored keep their arrays. Going backwards writes the arrays
+back before the column is NOT NULL again.
 """
 
 import django.contrib.postgres.fields
-import django.contrib.postgres.indexes
 import django.db.models.lookups
 from django.db import migrations, models
 
@@ -31,11 +25,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RemoveConstraint(model_name="decision", name="unique_request_per_route"),
-        migrations.AddIndex(
-            model_name="decision",
-            index=django.contrib.postgres.indexes.HashIndex(fields=["request_id"], name="decision_request_hash_idx"),
-        ),
         migrations.RemoveConstraint(model_name="decision", name="passage_arrays_of_one_length"),
         migrations.AlterField(
             model_name="decision",
