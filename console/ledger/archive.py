@@ -92,7 +92,7 @@ def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
             # Rows that point at the month's decisions from outside its partitions.
             _dependants_delete(dependants, month_ids, result)
             for part in parts:
-                _export(f"SELECT * FROM {part.name}", part.parent, result)
+                _export(_rows_query(part.name, decisions=part.parent == Decision._meta.db_table), part.parent, result)
             _counters_forget(month)
             with connection.cursor() as cursor:  # the request ids become free again (see the docstring)
                 cursor.execute(
@@ -134,6 +134,17 @@ def month_archive(*, actor: Actor, month: date, folder: Path) -> ArchiveResult:
         folder.rmdir()
         raise
     return result
+
+
+def _rows_query(part: str, *, decisions: bool) -> str:
+    """The SELECT of a partition's rows as the archive writes them: every column, a decision's ranks
+    spelt out (the table leaves ranks of 1..n NULL, ledger migration 0025; a file says them)."""
+    if not decisions:
+        return f"SELECT * FROM {part}"
+    with connection.cursor() as cursor:
+        columns = [column.name for column in connection.introspection.get_table_description(cursor, part)]
+    spelt = "coalesce(passage_ranks, ARRAY(SELECT generate_series(1, cardinality(passage_ids)))) AS passage_ranks"
+    return "SELECT " + ", ".join(spelt if name == "passage_ranks" else f'"{name}"' for name in columns) + f" FROM {part}"
 
 
 def _decisions_by_route(part: str) -> dict[str, int]:

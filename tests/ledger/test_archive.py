@@ -90,6 +90,8 @@ def test_a_month_is_written_out_and_leaves_the_database(tmp_path):
         2,
         3,
     ]
+    # ranks of 1..n, which the table leaves NULL, are written out
+    assert sorted(row["passage_ranks"] for row in decisions) == ["{1,2,3}", "{1,2}", "{1}"]
     assert len(_rows(folder / "verification_spancheck.csv.gz")) == checks
     assert {int(row["id"]) for row in _rows(folder / "ledger_passage.csv.gz")} == october_only
     for name, entry in manifest["files"].items():
