@@ -144,7 +144,8 @@ def _rows_query(part: str, *, decisions: bool) -> str:
     with connection.cursor() as cursor:
         columns = [column.name for column in connection.introspection.get_table_description(cursor, part)]
     spelt = "coalesce(passage_ranks, ARRAY(SELECT generate_series(1, cardinality(passage_ids)))) AS passage_ranks"
-    return "SELECT " + ", ".join(spelt if name == "passage_ranks" else f'"{name}"' for name in columns) + f" FROM {part}"
+    listed = ", ".join(spelt if name == "passage_ranks" else f'"{name}"' for name in columns)
+    return f"SELECT {listed} FROM {part}"
 
 
 def _decisions_by_route(part: str) -> dict[str, int]:
