@@ -109,8 +109,8 @@ def audit_written_last() -> Iterator[None]:
     the commit, about 35 ms of each 500 decisions during which other batches and the after-ingest
     jobs waited (bench/README.md, sixth session). End the block just before the transaction ends.
     A block inside another is the outer block's; an exception out of the block appends nothing.
-    Within the block, no savepoint may roll back work that recorded events and then carry on: its
-    events would still be appended."""
+    A savepoint within the block that rolls back while the transaction carries on must drop the
+    events recorded in it: open it inside `audit_dropped_on_error`."""
     if not connection.in_atomic_block:
         raise RuntimeError("audit events must be written in the transaction of the change")
     if getattr(connection, _PENDING, None) is not None:
@@ -124,6 +124,22 @@ def audit_written_last() -> Iterator[None]:
         setattr(connection, _PENDING, None)
     if pending:
         _chain_and_store(pending)
+
+
+@contextmanager
+def audit_dropped_on_error() -> Iterator[None]:
+    """Events recorded in the block and still waiting for the end of an `audit_written_last` block
+    are dropped when an exception leaves this one: wrap a savepoint whose failure the transaction
+    survives (`with audit_dropped_on_error(), transaction.atomic(): ...`), so that the chain never
+    records work that was rolled back. Outside such a block it changes nothing."""
+    pending = getattr(connection, _PENDING, None)
+    mark = len(pending) if pending is not None else 0
+    try:
+        yield
+    except BaseException:
+        if pending is not None:
+            del pending[mark:]
+        raise
 
 
 def _unchained(actor: Actor, spec: EventSpec) -> AuditEvent:
