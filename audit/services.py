@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -77,111 +75,47 @@ def audit_record(
 
 
 def audit_record_many(*, actor: Actor, events: list[EventSpec]) -> list[AuditEvent]:
-    """Append events in order; must run inside the transaction that makes the change. Inside an
-    `audit_written_last` block they are appended when the block ends, and the events returned get
-    their place in the chain (seq, time, hashes) then."""
     if not connection.in_atomic_block:
         raise RuntimeError("audit events must be written in the transaction of the change")
     if not events:
         return []
     for spec in events:
         Action(spec.action)  # ValueError for an action the enum does not name
-    recorded = [_unchained(actor, spec) for spec in events]
-    pending = getattr(connection, _PENDING, None)
-    if pending is not None:
-        pending.extend(recorded)
-        return recorded
-    return _chain_and_store(recorded)
-
-
-# The connection attribute that holds the events of an open `audit_written_last` block.
-_PENDING = "_audit_written_last"
-
-
-@contextmanager
-def audit_written_last() -> Iterator[None]:
-    """Inside a transaction: the audit events recorded in the block are appended to the chain when
-    it ends, in the order they were recorded, instead of as each is recorded.
-
-    Appending takes the chain's lock, which a writer then holds until its transaction ends, and
-    every other writer of an event waits for it. A long transaction that records early holds the
-    lock through the rest of its work: an ingest batch recorded its event before its pool entry and
-    the commit, about 35 ms of each 500 decisions during which other batches and the after-ingest
-    jobs waited (bench/README.md, sixth session). End the block just before the transaction ends.
-    A block inside another is the outer block's; an exception out of the block appends nothing.
-    A savepoint within the block that rolls back while the transaction carries on must drop the
-    events recorded in it: open it inside `audit_dropped_on_error`."""
-    if not connection.in_atomic_block:
-        raise RuntimeError("audit events must be written in the transaction of the change")
-    if getattr(connection, _PENDING, None) is not None:
-        yield
-        return
-    pending: list[AuditEvent] = []
-    setattr(connection, _PENDING, pending)
-    try:
-        yield
-    finally:
-        setattr(connection, _PENDING, None)
-    if pending:
-        _chain_and_store(pending)
-
-
-@contextmanager
-def audit_dropped_on_error() -> Iterator[None]:
-    """Events recorded in the block and still waiting for the end of an `audit_written_last` block
-    are dropped when an exception leaves this one: wrap a savepoint whose failure the transaction
-    survives (`with audit_dropped_on_error(), transaction.atomic(): ...`), so that the chain never
-    records work that was rolled back. Outside such a block it changes nothing."""
-    pending = getattr(connection, _PENDING, None)
-    mark = len(pending) if pending is not None else 0
-    try:
-        yield
-    except BaseException:
-        if pending is not None:
-            del pending[mark:]
-        raise
-
-
-def _unchained(actor: Actor, spec: EventSpec) -> AuditEvent:
-    """The event as recorded, before it has a place in the chain."""
-    # Canonical once, here: the hash covers this text, the row stores it, and the jsonb `payload` is
-    # PostgreSQL's reading of the same text (so its numbers are what the text says).
-    return AuditEvent(
-        actor=actor.label,
-        action=str(spec.action),
-        object_type=spec.object_type,
-        object_id=spec.object_id,
-        route=spec.route,
-        payload_text=canonical_payload(spec.payload),
-    )
-
-
-def _chain_and_store(events: list[AuditEvent]) -> list[AuditEvent]:
-    """Give each event the next place in the chain, under the chain's lock, and store them."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
     last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first()
     seq, prev_hash = last if last else (0, GENESIS_HASH)
     now = timezone.now()
-    for event in events:
+    rows, texts = [], []
+    for spec in events:
         seq += 1
+        # Canonical once, here: the hash covers this text, the row stores it, and the jsonb
+        # `payload` is PostgreSQL's reading of the same text (so its numbers are what the text says).
+        text = canonical_payload(spec.payload)
         fields = dict(
             seq=seq,
             at=now,
-            actor=event.actor,
-            action=event.action,
-            object_type=event.object_type,
-            object_id=event.object_id,
+            actor=actor.label,
+            action=str(spec.action),
+            object_type=spec.object_type,
+            object_id=spec.object_id,
             prev_hash=prev_hash,
-            route=event.route,
+            route=spec.route,
         )
-        prev_hash = event_hash_jcs(payload_text=event.payload_text, **fields)
-        event.seq, event.at, event.prev_hash, event.hash = seq, now, fields["prev_hash"], prev_hash
-        event.hash_scheme = CURRENT_SCHEME
-        event.payload = Cast(Value(event.payload_text), output_field=JSONField())
-    created = AuditEvent.objects.bulk_create(events)
-    for event in created:
-        event.payload = json.loads(event.payload_text)  # what a fresh read of the row gives, not the SQL expression
+        prev_hash = event_hash_jcs(payload_text=text, **fields)
+        rows.append(
+            AuditEvent(
+                hash=prev_hash,
+                hash_scheme=CURRENT_SCHEME,
+                payload_text=text,
+                payload=Cast(Value(text), output_field=JSONField()),
+                **fields,
+            )
+        )
+        texts.append(text)
+    created = AuditEvent.objects.bulk_create(rows)
+    for event, text in zip(created, texts, strict=True):
+        event.payload = json.loads(text)  # what a fresh read of the row gives, not the SQL expression
     return created
 
 

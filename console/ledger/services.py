@@ -18,7 +18,7 @@ from psycopg import errors as psycopg_errors
 
 from audit.changes import field_changes
 from audit.models import Action
-from audit.services import Actor, EventSpec, audit_record, audit_record_many, audit_written_last
+from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts.models import Route
 from console.core.errors import Conflict, InvalidInput, detail
 from console.core.jobs import enqueue
@@ -374,25 +374,22 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     by_route: dict[str, list[int]] = {}
     for decision_id, item in zip(decision_ids, fresh, strict=True):
         by_route.setdefault(item.route, []).append(decision_id)
-    # The events are appended last, just before the commit, so the batch holds the audit chain's
-    # lock for the append and the commit only, not through its pool entry too; they stay in the
-    # order recorded: the decisions' event, then their vectors' and pool entry's.
-    with audit_written_last():
-        audit_record_many(
-            actor=actor,
-            events=[
-                EventSpec(
-                    Action.DECISIONS_INGESTED,
-                    "route",
-                    slug,
-                    route=slug,
-                    payload={"objects": {"decision": ids}, "created": len(ids)},
-                )
-                for slug, ids in sorted(by_route.items())
-            ],
-        )
-        # A writer that raises rolls the batch back.
-        run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
+    audit_record_many(
+        actor=actor,
+        events=[
+            EventSpec(
+                Action.DECISIONS_INGESTED,
+                "route",
+                slug,
+                route=slug,
+                payload={"objects": {"decision": ids}, "created": len(ids)},
+            )
+            for slug, ids in sorted(by_route.items())
+        ],
+    )
+    # After the event that stores the decisions, so the audit chain reads in the order things
+    # happened (their vectors, their pool entry); a writer that raises still rolls the batch back.
+    run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
     queue_after_ingest(decision_ids)
     return result
 

@@ -18,7 +18,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from audit.models import Action
-from audit.services import Actor, EventSpec, audit_dropped_on_error, audit_record, audit_record_many
+from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts.models import Route
 from console.core.errors import Conflict, InvalidInput
 from console.core.jobs import commit_without_waiting, enqueue
@@ -244,8 +244,7 @@ def pool_enter_ingested(
     if not ready:
         return
     try:
-        # Ingest appends its events at its end (audit_written_last): a failed entry's must go with it.
-        with audit_dropped_on_error(), transaction.atomic():
+        with transaction.atomic():
             _enter(Actor.system("grading_pool_enter"), ready)
     except Exception:  # the batch itself must not fail for this: a job enters them after the commit
         logger.exception("entering %d ingested decisions into the pool failed; a job will", len(ready))

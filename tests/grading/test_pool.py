@@ -74,28 +74,6 @@ def test_a_failed_entry_at_ingest_keeps_the_batch_and_queues_a_job_for_it(route,
     assert set(GradingItem.objects.values_list("decision_id", flat=True)) == set(decision_ids)
 
 
-def test_an_entry_at_ingest_failing_after_its_event_leaves_no_event_in_the_chain(route, monkeypatch):
-    """Ingest appends its events when it ends (audit_written_last); an entry that recorded its event
-    and then failed was rolled back, and its event goes with it."""
-    from audit.selectors import audit_chain_verify
-
-    monkeypatch.setattr(pool_services, "enqueue", lambda task, ids: None)
-    recorded = pool_services.audit_record_many
-
-    def record_then_fail(**kwargs):
-        recorded(**kwargs)
-        raise DatabaseError("lost the connection after recording")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(pool_services, "audit_record_many", record_then_fail)
-        decision_ids = ingest([record(), served_record()])
-    assert Decision.objects.filter(pk__in=decision_ids).count() == 2
-    assert not GradingItem.objects.exists()
-    assert not AuditEvent.objects.filter(action="pool_entered").exists()
-    assert AuditEvent.objects.order_by("seq").last().action == "decisions_ingested"
-    assert audit_chain_verify()["ok"] is True
-
-
 def test_the_daily_sweep_enters_what_a_lost_message_left_out_and_the_minute_sweep_does_not_walk_it(route, monkeypatch):
     monkeypatch.setattr(hooks, "_in_ingest", [])  # as if entry failed and its message was lost
     decision_ids = ingest([record(), served_record()])
