@@ -1,5 +1,7 @@
+import importlib
 import json
 import re
+from contextlib import contextmanager
 from datetime import timedelta
 from html import escape
 
@@ -64,6 +66,26 @@ def test_a_new_decision_lists_a_span_check_per_unit_and_passage_and_stores_those
     assert text.encode()[byte_start:byte_end].decode() == text[start:end]
 
 
+@contextmanager
+def _surrogate_ids():
+    """The span checks' surrogate ids, which verification 0004's SQL orders rows by, given back as
+    0007 does going backwards, and dropped again after the body (as the tables' owner)."""
+    from console.core.db_roles import as_owner
+
+    keyed = importlib.import_module(
+        "console.verification.migrations.0007_span_checks_keyed_by_decision_passage_and_unit"
+    )
+    with as_owner():
+        with connection.cursor() as cursor:
+            for statement in keyed.BACKWARD:
+                cursor.execute(statement)
+        yield
+        with connection.cursor() as cursor:
+            for statement in keyed.FORWARD:
+                cursor.execute(statement)
+
+
+@pytest.mark.django_db(transaction=True)  # the table's owner alters it, outside a transaction
 def test_the_migration_drops_the_not_found_rows_of_checks_stored_one_per_pair_and_the_list_stays(route):
     import importlib
 
@@ -90,7 +112,14 @@ def test_the_migration_drops_the_not_found_rows_of_checks_stored_one_per_pair_an
         if (c["unit_index"], c["passage_id"]) not in stored
     )
     assert SpanCheck.objects.filter(decision_id=decision_id).count() == 4
-    with connection.cursor() as cursor:
+    with _surrogate_ids(), connection.cursor() as cursor:
+        # as they were stored: the rows kept first, the rows of the pairs not found after them
+        decisions, passages, units = zip(*kept, strict=True)
+        cursor.execute(
+            "UPDATE verification_spancheck SET id = id + 1000000 WHERE (decision_id, passage_id, unit_index) "
+            "NOT IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::integer[]))",
+            [list(decisions), list(passages), list(units)],
+        )
         cursor.execute(migration.FORWARD)
     assert set(SpanCheck.objects.filter(decision_id=decision_id).values_list("pk", flat=True)) == kept
     assert span_checks_as_list(Decision.objects.get(pk=decision_id)) == listed
@@ -437,6 +466,7 @@ def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
     assert hit["match_ranges"] == [[43, 56]] and hit["verifier_version"] == "spans-1"
 
 
+@pytest.mark.django_db(transaction=True)  # the table's owner alters it, outside a transaction
 def test_a_claim_of_one_unit_is_not_stored_again_as_its_unit_and_still_shows_as_it(route, reviewer, reviewer_pages):
     import importlib
 
@@ -455,7 +485,7 @@ def test_a_claim_of_one_unit_is_not_stored_again_as_its_unit_and_still_shows_as_
     with connection.cursor() as cursor:
         cursor.execute(migration.WHOLE_CLAIM)
     assert not SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="").exists()
-    with connection.cursor() as cursor:
+    with _surrogate_ids(), connection.cursor() as cursor:
         cursor.execute(migration.WHOLE_CLAIM_BACK)
     first = SpanCheck.objects.filter(decision_id=decision_id).order_by("pk").values_list("unit_text", flat=True)
     assert list(first)[0] == claim
