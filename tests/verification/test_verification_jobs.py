@@ -503,3 +503,21 @@ def test_the_lookup_costs_the_same_queries_once_verified(route, reviewer, django
             assert reviewer.get(f"/api/v1/decisions/{decision_id}").status_code == 200
         counts.append(len(captured.captured_queries))
     assert counts[0] == counts[1]
+
+
+def test_a_span_check_is_stored_once_for_its_decision_passage_and_unit(route):
+    """The key is what the check checks (verification 0007): no surrogate id lets a second copy in."""
+    from django.db import IntegrityError, transaction
+
+    [decision_id] = ingest_with_jobs([record(passages=PASSAGES)])
+    check = SpanCheck.objects.filter(decision_id=decision_id).first()
+    assert check.pk == (decision_id, check.passage_id, check.unit_index)
+    again = SpanCheck(
+        decision_id=decision_id,
+        passage_id=check.passage_id,
+        unit_index=check.unit_index,
+        supported=False,
+        verifier_version="x",
+    )
+    with pytest.raises(IntegrityError, match="verification_spancheck_pkey"), transaction.atomic():
+        SpanCheck.objects.bulk_create([again])
