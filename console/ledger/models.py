@@ -339,8 +339,8 @@ class Decision(models.Model):
             # With the month, as a partitioned table's unique keys must be; RequestKey keeps a
             # request_id unique within its route across months. Ingest looks every request id of a
             # batch up here; a hash index on the request id alone instead (60 bytes a decision
-            # against 99) made that look-up most of an ingest request's time in PostgreSQL while
-            # other batches wrote beside it (bench/README.md, sixth session), so the B-tree stays.
+            # against 99) made that look-up the largest cost of ingest in PostgreSQL while other
+            # batches wrote beside it (bench/README.md, sixth session), so the B-tree stays.
             models.UniqueConstraint(fields=["route", "request_id", "occurred_at"], name="unique_request_per_route"),
             models.CheckConstraint(condition=_FINITE, name="gate_score_finite"),
             # A writer that sends the hex text instead of the bytes (COPY takes it) is refused.
