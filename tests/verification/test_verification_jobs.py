@@ -67,30 +67,35 @@ def test_a_new_decision_lists_a_span_check_per_unit_and_passage_and_stores_those
 
 
 @contextmanager
-def _surrogate_ids():
-    """The span checks' surrogate ids, which verification 0004's SQL orders rows by, given back as
-    0007 does going backwards, and dropped again after the body (as the tables' owner)."""
-    from console.core.db_roles import as_owner
+def _as_stored_before(first=()):
+    """The span checks as verification 0004's SQL saw them, with surrogate ids (verification 0007
+    dropped the column): a temporary table of the same name, which PostgreSQL reads before the
+    table itself, ids in (decision, unit, passage) order with the keys in `first` ahead of the rest.
+    What the body leaves in it (rows deleted, texts changed) is written back to the table."""
+    decisions, passages, units = zip(*first, strict=True) if first else ((), (), ())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMPORARY TABLE verification_spancheck AS SELECT row_number() OVER (ORDER BY "
+            "(decision_id, passage_id, unit_index) NOT IN "
+            "(SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::integer[])), "
+            "decision_id, unit_index, passage_id) AS id, * FROM public.verification_spancheck",
+            [list(decisions), list(passages), list(units)],
+        )
+    yield
+    with connection.cursor() as cursor:
+        same_key = "(t.decision_id, t.passage_id, t.unit_index) = (p.decision_id, p.passage_id, p.unit_index)"
+        cursor.execute(
+            "DELETE FROM public.verification_spancheck AS p WHERE NOT EXISTS "
+            f"(SELECT 1 FROM pg_temp.verification_spancheck AS t WHERE {same_key})"
+        )
+        cursor.execute(
+            "UPDATE public.verification_spancheck AS p SET unit_text = t.unit_text "
+            f"FROM pg_temp.verification_spancheck AS t WHERE {same_key}"
+        )
+        cursor.execute("DROP TABLE pg_temp.verification_spancheck")
 
-    keyed = importlib.import_module(
-        "console.verification.migrations.0007_span_checks_keyed_by_decision_passage_and_unit"
-    )
-    with as_owner():
-        with connection.cursor() as cursor:
-            for statement in keyed.BACKWARD:
-                cursor.execute(statement)
-        yield
-        with connection.cursor() as cursor:
-            for statement in keyed.FORWARD:
-                cursor.execute(statement)
 
-
-@pytest.mark.django_db(transaction=True)  # the table's owner alters it, outside a transaction
 def test_the_migration_drops_the_not_found_rows_of_checks_stored_one_per_pair_and_the_list_stays(route):
-    import importlib
-
-    from django.db import connection
-
     migration = importlib.import_module("console.verification.migrations.0004_span_checks_found_only")
     claim = "Open Settings > Security and choose Reset.\nThen restart the laptop."
     [decision_id] = ingest_with_jobs([record(claim=claim, passages=PASSAGES)])
@@ -112,14 +117,8 @@ def test_the_migration_drops_the_not_found_rows_of_checks_stored_one_per_pair_an
         if (c["unit_index"], c["passage_id"]) not in stored
     )
     assert SpanCheck.objects.filter(decision_id=decision_id).count() == 4
-    with _surrogate_ids(), connection.cursor() as cursor:
-        # as they were stored: the rows kept first, the rows of the pairs not found after them
-        decisions, passages, units = zip(*kept, strict=True)
-        cursor.execute(
-            "UPDATE verification_spancheck SET id = id + 1000000 WHERE (decision_id, passage_id, unit_index) "
-            "NOT IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::integer[]))",
-            [list(decisions), list(passages), list(units)],
-        )
+    # as they were stored: the rows kept first, the rows of the pairs not found after them
+    with _as_stored_before(first=kept), connection.cursor() as cursor:
         cursor.execute(migration.FORWARD)
     assert set(SpanCheck.objects.filter(decision_id=decision_id).values_list("pk", flat=True)) == kept
     assert span_checks_as_list(Decision.objects.get(pk=decision_id)) == listed
@@ -466,12 +465,7 @@ def test_the_lookup_api_returns_span_checks_and_support(route, reviewer):
     assert hit["match_ranges"] == [[43, 56]] and hit["verifier_version"] == "spans-1"
 
 
-@pytest.mark.django_db(transaction=True)  # the table's owner alters it, outside a transaction
 def test_a_claim_of_one_unit_is_not_stored_again_as_its_unit_and_still_shows_as_it(route, reviewer, reviewer_pages):
-    import importlib
-
-    from django.db import connection
-
     claim = "Open Settings > Security and choose Reset."
     [decision_id] = ingest_with_jobs([record(claim=claim, outcome="refused", passages=PASSAGES)])
     assert not SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="").exists()
@@ -485,7 +479,7 @@ def test_a_claim_of_one_unit_is_not_stored_again_as_its_unit_and_still_shows_as_
     with connection.cursor() as cursor:
         cursor.execute(migration.WHOLE_CLAIM)
     assert not SpanCheck.objects.filter(decision_id=decision_id).exclude(unit_text="").exists()
-    with _surrogate_ids(), connection.cursor() as cursor:
+    with _as_stored_before(), connection.cursor() as cursor:
         cursor.execute(migration.WHOLE_CLAIM_BACK)
     first = SpanCheck.objects.filter(decision_id=decision_id).order_by("pk").values_list("unit_text", flat=True)
     assert list(first)[0] == claim
