@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+from common import ROOT  # noqa: F401  (puts the project on sys.path for console.embedded)
 from psycopg.conninfo import make_conninfo
 
 STATEMENT_CHARACTERS = 60
@@ -97,7 +98,9 @@ def connect(conninfo: str, *, stop: threading.Event, timeout: float = CONNECT_TI
 def folder_conninfo(data: Path) -> str:
     """The embedded server of a data folder, through the socket it keeps in its cluster folder, as the
     cluster's superuser (console/embedded.py starts it so)."""
-    return make_conninfo(host=str(data.resolve() / "pg"), user="postgres", dbname="postgres")
+    from console.embedded import SUPERUSER
+
+    return make_conninfo(host=str(data.resolve() / "pg"), user=SUPERUSER, dbname="postgres")
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ from console.core.errors import Conflict, InvalidInput, NotFound
 from console.core.partitions import month_of
 from console.ledger.compression import decompress_text
 from console.ledger.hooks import archive_holds
-from console.ledger.models import Decision, Passage
+from console.ledger.models import PASSAGE_RANKS_SQL, Decision, Passage
 from console.ledger.partitions import decision_month_partitions
 
 _PASSAGE_BATCH = 5_000  # passages inflated and written out at a time
@@ -143,7 +143,7 @@ def _rows_query(part: str, *, decisions: bool) -> str:
         return f"SELECT * FROM {part}"
     with connection.cursor() as cursor:
         columns = [column.name for column in connection.introspection.get_table_description(cursor, part)]
-    spelt = "coalesce(passage_ranks, ARRAY(SELECT generate_series(1, cardinality(passage_ids)))) AS passage_ranks"
+    spelt = f"{PASSAGE_RANKS_SQL} AS passage_ranks"
     listed = ", ".join(spelt if name == "passage_ranks" else f'"{name}"' for name in columns)
     return f"SELECT {listed} FROM {part}"
 

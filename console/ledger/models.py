@@ -454,6 +454,9 @@ def served_answer_of(path: str = "") -> Coalesce:
 # over ledger_decision.
 SERVED_ANSWER = served_answer_of()
 SERVED_ANSWER_SQL = "coalesce(distinct_served_answer, CASE WHEN outcome <> 'refused' THEN claim END)"
+# A decision's ranks in raw SQL over ledger_decision, spelt out where the row leaves them NULL (1..n),
+# as `Decision.ranking` gives them.
+PASSAGE_RANKS_SQL = "coalesce(passage_ranks, ARRAY(SELECT generate_series(1, cardinality(passage_ids))))"
 
 
 class RequestKey(models.Model):

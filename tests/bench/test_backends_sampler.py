@@ -8,27 +8,17 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from django.db import connection
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import backends  # noqa: E402  (bench/ is not a package)
 
-
-def _conninfo() -> str:
-    settings = connection.settings_dict
-    return psycopg.conninfo.make_conninfo(
-        host=settings["HOST"],
-        port=settings["PORT"],
-        user=settings["USER"],
-        password=settings["PASSWORD"] or None,
-        dbname=settings["NAME"],
-    )
+from tests.audit.attack import owner_conninfo  # noqa: E402
 
 
 @pytest.mark.django_db
 def test_a_backend_sleeping_in_a_statement_is_counted_with_its_wait_and_its_statement():
     stop = threading.Event()
-    with psycopg.connect(_conninfo(), autocommit=True) as sleeper:
+    with psycopg.connect(owner_conninfo(), autocommit=True) as sleeper:
         started = threading.Event()
 
         def sleep():
@@ -38,7 +28,7 @@ def test_a_backend_sleeping_in_a_statement_is_counted_with_its_wait_and_its_stat
         thread = threading.Thread(target=sleep)
         thread.start()
         started.wait()
-        with backends.connect(_conninfo(), stop=stop) as sampler:
+        with backends.connect(owner_conninfo(), stop=stop) as sampler:
             samples = backends.sample(sampler, seconds=1.0, interval=0.05, stop=stop)
         thread.join()
 

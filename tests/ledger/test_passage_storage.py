@@ -20,7 +20,7 @@ from console.ledger.compression import (
     head_sql,
     utf8_length_sql,
 )
-from console.ledger.models import Passage
+from console.ledger.models import PASSAGE_RANKS_SQL, Passage
 from console.verification.services import decisions_verify
 from tests.factories import ingest, make_route, record
 
@@ -153,9 +153,8 @@ def _arrays() -> list[tuple]:
     """Each decision's arrays, its ranks spelt out when stored as NULL (1..n, ledger 0025)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, occurred_at, passage_ids, "
-            "coalesce(passage_ranks, ARRAY(SELECT generate_series(1, cardinality(passage_ids)))), "
-            "retrieval_scores FROM ledger_decision ORDER BY id"
+            f"SELECT id, occurred_at, passage_ids, {PASSAGE_RANKS_SQL}, retrieval_scores "
+            "FROM ledger_decision ORDER BY id"
         )
         return cursor.fetchall()
 
