@@ -48,7 +48,11 @@ import zstandard
 MARKER = 0xFF  # plain deflate
 DICTIONARY_MARKER = 0xFE  # deflate with a preset dictionary of passage text
 TRAINED_MARKER = 0xFD  # zstd with a trained dictionary
-DICTIONARY_MAX_BYTES = 32 * 1024  # deflate's window, and a trained dictionary's size
+DICTIONARY_MAX_BYTES = 32 * 1024  # deflate's window: the most of a preset that deflate can use
+# A trained dictionary's size. On storage.py's 500-character passages at level 3, one of 256 KiB
+# stores them in about 154 bytes against 165 for one of 32 KiB (bench/README.md, seventh session),
+# in the same time. Each process digests it once (about 1 MB), for every thread.
+TRAINED_MAX_BYTES = 256 * 1024
 TRAINED_MAGIC = b"\x37\xa4\x30\xec"  # zstd's dictionary magic number, little-endian, as a trained dictionary starts
 _HEADER = 5  # the marker and the length
 _DICTIONARY_HEADER = 7  # the marker, the dictionary id and the length
@@ -73,8 +77,9 @@ class PresetDictionary:
     """A dictionary ready to compress with. A preset of passage text comes with a deflater that has
     already read it: setting 32 KiB as the preset of a fresh deflater makes zlib hash all of it, for
     every passage (about 60 us against 12 for deflate alone); a copy of one that has read it skips
-    that (about 35 us). A trained dictionary's compression tables are worked out once per thread
-    (zstd's compressors must not be shared between threads)."""
+    that (about 35 us). A trained dictionary is digested for compression once per process
+    (`trained_dictionary`); each thread has a compressor of its own over it (zstd's compressors must
+    not be shared between threads, a digested dictionary may be)."""
 
     id: int
     data: bytes
@@ -96,16 +101,48 @@ class PresetDictionary:
         local = self.primed
         compressor = getattr(local, "compressor", None)
         if compressor is None:
-            trained = zstandard.ZstdCompressionDict(self.data, dict_type=zstandard.DICT_TYPE_FULLDICT)
-            trained.precompute_compress(level=_TRAINED_LEVEL)
             compressor = local.compressor = zstandard.ZstdCompressor(
                 level=_TRAINED_LEVEL,
-                dict_data=trained,
+                dict_data=trained_dictionary(self.id, self.data),
                 write_checksum=False,
                 write_content_size=False,
                 write_dict_id=False,
             )
         return compressor
+
+
+# Trained dictionaries digested for compression and decompression, by id, shared by every thread of
+# the process. zstd's digested forms are read-only once made (its manual: a CDict or DDict may be used
+# by several threads at once); they are made here, under the lock, before any thread sees them, so
+# no two threads make one at the same time. Each thread then keeps only a small context of its own
+# (about 34 KiB) where it once kept a digested copy too (about 1 MB for 256 KiB).
+_digested: dict[int, zstandard.ZstdCompressionDict] = {}
+_digested_lock = threading.Lock()
+
+
+def trained_dictionary(dictionary_id: int, data: bytes) -> zstandard.ZstdCompressionDict:
+    """Dictionary `dictionary_id` (whose bytes are `data`) digested for compressing at the level
+    passages are written with and for decompressing, made once per process. A stored dictionary's
+    id is at least 1; a candidate not stored (id 0, the build judging one) is digested afresh and
+    not kept."""
+    digested = _digested.get(dictionary_id) if dictionary_id > 0 else None
+    if digested is None:
+        with _digested_lock:
+            digested = _digested.get(dictionary_id) if dictionary_id > 0 else None
+            if digested is None:
+                digested = _digest(data)
+                if dictionary_id > 0:
+                    _digested[dictionary_id] = digested
+    return digested
+
+
+def _digest(data: bytes) -> zstandard.ZstdCompressionDict:
+    digested = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
+    digested.precompute_compress(level=_TRAINED_LEVEL)
+    # A first decompression digests it for decompressing, here rather than in two threads at once.
+    frame = zstandard.ZstdCompressor(level=_TRAINED_LEVEL, dict_data=digested).compress(b"passage")
+    zstandard.ZstdDecompressor(dict_data=digested).decompress(frame)
+    return digested
 
 
 # Every dictionary this process has read, by id (they never change), and the newest one as last read.
@@ -169,8 +206,9 @@ def _unzstd(stored: bytes) -> bytes:
             raise ValueError(
                 f"A compressed passage text names passage dictionary {dictionary_id}, which is not trained."
             )
-        trained = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
-        decompressor = by_id[dictionary_id] = zstandard.ZstdDecompressor(dict_data=trained)
+        decompressor = by_id[dictionary_id] = zstandard.ZstdDecompressor(
+            dict_data=trained_dictionary(dictionary_id, data)
+        )
     try:
         data = decompressor.decompress(stored[_DICTIONARY_HEADER:], max_output_size=length)
     except zstandard.ZstdError as error:
@@ -218,7 +256,11 @@ def newest_dictionary() -> PresetDictionary | None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT id FROM ledger_passagedictionary ORDER BY id DESC LIMIT 1")
             row = cursor.fetchone()
-        _newest = None if row is None else PresetDictionary(row[0], dictionary_data(row[0]))
+        if row is None:
+            _newest = None
+        elif _newest is None or _newest.id != row[0]:
+            # The same dictionary keeps its object, and with it each thread's compressor.
+            _newest = PresetDictionary(row[0], dictionary_data(row[0]))
         _newest_until = now + (_NONE_YET_SECONDS if _newest is None else _NEWEST_SECONDS)
     return _newest
 
@@ -227,6 +269,8 @@ def dictionaries_forget() -> None:
     """Drop what this process remembers of dictionaries (tests: their rows roll back)."""
     global _newest, _newest_until
     _dictionaries.clear()
+    with _digested_lock:
+        _digested.clear()
     _decompressors.__dict__.pop("by_id", None)
     _newest, _newest_until = None, 0.0
 

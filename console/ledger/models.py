@@ -12,7 +12,7 @@ from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
 from console.accounts.models import Route
-from console.ledger.compression import DICTIONARY_MAX_BYTES, compress_text, decompress_text
+from console.ledger.compression import TRAINED_MAX_BYTES, compress_text, decompress_text
 
 # A GIN index collects new entries in a pending list and merges them into its tree when the list
 # reaches this size (PostgreSQL's default is 4 MB). The merged list's pages stay in the index file
@@ -81,8 +81,10 @@ class PassageDictionary(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["sha256"], name="unique_passage_dictionary_sha256"),
+            # A trained dictionary's most (256 KiB since ledger 0026, 32 KiB before); a preset of
+            # text from before zstd was at most deflate's window, 32 KiB.
             models.CheckConstraint(
-                condition=LessThanOrEqual(Length("data"), DICTIONARY_MAX_BYTES), name="passage_dictionary_max_bytes"
+                condition=LessThanOrEqual(Length("data"), TRAINED_MAX_BYTES), name="passage_dictionary_max_bytes"
             ),
         ]
 

@@ -24,7 +24,7 @@ from console.core.errors import Conflict, InvalidInput, detail
 from console.core.jobs import enqueue
 from console.core.partitions import months_ensure
 from console.ledger.compression import (
-    DICTIONARY_MAX_BYTES,
+    TRAINED_MAX_BYTES,
     PresetDictionary,
     compress_text,
     decompress_text,
@@ -471,7 +471,7 @@ def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]
 # DICTIONARY_ASK_AFTER characters of passages without one queues the build (after its batch commits).
 # A daily beat job builds a dictionary from the newest passages again and keeps it only if it
 # compresses them clearly better than the current one: passages change with the corpus, and every
-# dictionary a passage names is kept for good, so a new one must earn its 32 KiB.
+# dictionary a passage names is kept for good, so a new one must earn its bytes.
 DICTIONARY_ASK_AFTER = 64 * 1024  # characters of new passages a process stores before it asks again
 DICTIONARY_HELD_OUT = 200  # the newest passages: what a new dictionary is judged on, never built from
 DICTIONARY_MIN_SAMPLE = 16 * 1024  # bytes of older text without which no dictionary is built
@@ -494,10 +494,10 @@ def _stored_size(texts: list[str], dictionary: PresetDictionary | None) -> int:
 
 
 def _trained(sample: list[bytes]) -> bytes | None:
-    """A zstd dictionary of at most DICTIONARY_MAX_BYTES trained on `sample`, or None if zstd
-    finds too little in it to train on."""
+    """A zstd dictionary of at most TRAINED_MAX_BYTES trained on `sample` (smaller when the sample
+    is), or None if zstd finds too little in it to train on."""
     try:
-        return zstandard.train_dictionary(DICTIONARY_MAX_BYTES, sample).as_bytes()
+        return zstandard.train_dictionary(TRAINED_MAX_BYTES, sample).as_bytes()
     except zstandard.ZstdError:
         logger.info("No passage dictionary: zstd could not train one on %d passages.", len(sample))
         return None

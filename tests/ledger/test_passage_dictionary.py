@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import io
+import itertools
 import random
+import threading
 import zlib
 from types import SimpleNamespace
 
@@ -26,6 +28,7 @@ from console.ledger.compression import (
     DICTIONARY_MAX_BYTES,
     MARKER,
     TRAINED_MARKER,
+    TRAINED_MAX_BYTES,
     PresetDictionary,
     compress_text,
     decompress_head,
@@ -183,7 +186,7 @@ def test_the_build_needs_enough_text_and_stores_a_dictionary_only_when_it_gains(
     _ingest_texts([_text(rng) for _ in range(100)], "more")
     dictionary = passage_dictionary_build(actor=TEST_ACTOR)
     assert dictionary is not None and is_trained(bytes(dictionary.data))
-    assert DICTIONARY_MAX_BYTES / 2 < len(dictionary.data) <= DICTIONARY_MAX_BYTES
+    assert DICTIONARY_MAX_BYTES / 2 < len(dictionary.data) <= TRAINED_MAX_BYTES
     assert dictionary.sha256 == hashlib.sha256(bytes(dictionary.data)).hexdigest()
     # Trained on every older passage, each text once; never on the held-out ones it is judged on.
     older = [p.text.encode() for p in Passage.objects.order_by("-id")[DICTIONARY_HELD_OUT:]]
@@ -198,6 +201,77 @@ def test_the_build_needs_enough_text_and_stores_a_dictionary_only_when_it_gains(
     # The same text again gains nothing over the dictionary built from it: nothing is stored.
     assert passage_dictionary_build(actor=TEST_ACTOR) is None
     assert PassageDictionary.objects.count() == 1
+
+
+def _varied_text(rng: random.Random, vocabulary: list[str], length: int = 500) -> str:
+    """Text over a large vocabulary, its words drawn with Zipf-like weights as prose's are."""
+    words, size = [], 0
+    while size < length:
+        words.append(rng.choices(vocabulary, cum_weights=_ZIPF[: len(vocabulary)])[0])
+        size += len(words[-1]) + 1
+    return " ".join(words)[: length - 1] + "."
+
+
+_ZIPF = list(itertools.accumulate(1 / rank for rank in range(1, 4001)))
+
+
+def test_with_enough_text_the_build_trains_a_dictionary_past_32_kib_that_stores_passages_in_fewer_bytes(route):
+    rng = random.Random(41)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocabulary = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 10))) for _ in range(4000)]
+    texts = [_varied_text(rng, vocabulary) for _ in range(DICTIONARY_HELD_OUT + 1300)]
+    _ingest_texts(texts, "varied")
+
+    dictionary = passage_dictionary_build(actor=TEST_ACTOR)
+    assert dictionary is not None and is_trained(bytes(dictionary.data))
+    assert DICTIONARY_MAX_BYTES < len(dictionary.data) <= TRAINED_MAX_BYTES
+
+    # Against a dictionary of 32 KiB, the most before, trained on the same sample: the newest
+    # passages (held out of both) take fewer bytes.
+    held_out = texts[-DICTIONARY_HELD_OUT:]
+    sample = [text.encode() for text in texts[:-DICTIONARY_HELD_OUT]]
+    small = PresetDictionary(0, zstandard.train_dictionary(DICTIONARY_MAX_BYTES, sample).as_bytes())
+    large = PresetDictionary(0, bytes(dictionary.data))
+    with_small = sum(len(compress_text(text, small)) for text in held_out)
+    with_large = sum(len(compress_text(text, large)) for text in held_out)
+    assert with_large < 0.97 * with_small
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_takes_a_trained_dictionary_of_256_kib_and_no_more():
+    data = compression.TRAINED_MAGIC + bytes(TRAINED_MAX_BYTES - 4)
+    PassageDictionary.objects.create(
+        data=data, sha256=hashlib.sha256(data).hexdigest(), sample_passages=1, sample_bytes=1
+    )
+    data += b"\0"
+    with pytest.raises(DatabaseError, match="passage_dictionary_max_bytes"), transaction.atomic():
+        PassageDictionary.objects.create(
+            data=data, sha256=hashlib.sha256(data).hexdigest(), sample_passages=1, sample_bytes=1
+        )
+
+
+def test_threads_share_one_digested_dictionary_and_each_round_trips_its_passages(route):
+    dictionary = _trained_dictionary()
+    preset = newest_dictionary()  # read here: the threads' own connections cannot see the test's rows
+    assert preset is not None and preset.id == dictionary.pk
+    texts = [_text(random.Random(n)) for n in range(400, 480)]
+    stored: dict[int, list[bytes]] = {}
+    start = threading.Barrier(8)
+
+    def work(thread: int) -> None:
+        start.wait()
+        stored[thread] = [compress_text(text, preset) for text in texts]
+        assert [decompress_text(value) for value in stored[thread]] == texts
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(stored) == 8 and all(values == stored[0] for values in stored.values())
+    assert all(value[0] == TRAINED_MARKER for value in stored[0])
+    # One digested copy for the process, whichever thread made it.
+    assert list(compression._digested) == [dictionary.pk]
 
 
 def test_ingest_compresses_new_passages_with_the_newest_dictionary_and_older_rows_still_read(route, reviewer):
