@@ -38,6 +38,7 @@ ORDER = [
     "stats.py --long",
     "pages.py",
     "similarity.py",
+    "hnsw_insert.py",
     "monitor.py",
     "memory.py",
 ]

@@ -124,8 +124,10 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
 
 
 def ensure_index(route_id: int) -> float:
-    """Build the route's index unless one with the configured m and ef_construction is there
-    (SIMILARITY_HNSW_M, SIMILARITY_HNSW_EF_CONSTRUCTION: another pair rebuilds it)."""
+    """Build the route's index unless one with the configured m and insert list is there
+    (SIMILARITY_HNSW_M, SIMILARITY_HNSW_EF_INSERT: another pair rebuilds it). After a build the
+    index's options hold the insert's list, not the build's (similarity migration 0013), so a change
+    of SIMILARITY_HNSW_EF_CONSTRUCTION alone is not seen here: remove the data folder then."""
     from django.conf import settings
     from django.db import connection
 
@@ -133,7 +135,7 @@ def ensure_index(route_id: int) -> float:
     from console.similarity.services.partitions import space_index_create
 
     space = RouteEmbedding.objects.get(route_id=route_id)
-    wanted = {f"m={settings.SIMILARITY_HNSW_M}", f"ef_construction={settings.SIMILARITY_HNSW_EF_CONSTRUCTION}"}
+    wanted = {f"m={settings.SIMILARITY_HNSW_M}", f"ef_construction={settings.SIMILARITY_HNSW_EF_INSERT}"}
     with connection.cursor() as cursor:
         cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [space.index_name])
         row = cursor.fetchone()

@@ -463,6 +463,12 @@ SIMILARITY_EF_SEARCH = env_int("SIMILARITY_EF_SEARCH", 100, minimum=10, maximum=
 # (recall@10 0.93); 24 and 128 found all of them in about the same build time under load.
 SIMILARITY_HNSW_M = env_int("SIMILARITY_HNSW_M", 24, minimum=2, maximum=100)
 SIMILARITY_HNSW_EF_CONSTRUCTION = env_int("SIMILARITY_HNSW_EF_CONSTRUCTION", 128, minimum=4, maximum=1000)
+# The candidate list of a vector inserted into a graph already built (an after-ingest job's refusal),
+# where SIMILARITY_HNSW_EF_CONSTRUCTION is the bulk build's: pgvector reads it from the index's
+# options at each insert. At 2 x m, the least pgvector lets a build take, an insert into a graph
+# larger than the shared buffers cost about half of what it did at 128, and queries found the
+# vectors so inserted as well (bench/hnsw_insert.py). A refit rebuilds the graph in bulk.
+SIMILARITY_HNSW_EF_INSERT = env_int("SIMILARITY_HNSW_EF_INSERT", 2 * SIMILARITY_HNSW_M, minimum=4, maximum=1000)
 # maintenance_work_mem for an index build: the HNSW graph of a million 384-dimension vectors
 # needs about 2 GB to be built in memory; past it the build goes on, much slower.
 SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from console.similarity import selectors
 from console.similarity.models import QuestionVector, RouteEmbedding
@@ -117,6 +118,49 @@ def test_nearest_refusals_equal_an_exact_numpy_search(integrator, reviewer):
         assert [r["similarity"] for r in results] == pytest.approx(similarity[expected].tolist(), abs=1e-5)
 
 
+def test_the_build_takes_the_long_candidate_list_and_later_inserts_the_short_one(integrator, settings):
+    settings.SIMILARITY_HNSW_EF_CONSTRUCTION = 96
+    settings.SIMILARITY_HNSW_EF_INSERT = 40
+    vectors = _vectors(60, 16, seed=4)
+    ids = _ingest_vectors(integrator, vectors)
+    space = RouteEmbedding.objects.get()
+    with CaptureQueriesContext(connection) as queries:
+        assert partitions.space_index_create(route_id=space.route_id)
+    calls = [q["sql"] for q in queries.captured_queries if "similarity_index_" in q["sql"]]
+    # The graph is built with the build's list, and only then does the index take the insert's.
+    assert [("_create(" in sql, "_insert_effort(" in sql) for sql in calls] == [(True, False), (False, True)]
+    assert ", 96)" in calls[0] and calls[1].endswith(", 40)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [space.index_name])
+        assert set(cursor.fetchone()[0]) >= {"m=24", "ef_construction=40"}
+    # A vector inserted afterwards goes through the graph, and is found through it.
+    more = _vectors(1, 16, seed=5)
+    [new_id] = set(_ingest_vectors(integrator, more)) - set(ids)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # so few rows would be sorted, not walked
+        cursor.execute("SET LOCAL enable_sort = off")
+        found = selectors.nearest(selectors.active_space(space.route), more[0], exclude=ids[0], k=3)
+    assert found[0][0] == new_id and found[0][1] > 0.999
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("name", "ef"),
+    [
+        ("ledger_decision_pkey", 48),  # not a similarity index: the app's role may not touch it
+        ("similarity_sent_r1_hnsw; DROP TABLE ledger_decision", 48),
+        ("similarity_builtin_v0_hnsw", 48),
+        ("similarity_sent_r1_hnsw", 3),
+        ("similarity_sent_r1_hnsw", 1001),
+    ],
+)
+def test_the_insert_effort_function_sets_only_a_similarity_index_and_only_a_sane_list(name, ef):
+    from django.db import DatabaseError
+
+    with pytest.raises(DatabaseError, match="bad arguments"), connection.cursor() as cursor:
+        cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [name, ef])
+
+
 def test_the_hnsw_index_answers_and_agrees_with_exact_search(integrator):
     vectors = _vectors(400, 24, seed=1)
     ids = _ingest_vectors(integrator, vectors)
@@ -136,9 +180,12 @@ def test_the_hnsw_index_answers_and_agrees_with_exact_search(integrator):
         cursor.execute("EXPLAIN " + sql, [literal, ids[0], literal, 10])
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert space.index_name in plan, plan
-    with connection.cursor() as cursor:  # built with the denser graph a million vectors need
+    with connection.cursor() as cursor:
+        # Built with the denser graph a million vectors need (m 24, a candidate list of 128: see
+        # test_the_build_takes_the_long_candidate_list_and_later_inserts_the_short_one); later
+        # inserts search the shorter list the index's options now hold.
         cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [space.index_name])
-        assert set(cursor.fetchone()[0]) >= {"m=24", "ef_construction=128"}
+        assert set(cursor.fetchone()[0]) >= {"m=24", "ef_construction=48"}
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     exact = np.argsort(-(unit @ unit[0]))[1:11]
     with transaction.atomic(), connection.cursor() as cursor:

@@ -46,7 +46,11 @@ def index_create(*, name: str, dimension: int, space: str) -> None:
     """Build the HNSW index of one space on its partition through `similarity_index_create`
     (migration 0006), which runs with the table owner's rights: the app's role may not create
     indexes itself. The build holds a SHARE lock on the space's partition for its duration
-    (writes of its vectors wait; reads do not)."""
+    (writes of its vectors wait; reads do not).
+
+    The build searches SIMILARITY_HNSW_EF_CONSTRUCTION candidates for each vector's neighbours;
+    then the index's option is set to SIMILARITY_HNSW_EF_INSERT, which pgvector reads at each
+    later insert (migration 0013): an after-ingest job's refusal then costs about half."""
     with connection.cursor() as cursor:
         if connection.in_atomic_block:
             # CREATE INDEX refuses a table with deferred foreign-key checks pending in the transaction.
@@ -66,6 +70,7 @@ def index_create(*, name: str, dimension: int, space: str) -> None:
                 settings.SIMILARITY_HNSW_EF_CONSTRUCTION,
             ],
         )
+        cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [name, settings.SIMILARITY_HNSW_EF_INSERT])
         if not connection.in_atomic_block:
             cursor.execute("RESET maintenance_work_mem")
 
