@@ -125,14 +125,14 @@ def trained_dictionary(dictionary_id: int, data: bytes) -> zstandard.ZstdCompres
     passages are written with and for decompressing, made once per process. A stored dictionary's
     id is at least 1; a candidate not stored (id 0, the build judging one) is digested afresh and
     not kept."""
-    digested = _digested.get(dictionary_id) if dictionary_id > 0 else None
+    if dictionary_id <= 0:
+        return _digest(data)
+    digested = _digested.get(dictionary_id)
     if digested is None:
         with _digested_lock:
-            digested = _digested.get(dictionary_id) if dictionary_id > 0 else None
+            digested = _digested.get(dictionary_id)
             if digested is None:
-                digested = _digest(data)
-                if dictionary_id > 0:
-                    _digested[dictionary_id] = digested
+                digested = _digested[dictionary_id] = _digest(data)
     return digested
 
 
