@@ -105,13 +105,14 @@ def main() -> None:
     route_id, _ = ensure_loaded(f"bench-hnsw-insert-{decisions}", decisions + inserts)
     taken, build_seconds, index_name = _rebuilt(route_id, inserts)
     lists = {"build": settings.SIMILARITY_HNSW_EF_CONSTRUCTION, "insert": settings.SIMILARITY_HNSW_EF_INSERT}
-    per_round = len(taken) // (2 * rounds)
+    # Every row taken out goes back (a run that left some out would find the route short next time).
+    bounds = [len(taken) * number // (2 * rounds) for number in range(2 * rounds + 1)]
     timings: dict[str, list[float]] = {name: [] for name in lists}
     inserted: dict[str, list[tuple]] = {name: [] for name in lists}
     for number in range(2 * rounds):
         # build, insert, insert, build, ...: neither list always goes first on a warmer cache
         name = ("build", "insert")[(number + number // 2) % 2]
-        rows = taken[number * per_round : (number + 1) * per_round]
+        rows = taken[bounds[number] : bounds[number + 1]]
         with connection.cursor() as cursor:
             cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [index_name, lists[name]])
         timings[name].append(_insert(rows))
@@ -127,8 +128,8 @@ def main() -> None:
         [
             f"data: {decisions:,} refused decisions x {DIM} dims in the graph (m={settings.SIMILARITY_HNSW_M}, "
             f"built with a list of {lists['build']} in {build_seconds:.0f} s, {index_bytes / 1e6:.0f} MB; "
-            f"shared_buffers={shared_buffers}), then {per_round * 2 * rounds:,} inserted in {2 * rounds} rounds "
-            f"of {per_round:,}",
+            f"shared_buffers={shared_buffers}), then {len(taken):,} inserted in {2 * rounds} rounds "
+            f"of about {len(taken) // (2 * rounds):,}",
             f"insert, build's list ({lists['build']:>3})  : {ms['build']:6.2f} ms a vector "
             f"(rounds: {', '.join(f'{v:.2f}' for v in timings['build'])})",
             f"insert, insert's list ({lists['insert']:>3}) : {ms['insert']:6.2f} ms a vector "
