@@ -79,22 +79,23 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
     import psycopg
 
     from console.ledger.compression import compress_text
+    from console.ledger.models import PassageOrigin
 
     now = datetime.now(UTC)
+    origin = PassageOrigin.of("snap", "bench").pk
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
         with cur.copy(
-            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) FROM STDIN"
+            "COPY ledger_passage (external_id, text, uri, content_key, route_id, origin_id) FROM STDIN"
         ) as copy:
             for n in range(300):
                 copy.write_row(
                     (
                         f"kb/{run}/{n}",
-                        "snap",
                         compress_text(f"Passage {n} of the benchmark corpus, run {run}. " * 8),
-                        "bench",
                         "",
                         secrets.token_bytes(32),
                         route_id,
+                        origin,
                     )
                 )
         month_partitions(cur, [now])

@@ -152,24 +152,28 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     import psycopg
 
     from console.ledger.compression import compress_text, newest_dictionary
-    from console.ledger.models import stored_ranks
+    from console.ledger.models import PassageOrigin, origin_of, stored_ranks
     from console.ledger.validation import validate_batch
 
     items, errors = validate_batch(records)
     assert not errors
-    key_at = 5  # the content key's place in a passage row below
+    key_at = 3  # the content key's place in a passage row below
     dictionary = newest_dictionary()  # the one ingest compresses with, once the job has built it
-    passages = {}
+    passages, origins = {}, {}
     for item in items:
+        corpus = item.versions.get("corpus", "")
         for p in item.passages:
+            uri_prefix, stored_uri = origin_of(corpus, p.source, p.uri, p.external_id)
+            parts = (corpus, p.source, uri_prefix)
+            if parts not in origins:  # looked up (or stored) once, not timed, as the rows refer to it
+                origins[parts] = PassageOrigin.of(*parts).pk
             passages[p.content_key] = (
                 p.external_id,
-                item.versions.get("corpus", ""),
                 compress_text(p.text, dictionary),  # stored as the service stores it (deflated when shorter)
-                p.source,
-                p.uri,
+                stored_uri,
                 bytes.fromhex(p.content_key),
                 route_id,
+                origins[parts],
             )
     elapsed = 0.0
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
@@ -182,7 +186,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
         stored = {bytes(key) for (key,) in cur.fetchall()}
         started = time.perf_counter()
         with cur.copy(
-            "COPY ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) FROM STDIN"
+            "COPY ledger_passage (external_id, text, uri, content_key, route_id, origin_id) FROM STDIN"
         ) as copy:
             for row in passages.values():
                 if row[key_at] not in stored:

@@ -290,12 +290,18 @@ def _orphan_passages_delete(result: ArchiveResult) -> None:
         cursor.execute("DROP TABLE archive_passages")
 
 
+_PASSAGE_FILE_COLUMNS = (
+    "p.id, p.external_id, o.corpus_snapshot, t.text AS text, o.source, "
+    "coalesce(p.uri, o.uri_prefix || p.external_id) AS uri, p.embedding, p.content_key, p.route_id"
+)
+
+
 def _passages_export(result: ArchiveResult) -> None:
     """Write out the orphaned passages with their text readable: the table may hold it deflated
     (compression.py), which PostgreSQL cannot undo, so each batch is inflated here and the COPY
-    reads it back from the parameters, in the table's column order."""
-    columns = [f.column for f in Passage._meta.concrete_fields]
-    listed = ", ".join("t.text AS text" if column == "text" else f"p.{column}" for column in columns)
+    reads it back from the parameters. The file spells each passage's origin out (corpus snapshot,
+    source, whole uri) in the columns the table had before origins were kept apart, so files from
+    before and after read alike."""
     last = 0
     while True:
         with connection.cursor() as cursor:
@@ -309,8 +315,8 @@ def _passages_export(result: ArchiveResult) -> None:
             return
         last = rows[-1][0]
         _export(
-            f"SELECT {listed} FROM unnest(%s::bigint[], %s::text[]) AS t(id, text) "
-            "JOIN ledger_passage p ON p.id = t.id ORDER BY p.id",
+            f"SELECT {_PASSAGE_FILE_COLUMNS} FROM unnest(%s::bigint[], %s::text[]) AS t(id, text) "
+            "JOIN ledger_passage p ON p.id = t.id JOIN ledger_passageorigin o ON o.id = p.origin_id ORDER BY p.id",
             Passage._meta.db_table,
             result,
             params=[[pk for pk, _ in rows], [decompress_text(stored) for _, stored in rows]],

@@ -1,4 +1,5 @@
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -92,6 +93,58 @@ class PassageDictionary(models.Model):
         return f"passage dictionary {self.pk} ({self.sha256[:8]})"
 
 
+class PassageOrigin(models.Model):
+    """Where passages come from: their corpus snapshot, their source and the start of their uri,
+    stored once for every passage that shares them. Retrievers send the same few of each on every
+    passage (and a uri that is most often a fixed address followed by the passage's id), so a
+    passage row keeps a 4-byte reference to its origin where it kept the three strings (about 75
+    bytes a passage, bench/README.md). Rows are never edited or deleted; `key` makes them unique.
+    """
+
+    id = models.AutoField(primary_key=True)
+    corpus_snapshot = models.CharField(max_length=200, blank=True, help_text="versions.corpus at request time.")
+    source = models.CharField(max_length=200, blank=True)
+    uri_prefix = models.CharField(
+        max_length=2000, blank=True, help_text="A passage's uri is this prefix followed by its external id."
+    )
+    key = DigestField(unique=True, help_text="SHA-256 over corpus snapshot, source and uri prefix (origin_key).")
+
+    def __str__(self) -> str:
+        return f"origin {self.pk}: {self.source or '-'} in {self.corpus_snapshot or '-'}"
+
+    @classmethod
+    def of(cls, corpus_snapshot: str = "", source: str = "", uri_prefix: str = "") -> "PassageOrigin":
+        """The origin of these three, stored when it is not yet (for writers through the ORM;
+        ingest adds a batch's origins in one statement)."""
+        origin, _ = cls.objects.get_or_create(
+            key=origin_key(corpus_snapshot, source, uri_prefix),
+            defaults={"corpus_snapshot": corpus_snapshot, "source": source, "uri_prefix": uri_prefix},
+        )
+        return origin
+
+
+def origin_of(corpus_snapshot: str, source: str, uri: str, external_id: str) -> tuple[str, str | None]:
+    """(uri prefix of the passage's origin, uri as the passage stores it): a uri that ends with the
+    passage's external id keeps its start in the origin and stores NULL (read back as prefix + id);
+    any other uri is stored whole, beside an origin with no prefix."""
+    if external_id and uri.endswith(external_id):
+        return uri[: len(uri) - len(external_id)], None
+    return "", uri
+
+
+def origin_key(corpus_snapshot: str, source: str, uri_prefix: str) -> str:
+    """The origin's `key`: SHA-256 over its three strings as a JSON array, in hex."""
+    return hashlib.sha256(json.dumps([corpus_snapshot, source, uri_prefix]).encode()).hexdigest()
+
+
+class PassageManager(models.Manager):
+    """Passages come with their origin (a join to a table of a few rows): every reader of a passage
+    reads its source, uri or corpus snapshot through it."""
+
+    def get_queryset(self):
+        return super().get_queryset().select_related("origin")
+
+
 class Passage(models.Model):
     """A retrieved chunk exactly as it was at request time. Rows are never edited.
 
@@ -99,13 +152,20 @@ class Passage(models.Model):
     `content_key` is the SHA-256 over all of them and makes the row content-addressed. The key
     includes the route that logged it, so routes never share a passage row (nor its embedding);
     rows stored before the route was part of the key keep their old key and are never matched again.
+    Corpus snapshot, source and the start of the uri are the passage's `origin` (ledger migration
+    0027); `corpus_snapshot`, `source` and `uri` read them back as sent.
     """
 
     external_id = models.CharField(max_length=500, help_text="The retriever's id for the chunk.")
-    corpus_snapshot = models.CharField(max_length=200, blank=True, help_text="versions.corpus at request time.")
     text = CompressedTextField(help_text="Stored deflated when that is shorter; reads give the text.")
-    source = models.CharField(max_length=200, blank=True)
-    uri = models.CharField(max_length=2000, blank=True)
+    # NULL and '' differ here: NULL is the origin's prefix followed by the id, '' a passage sent with no uri.
+    stored_uri = models.CharField(  # noqa: DJ001
+        max_length=2000,
+        null=True,
+        blank=True,
+        db_column="uri",
+        help_text="The uri when it is not the origin's prefix followed by the external id; else NULL.",
+    )
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
     content_key = DigestField(help_text="SHA-256 over id, corpus, text hash, source, uri.")
     # The route that logged it: who may read it (the verify API's check on a passage id). Written by
@@ -116,6 +176,16 @@ class Passage(models.Model):
     route = models.ForeignKey(
         Route, null=True, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False
     )
+    # Written by ingest in the statement that joins the origin it has just made sure of, so no
+    # per-row reference check in the database either (origins are never deleted).
+    origin = models.ForeignKey(
+        PassageOrigin, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False
+    )
+
+    objects = PassageManager()
+
+    class Meta:
+        base_manager_name = "objects"
 
     # The key is unique in the database, not in this model's state: ledger migration 0023 makes
     # `unique_passage_content_key` an exclusion constraint on a hash index, which Django cannot
@@ -132,6 +202,18 @@ class Passage(models.Model):
         covers it (with the id, corpus, source and uri), so recomputing both from a stored row checks
         the row, and a stored copy cost 33 bytes a passage (ledger migration 0019)."""
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def corpus_snapshot(self) -> str:
+        return self.origin.corpus_snapshot
+
+    @property
+    def source(self) -> str:
+        return self.origin.source
+
+    @property
+    def uri(self) -> str:
+        return self.origin.uri_prefix + self.external_id if self.stored_uri is None else self.stored_uri
 
 
 def stored_ranks(ranks: list[int]) -> list[int] | None:

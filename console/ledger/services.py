@@ -31,7 +31,7 @@ from console.ledger.compression import (
     newest_dictionary,
 )
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
-from console.ledger.models import PassageDictionary, RouteAnswerSettings, stored_ranks
+from console.ledger.models import PassageDictionary, RouteAnswerSettings, origin_key, origin_of, stored_ranks
 from console.ledger.validation import DecisionInput, content_hash, same_values
 
 logger = logging.getLogger(__name__)
@@ -407,15 +407,19 @@ def _by_hex(rows) -> dict[str, int]:
     return {bytes(key).hex(): pk for key, pk in rows}
 
 
-_PASSAGE_COLUMNS = "external_id, corpus_snapshot, text, source, uri, embedding, content_key, route_id"
+_PASSAGE_COLUMNS = "external_id, text, uri, embedding, content_key, route_id"
+_ORIGIN_COLUMNS = "corpus_snapshot, source, uri_prefix, key"
 
 
 def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]) -> dict[str, int]:
     """Store passages not seen before; return the id of every passage the batch names.
 
-    Every passage of the batch is COPYed into a temporary table and moved from there into
-    `INSERT ... ORDER BY content_key ON CONFLICT DO NOTHING` (the global lock order), which returns
-    the new ones; only those it skipped (stored before, or by a concurrent batch that committed
+    Every passage of the batch is COPYed into a temporary table with its origin (corpus snapshot,
+    source, uri prefix: `PassageOrigin`). Origins not stored yet are added first, in key order
+    (`ON CONFLICT DO NOTHING`, so a concurrent batch's committed origin is taken, not repeated);
+    the next statement, which sees them, moves the passages into `INSERT ... ORDER BY content_key
+    ON CONFLICT DO NOTHING` (the global lock order) joined to their origin's id, and returns the
+    new ones; only those it skipped (stored before, or by a concurrent batch that committed
     while this one waited) are read back. Looking every key up first cost an index probe per
     passage that the insert then made again: the largest statement of a batch of new passages.
     The temporary table lives as long as the connection and is emptied by the statement that reads
@@ -432,28 +436,44 @@ def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]
         return {}
     dictionary = newest_dictionary()  # cached in the process: no query in most batches
     cursor.execute(
-        "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage_staged AS "
-        f"SELECT {_PASSAGE_COLUMNS} FROM ledger_passage WITH NO DATA"
+        "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage_batch AS "
+        f"SELECT {', '.join(f'p.{c}' for c in _PASSAGE_COLUMNS.split(', '))}, "
+        "o.corpus_snapshot, o.source, o.uri_prefix, o.key AS origin_key "
+        "FROM ledger_passage p, ledger_passageorigin o WITH NO DATA"
     )
-    with cursor.cursor.copy(f"COPY ingest_passage_staged ({_PASSAGE_COLUMNS}) FROM STDIN") as copy:
+    origins: dict[tuple[str, str, str], bytes] = {}
+    with cursor.cursor.copy(
+        f"COPY ingest_passage_batch ({_PASSAGE_COLUMNS}, corpus_snapshot, source, uri_prefix, origin_key) FROM STDIN"
+    ) as copy:
         for key, (passage, corpus, route_id) in unique.items():
             embedding = None if passage.embedding is None else _json(passage.embedding)
+            uri_prefix, stored_uri = origin_of(corpus, passage.source, passage.uri, passage.external_id)
+            parts = (corpus, passage.source, uri_prefix)
+            if (origin := origins.get(parts)) is None:
+                origin = origins[parts] = bytes.fromhex(origin_key(*parts))
             copy.write_row(
                 (
                     passage.external_id,
-                    corpus,
                     compress_text(passage.text, dictionary),  # the column holds the stored form (compression.py)
-                    passage.source,
-                    passage.uri,
+                    stored_uri,
                     embedding,
                     bytes.fromhex(key),
                     route_id,
+                    *parts,
+                    origin,
                 )
             )
     cursor.execute(
-        "WITH staged AS (DELETE FROM ingest_passage_staged RETURNING *) "
-        f"INSERT INTO ledger_passage ({_PASSAGE_COLUMNS}) SELECT {_PASSAGE_COLUMNS} FROM staged "
-        "ORDER BY content_key ON CONFLICT DO NOTHING RETURNING content_key, id"
+        f"INSERT INTO ledger_passageorigin ({_ORIGIN_COLUMNS}) "
+        "SELECT DISTINCT ON (origin_key) corpus_snapshot, source, uri_prefix, origin_key FROM ingest_passage_batch "
+        "ORDER BY origin_key ON CONFLICT DO NOTHING"
+    )
+    cursor.execute(
+        "WITH staged AS (DELETE FROM ingest_passage_batch RETURNING *) "
+        f"INSERT INTO ledger_passage ({_PASSAGE_COLUMNS}, origin_id) "
+        f"SELECT {', '.join(f's.{c}' for c in _PASSAGE_COLUMNS.split(', '))}, o.id "
+        "FROM staged s JOIN ledger_passageorigin o ON o.key = s.origin_key "
+        "ORDER BY s.content_key ON CONFLICT DO NOTHING RETURNING content_key, id"
     )
     ids = _by_hex(cursor.fetchall())
     if dictionary is None:

@@ -191,3 +191,37 @@ def test_archived_passages_hold_their_text_readable_though_the_table_stores_it_d
     # The text's hash is not stored (Passage.text_sha256 works it out); the content key that covers it is.
     assert "text_sha256" not in rows["kb/long"] and len(bytes.fromhex(rows["kb/long"]["content_key"][2:])) == 32
     assert not Passage.objects.filter(external_id__in=["kb/long", "kb/short"]).exists()
+
+
+def test_archived_passages_spell_their_origin_out_in_the_columns_of_before(tmp_path):
+    """The table keeps corpus snapshot, source and the start of the uri apart (ledger 0027); the
+    month's file has them on each passage, in the columns a file from before had."""
+    make_route("it-support")
+    sent = [
+        {"id": "kb/1", "text": "Reset it.", "rank": 1, "source": "kb", "uri": "https://intranet/kb/1"},
+        {"id": "hr/2", "text": "Book leave.", "rank": 2, "source": "hr", "uri": "https://hr.example/?n=2"},
+    ]
+    versions = {"model": "gen-2026-11", "retriever": "hybrid-3", "corpus": "snap-2026-10-01", "gate": "nli-4"}
+    ingest([record(occurred_at="2026-10-03T08:00:00Z", versions=versions, passages=sent)])
+    ingest([record(occurred_at="2026-11-02T08:00:00Z")])
+
+    call_command("archive_month", "2026-10", "--to", str(tmp_path / "oct"), stdout=io.StringIO())
+
+    with gzip.open(tmp_path / "oct" / "ledger_passage.csv.gz", "rt", newline="") as file:
+        header = next(csv.reader(file))
+    assert header == [
+        "id",
+        "external_id",
+        "corpus_snapshot",
+        "text",
+        "source",
+        "uri",
+        "embedding",
+        "content_key",
+        "route_id",
+    ]
+    rows = _rows(tmp_path / "oct" / "ledger_passage.csv.gz")
+    assert sorted((r["external_id"], r["corpus_snapshot"], r["source"], r["uri"]) for r in rows) == [
+        ("hr/2", "snap-2026-10-01", "hr", "https://hr.example/?n=2"),
+        ("kb/1", "snap-2026-10-01", "kb", "https://intranet/kb/1"),
+    ]

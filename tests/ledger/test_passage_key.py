@@ -12,12 +12,12 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from console.core.db_roles import as_owner
-from console.ledger.models import Passage
+from console.ledger.models import Passage, PassageOrigin
 from tests.factories import ingest, record
 
 INSERT = (
-    "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) "
-    "VALUES (%s, '', 'x', '', '', %s, (SELECT min(id) FROM ledger_route))"
+    "INSERT INTO ledger_passage (external_id, text, uri, content_key, route_id, origin_id) "
+    "VALUES (%s, 'x', '', %s, (SELECT min(id) FROM ledger_route), %s)"
 )
 
 
@@ -33,11 +33,12 @@ def _key_index() -> tuple[str, str]:
 
 def test_two_passages_with_the_same_content_key_cannot_both_be_stored(route):
     key = hashlib.sha256(b"the same chunk").digest()
+    origin = PassageOrigin.of().pk
     with connection.cursor() as cursor:
-        cursor.execute(INSERT, ["kb/1", key])
+        cursor.execute(INSERT, ["kb/1", key, origin])
     with pytest.raises(IntegrityError, match="unique_passage_content_key"), transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(INSERT, ["kb/1-again", key])
+            cursor.execute(INSERT, ["kb/1-again", key, origin])
     assert Passage.objects.count() == 1
 
 
@@ -69,14 +70,15 @@ def test_the_content_key_index_takes_under_60_bytes_a_passage(route):
     hash index 33-50, by where the count falls between two of its bucket splits (bench/README.md)."""
     count, batch = 10_000, 500
     keys = [hashlib.sha256(f"passage {n}".encode()).digest() for n in range(count)]
+    origin = PassageOrigin.of().pk
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_relation_size('unique_passage_content_key')")
         [before] = cursor.fetchone()
         for start in range(0, count, batch):
             cursor.execute(
-                "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, route_id) "
-                "SELECT 'kb/' || encode(k, 'hex'), '', 'x', '', '', k, %s FROM unnest(%s::bytea[]) AS k ORDER BY k",
-                [route.pk, sorted(keys[start : start + batch])],
+                "INSERT INTO ledger_passage (external_id, text, uri, content_key, route_id, origin_id) "
+                "SELECT 'kb/' || encode(k, 'hex'), 'x', '', k, %s, %s FROM unnest(%s::bytea[]) AS k ORDER BY k",
+                [route.pk, origin, sorted(keys[start : start + batch])],
             )
         cursor.execute("SELECT pg_relation_size('unique_passage_content_key')")
         [after] = cursor.fetchone()
@@ -98,4 +100,4 @@ def test_the_migration_keeps_every_passage_and_its_uniqueness_both_ways(route):
     assert _key_index() == ("hash", "EXCLUDE USING hash (content_key WITH =) WITH (fillfactor='90')")
     assert sorted(Passage.objects.values_list("id", "content_key")) == stored
     with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(INSERT, ["kb/copy", bytes.fromhex(stored[0][1])])
+        cursor.execute(INSERT, ["kb/copy", bytes.fromhex(stored[0][1]), PassageOrigin.of().pk])

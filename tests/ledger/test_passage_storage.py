@@ -20,7 +20,7 @@ from console.ledger.compression import (
     head_sql,
     utf8_length_sql,
 )
-from console.ledger.models import PASSAGE_RANKS_SQL, Passage
+from console.ledger.models import PASSAGE_RANKS_SQL, Passage, PassageOrigin
 from console.verification.services import decisions_verify
 from tests.factories import ingest, make_route, record
 
@@ -168,7 +168,15 @@ def _ranked(*ranks_and_scores: tuple[int, float | None]) -> list[dict]:
 
 def _links_made_again():
     """The link table of before ledger 0024, made again and filled from the arrays (its backwards),
-    after ledger 0025's backwards has spelt out the ranks it left NULL."""
+    after ledger 0027's backwards has written each passage's origin out on it again (its reference
+    stays, NULL on rows these older migrations add) and 0025's has spelt out the ranks it left NULL."""
+    origins = importlib.import_module("console.ledger.migrations.0027_passage_origins")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "ALTER TABLE ledger_passage ADD COLUMN corpus_snapshot varchar(200) NOT NULL DEFAULT '', "
+            "ADD COLUMN source varchar(200) NOT NULL DEFAULT '', ALTER COLUMN origin_id DROP NOT NULL"
+        )
+    origins.origins_spell_out(None, SimpleNamespace(connection=connection))
     ranks = importlib.import_module("console.ledger.migrations.0025_ranks_left_out_when_in_order")
     with connection.cursor() as cursor:
         cursor.execute(ranks.RANKS_IN_ORDER_WRITTEN_OUT)
@@ -190,7 +198,9 @@ def test_a_passage_a_decision_logged_cannot_be_deleted_and_one_no_decision_names
     _ingest_passages(LONG, SHORT)
     with pytest.raises(IntegrityError, match="still logged by a decision"), transaction.atomic():
         Passage.objects.filter(external_id="kb/1").delete()
-    unlogged = Passage.objects.create(external_id="kb/none", text=SHORT, content_key="ab" * 32, route=route)
+    unlogged = Passage.objects.create(
+        external_id="kb/none", text=SHORT, content_key="ab" * 32, route=route, origin=PassageOrigin.of()
+    )
     Passage.objects.filter(pk=unlogged.pk).delete()
     assert set(Passage.objects.values_list("external_id", flat=True)) == {"kb/1", "kb/2"}
 
@@ -305,7 +315,8 @@ def test_going_forwards_each_passage_takes_its_route_and_one_two_routes_logged_i
         [copy] = set(routes) - {shared, second, own}
         assert copy > max(shared, second, own)  # a row of its own
         assert routes == {shared: it.pk, second: it.pk, own: None, copy: hr.pk}
-        original, duplicate = Passage.objects.get(pk=shared), Passage.objects.get(pk=copy)
+        passages = Passage.objects.select_related(None)  # the copy has no origin: 0024 made it
+        original, duplicate = passages.get(pk=shared), passages.get(pk=copy)
         assert (duplicate.external_id, duplicate.text) == (original.external_id, original.text)
         assert duplicate.content_key != original.content_key
         assert _arrays()[1][2] == [copy]

@@ -1,0 +1,147 @@
+"""A passage's corpus snapshot, source and the start of its uri move to `ledger_passageorigin`, a row
+for each combination, and the passage keeps a 4-byte reference to it. A uri that ends with the
+passage's external id keeps only its start in the origin and is stored as NULL (read back as prefix
+followed by id); any other uri is stored whole. The content key is unchanged: it is worked out from
+the strings, not from where they are kept.
+
+Going backwards writes the three strings out on every passage again. Rows stored before this keep
+the old columns' bytes until the table is rewritten (VACUUM FULL): dropping a column only hides it.
+"""
+
+import hashlib
+import json
+
+import django.db.models.deletion
+from django.db import migrations, models
+
+import console.ledger.models
+
+# The parts of every stored passage, by the rule of `origin_of` (console/ledger/models.py).
+_PARTS = """
+CREATE TEMPORARY TABLE passage_origin_parts ON COMMIT DROP AS
+SELECT id, corpus_snapshot, source,
+       CASE WHEN external_id <> '' AND right(uri, length(external_id)) = external_id
+            THEN left(uri, length(uri) - length(external_id)) ELSE '' END AS uri_prefix,
+       CASE WHEN external_id <> '' AND right(uri, length(external_id)) = external_id
+            THEN NULL ELSE uri END AS stored_uri
+  FROM ledger_passage
+"""
+
+
+def _key(corpus_snapshot: str, source: str, uri_prefix: str) -> bytes:
+    # origin_key (console/ledger/models.py), as it is today
+    return hashlib.sha256(json.dumps([corpus_snapshot, source, uri_prefix]).encode()).digest()
+
+
+def origins_make(apps, schema_editor):
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(_PARTS)
+        cursor.execute("SELECT DISTINCT corpus_snapshot, source, uri_prefix FROM passage_origin_parts")
+        origins = [(*parts, _key(*parts)) for parts in cursor.fetchall()]
+        if not origins:
+            return
+        cursor.executemany(
+            "INSERT INTO ledger_passageorigin (corpus_snapshot, source, uri_prefix, key) VALUES (%s, %s, %s, %s)",
+            origins,
+        )
+        cursor.execute(
+            "UPDATE ledger_passage p SET origin_id = o.id, uri = parts.stored_uri "
+            "FROM passage_origin_parts parts JOIN ledger_passageorigin o "
+            "ON (o.corpus_snapshot, o.source, o.uri_prefix) = (parts.corpus_snapshot, parts.source, parts.uri_prefix) "
+            "WHERE p.id = parts.id"
+        )
+
+
+def origins_spell_out(apps, schema_editor):
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE ledger_passage p SET corpus_snapshot = o.corpus_snapshot, source = o.source, "
+            "uri = coalesce(p.uri, o.uri_prefix || p.external_id) "
+            "FROM ledger_passageorigin o WHERE o.id = p.origin_id"
+        )
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("ledger", "0026_trained_dictionaries_up_to_256_kib"),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name="PassageOrigin",
+            fields=[
+                ("id", models.AutoField(primary_key=True, serialize=False)),
+                (
+                    "corpus_snapshot",
+                    models.CharField(blank=True, help_text="versions.corpus at request time.", max_length=200),
+                ),
+                ("source", models.CharField(blank=True, max_length=200)),
+                (
+                    "uri_prefix",
+                    models.CharField(
+                        blank=True,
+                        help_text="A passage's uri is this prefix followed by its external id.",
+                        max_length=2000,
+                    ),
+                ),
+                (
+                    "key",
+                    console.ledger.models.DigestField(
+                        help_text="SHA-256 over corpus snapshot, source and uri prefix (origin_key).", unique=True
+                    ),
+                ),
+            ],
+        ),
+        migrations.AddField(
+            model_name="passage",
+            name="origin",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="ledger.passageorigin",
+            ),
+        ),
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.RemoveField(model_name="passage", name="uri"),
+                migrations.AddField(
+                    model_name="passage",
+                    name="stored_uri",
+                    field=models.CharField(
+                        blank=True,
+                        db_column="uri",
+                        help_text="The uri when it is not the origin's prefix followed by the external id; else NULL.",
+                        max_length=2000,
+                        null=True,
+                    ),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    "ALTER TABLE ledger_passage ALTER COLUMN uri DROP NOT NULL",
+                    "ALTER TABLE ledger_passage ALTER COLUMN uri SET NOT NULL",
+                ),
+            ],
+        ),
+        migrations.RunPython(origins_make, origins_spell_out),
+        migrations.RemoveField(model_name="passage", name="corpus_snapshot"),
+        migrations.RemoveField(model_name="passage", name="source"),
+        migrations.AlterField(
+            model_name="passage",
+            name="origin",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="ledger.passageorigin",
+            ),
+        ),
+        migrations.AlterModelOptions(
+            name="passage",
+            options={"base_manager_name": "objects"},
+        ),
+    ]
