@@ -411,17 +411,22 @@ _PASSAGE_COLUMNS = "external_id, text, uri, embedding, content_key, route_id"
 _ORIGIN_COLUMNS = "corpus_snapshot, source, uri_prefix, key"
 
 
+def _columns_of(alias: str) -> str:
+    return ", ".join(f"{alias}.{column}" for column in _PASSAGE_COLUMNS.split(", "))
+
+
 def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]) -> dict[str, int]:
     """Store passages not seen before; return the id of every passage the batch names.
 
-    Every passage of the batch is COPYed into a temporary table with its origin (corpus snapshot,
-    source, uri prefix: `PassageOrigin`). Origins not stored yet are added first, in key order
-    (`ON CONFLICT DO NOTHING`, so a concurrent batch's committed origin is taken, not repeated);
-    the next statement, which sees them, moves the passages into `INSERT ... ORDER BY content_key
-    ON CONFLICT DO NOTHING` (the global lock order) joined to their origin's id, and returns the
-    new ones; only those it skipped (stored before, or by a concurrent batch that committed
-    while this one waited) are read back. Looking every key up first cost an index probe per
-    passage that the insert then made again: the largest statement of a batch of new passages.
+    The batch's origins (corpus snapshot, source, uri prefix: `PassageOrigin`), a few, go in
+    first, in key order (`ON CONFLICT DO NOTHING`: one a concurrent batch committed is taken, not
+    repeated). Every passage of the batch is then COPYed into a temporary table with its origin's
+    key and moved from there, joined to its origin's id, into `INSERT ... ORDER BY content_key
+    ON CONFLICT DO NOTHING` (the global lock order), a statement that sees the origins the first
+    one found committed; it returns the new passages; only those it skipped (stored before, or by
+    a concurrent batch that committed while this one waited) are read back. Looking every key up
+    first cost an index probe per passage that the insert then made again: the largest statement
+    of a batch of new passages.
     The temporary table lives as long as the connection and is emptied by the statement that reads
     it, so a batch neither creates nor drops a table (catalog writes) and an outer transaction
     (tests, an import) finds it empty for its next batch.
@@ -435,43 +440,33 @@ def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]
     if not unique:
         return {}
     dictionary = newest_dictionary()  # cached in the process: no query in most batches
-    cursor.execute(
-        "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage_batch AS "
-        f"SELECT {', '.join(f'p.{c}' for c in _PASSAGE_COLUMNS.split(', '))}, "
-        "o.corpus_snapshot, o.source, o.uri_prefix, o.key AS origin_key "
-        "FROM ledger_passage p, ledger_passageorigin o WITH NO DATA"
-    )
-    origins: dict[tuple[str, str, str], bytes] = {}
-    with cursor.cursor.copy(
-        f"COPY ingest_passage_batch ({_PASSAGE_COLUMNS}, corpus_snapshot, source, uri_prefix, origin_key) FROM STDIN"
-    ) as copy:
-        for key, (passage, corpus, route_id) in unique.items():
-            embedding = None if passage.embedding is None else _json(passage.embedding)
-            uri_prefix, stored_uri = origin_of(corpus, passage.source, passage.uri, passage.external_id)
-            parts = (corpus, passage.source, uri_prefix)
-            if (origin := origins.get(parts)) is None:
-                origin = origins[parts] = bytes.fromhex(origin_key(*parts))
-            copy.write_row(
-                (
-                    passage.external_id,
-                    compress_text(passage.text, dictionary),  # the column holds the stored form (compression.py)
-                    stored_uri,
-                    embedding,
-                    bytes.fromhex(key),
-                    route_id,
-                    *parts,
-                    origin,
-                )
-            )
+    rows, origins = [], {}
+    for key, (passage, corpus, route_id) in unique.items():
+        uri_prefix, stored_uri = origin_of(corpus, passage.source, passage.uri, passage.external_id)
+        parts = (corpus, passage.source, uri_prefix)
+        if (origin := origins.get(parts)) is None:
+            origin = origins[parts] = bytes.fromhex(origin_key(*parts))
+        embedding = None if passage.embedding is None else _json(passage.embedding)
+        text = compress_text(passage.text, dictionary)  # the column holds the stored form (compression.py)
+        rows.append((passage.external_id, text, stored_uri, embedding, bytes.fromhex(key), route_id, origin))
+    corpora, sources, prefixes = zip(*origins, strict=True)
     cursor.execute(
         f"INSERT INTO ledger_passageorigin ({_ORIGIN_COLUMNS}) "
-        "SELECT DISTINCT ON (origin_key) corpus_snapshot, source, uri_prefix, origin_key FROM ingest_passage_batch "
-        "ORDER BY origin_key ON CONFLICT DO NOTHING"
+        "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) ORDER BY 4 ON CONFLICT DO NOTHING",
+        [list(corpora), list(sources), list(prefixes), list(origins.values())],
     )
+    cursor.execute(
+        "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage_batch AS "
+        f"SELECT {_columns_of('p')}, o.key AS origin_key "
+        "FROM ledger_passage p, ledger_passageorigin o WITH NO DATA"
+    )
+    with cursor.cursor.copy(f"COPY ingest_passage_batch ({_PASSAGE_COLUMNS}, origin_key) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
     cursor.execute(
         "WITH staged AS (DELETE FROM ingest_passage_batch RETURNING *) "
         f"INSERT INTO ledger_passage ({_PASSAGE_COLUMNS}, origin_id) "
-        f"SELECT {', '.join(f's.{c}' for c in _PASSAGE_COLUMNS.split(', '))}, o.id "
+        f"SELECT {_columns_of('s')}, o.id "
         "FROM staged s JOIN ledger_passageorigin o ON o.key = s.origin_key "
         "ORDER BY s.content_key ON CONFLICT DO NOTHING RETURNING content_key, id"
     )
