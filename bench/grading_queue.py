@@ -82,11 +82,9 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
     from console.ledger.models import PassageOrigin
 
     now = datetime.now(UTC)
-    origin = PassageOrigin.of("snap", "bench").pk
+    origin = PassageOrigin.of(route_id, "snap", "bench").pk
     with psycopg.connect(database_url) as conn, conn.cursor() as cur:
-        with cur.copy(
-            "COPY ledger_passage (external_id, text, uri, content_key, route_id, origin_id) FROM STDIN"
-        ) as copy:
+        with cur.copy("COPY ledger_passage (external_id, text, uri, content_key, origin_id) FROM STDIN") as copy:
             for n in range(300):
                 copy.write_row(
                     (
@@ -94,7 +92,6 @@ def load_items(database_url: str, route_id: int, count: int, run: str, claims: i
                         compress_text(f"Passage {n} of the benchmark corpus, run {run}. " * 8),
                         "",
                         secrets.token_bytes(32),
-                        route_id,
                         origin,
                     )
                 )

@@ -152,7 +152,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     import psycopg
 
     from console.ledger.compression import compress_text, newest_dictionary
-    from console.ledger.models import PassageOrigin, origin_of, stored_ranks
+    from console.ledger.models import PassageOrigin, stored_ranks, uri_split
     from console.ledger.validation import validate_batch
 
     items, errors = validate_batch(records)
@@ -163,8 +163,8 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
     for item in items:
         corpus = item.versions.get("corpus", "")
         for p in item.passages:
-            uri_prefix, stored_uri = origin_of(corpus, p.source, p.uri, p.external_id)
-            parts = (corpus, p.source, uri_prefix)
+            uri_prefix, stored_uri = uri_split(p.uri, p.external_id)
+            parts = (route_id, corpus, p.source, uri_prefix)
             if parts not in origins:  # looked up (or stored) once, not timed, as the rows refer to it
                 origins[parts] = PassageOrigin.of(*parts).pk
             passages[p.content_key] = (
@@ -172,7 +172,6 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
                 compress_text(p.text, dictionary),  # stored as the service stores it (deflated when shorter)
                 stored_uri,
                 bytes.fromhex(p.content_key),
-                route_id,
                 origins[parts],
             )
     elapsed = 0.0

@@ -270,7 +270,8 @@ def _orphan_passages_delete(result: ArchiveResult) -> None:
             f"DELETE FROM archive_passages a USING {Decision._meta.db_table} d "
             "CROSS JOIN LATERAL unnest(d.passage_ids) AS l(id) "
             "WHERE l.id = a.id AND d.route_id IN "
-            "(SELECT DISTINCT p.route_id FROM ledger_passage p JOIN archive_passages c ON c.id = p.id)"
+            "(SELECT DISTINCT o.route_id FROM ledger_passage p JOIN archive_passages c ON c.id = p.id "
+            "JOIN ledger_passageorigin o ON o.id = p.origin_id)"
         )
     references = " AND ".join(
         f"NOT EXISTS (SELECT 1 FROM {rel.related_model._meta.db_table} x WHERE x.{rel.field.column} = p.id)"
@@ -292,15 +293,15 @@ def _orphan_passages_delete(result: ArchiveResult) -> None:
 
 _PASSAGE_FILE_COLUMNS = (
     "p.id, p.external_id, o.corpus_snapshot, t.text AS text, o.source, "
-    "coalesce(p.uri, o.uri_prefix || p.external_id) AS uri, p.embedding, p.content_key, p.route_id"
+    "coalesce(p.uri, o.uri_prefix || p.external_id) AS uri, p.embedding, p.content_key, o.route_id"
 )
 
 
 def _passages_export(result: ArchiveResult) -> None:
     """Write out the orphaned passages with their text readable: the table may hold it deflated
     (compression.py), which PostgreSQL cannot undo, so each batch is inflated here and the COPY
-    reads it back from the parameters. The file spells each passage's origin out (corpus snapshot,
-    source, whole uri) in the columns the table had before origins were kept apart, so files from
+    reads it back from the parameters. The file spells each passage's origin out (route, corpus
+    snapshot, source, whole uri) in the columns the table had before origins were kept apart, so files from
     before and after read alike."""
     last = 0
     while True:

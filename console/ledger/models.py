@@ -94,36 +94,47 @@ class PassageDictionary(models.Model):
 
 
 class PassageOrigin(models.Model):
-    """Where passages come from: their corpus snapshot, their source and the start of their uri,
-    stored once for every passage that shares them. Retrievers send the same few of each on every
-    passage (and a uri that is most often a fixed address followed by the passage's id), so a
-    passage row keeps a 4-byte reference to its origin where it kept the three strings (about 75
-    bytes a passage, bench/README.md). Rows are never edited or deleted; `key` makes them unique.
+    """Where passages come from: the route that logged them, their corpus snapshot, their source
+    and the start of their uri, stored once for every passage that shares them. Retrievers send the
+    same few of each on every passage (and a uri that is most often a fixed address followed by
+    the passage's id), so a passage row keeps a 4-byte reference to its origin where it kept the
+    route's id and the three strings (about 95 bytes a passage with its padding, bench/README.md).
+    Rows are never edited or deleted; `key` makes them unique.
     """
 
     id = models.AutoField(primary_key=True)
+    # Who may read its passages (the verify API's check on a passage id). NULL only for passages
+    # no decision had logged when ledger migration 0024 gave each passage its route.
+    route = models.ForeignKey(Route, null=True, on_delete=models.PROTECT, related_name="+")
     corpus_snapshot = models.CharField(max_length=200, blank=True, help_text="versions.corpus at request time.")
     source = models.CharField(max_length=200, blank=True)
     uri_prefix = models.CharField(
         max_length=2000, blank=True, help_text="A passage's uri is this prefix followed by its external id."
     )
-    key = DigestField(unique=True, help_text="SHA-256 over corpus snapshot, source and uri prefix (origin_key).")
+    key = DigestField(unique=True, help_text="SHA-256 over route, corpus snapshot, source and uri prefix (origin_key).")
 
     def __str__(self) -> str:
         return f"origin {self.pk}: {self.source or '-'} in {self.corpus_snapshot or '-'}"
 
     @classmethod
-    def of(cls, corpus_snapshot: str = "", source: str = "", uri_prefix: str = "") -> "PassageOrigin":
-        """The origin of these three, stored when it is not yet (for writers through the ORM;
-        ingest adds a batch's origins in one statement)."""
+    def of(
+        cls, route_id: int | None, corpus_snapshot: str = "", source: str = "", uri_prefix: str = ""
+    ) -> "PassageOrigin":
+        """The origin of these, stored when it is not yet (for writers through the ORM; ingest adds
+        a batch's origins in one statement)."""
         origin, _ = cls.objects.get_or_create(
-            key=origin_key(corpus_snapshot, source, uri_prefix),
-            defaults={"corpus_snapshot": corpus_snapshot, "source": source, "uri_prefix": uri_prefix},
+            key=origin_key(route_id, corpus_snapshot, source, uri_prefix),
+            defaults={
+                "route_id": route_id,
+                "corpus_snapshot": corpus_snapshot,
+                "source": source,
+                "uri_prefix": uri_prefix,
+            },
         )
         return origin
 
 
-def origin_of(corpus_snapshot: str, source: str, uri: str, external_id: str) -> tuple[str, str | None]:
+def uri_split(uri: str, external_id: str) -> tuple[str, str | None]:
     """(uri prefix of the passage's origin, uri as the passage stores it): a uri that ends with the
     passage's external id keeps its start in the origin and stores NULL (read back as prefix + id);
     any other uri is stored whole, beside an origin with no prefix."""
@@ -132,9 +143,9 @@ def origin_of(corpus_snapshot: str, source: str, uri: str, external_id: str) -> 
     return "", uri
 
 
-def origin_key(corpus_snapshot: str, source: str, uri_prefix: str) -> str:
-    """The origin's `key`: SHA-256 over its three strings as a JSON array, in hex."""
-    return hashlib.sha256(json.dumps([corpus_snapshot, source, uri_prefix]).encode()).hexdigest()
+def origin_key(route_id: int | None, corpus_snapshot: str, source: str, uri_prefix: str) -> str:
+    """The origin's `key`: SHA-256 over its route's id and its three strings as a JSON array, in hex."""
+    return hashlib.sha256(json.dumps([route_id, corpus_snapshot, source, uri_prefix]).encode()).hexdigest()
 
 
 class PassageManager(models.Manager):
@@ -168,16 +179,10 @@ class Passage(models.Model):
     )
     embedding = VectorField(null=True, blank=True, help_text="Optional embedding sent by the integrator.")
     content_key = DigestField(help_text="SHA-256 over id, corpus, text hash, source, uri.")
-    # The route that logged it: who may read it (the verify API's check on a passage id). Written by
-    # ingest with the route it resolved for the batch, so neither an index nor a per-row reference
-    # check in the database (nothing looks passages up by route; a route with decisions is never
-    # deleted). Passages logged by several routes before the key held the route were split into a
-    # row per route by ledger migration 0024; NULL only on a passage no decision had logged then.
-    route = models.ForeignKey(
-        Route, null=True, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False
-    )
-    # Written by ingest in the statement that joins the origin it has just made sure of, so no
-    # per-row reference check in the database either (origins are never deleted).
+    # Its route is its origin's: the route that logged it (passages logged by several routes before
+    # the key held the route were split into a row per route by ledger migration 0024). Written by
+    # ingest in the statement that joins the origin it has just made sure of, so no per-row
+    # reference check in the database (origins are never deleted).
     origin = models.ForeignKey(
         PassageOrigin, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False
     )
@@ -202,6 +207,10 @@ class Passage(models.Model):
         covers it (with the id, corpus, source and uri), so recomputing both from a stored row checks
         the row, and a stored copy cost 33 bytes a passage (ledger migration 0019)."""
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def route_id(self) -> int | None:
+        return self.origin.route_id
 
     @property
     def corpus_snapshot(self) -> str:

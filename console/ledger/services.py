@@ -31,7 +31,7 @@ from console.ledger.compression import (
     newest_dictionary,
 )
 from console.ledger.hooks import queue_after_ingest, run_in_ingest
-from console.ledger.models import PassageDictionary, RouteAnswerSettings, origin_key, origin_of, stored_ranks
+from console.ledger.models import PassageDictionary, RouteAnswerSettings, origin_key, stored_ranks, uri_split
 from console.ledger.validation import DecisionInput, content_hash, same_values
 
 logger = logging.getLogger(__name__)
@@ -407,8 +407,8 @@ def _by_hex(rows) -> dict[str, int]:
     return {bytes(key).hex(): pk for key, pk in rows}
 
 
-_PASSAGE_COLUMNS = "external_id, text, uri, embedding, content_key, route_id"
-_ORIGIN_COLUMNS = "corpus_snapshot, source, uri_prefix, key"
+_PASSAGE_COLUMNS = "external_id, text, uri, embedding, content_key"
+_ORIGIN_COLUMNS = "route_id, corpus_snapshot, source, uri_prefix, key"
 
 
 def _columns_of(alias: str) -> str:
@@ -418,7 +418,7 @@ def _columns_of(alias: str) -> str:
 def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]) -> dict[str, int]:
     """Store passages not seen before; return the id of every passage the batch names.
 
-    The batch's origins (corpus snapshot, source, uri prefix: `PassageOrigin`), a few, go in
+    The batch's origins (route, corpus snapshot, source, uri prefix: `PassageOrigin`), a few, go in
     first, in key order (`ON CONFLICT DO NOTHING`: one a concurrent batch committed is taken, not
     repeated). Every passage of the batch is then COPYed into a temporary table with its origin's
     key and moved from there, joined to its origin's id, into `INSERT ... ORDER BY content_key
@@ -442,18 +442,19 @@ def _store_passages(cursor, items: list[DecisionInput], routes: dict[str, Route]
     dictionary = newest_dictionary()  # cached in the process: no query in most batches
     rows, origins = [], {}
     for key, (passage, corpus, route_id) in unique.items():
-        uri_prefix, stored_uri = origin_of(corpus, passage.source, passage.uri, passage.external_id)
-        parts = (corpus, passage.source, uri_prefix)
+        uri_prefix, stored_uri = uri_split(passage.uri, passage.external_id)
+        parts = (route_id, corpus, passage.source, uri_prefix)
         if (origin := origins.get(parts)) is None:
             origin = origins[parts] = bytes.fromhex(origin_key(*parts))
         embedding = None if passage.embedding is None else _json(passage.embedding)
         text = compress_text(passage.text, dictionary)  # the column holds the stored form (compression.py)
-        rows.append((passage.external_id, text, stored_uri, embedding, bytes.fromhex(key), route_id, origin))
-    corpora, sources, prefixes = zip(*origins, strict=True)
+        rows.append((passage.external_id, text, stored_uri, embedding, bytes.fromhex(key), origin))
+    route_ids, corpora, sources, prefixes = (list(column) for column in zip(*origins, strict=True))
     cursor.execute(
         f"INSERT INTO ledger_passageorigin ({_ORIGIN_COLUMNS}) "
-        "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) ORDER BY 4 ON CONFLICT DO NOTHING",
-        [list(corpora), list(sources), list(prefixes), list(origins.values())],
+        "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::bytea[]) "
+        "ORDER BY 5 ON CONFLICT DO NOTHING",
+        [route_ids, corpora, sources, prefixes, list(origins.values())],
     )
     cursor.execute(
         "CREATE TEMPORARY TABLE IF NOT EXISTS ingest_passage_batch AS "

@@ -27,10 +27,13 @@ class Segment(NamedTuple):
 def passage_text_for_user(user, passage_id: int) -> str:
     """The text of a logged passage the user may read: Forbidden for users who read no decisions
     (graders), NotFound when it belongs to no route whose decisions the user may read (or does not
-    exist). A passage belongs to the one route that logged it (its content key holds the route)."""
+    exist). A passage belongs to the one route that logged it (its content key holds the route),
+    which its origin names."""
     if not permissions.can_read_decisions(user):
         raise Forbidden('Your role does not allow verifying logged passages; send {"text", "claim"} instead.')
-    passages = permissions.visible(Passage.objects.filter(pk=passage_id), user, permissions.DECISION_READERS)
+    passages = permissions.visible(
+        Passage.objects.filter(pk=passage_id), user, permissions.DECISION_READERS, field="origin__route"
+    )
     text = passages.values_list("text", flat=True).first()
     if text is None:
         raise NotFound(f"No passage {passage_id} that you may read.")

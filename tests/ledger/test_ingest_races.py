@@ -7,7 +7,7 @@ from django.db import connection, transaction
 
 from console.core.errors import Conflict
 from console.ledger import services
-from console.ledger.models import Decision, Passage, PassageOrigin, origin_of
+from console.ledger.models import Decision, Passage, PassageOrigin, uri_split
 from console.ledger.validation import validate_batch
 from tests.factories import TEST_ACTOR, ingest, make_route, record
 
@@ -156,17 +156,16 @@ def test_concurrent_batches_sharing_popular_passages_all_succeed(monkeypatch):
     assert Passage.objects.count() == total * 3 + batches * shared
 
 
-def _stored_fields(passage) -> dict:
+def _stored_fields(passage, route) -> dict:
     """A validated passage's columns as ingest stores them, with its origin stored (committed)
     first: the holding transaction then holds the passage alone."""
-    corpus = "snap-2026-11-01"
-    uri_prefix, stored_uri = origin_of(corpus, passage.source, passage.uri, passage.external_id)
+    uri_prefix, stored_uri = uri_split(passage.uri, passage.external_id)
     return {
         "external_id": passage.external_id,
         "text": passage.text,
         "stored_uri": stored_uri,
         "content_key": passage.content_key,
-        "origin": PassageOrigin.of(corpus, passage.source, uri_prefix),
+        "origin": PassageOrigin.of(route.pk, "snap-2026-11-01", passage.source, uri_prefix),
     }
 
 
@@ -193,9 +192,9 @@ def test_two_batches_naming_the_same_new_passages_in_opposite_orders_do_not_dead
 
     def hold_z():
         try:
-            fields = _stored_fields(z)
+            fields = _stored_fields(z, route)
             with transaction.atomic():
-                Passage.objects.create(**fields, route=route)
+                Passage.objects.create(**fields)
                 holding.set()
                 deadline = time.monotonic() + 20
                 while _waiting_backends() < 2 and time.monotonic() < deadline:
@@ -240,9 +239,9 @@ def test_a_batch_waiting_on_a_passage_that_another_transaction_commits_links_to_
 
     def hold_z():
         try:
-            fields = _stored_fields(z)
+            fields = _stored_fields(z, route)
             with transaction.atomic():
-                held.append(Passage.objects.create(**fields, route=route).pk)
+                held.append(Passage.objects.create(**fields).pk)
                 holding.set()
                 deadline = time.monotonic() + 20
                 while _waiting_backends() < 1 and time.monotonic() < deadline:

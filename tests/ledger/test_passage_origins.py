@@ -1,4 +1,4 @@
-"""A passage's corpus snapshot, source and the start of its uri are kept once per combination
+"""A passage's route, corpus snapshot, source and the start of its uri are kept once per combination
 (`PassageOrigin`, ledger 0027); every reader gets them back as sent."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from console.core.db_roles import as_owner
 from console.ledger import services
-from console.ledger.models import Decision, Passage, PassageOrigin, origin_key, origin_of
+from console.ledger.models import Decision, Passage, PassageOrigin, origin_key, uri_split
 from console.ledger.validation import validate_batch
 from tests.factories import TEST_ACTOR, ingest, make_route, record
 
@@ -55,13 +55,14 @@ def test_passages_sharing_corpus_source_and_the_start_of_their_uri_share_one_ori
     ingest([record(versions=VERSIONS, passages=SENT)])
     stored = {p.external_id: p for p in Passage.objects.all()}
     assert stored["kb/vpn#1"].origin_id == stored["kb/mfa#2"].origin_id
-    origins = {(o.corpus_snapshot, o.source, o.uri_prefix) for o in PassageOrigin.objects.all()}
+    origins = {(o.route_id, o.corpus_snapshot, o.source, o.uri_prefix) for o in PassageOrigin.objects.all()}
     assert origins == {
-        ("snap-2026-11-01", "kb", "https://intranet/"),
-        ("snap-2026-11-01", "hr", ""),
-        ("snap-2026-11-01", "", ""),
-        ("snap-2026-11-01", "kb", ""),
+        (route.pk, "snap-2026-11-01", "kb", "https://intranet/"),
+        (route.pk, "snap-2026-11-01", "hr", ""),
+        (route.pk, "snap-2026-11-01", "", ""),
+        (route.pk, "snap-2026-11-01", "kb", ""),
     }
+    assert {p.route_id for p in stored.values()} == {route.pk}
     # a uri that is the prefix followed by the id is not stored on the passage; any other is, whole
     assert {name: p.stored_uri for name, p in stored.items()} == {
         "kb/vpn#1": None,
@@ -71,7 +72,7 @@ def test_passages_sharing_corpus_source_and_the_start_of_their_uri_share_one_ori
         "kb/none": "",
     }
     for origin in PassageOrigin.objects.all():
-        assert origin.key == origin_key(origin.corpus_snapshot, origin.source, origin.uri_prefix)
+        assert origin.key == origin_key(origin.route_id, origin.corpus_snapshot, origin.source, origin.uri_prefix)
 
 
 def test_a_later_batch_and_another_corpus_reuse_or_add_origins(route):
@@ -87,6 +88,17 @@ def test_a_later_batch_and_another_corpus_reuse_or_add_origins(route):
     assert Passage.objects.filter(external_id="kb/vpn#1").count() == 2
 
 
+def test_another_route_logging_the_same_passages_has_origins_and_rows_of_its_own(route, other_route):
+    ingest([record(versions=VERSIONS, passages=SENT[:2])])
+    ingest([record(route=other_route.slug, versions=VERSIONS, passages=SENT[:2])])
+    by_route = {o.route_id: o.pk for o in PassageOrigin.objects.all()}
+    assert set(by_route) == {route.pk, other_route.pk}
+    assert sorted(Passage.objects.values_list("external_id", "origin_id")) == sorted(
+        (p["id"], by_route[r.pk]) for p in SENT[:2] for r in (route, other_route)
+    )
+    assert {p.route_id for p in Passage.objects.filter(origin__route=other_route)} == {other_route.pk}
+
+
 def test_the_content_key_is_worked_out_from_the_strings_not_from_where_they_are_kept(route):
     """Ingest of the same passages again finds them stored: the key is the one validation computes
     from what was sent."""
@@ -100,25 +112,25 @@ def test_the_content_key_is_worked_out_from_the_strings_not_from_where_they_are_
 
 
 def test_the_uri_rule_keeps_the_start_of_a_uri_that_ends_with_the_id():
-    assert origin_of("c", "s", "https://a/kb/1", "kb/1") == ("https://a/", None)
-    assert origin_of("c", "s", "kb/1", "kb/1") == ("", None)
-    assert origin_of("c", "s", "https://a/kb/1?v=2", "kb/1") == ("", "https://a/kb/1?v=2")
-    assert origin_of("c", "s", "", "kb/1") == ("", "")
-    assert origin_of("c", "s", "x", "") == ("", "x")
+    assert uri_split("https://a/kb/1", "kb/1") == ("https://a/", None)
+    assert uri_split("kb/1", "kb/1") == ("", None)
+    assert uri_split("https://a/kb/1?v=2", "kb/1") == ("", "https://a/kb/1?v=2")
+    assert uri_split("", "kb/1") == ("", "")
+    assert uri_split("x", "") == ("", "x")
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_waiting_on_an_origin_another_transaction_commits_uses_that_row():
     """A new origin goes in with ON CONFLICT DO NOTHING, and the passages join the origins in the
     next statement, which sees a row a concurrent batch committed while this one waited."""
-    make_route("it-support")
+    route = make_route("it-support")
     batch = [record(versions=VERSIONS, passages=SENT[:2])]
     holding, errors, results = threading.Event(), [], []
 
     def hold_origin():
         try:
             with transaction.atomic():
-                results.append(PassageOrigin.of("snap-2026-11-01", "kb", "https://intranet/").pk)
+                results.append(PassageOrigin.of(route.pk, "snap-2026-11-01", "kb", "https://intranet/").pk)
                 holding.set()
                 deadline = time.monotonic() + 20
                 while _waiting_backends() < 1 and time.monotonic() < deadline:
@@ -158,7 +170,9 @@ def _waiting_backends() -> int:
 
 @pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)
 @pytest.mark.django_db(transaction=True)
-def test_going_back_writes_every_origin_out_on_its_passages_and_forward_takes_them_in_again(integrator, reviewer):
+def test_going_back_writes_every_origin_out_on_its_passages_and_forward_takes_them_in_again(
+    route, integrator, reviewer
+):
     other = {**VERSIONS, "corpus": "snap-2026-12-01"}
     records = [record(versions=VERSIONS, passages=SENT), record(versions=other, passages=SENT[2:])]
     response = integrator.post("/api/v1/decisions", {"decisions": records}, format="json")
@@ -174,10 +188,12 @@ def test_going_back_writes_every_origin_out_on_its_passages_and_forward_takes_th
                 assert cursor.fetchone() == (None,)
                 cursor.execute("SELECT external_id, source, uri, corpus_snapshot FROM ledger_passage")
                 assert sorted(cursor.fetchall()) == sorted(_as_sent() + _as_sent("snap-2026-12-01")[2:])
+                cursor.execute("SELECT DISTINCT route_id FROM ledger_passage")
+                assert cursor.fetchall() == [(route.pk,)]
     finally:
         call_command("migrate", verbosity=0)  # every app forward again
     assert [_as_read(reviewer.get(f"/api/v1/decisions/{pk}").json()) for pk in ids] == expected
     assert dict(Passage.objects.values_list("id", "content_key")) == keys
-    assert PassageOrigin.objects.count() == 7  # four in one corpus snapshot, three in the other
+    assert PassageOrigin.objects.filter(route=route).count() == 7  # four in one corpus snapshot, three in the other
     # kb/vpn#1, kb/mfa#2 and https://wiki/x, and the last again in the other snapshot
     assert Passage.objects.filter(stored_uri__isnull=True).count() == 4

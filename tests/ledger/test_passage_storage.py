@@ -23,6 +23,7 @@ from console.ledger.compression import (
 from console.ledger.models import PASSAGE_RANKS_SQL, Passage, PassageOrigin
 from console.verification.services import decisions_verify
 from tests.factories import ingest, make_route, record
+from tests.ledger.passages_before_origins import passage_columns_restored, passage_routes
 
 # Non-ASCII throughout (2-, 3- and 4-byte characters), a backslash and a quote: byte offsets differ
 # from character offsets, and a text cast (rather than converted) to bytes would lose the backslash.
@@ -169,14 +170,9 @@ def _ranked(*ranks_and_scores: tuple[int, float | None]) -> list[dict]:
 def _links_made_again():
     """The link table of before ledger 0024, made again and filled from the arrays (its backwards),
     after ledger 0027's backwards has written each passage's origin out on it again (its reference
-    stays, NULL on rows these older migrations add) and 0025's has spelt out the ranks it left NULL."""
-    origins = importlib.import_module("console.ledger.migrations.0027_passage_origins")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "ALTER TABLE ledger_passage ADD COLUMN corpus_snapshot varchar(200) NOT NULL DEFAULT '', "
-            "ADD COLUMN source varchar(200) NOT NULL DEFAULT '', ALTER COLUMN origin_id DROP NOT NULL"
-        )
-    origins.origins_spell_out(None, SimpleNamespace(connection=connection))
+    stays, NULL on rows these older migrations add: passages_before_origins.py) and 0025's has
+    spelt out the ranks it left NULL."""
+    passage_columns_restored()
     ranks = importlib.import_module("console.ledger.migrations.0025_ranks_left_out_when_in_order")
     with connection.cursor() as cursor:
         cursor.execute(ranks.RANKS_IN_ORDER_WRITTEN_OUT)
@@ -199,7 +195,7 @@ def test_a_passage_a_decision_logged_cannot_be_deleted_and_one_no_decision_names
     with pytest.raises(IntegrityError, match="still logged by a decision"), transaction.atomic():
         Passage.objects.filter(external_id="kb/1").delete()
     unlogged = Passage.objects.create(
-        external_id="kb/none", text=SHORT, content_key="ab" * 32, route=route, origin=PassageOrigin.of()
+        external_id="kb/none", text=SHORT, content_key="ab" * 32, origin=PassageOrigin.of(route.pk)
     )
     Passage.objects.filter(pk=unlogged.pk).delete()
     assert set(Passage.objects.values_list("external_id", flat=True)) == {"kb/1", "kb/2"}
@@ -293,9 +289,9 @@ def test_going_forwards_each_passage_takes_its_route_and_one_two_routes_logged_i
     [mine] = ingest([record(passages=_ranked((1, 0.9), (2, 0.5)))])
     [theirs] = ingest([record(route="hr-policy", passages=_ranked((1, 0.4)))])
     decisions_verify(actor=Actor.system("test"), decision_ids=[mine, theirs])
-    [shared] = Passage.objects.filter(route=it, external_id="kb/r1").values_list("pk", flat=True)
-    [second] = Passage.objects.filter(route=it, external_id="kb/r2").values_list("pk", flat=True)
-    [own] = Passage.objects.filter(route=hr).values_list("pk", flat=True)
+    [shared] = Passage.objects.filter(origin__route=it, external_id="kb/r1").values_list("pk", flat=True)
+    [second] = Passage.objects.filter(origin__route=it, external_id="kb/r2").values_list("pk", flat=True)
+    [own] = Passage.objects.filter(origin__route=hr).values_list("pk", flat=True)
     span_checks = importlib.import_module("console.verification.migrations.0006_span_checks_name_their_routes_passage")
 
     with as_owner(), transaction.atomic():
@@ -311,7 +307,7 @@ def test_going_forwards_each_passage_takes_its_route_and_one_two_routes_logged_i
         with connection.cursor() as cursor:
             cursor.execute(span_checks.TO_COPIES)
 
-        routes = dict(Passage.objects.values_list("pk", "route_id"))
+        routes = passage_routes()
         [copy] = set(routes) - {shared, second, own}
         assert copy > max(shared, second, own)  # a row of its own
         assert routes == {shared: it.pk, second: it.pk, own: None, copy: hr.pk}

@@ -1,10 +1,12 @@
-"""A passage's corpus snapshot, source and the start of its uri move to `ledger_passageorigin`, a row
-for each combination, and the passage keeps a 4-byte reference to it. A uri that ends with the
+"""A passage's route, corpus snapshot, source and the start of its uri move to `ledger_passageorigin`,
+a row for each combination, and the passage keeps a 4-byte reference to it. A uri that ends with the
 passage's external id keeps only its start in the origin and is stored as NULL (read back as prefix
 followed by id); any other uri is stored whole. The content key is unchanged: it is worked out from
 the strings, not from where they are kept.
 
-Going backwards writes the three strings out on every passage again. Rows stored before this keep
+The check that a passage a decision logged is not deleted (ledger 0024) finds the deleted passages'
+routes through their origins. Going backwards writes the route and the three strings out on every
+passage again. Rows stored before this keep
 the old columns' bytes until the table is rewritten (VACUUM FULL): dropping a column only hides it.
 """
 
@@ -16,10 +18,10 @@ from django.db import migrations, models
 
 import console.ledger.models
 
-# The parts of every stored passage, by the rule of `origin_of` (console/ledger/models.py).
+# The parts of every stored passage, by the rule of `uri_split` (console/ledger/models.py).
 _PARTS = """
 CREATE TEMPORARY TABLE passage_origin_parts ON COMMIT DROP AS
-SELECT id, corpus_snapshot, source,
+SELECT id, route_id, corpus_snapshot, source,
        CASE WHEN external_id <> '' AND right(uri, length(external_id)) = external_id
             THEN left(uri, length(uri) - length(external_id)) ELSE '' END AS uri_prefix,
        CASE WHEN external_id <> '' AND right(uri, length(external_id)) = external_id
@@ -28,26 +30,68 @@ SELECT id, corpus_snapshot, source,
 """
 
 
-def _key(corpus_snapshot: str, source: str, uri_prefix: str) -> bytes:
+# What ledger 0024's check reads of the deleted passages: their routes, now their origins'.
+_LOGGED_CHECK = """
+CREATE OR REPLACE FUNCTION ledger_passage_logged_check() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    logged bigint;
+BEGIN
+    SELECT o.id INTO logged FROM old_rows o
+     WHERE o.id IN (SELECT l.id FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) AS l(id)
+                     WHERE d.route_id IN (SELECT g.route_id FROM ledger_passageorigin g
+                                           WHERE g.id IN (SELECT origin_id FROM old_rows)))
+     LIMIT 1;
+    IF logged IS NOT NULL THEN
+        RAISE EXCEPTION 'delete on table "ledger_passage" violates the reference from "ledger_decision"'
+            USING ERRCODE = 'foreign_key_violation',
+                  DETAIL = format('Passage %s is still logged by a decision.', logged);
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+"""
+_LOGGED_CHECK_BEFORE = """
+CREATE OR REPLACE FUNCTION ledger_passage_logged_check() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    logged bigint;
+BEGIN
+    SELECT o.id INTO logged FROM old_rows o
+     WHERE o.id IN (SELECT l.id FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) AS l(id)
+                     WHERE d.route_id IN (SELECT route_id FROM old_rows))
+     LIMIT 1;
+    IF logged IS NOT NULL THEN
+        RAISE EXCEPTION 'delete on table "ledger_passage" violates the reference from "ledger_decision"'
+            USING ERRCODE = 'foreign_key_violation',
+                  DETAIL = format('Passage %s is still logged by a decision.', logged);
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+"""
+
+
+def _key(route_id: int | None, corpus_snapshot: str, source: str, uri_prefix: str) -> bytes:
     # origin_key (console/ledger/models.py), as it is today
-    return hashlib.sha256(json.dumps([corpus_snapshot, source, uri_prefix]).encode()).digest()
+    return hashlib.sha256(json.dumps([route_id, corpus_snapshot, source, uri_prefix]).encode()).digest()
 
 
 def origins_make(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(_PARTS)
-        cursor.execute("SELECT DISTINCT corpus_snapshot, source, uri_prefix FROM passage_origin_parts")
+        cursor.execute("SELECT DISTINCT route_id, corpus_snapshot, source, uri_prefix FROM passage_origin_parts")
         origins = [(*parts, _key(*parts)) for parts in cursor.fetchall()]
         if not origins:
             return
         cursor.executemany(
-            "INSERT INTO ledger_passageorigin (corpus_snapshot, source, uri_prefix, key) VALUES (%s, %s, %s, %s)",
+            "INSERT INTO ledger_passageorigin (route_id, corpus_snapshot, source, uri_prefix, key) "
+            "VALUES (%s, %s, %s, %s, %s)",
             origins,
         )
         cursor.execute(
             "UPDATE ledger_passage p SET origin_id = o.id, uri = parts.stored_uri "
             "FROM passage_origin_parts parts JOIN ledger_passageorigin o "
-            "ON (o.corpus_snapshot, o.source, o.uri_prefix) = (parts.corpus_snapshot, parts.source, parts.uri_prefix) "
+            "ON o.route_id IS NOT DISTINCT FROM parts.route_id AND (o.corpus_snapshot, o.source, o.uri_prefix) "
+            "= (parts.corpus_snapshot, parts.source, parts.uri_prefix) "
             "WHERE p.id = parts.id"
         )
 
@@ -55,15 +99,19 @@ def origins_make(apps, schema_editor):
 def origins_spell_out(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE ledger_passage p SET corpus_snapshot = o.corpus_snapshot, source = o.source, "
-            "uri = coalesce(p.uri, o.uri_prefix || p.external_id) "
+            "UPDATE ledger_passage p SET route_id = o.route_id, corpus_snapshot = o.corpus_snapshot, "
+            "source = o.source, uri = coalesce(p.uri, o.uri_prefix || p.external_id) "
             "FROM ledger_passageorigin o WHERE o.id = p.origin_id"
         )
 
 
 class Migration(migrations.Migration):
     dependencies = [
+        ("accounts", "0009_user_sessions"),
         ("ledger", "0026_trained_dictionaries_up_to_256_kib"),
+        # They read each passage's route from its row: they run before it leaves the row.
+        ("disputes", "0005_evidence_names_its_routes_passage"),
+        ("verification", "0006_span_checks_name_their_routes_passage"),
     ]
 
     operations = [
@@ -71,6 +119,15 @@ class Migration(migrations.Migration):
             name="PassageOrigin",
             fields=[
                 ("id", models.AutoField(primary_key=True, serialize=False)),
+                (
+                    "route",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="accounts.route",
+                    ),
+                ),
                 (
                     "corpus_snapshot",
                     models.CharField(blank=True, help_text="versions.corpus at request time.", max_length=200),
@@ -87,7 +144,8 @@ class Migration(migrations.Migration):
                 (
                     "key",
                     console.ledger.models.DigestField(
-                        help_text="SHA-256 over corpus snapshot, source and uri prefix (origin_key).", unique=True
+                        help_text="SHA-256 over route, corpus snapshot, source and uri prefix (origin_key).",
+                        unique=True,
                     ),
                 ),
             ],
@@ -129,6 +187,8 @@ class Migration(migrations.Migration):
         migrations.RunPython(origins_make, origins_spell_out),
         migrations.RemoveField(model_name="passage", name="corpus_snapshot"),
         migrations.RemoveField(model_name="passage", name="source"),
+        migrations.RunSQL(_LOGGED_CHECK, _LOGGED_CHECK_BEFORE),
+        migrations.RemoveField(model_name="passage", name="route"),
         migrations.AlterField(
             model_name="passage",
             name="origin",
