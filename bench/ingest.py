@@ -184,9 +184,7 @@ def copy_all(database_url: str, route_id: int, records: list[dict]) -> float:
         )
         stored = {bytes(key) for (key,) in cur.fetchall()}
         started = time.perf_counter()
-        with cur.copy(
-            "COPY ledger_passage (external_id, text, uri, content_key, route_id, origin_id) FROM STDIN"
-        ) as copy:
+        with cur.copy("COPY ledger_passage (external_id, text, uri, content_key, origin_id) FROM STDIN") as copy:
             for row in passages.values():
                 if row[key_at] not in stored:
                     copy.write_row(row)

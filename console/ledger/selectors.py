@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib.postgres.search import SearchQueryField, SearchVectorField
-from django.db.models import BooleanField, F, Func, Q, QuerySet, Subquery, Sum, Value, prefetch_related_objects
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -69,16 +69,16 @@ def get_decision_for_user(
 
 def logged_passages(decision_id: int) -> list[Passage]:
     """The passages one decision logged, in rank order, read with the decision's id array in one
-    query (for a reader that has the id alone)."""
-    passages = list(
+    query (for a reader that has the id alone). Their origins are not read with them (a raw query
+    leaves out the manager's join): the grader's page reads the texts alone; a reader of source,
+    uri or corpus snapshot calls `prefetch_related_objects(passages, "origin")` first."""
+    return list(
         Passage.objects.raw(
             "SELECT p.* FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) WITH ORDINALITY "
             "AS l(id, position) JOIN ledger_passage p ON p.id = l.id WHERE d.id = %s ORDER BY l.position",
             [decision_id],
         )
     )
-    prefetch_related_objects(passages, "origin")  # a raw query leaves out the manager's join
-    return passages
 
 
 def ranked_passages_load(decisions: Iterable[Decision]) -> None:
