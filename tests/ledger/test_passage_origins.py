@@ -190,9 +190,18 @@ def test_going_back_writes_every_origin_out_on_its_passages_and_forward_takes_th
                 assert sorted(cursor.fetchall()) == sorted(_as_sent() + _as_sent("snap-2026-12-01")[2:])
                 cursor.execute("SELECT DISTINCT route_id FROM ledger_passage")
                 assert cursor.fetchall() == [(route.pk,)]
+                # a passage no decision had logged when passages took their route (ledger 0024) has none
+                cursor.execute(
+                    "INSERT INTO ledger_passage (external_id, corpus_snapshot, text, source, uri, content_key, "
+                    "route_id) VALUES ('kb/orphan', '', 'x', 'kb', 'https://x/kb/orphan', %s, NULL)",
+                    [bytes(32)],
+                )
     finally:
         call_command("migrate", verbosity=0)  # every app forward again
     assert [_as_read(reviewer.get(f"/api/v1/decisions/{pk}").json()) for pk in ids] == expected
+    orphan = Passage.objects.get(external_id="kb/orphan")
+    assert (orphan.route_id, orphan.source, orphan.uri, orphan.stored_uri) == (None, "kb", "https://x/kb/orphan", None)
+    Passage.objects.filter(pk=orphan.pk).delete()  # no decision logged it
     assert dict(Passage.objects.values_list("id", "content_key")) == keys
     assert PassageOrigin.objects.filter(route=route).count() == 7  # four in one corpus snapshot, three in the other
     # kb/vpn#1, kb/mfa#2 and https://wiki/x, and the last again in the other snapshot
