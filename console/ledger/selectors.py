@@ -72,9 +72,11 @@ def logged_passages(decision_id: int) -> list[Passage]:
     query (for a reader that has the id alone). Their origins are not read with them (a raw query
     leaves out the manager's join): the grader's page reads the texts alone; a reader of source,
     uri or corpus snapshot calls `prefetch_related_objects(passages, "origin")` first."""
+    # The model's columns, not p.*: the table keeps a column the model left (route_id, ledger 0027).
+    columns = ", ".join(f"p.{field.column}" for field in Passage._meta.concrete_fields)
     return list(
         Passage.objects.raw(
-            "SELECT p.* FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) WITH ORDINALITY "
+            f"SELECT {columns} FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) WITH ORDINALITY "
             "AS l(id, position) JOIN ledger_passage p ON p.id = l.id WHERE d.id = %s ORDER BY l.position",
             [decision_id],
         )

@@ -1,7 +1,8 @@
 """The passages table as it was before ledger 0027 kept origins apart, for tests that run the SQL of
-earlier migrations on it: route, corpus snapshot and source are columns of each passage again,
-filled from its origin by 0027's own backwards, and the origin's reference may be NULL (on rows
-that SQL adds). Run inside a transaction the test rolls back."""
+earlier migrations on it: corpus snapshot and source are columns of each passage again, and they
+and the route's column (0027 leaves it, NULL) are filled from its origin by 0027's own backwards;
+the origin's reference may be NULL (on rows that SQL adds). Run inside a transaction the test rolls
+back."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ def passage_columns_restored() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "ALTER TABLE ledger_passage ADD COLUMN corpus_snapshot varchar(200) NOT NULL DEFAULT '', "
-            "ADD COLUMN source varchar(200) NOT NULL DEFAULT '', ADD COLUMN route_id bigint, "
-            "ALTER COLUMN origin_id DROP NOT NULL"
+            "ADD COLUMN source varchar(200) NOT NULL DEFAULT '', ALTER COLUMN origin_id DROP NOT NULL"
         )
     _ORIGINS.origins_spell_out(None, SimpleNamespace(connection=connection))
 

@@ -5,8 +5,9 @@ followed by id); any other uri is stored whole. The content key is unchanged: it
 the strings, not from where they are kept.
 
 The check that a passage a decision logged is not deleted (ledger 0024) finds the deleted passages'
-routes through their origins. Going backwards writes the route and the three strings out on every
-passage again. Rows stored before this keep
+routes through their origins. The passages' `route_id` column stays, NULL and unread: two
+migrations of apps above the ledger read it (below). Going backwards writes the route and the three
+strings out on every passage again. Rows stored before this keep
 the old columns' bytes until the table is rewritten (VACUUM FULL): dropping a column only hides it.
 """
 
@@ -16,7 +17,7 @@ import json
 import django.db.models.deletion
 from django.db import migrations, models
 
-import console.ledger.models
+from console.ledger.migrations import _fields_v1
 
 # The parts of every stored passage, by the rule of `uri_split` (console/ledger/models.py).
 _PARTS = """
@@ -88,7 +89,7 @@ def origins_make(apps, schema_editor):
             origins,
         )
         cursor.execute(
-            "UPDATE ledger_passage p SET origin_id = o.id, uri = parts.stored_uri "
+            "UPDATE ledger_passage p SET origin_id = o.id, uri = parts.stored_uri, route_id = NULL "
             "FROM passage_origin_parts parts JOIN ledger_passageorigin o "
             "ON o.route_id IS NOT DISTINCT FROM parts.route_id AND (o.corpus_snapshot, o.source, o.uri_prefix) "
             "= (parts.corpus_snapshot, parts.source, parts.uri_prefix) "
@@ -109,9 +110,6 @@ class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0009_user_sessions"),
         ("ledger", "0026_trained_dictionaries_up_to_256_kib"),
-        # They read each passage's route from its row: they run before it leaves the row.
-        ("disputes", "0005_evidence_names_its_routes_passage"),
-        ("verification", "0006_span_checks_name_their_routes_passage"),
     ]
 
     operations = [
@@ -143,7 +141,7 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "key",
-                    console.ledger.models.DigestField(
+                    _fields_v1.DigestField(
                         help_text="SHA-256 over route, corpus snapshot, source and uri prefix (origin_key).",
                         unique=True,
                     ),
@@ -188,7 +186,10 @@ class Migration(migrations.Migration):
         migrations.RemoveField(model_name="passage", name="corpus_snapshot"),
         migrations.RemoveField(model_name="passage", name="source"),
         migrations.RunSQL(_LOGGED_CHECK, _LOGGED_CHECK_BEFORE),
-        migrations.RemoveField(model_name="passage", name="route"),
+        # The column stays in the table, unwritten (NULL, which costs a row nothing: it has a null
+        # bitmap already): verification 0006 and disputes 0005, of apps above the ledger, read it,
+        # and on a fresh database they may run after this.
+        migrations.SeparateDatabaseAndState(state_operations=[migrations.RemoveField(model_name="passage", name="route")]),
         migrations.AlterField(
             model_name="passage",
             name="origin",
