@@ -228,6 +228,42 @@ class _Release(Exception):
     """Rolls the holding transaction back."""
 
 
+def _written_behind(hold, batch) -> tuple:
+    """Write `batch` while another transaction holds what `hold()` inserted, open until a backend
+    waits on it (at most 20 s), then committed: (what `hold` returned, whether a backend waited,
+    the write's result)."""
+    holding, errors, results = threading.Event(), [], {}
+
+    def holder():
+        try:
+            with transaction.atomic():
+                results["held"] = hold()
+                holding.set()
+                deadline = time.monotonic() + 20
+                while _waiting_backends() < 1 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                results["waited"] = _waiting_backends() > 0
+        finally:
+            connection.close()
+
+    def client():
+        try:
+            holding.wait(10)
+            results["written"] = _write(batch)
+        except Exception as exc:  # reported by the assertion
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=client)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    return results["held"], results["waited"], results["written"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_waiting_on_a_passage_that_another_transaction_commits_links_to_that_row():
     """The content key's constraint (an exclusion constraint, ledger migration 0023) makes the
@@ -235,39 +271,13 @@ def test_a_batch_waiting_on_a_passage_that_another_transaction_commits_links_to_
     route = make_route("it-support")
     batch = [record(passages=[_passage("A", 1), _passage("Z", 2)])]
     [z] = [p for p in validate_batch(batch)[0][0].passages if p.external_id == "kb/Z"]
-    holding, errors, results, held = threading.Event(), [], [], []
+    fields = _stored_fields(z, route)
 
-    def hold_z():
-        try:
-            fields = _stored_fields(z, route)
-            with transaction.atomic():
-                held.append(Passage.objects.create(**fields).pk)
-                holding.set()
-                deadline = time.monotonic() + 20
-                while _waiting_backends() < 1 and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                results.append("waited" if _waiting_backends() else "never waited")
-        finally:
-            connection.close()
+    held, waited, written = _written_behind(lambda: Passage.objects.create(**fields).pk, batch)
 
-    def client():
-        try:
-            holding.wait(10)
-            results.append(_write(batch))
-        except Exception as exc:  # reported by the assertion
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=hold_z), threading.Thread(target=client)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert errors == []
-    assert results[0] == "waited" and results[1].created == 1
+    assert waited and written.created == 1
     assert Passage.objects.filter(external_id="kb/Z").count() == 1
-    assert sum(ids.count(held[0]) for ids in Decision.objects.values_list("passage_ids", flat=True)) == 1
+    assert sum(ids.count(held) for ids in Decision.objects.values_list("passage_ids", flat=True)) == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -304,3 +314,24 @@ def test_other_operational_errors_are_not_retried(monkeypatch):
     with pytest.raises(OperationalError):
         _write([record()])
     assert len(calls) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_waiting_on_an_origin_another_transaction_commits_uses_that_row():
+    """A batch's new origins go in with ON CONFLICT DO NOTHING, and its passages join the origins
+    in the next statement, which sees a row a concurrent batch committed while this one waited."""
+    route = make_route("it-support")
+    passages = [
+        {"id": "kb/vpn#1", "text": "Install the VPN.", "rank": 1, "source": "kb", "uri": "https://intranet/kb/vpn#1"},
+        {"id": "kb/mfa#2", "text": "Reset MFA.", "rank": 2, "source": "kb", "uri": "https://intranet/kb/mfa#2"},
+    ]
+    batch = [record(passages=passages)]
+    corpus = batch[0]["versions"]["corpus"]
+
+    held, waited, written = _written_behind(
+        lambda: PassageOrigin.of(route.pk, corpus, "kb", "https://intranet/").pk, batch
+    )
+
+    assert waited and written.created == 1
+    assert PassageOrigin.objects.count() == 1
+    assert set(Passage.objects.values_list("origin_id", flat=True)) == {held}

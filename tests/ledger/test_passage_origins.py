@@ -3,19 +3,15 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from console.core.db_roles import as_owner
-from console.ledger import services
 from console.ledger.models import Decision, Passage, PassageOrigin, origin_key, uri_split
 from console.ledger.validation import validate_batch
-from tests.factories import TEST_ACTOR, ingest, make_route, record
+from tests.factories import ingest, record
 
 VERSIONS = {"model": "gen-2026-11", "retriever": "hybrid-3", "corpus": "snap-2026-11-01", "gate": "nli-4"}
 SENT = [
@@ -117,55 +113,6 @@ def test_the_uri_rule_keeps_the_start_of_a_uri_that_ends_with_the_id():
     assert uri_split("https://a/kb/1?v=2", "kb/1") == ("", "https://a/kb/1?v=2")
     assert uri_split("", "kb/1") == ("", "")
     assert uri_split("x", "") == ("", "x")
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_batch_waiting_on_an_origin_another_transaction_commits_uses_that_row():
-    """A new origin goes in with ON CONFLICT DO NOTHING, and the passages join the origins in the
-    next statement, which sees a row a concurrent batch committed while this one waited."""
-    route = make_route("it-support")
-    batch = [record(versions=VERSIONS, passages=SENT[:2])]
-    holding, errors, results = threading.Event(), [], []
-
-    def hold_origin():
-        try:
-            with transaction.atomic():
-                results.append(PassageOrigin.of(route.pk, "snap-2026-11-01", "kb", "https://intranet/").pk)
-                holding.set()
-                deadline = time.monotonic() + 20
-                while _waiting_backends() < 1 and time.monotonic() < deadline:
-                    time.sleep(0.02)
-        finally:
-            connection.close()
-
-    def client():
-        try:
-            holding.wait(10)
-            items, problems = validate_batch(batch)
-            assert not problems
-            routes, _ = services.routes_for_items(items)
-            results.append(services.decision_ingest(actor=TEST_ACTOR, items=items, routes=routes))
-        except Exception as exc:  # reported by the assertion
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=hold_origin), threading.Thread(target=client)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert errors == []
-    held, outcome = results
-    assert outcome.created == 1
-    assert PassageOrigin.objects.count() == 1
-    assert set(Passage.objects.values_list("origin_id", flat=True)) == {held}
-
-
-def _waiting_backends() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
-        return cursor.fetchone()[0]
 
 
 @pytest.mark.slow  # migrates the test database back and forth: seconds, for the full suite (tests/conftest.py)

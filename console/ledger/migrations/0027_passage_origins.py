@@ -31,16 +31,16 @@ SELECT id, route_id, corpus_snapshot, source,
 """
 
 
-# What ledger 0024's check reads of the deleted passages: their routes, now their origins'.
-_LOGGED_CHECK = """
+# Ledger 0024's check that no decision logged a deleted passage, with the deleted passages' routes
+# read from `{routes}`: their origins' now, their own column before.
+_LOGGED_CHECK_OF = """
 CREATE OR REPLACE FUNCTION ledger_passage_logged_check() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
     logged bigint;
 BEGIN
     SELECT o.id INTO logged FROM old_rows o
      WHERE o.id IN (SELECT l.id FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) AS l(id)
-                     WHERE d.route_id IN (SELECT g.route_id FROM ledger_passageorigin g
-                                           WHERE g.id IN (SELECT origin_id FROM old_rows)))
+                     WHERE d.route_id IN ({routes}))
      LIMIT 1;
     IF logged IS NOT NULL THEN
         RAISE EXCEPTION 'delete on table "ledger_passage" violates the reference from "ledger_decision"'
@@ -51,24 +51,10 @@ BEGIN
 END
 $fn$;
 """
-_LOGGED_CHECK_BEFORE = """
-CREATE OR REPLACE FUNCTION ledger_passage_logged_check() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-    logged bigint;
-BEGIN
-    SELECT o.id INTO logged FROM old_rows o
-     WHERE o.id IN (SELECT l.id FROM ledger_decision d CROSS JOIN LATERAL unnest(d.passage_ids) AS l(id)
-                     WHERE d.route_id IN (SELECT route_id FROM old_rows))
-     LIMIT 1;
-    IF logged IS NOT NULL THEN
-        RAISE EXCEPTION 'delete on table "ledger_passage" violates the reference from "ledger_decision"'
-            USING ERRCODE = 'foreign_key_violation',
-                  DETAIL = format('Passage %s is still logged by a decision.', logged);
-    END IF;
-    RETURN NULL;
-END
-$fn$;
-"""
+_LOGGED_CHECK = _LOGGED_CHECK_OF.replace(
+    "{routes}", "SELECT g.route_id FROM ledger_passageorigin g WHERE g.id IN (SELECT origin_id FROM old_rows)"
+)
+_LOGGED_CHECK_BEFORE = _LOGGED_CHECK_OF.replace("{routes}", "SELECT route_id FROM old_rows")
 
 
 def _key(route_id: int | None, corpus_snapshot: str, source: str, uri_prefix: str) -> bytes:
