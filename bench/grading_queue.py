@@ -293,6 +293,7 @@ def cleanup(route_id: int, run: str) -> None:
         ):
             cursor.execute(statement, [route_id])
         cursor.execute("DELETE FROM ledger_passage WHERE external_id LIKE %s", [f"kb/{run}/%"])
+        cursor.execute("DELETE FROM ledger_passageorigin WHERE route_id = %s", [route_id])  # the run's passages' only
         cursor.execute("DELETE FROM ledger_route WHERE id = %s", [route_id])
 
 
