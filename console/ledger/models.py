@@ -163,8 +163,8 @@ class Passage(models.Model):
     `content_key` is the SHA-256 over all of them and makes the row content-addressed. The key
     includes the route that logged it, so routes never share a passage row (nor its embedding);
     rows stored before the route was part of the key keep their old key and are never matched again.
-    Corpus snapshot, source and the start of the uri are the passage's `origin` (ledger migration
-    0027); `corpus_snapshot`, `source` and `uri` read them back as sent.
+    The route, corpus snapshot, source and the start of the uri are the passage's `origin` (ledger
+    migration 0027); `route_id`, `corpus_snapshot`, `source` and `uri` read them back as sent.
     """
 
     external_id = models.CharField(max_length=500, help_text="The retriever's id for the chunk.")

@@ -7,8 +7,8 @@ the strings, not from where they are kept.
 The check that a passage a decision logged is not deleted (ledger 0024) finds the deleted passages'
 routes through their origins. The passages' `route_id` column stays, NULL and unread: two
 migrations of apps above the ledger read it (below). Going backwards writes the route and the three
-strings out on every passage again. Rows stored before this keep
-the old columns' bytes until the table is rewritten (VACUUM FULL): dropping a column only hides it.
+strings out on every passage again. Rows stored before this keep the old columns' bytes until the
+table is rewritten (VACUUM FULL): dropping a column only hides it.
 """
 
 import hashlib
@@ -23,11 +23,10 @@ from console.ledger.migrations import _fields_v1
 _PARTS = """
 CREATE TEMPORARY TABLE passage_origin_parts ON COMMIT DROP AS
 SELECT id, route_id, corpus_snapshot, source,
-       CASE WHEN external_id <> '' AND right(uri, length(external_id)) = external_id
-            THEN left(uri, length(uri) - length(external_id)) ELSE '' END AS uri_prefix,
-       CASE WHEN external_id <> '' AND right(uri, length(external_id)) = external_id
-            THEN NULL ELSE uri END AS stored_uri
-  FROM ledger_passage
+       CASE WHEN ends_with_id THEN left(uri, length(uri) - length(external_id)) ELSE '' END AS uri_prefix,
+       CASE WHEN ends_with_id THEN NULL ELSE uri END AS stored_uri
+  FROM (SELECT *, external_id <> '' AND right(uri, length(external_id)) = external_id AS ends_with_id
+          FROM ledger_passage) p
 """
 
 
