@@ -23,6 +23,7 @@ from console.accounts.models import Route
 from console.core.errors import Conflict, InvalidInput, detail
 from console.core.jobs import enqueue
 from console.core.partitions import months_ensure
+from console.core.pg_arrays import float_array, int_array, text_array
 from console.ledger.compression import (
     TRAINED_MAX_BYTES,
     PresetDictionary,
@@ -258,7 +259,7 @@ def _existing_hashes(items: list[DecisionInput], routes: dict[str, Route]) -> di
             "SELECT k.route_id, k.request_id, encode(d.content_hash, 'hex') FROM unnest(%s::bigint[], %s::text[]) "
             "AS k(route_id, request_id) CROSS JOIN LATERAL (SELECT d.content_hash FROM ledger_decision d "
             "WHERE d.route_id = k.route_id AND d.request_id = k.request_id OFFSET 0) AS d",
-            [[routes[i.route].pk for i in items], [i.request_id for i in items]],
+            [int_array(routes[i.route].pk for i in items), text_array(i.request_id for i in items)],
         )
         return {(r, q): h for r, q, h in cursor.fetchall()}
 
@@ -363,10 +364,11 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
                         None if i.claims is None else _json(i.claims),
                         i.expected_claims,
                         i.gate_functional,
-                        # the ranked passages, in rank order (validation sorted them)
-                        [passage_ids[p.content_key] for p in i.passages],
-                        stored_ranks([p.rank for p in i.passages]),
-                        [p.retrieval_score for p in i.passages],
+                        # the ranked passages, in rank order (validation sorted them), as array
+                        # literals: psycopg adapts a list in Python, element by element (pg_arrays.py)
+                        int_array([passage_ids[p.content_key] for p in i.passages]),
+                        _ranks_literal(i.passages),
+                        float_array([p.retrieval_score for p in i.passages]),
                     )
                 )
     result.created = len(fresh)
@@ -392,6 +394,11 @@ def _ingest_once(actor: Actor, items: list[DecisionInput], routes: dict[str, Rou
     run_in_ingest(actor=actor, items=fresh, decision_ids=decision_ids, routes=routes)
     queue_after_ingest(decision_ids)
     return result
+
+
+def _ranks_literal(passages) -> str | None:
+    ranks = stored_ranks([p.rank for p in passages])
+    return None if ranks is None else int_array(ranks)
 
 
 def _allocate_ids(cursor, table: str, count: int) -> list[int]:

@@ -22,6 +22,7 @@ from audit.services import Actor, EventSpec, audit_record, audit_record_many
 from console.accounts.models import Route
 from console.core.errors import Conflict, InvalidInput
 from console.core.jobs import commit_without_waiting, enqueue
+from console.core.pg_arrays import float_array, int_array, text_array, timestamp_array
 from console.ledger.models import SERVED_ANSWER, Decision, Outcome
 from console.ledger.validation import DecisionInput
 from console.shadow.models import ShadowRun, ShadowStatus
@@ -181,12 +182,30 @@ class _Ready:
     occurred_at: datetime | None = None
 
 
+# How each of _ITEM_COLUMNS travels: as an array literal, which psycopg passes as one string
+# instead of adapting a list element by element in Python (console/core/pg_arrays.py).
+_ITEM_ARRAYS = (
+    int_array,
+    int_array,
+    timestamp_array,
+    text_array,
+    text_array,
+    text_array,
+    float_array,
+    int_array,
+    int_array,
+    text_array,
+)
+
+
 def _insert_items(items: list[_NewItem]) -> None:
     """Insert the batch's items in one statement and set their ids."""
     now = timezone.now()
     columns = zip(*map(attrgetter(*_ITEM_COLUMNS), items), strict=True)
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_ITEMS_SQL, [now, *(list(column) for column in columns)])
+        cursor.execute(
+            _INSERT_ITEMS_SQL, [now, *(literal(column) for literal, column in zip(_ITEM_ARRAYS, columns, strict=True))]
+        )
         ids = dict((decision_id, pk) for pk, decision_id in cursor.fetchall())
     for item in items:
         item.pk = ids[item.decision_id]

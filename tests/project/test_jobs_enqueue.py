@@ -10,12 +10,14 @@ class RecordingTask:
 
     def __init__(self, fail: bool = False):
         self.calls = []
+        self.shown = []
         self.fail = fail
 
-    def apply_async(self, args, kwargs):
+    def apply_async(self, args, kwargs, argsrepr=None, kwargsrepr=None):
         if self.fail:
             raise ConnectionError("broker unreachable")
         self.calls.append((args, kwargs))
+        self.shown.append((argsrepr, kwargsrepr))
 
 
 @pytest.fixture
@@ -86,3 +88,21 @@ def test_eager_mode_runs_jobs_even_after_a_failed_publish(
     with django_capture_on_commit_callbacks(execute=True):
         enqueue(task, 2)
     assert task.calls == [((2,), {})]
+
+
+def test_a_job_of_many_ids_is_shown_by_its_first_ids_and_their_count(
+    db, broker_url, embedded_broker, django_capture_on_commit_callbacks
+):
+    """Celery would summarise the arguments itself, walking a long list element by element on the
+    request's thread; the job passes a short summary of its own, which still says what it holds."""
+    broker_url(embedded_broker)
+    task = RecordingTask()
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(task, list(range(1, 501)), route_id=7)
+    assert task.calls == [((list(range(1, 501)),), {"route_id": 7})]  # the job gets every id
+    [(shown_args, shown_kwargs)] = task.shown
+    assert shown_args == "([1, 2, 3, 4, 5, 6, 7, 8, ... 500 in all],)"
+    assert shown_kwargs == "{'route_id': 7}"
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue(task, [4, 5])
+    assert task.shown[-1] == ("([4, 5],)", "{}")
