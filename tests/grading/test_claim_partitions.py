@@ -9,8 +9,9 @@ and per subquery with three years of months, each a page or more read).
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, timedelta
 
+import pytest
 from django.db import connection
 from django.utils import timezone
 
@@ -66,6 +67,53 @@ def test_an_item_written_without_the_time_or_with_a_wrong_one_gets_its_decisions
         )
     gold.refresh_from_db()
     assert gold.decision_occurred_at == decision.occurred_at
+
+
+def _items_inserted(route, rows: list[tuple]) -> list[int]:
+    """Insert gold items as one statement, as pool entry inserts its items: (decision id or None, time or
+    None) each."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO grading_gradingitem (route_id, decision_id, decision_occurred_at, own_question, own_answer, "
+            "answer_source, stratum, inclusion_probability, queue_key, grades_required, status, is_gold, "
+            "gold_verdict, created_at, public_id) "
+            "SELECT r.id, v.decision_id, v.decision_occurred_at, 'q', 'a', 'served', 'all', 1.0, v.position, 1, "
+            "'open', true, 'correct', now(), gen_random_uuid() "
+            "FROM ledger_route r, unnest(%s::bigint[], %s::timestamptz[]) WITH ORDINALITY "
+            "AS v(decision_id, decision_occurred_at, position) WHERE r.id = %s ORDER BY v.position RETURNING id",
+            [[row[0] for row in rows], [row[1] for row in rows], route.pk],
+        )
+        return [pk for (pk,) in cursor.fetchall()]
+
+
+def test_one_insert_of_many_items_leaves_every_items_time_its_decisions(route):
+    """Checked once per statement (grading migration 0015): in one insert, a right time stays, and a
+    wrong one, a missing one and one given without a decision end as the decision says."""
+    decisions = pooled([served_record(occurred_at=moment) for moment in MONTHS])
+    times = dict(Decision.objects.filter(pk__in=decisions).values_list("pk", "occurred_at"))
+    first, second, third = decisions
+    ids = _items_inserted(
+        route,
+        [
+            (first, times[first]),  # right
+            (second, times[first]),  # another decision's time, in another month
+            (third, None),  # left out
+            (None, times[third]),  # a time without a decision
+            (first, times[first] + timedelta(microseconds=1)),  # a microsecond off
+        ],
+    )
+    stored = dict(GradingItem.objects.filter(pk__in=ids).values_list("pk", "decision_occurred_at"))
+    assert [stored[pk] for pk in ids] == [times[first], times[second], times[third], None, times[first]]
+
+
+def test_an_insert_naming_a_decision_that_does_not_exist_is_refused(route):
+    from django.db import IntegrityError, transaction
+
+    (decision_id,) = pooled([served_record(occurred_at=MONTHS[0])])
+    moment = Decision.objects.get(pk=decision_id).occurred_at
+    for time in (moment, None):
+        with pytest.raises(IntegrityError, match="violates the reference"), transaction.atomic():
+            _items_inserted(route, [(decision_id, moment), (decision_id + 10_000, time)])
 
 
 def test_an_item_follows_its_decision_to_another_month(route):
