@@ -5,7 +5,9 @@ on the benchmark's own embedded PostgreSQL. Each step's function is wrapped with
 profiler: cProfile's cost per call doubled the Python steps' share), and the figures are the
 median per batch. The SQL lines are the time each statement kind spends from its send to its
 result on the client (its work in PostgreSQL plus one loopback round trip), summed per batch; the
-COPY statements go to psycopg directly and are counted in the step that runs them.
+COPY statements go to psycopg directly and are counted in the step that runs them. The CPU lines
+are the CPU time a batch cost this process and its PostgreSQL backend (read from /proc): on a
+machine shared with other work, a step's time moves with it more than the CPU a batch takes does.
 
     .venv/bin/python bench/ingest_profile.py [--batches 8] [--size 500] [--data-dir DIR] [--cprofile]
 
@@ -24,6 +26,7 @@ import statistics
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 
 from common import WORKLOADS, add_arguments, add_workload_argument, data_dir, report, setup_django
 
@@ -142,6 +145,10 @@ def main() -> None:
         assert response.status_code == 201, response.content[:300]
 
     post(json.dumps({"decisions": records(args.size, f"prof-warm-{run}")}).encode())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    cpu: dict[str, list[float]] = defaultdict(list)
     timers = Timers()
     timers.install()
     per_phase: dict[str, list[float]] = defaultdict(list)
@@ -151,9 +158,12 @@ def main() -> None:
         timers.seconds.clear()
         statements = StatementTimer()
         with connection.execute_wrapper(statements):
+            own, theirs = time.process_time(), backend_cpu_seconds(backend)
             started = time.perf_counter()
             post(body)
             timers.seconds["request, end to end"] = time.perf_counter() - started
+            cpu["this process (Django)"].append(time.process_time() - own)
+            cpu["its PostgreSQL backend"].append(backend_cpu_seconds(backend) - theirs)
         for name, total, parts in DERIVED:
             timers.seconds[name] = timers.seconds[total] - sum(timers.seconds[part] for part in parts)
         for name in ["request, end to end", *(name for name, _, _ in PHASES), *(name for name, _, _ in DERIVED)]:
@@ -174,6 +184,9 @@ def main() -> None:
     for name in order:
         ms = statistics.median(per_phase[name]) * 1000
         lines.append(f"{name:<46} {ms:6.1f}  {ms / wall:6.1%}")
+    lines.append("CPU time per batch (user + system), ms: less moved by other work on the machine than the times above")
+    for name, values in cpu.items():
+        lines.append(f"  {statistics.median(values) * 1000:7.1f}  {name}")
     lines.append("SQL through Django's cursor (send to result), ms per batch (COPY not included):")
     for kind, values in sorted(per_sql.items(), key=lambda kv: -statistics.median(kv[1]))[:15]:
         lines.append(f"  {statistics.median(values) * 1000:7.2f}  {kind}")
@@ -185,6 +198,12 @@ def main() -> None:
         post(body)
         profile.disable()
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+
+
+def backend_cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used, from /proc (the backend runs on this machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

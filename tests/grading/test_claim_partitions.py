@@ -106,6 +106,25 @@ def test_one_insert_of_many_items_leaves_every_items_time_its_decisions(route):
     assert [stored[pk] for pk in ids] == [times[first], times[second], times[third], None, times[first]]
 
 
+def _items_rewritten() -> int:
+    """Rows of the pool items this transaction has updated so far (PostgreSQL's own count)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_get_xact_tuples_updated('grading_gradingitem'::regclass)")
+        return cursor.fetchone()[0]
+
+
+def test_items_written_with_their_time_or_without_one_are_written_once(route):
+    """A right time is confirmed and a missing one filled as the rows go in, never by writing the
+    rows a second time; only a wrong time is set afterwards."""
+    decisions = pooled([served_record(occurred_at=moment) for moment in MONTHS])
+    times = dict(Decision.objects.filter(pk__in=decisions).values_list("pk", "occurred_at"))
+    before = _items_rewritten()
+    _items_inserted(route, [(pk, times[pk]) for pk in decisions] + [(pk, None) for pk in decisions])
+    assert _items_rewritten() == before
+    _items_inserted(route, [(decisions[0], times[decisions[1]])])
+    assert _items_rewritten() == before + 1
+
+
 def test_an_insert_naming_a_decision_that_does_not_exist_is_refused(route):
     from django.db import IntegrityError, transaction
 
