@@ -177,7 +177,13 @@ class IngestResult:
 # CONFLICT DO NOTHING`, so a passage another batch stores first is read back instead of failing
 # the batch. Deadlocks and serialization failures that still happen (an outer transaction holding
 # other locks) are retried a few times with jitter.
-_ALLOCATE_IDS = "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)"
+# The sequence is looked up once (OFFSET 0 keeps the subquery apart): in the select list, the
+# look-up of a table's sequence ran once per id drawn, three quarters of the statement's time.
+# Ascending, so a batch's decisions get ids in the batch's order.
+_ALLOCATE_IDS = (
+    "SELECT nextval(q.sequence) FROM (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS sequence OFFSET 0) AS q, "
+    "generate_series(1, %s) ORDER BY 1"
+)
 _ATTEMPTS = 5
 _RETRY_PAUSE = 0.05  # seconds, doubled each attempt, times a random factor so the racers part
 

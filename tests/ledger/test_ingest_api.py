@@ -253,3 +253,15 @@ def test_a_null_passage_source_or_uri_is_stored_empty(integrator):
     item = record()
     item["passages"][0].update(source=None, uri=None)
     assert post(integrator, [item]).status_code == 201
+
+
+def test_a_batchs_decisions_get_new_ids_in_the_batchs_order(integrator):
+    """Ids are drawn for the whole batch at once; the decisions take them in the order they were
+    sent, after every id an earlier batch took."""
+    post(integrator, [record()])
+    first = Decision.objects.get().pk
+    batch = [record() for _ in range(40)]
+    assert post(integrator, batch).json()["created"] == 40
+    stored = dict(Decision.objects.values_list("request_id", "pk"))
+    ids = [stored[item["request_id"]] for item in batch]
+    assert ids == sorted(ids) and len(set(ids)) == 40 and ids[0] > first
