@@ -26,6 +26,17 @@ def float_array(values: Iterable[float | None]) -> str:
     return "{" + ",".join("NULL" if value is None else repr(value) for value in values) + "}"
 
 
+def bool_array(values: Iterable[bool | None]) -> str:
+    """Booleans as `t` and `f`; anything else, 1 and 0 included, is refused here."""
+    return (
+        "{"
+        + ",".join(
+            _BOOLEANS[value] if value is None or type(value) is bool else _not_boolean(value) for value in values
+        )
+        + "}"
+    )
+
+
 def text_array(values: Iterable[str | None]) -> str:
     """Strings each in double quotes, with backslash and double quote escaped by a backslash, the
     only two characters an array's quoted element gives a meaning to: braces, commas, spaces and
@@ -36,6 +47,13 @@ def text_array(values: Iterable[str | None]) -> str:
 def timestamp_array(values: Iterable[datetime | None]) -> str:
     """Aware datetimes in ISO 8601 with their offset, which `timestamptz` reads as the same instant."""
     return text_array(None if value is None else value.isoformat() for value in values)
+
+
+_BOOLEANS = {None: "NULL", True: "t", False: "f"}
+
+
+def _not_boolean(value) -> str:
+    raise TypeError(f"a boolean array takes True, False or None, not {value!r}")
 
 
 def _quoted(value: str) -> str:

@@ -39,6 +39,7 @@ from django.utils import timezone
 from audit.models import Action
 from audit.services import Actor, EventSpec, audit_record_many
 from console.core.jobs import commit_without_waiting
+from console.core.pg_arrays import bool_array, float_array, int_array, text_array, timestamp_array
 from console.ledger.compression import decompress_text, utf8_length_sql
 from console.verification.models import DecisionSupport, SpanCheck, SupportStatus
 from console.verification.spans import (
@@ -121,16 +122,17 @@ _WRITE_SQL = (
     "verifier_version = excluded.verifier_version, attempts = s.attempts + 1, error = excluded.error, "
     f"verified_at = excluded.verified_at WHERE s.status IN {_TO_RETRY} RETURNING s.decision_id, s.attempts"
 )
-_WRITTEN_FIELDS = (
-    "status",
-    "units",
-    "units_supported",
-    "expected_support",
-    "fully_supported",
-    "no_supporting_passage",
-    "verifier_version",
-    "error",
-)
+# Each written field and how its array travels: as a literal (console/core/pg_arrays.py).
+_WRITTEN_FIELDS = {
+    "status": text_array,
+    "units": int_array,
+    "units_supported": int_array,
+    "expected_support": float_array,
+    "fully_supported": bool_array,
+    "no_supporting_passage": bool_array,
+    "verifier_version": text_array,
+    "error": text_array,
+}
 
 
 @dataclass
@@ -164,7 +166,7 @@ def decisions_verify(*, actor: Actor, decision_ids: Sequence[int]) -> VerifyResu
     budget = settings.VERIFY_BATCH_BYTES
     for start in range(0, len(ids), _READ_CHUNK):
         with connection.cursor() as cursor:
-            cursor.execute(_CHUNK_SQL, [ids[start : start + _READ_CHUNK]])
+            cursor.execute(_CHUNK_SQL, [int_array(ids[start : start + _READ_CHUNK])])
             rows = cursor.fetchall()
         group: list[tuple[int, str, list[dict] | None, str, datetime]] = []
         group_bytes = 0
@@ -204,9 +206,11 @@ def _verify_group(
                 _WRITE_SQL,
                 {
                     "now": now,
-                    "ids": [row[0] for row in group],
-                    "occurred_at": [row[4] for row in group],
-                    **{name: [getattr(x, name) for x in supports] for name in _WRITTEN_FIELDS},
+                    "ids": int_array(row[0] for row in group),
+                    "occurred_at": timestamp_array(row[4] for row in group),
+                    **{
+                        name: literal([getattr(x, name) for x in supports]) for name, literal in _WRITTEN_FIELDS.items()
+                    },
                 },
             )
             attempts = dict(cursor.fetchall())
@@ -289,7 +293,9 @@ def _logged_passages(decisions: list[tuple[int, datetime]]) -> dict[int, list[tu
     """{decision id: [(passage id, text)] in rank order, each passage once}, in one query; the
     decisions are given as (id, occurred_at), which names the month partition of their links."""
     with connection.cursor() as cursor:
-        cursor.execute(_PASSAGES_SQL, [[pk for pk, _ in decisions], [at for _, at in decisions]])
+        cursor.execute(
+            _PASSAGES_SQL, [int_array(pk for pk, _ in decisions), timestamp_array(at for _, at in decisions)]
+        )
         rows = cursor.fetchall()
     grouped: dict[int, list[tuple[int, int, bytes]]] = {}
     for row in rows:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from django.db import connection
 
-from console.core.pg_arrays import float_array, int_array, text_array, timestamp_array
+from console.core.pg_arrays import bool_array, float_array, int_array, text_array, timestamp_array
 
 TEXTS = [
     "",
@@ -62,6 +62,7 @@ def _through_copy(literal: str, cast: str):
         (float_array, "double precision[]", FLOATS),
         (int_array, "bigint[]", INTS),
         (timestamp_array, "timestamptz[]", TIMES),
+        (bool_array, "boolean[]", [True, False, None, False]),
     ],
 )
 def test_a_literal_reads_back_as_the_values_written(send, literal, cast, values):
@@ -93,3 +94,10 @@ def test_a_value_of_the_wrong_kind_is_refused_not_changed():
         _through_a_parameter(int_array([1, 2.5]), "bigint[]")
     with pytest.raises(DataError), transaction.atomic():
         _through_a_parameter(int_array([True]), "bigint[]")
+
+
+def test_a_boolean_array_takes_only_booleans():
+    """1 and 0 would read as true and false in PostgreSQL; they are refused before they get there."""
+    for value in (1, 0, "t", 1.0):
+        with pytest.raises(TypeError):
+            bool_array([True, value])
