@@ -138,18 +138,21 @@ _INSERT_ITEMS_SQL = (
     "AS v(route_id, decision_id, decision_occurred_at, own_answer, answer_source, stratum, inclusion_probability, "
     "queue_key, grades_required, status, position) ORDER BY v.position RETURNING id, decision_id"
 )
-_ITEM_COLUMNS = (
-    "route_id",
-    "decision_id",
-    "decision_occurred_at",
-    "own_answer",
-    "answer_source",
-    "stratum",
-    "inclusion_probability",
-    "queue_key",
-    "grades_required",
-    "status",
-)
+# The columns _INSERT_ITEMS_SQL takes, in its order, and how each travels: as an array literal,
+# which psycopg passes as one string instead of adapting a list element by element in Python
+# (console/core/pg_arrays.py).
+_ITEM_COLUMNS = {
+    "route_id": int_array,
+    "decision_id": int_array,
+    "decision_occurred_at": timestamp_array,
+    "own_answer": text_array,
+    "answer_source": text_array,
+    "stratum": text_array,
+    "inclusion_probability": float_array,
+    "queue_key": int_array,
+    "grades_required": int_array,
+    "status": text_array,
+}
 
 
 @dataclass
@@ -182,29 +185,14 @@ class _Ready:
     occurred_at: datetime | None = None
 
 
-# How each of _ITEM_COLUMNS travels: as an array literal, which psycopg passes as one string
-# instead of adapting a list element by element in Python (console/core/pg_arrays.py).
-_ITEM_ARRAYS = (
-    int_array,
-    int_array,
-    timestamp_array,
-    text_array,
-    text_array,
-    text_array,
-    float_array,
-    int_array,
-    int_array,
-    text_array,
-)
-
-
 def _insert_items(items: list[_NewItem]) -> None:
     """Insert the batch's items in one statement and set their ids."""
     now = timezone.now()
     columns = zip(*map(attrgetter(*_ITEM_COLUMNS), items), strict=True)
     with connection.cursor() as cursor:
         cursor.execute(
-            _INSERT_ITEMS_SQL, [now, *(literal(column) for literal, column in zip(_ITEM_ARRAYS, columns, strict=True))]
+            _INSERT_ITEMS_SQL,
+            [now, *(literal(column) for literal, column in zip(_ITEM_COLUMNS.values(), columns, strict=True))],
         )
         ids = dict((decision_id, pk) for pk, decision_id in cursor.fetchall())
     for item in items:
