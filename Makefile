@@ -16,12 +16,14 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 run: $(STAMP)
 	$(PY) -m console.run
 
-test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
-
-# The edit loop: everything but the browser, real-worker and fuzzing lanes, on TEST_WORKERS
-# processes (pytest-xdist; each its own test database, a test file's tests together; 0: one process).
+# Both run on TEST_WORKERS processes (pytest-xdist; each its own test database, a test file's
+# tests together; 0: one process).
 TEST_WORKERS ?= 2
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The edit loop: everything but the browser, real-worker and fuzzing lanes.
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
