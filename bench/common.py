@@ -202,6 +202,25 @@ def web_server(*, workers: int = 2, threads: int = 2):
         server.stop()
 
 
+def passage_dictionary_ready() -> bool:
+    """Build the passage dictionary from the passages stored so far, in this process, if there is
+    none yet; whether one is in use now. A console's worker builds it from its first passages
+    (console/ledger/services.py: once some 64,000 characters are stored), so a live console
+    compresses passages with it within seconds of its first batches. A benchmark that times ingest
+    with no worker running would otherwise time every batch with the zlib fallback of those first
+    batches (about a sixth of a 500-decision batch on storage.py's passages), and its raw COPY,
+    which compresses untimed, with whatever the database held at the time."""
+    from audit.services import Actor
+    from console.ledger.compression import dictionaries_forget, newest_dictionary
+    from console.ledger.models import PassageDictionary
+    from console.ledger.services import passage_dictionary_build
+
+    if not PassageDictionary.objects.exists():
+        passage_dictionary_build(actor=Actor.system("bench"))
+    dictionaries_forget()  # this process's "none yet" answer is remembered for a second
+    return newest_dictionary() is not None
+
+
 def month_partitions(cursor, moments) -> None:
     """Create the month partitions that rows about to be COPYed need: the decisions and their
     per-decision tables are partitioned by month (console/ledger/partitions.py), and ingest makes

@@ -10,7 +10,11 @@ are the CPU time a batch cost this process and its PostgreSQL backend (read from
 machine shared with other work, a step's time moves with it more than the CPU a batch takes does.
 
     .venv/bin/python bench/ingest_profile.py [--batches 8] [--size 500] [--data-dir DIR] [--cprofile]
+                                              [--no-dictionary]
 
+Passages are compressed as a live console compresses them, with the dictionary its worker builds
+from the first passages (built here from the warm-up batch when the folder has none);
+`--no-dictionary` times a console's first batches instead, before it has one (the zlib fallback).
 `--cprofile` also prints the 25 functions with the most time of their own (cProfile, one batch).
 Not part of run_all.py: a tool for reading where time goes, not a figure with a target.
 """
@@ -28,7 +32,15 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-from common import WORKLOADS, add_arguments, add_workload_argument, data_dir, report, setup_django
+from common import (
+    WORKLOADS,
+    add_arguments,
+    add_workload_argument,
+    data_dir,
+    passage_dictionary_ready,
+    report,
+    setup_django,
+)
 
 # (phase, object, attribute): the time spent in that callable is the phase. Steps the service calls
 # are wrapped where it looks them up (its module's namespace).
@@ -117,6 +129,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--size", type=int, default=500)
     parser.add_argument("--cprofile", action="store_true", help="also print one batch's cProfile, by own time")
+    parser.add_argument(
+        "--no-dictionary",
+        action="store_true",
+        help="time a fresh folder's batches before the passage dictionary exists (default: build it first)",
+    )
     add_workload_argument(parser)
     add_arguments(parser)
     args = parser.parse_args()
@@ -130,6 +147,7 @@ def main() -> None:
     from console.accounts import services as accounts
     from console.accounts.models import Route
     from console.accounts.services import route_create
+    from console.ledger.models import PassageDictionary
 
     actor = Actor.system("bench")
     if not Route.objects.filter(slug="bench").exists():
@@ -145,6 +163,11 @@ def main() -> None:
         assert response.status_code == 201, response.content[:300]
 
     post(json.dumps({"decisions": records(args.size, f"prof-warm-{run}")}).encode())
+    dictionary = "none (zlib)" if args.no_dictionary else "trained (zstd)"
+    if not args.no_dictionary and not passage_dictionary_ready():
+        raise RuntimeError("no passage dictionary could be built from the warm-up batch")
+    if args.no_dictionary and PassageDictionary.objects.exists():
+        raise RuntimeError("--no-dictionary needs a data folder without a passage dictionary")
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
@@ -177,7 +200,7 @@ def main() -> None:
     order.append(DERIVED[2][0])
     lines = [
         f"{args.batches} batches of {args.size} decisions (5 passages each, {args.workload} workload), "
-        f"median per batch; load average {os.getloadavg()[0]:.1f}",
+        f"median per batch; passage dictionary: {dictionary}; load average {os.getloadavg()[0]:.1f}",
         f"request, end to end: {wall:.1f} ms = {args.size / wall * 1000:,.0f} decisions/s on one thread",
         "step                                            ms   share",
     ]
