@@ -17,15 +17,16 @@ run: $(STAMP)
 	$(PY) -m console.run
 
 # Both run on TEST_WORKERS processes (pytest-xdist; each its own test database, a test file's
-# tests together; 0: one process).
+# tests together; 0: one process), files in the order tests/conftest.py gives them: the longest first.
 TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The edit loop: everything but the browser, real-worker and fuzzing lanes.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

@@ -42,15 +42,22 @@ def pytest_configure(config):
     )
 
 
-# Files that each take minutes, longest first (a fresh-clone `make test` on two processes,
-# 2026-12-05: 381 s, 284 s, 220 s, 115 s). Run on several processes, they start first: a file's tests
-# all run on one process, and one of these begun last kept that process busy for minutes after the
-# other had finished everything else.
+# Files that take the longest, longest first (a fresh-clone `make test` on two processes, 2026-12-05:
+# 381 s, 284 s, 220 s, 115 s, then 66 s down to 32 s). On several processes they start first (the
+# Makefile turns off pytest-xdist's own order, by number of tests): a file's tests all run on one
+# process, and one of these begun last kept that process busy for minutes after the other had
+# finished everything else.
 LONGEST_FILES = (
     "test_api_contract.py",
     "test_benchmarks_quick.py",
     "test_api_fuzz.py",
     "test_backup_restore.py",
+    "test_what_each_role_reads.py",
+    "test_page_widths.py",
+    "test_state_changes_are_audited.py",
+    "test_startup.py",
+    "test_blindness_probe.py",
+    "test_worker_jobs.py",
 )
 
 
