@@ -254,7 +254,29 @@ def django_db_setup(
         config = setup_databases(
             verbosity=verbosity, interactive=False, keepdb=django_db_keepdb and not django_db_createdb
         )
+        _autovacuum_off()
     yield
     if not django_db_keepdb:
         with django_db_blocker.unblock(), as_owner():
             teardown_databases(config, verbosity=verbosity)
+
+
+def _autovacuum_off() -> None:
+    """No autovacuum on the test database's tables. Tests roll back what they write, so a table
+    fills with rows no transaction sees and empties again hundreds of times a run; an autovacuum
+    that analysed one just then recorded pages with no rows in them, and the planner believed the
+    table empty while the next test filled it. A run on 2026-12-05 spent 17 minutes in one module's
+    tests (tests/monitoring/test_health.py, seconds in other runs), its pool inserts planned against
+    a pool of items and a month of decisions analysed empty a few seconds before the module began.
+    Unanalysed, a table is estimated from its pages, as every run that did not meet that moment had
+    it. `make run`'s tables keep autovacuum: they are not emptied and filled again."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT format('ALTER TABLE %I.%I SET (autovacuum_enabled = off)', n.nspname, c.relname) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'm') AND n.nspname = 'public'"
+        )
+        for (statement,) in cursor.fetchall():
+            cursor.execute(statement)
