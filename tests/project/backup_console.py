@@ -38,13 +38,21 @@ def _ingest(records: list[dict]) -> int:
     return services.decision_ingest(actor=Actor.system("backup-test"), items=items, routes=routes).created
 
 
+def _count_written(progress_file: Path, written: int) -> None:
+    """Write the count whole: a reader never finds the file emptied for the new one (a test read ''
+    between `write_text`'s truncation and its write once)."""
+    partial = progress_file.with_name(progress_file.name + ".partial")
+    partial.write_text(str(written))
+    os.replace(partial, progress_file)
+
+
 def ingest(stop_file: Path, progress_file: Path) -> None:
     """Batches of five decisions, one after another, until `stop_file` appears."""
     written = 0
     while not stop_file.exists():
         written += _ingest(_records("load", written, 5))
-        progress_file.write_text(str(written))
-    progress_file.write_text(str(written))
+        _count_written(progress_file, written)
+    _count_written(progress_file, written)
 
 
 def write(prefix: str, count: int, *, switch_wal: bool) -> None:
