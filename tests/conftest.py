@@ -214,9 +214,9 @@ def _commits(request) -> bool:
 @pytest.fixture(autouse=True)
 def _cache_emptied_after_committing_tests(request, django_db_blocker):
     """The cache is a table of the database (`django_cache`), which pytest-django's flush after a
-    transactional test does not empty (no model owns it). What such a test left there (failed-token
-    counts from the fuzz run's requests, a blindness reading under a route id used again) would reach
-    later tests on the same process: it is deleted after every test that commits."""
+    transactional test does not empty (no model owns it). What such a test left there (the fuzz
+    run's failed-token counts, which turned later tests' 401s into 429s) would reach later tests on
+    the same process: it is deleted after every test that commits."""
     yield
     if _commits(request):
         from django.core.cache import cache
