@@ -162,12 +162,12 @@ def main() -> None:
         response = client.post("/api/v1/decisions", data=body, content_type="application/json")
         assert response.status_code == 201, response.content[:300]
 
+    if args.no_dictionary and PassageDictionary.objects.exists():
+        raise RuntimeError("--no-dictionary needs a data folder without a passage dictionary")
     post(json.dumps({"decisions": records(args.size, f"prof-warm-{run}")}).encode())
     dictionary = "none (zlib)" if args.no_dictionary else "trained (zstd)"
     if not args.no_dictionary and not passage_dictionary_ready():
         raise RuntimeError("no passage dictionary could be built from the warm-up batch")
-    if args.no_dictionary and PassageDictionary.objects.exists():
-        raise RuntimeError("--no-dictionary needs a data folder without a passage dictionary")
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]

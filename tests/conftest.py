@@ -204,11 +204,16 @@ def _joins_allowed():
 
 def _commits(request) -> bool:
     """Whether the test writes to the test database for good (a transactional test: a live server, a
-    real worker, `django_db(transaction=True)`), rather than in a transaction rolled back after it."""
+    real worker, `django_db(transaction=True)`), rather than in a transaction rolled back after it:
+    pytest-django's own rule, its marker read by its own parser."""
+    from pytest_django.fixtures import validate_django_db
+
     marker = request.node.get_closest_marker("django_db")
-    if marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])):
-        return True
-    return bool({"transactional_db", "live_server", "django_db_serialized_rollback"} & set(request.fixturenames))
+    if marker is not None:
+        transaction, reset_sequences, *_ = validate_django_db(marker)
+        if transaction or reset_sequences:
+            return True
+    return bool({"transactional_db", "live_server"} & set(request.fixturenames))
 
 
 @pytest.fixture(autouse=True)
