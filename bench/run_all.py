@@ -39,6 +39,7 @@ ORDER = [
     "pages.py",
     "similarity.py",
     "hnsw_insert.py",
+    "builtin_graph.py",
     "monitor.py",
     "memory.py",
 ]

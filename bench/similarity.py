@@ -165,10 +165,10 @@ def lookups(route_id: int, queries: int, exact: int) -> list[str]:
     ids = list(QuestionVector.objects.filter(route_id=route_id).values_list("decision_id", flat=True))
     chosen = [int(i) for i in rng.choice(ids, size=queries, replace=False)]
     vectors = dict(QuestionVector.objects.filter(decision_id__in=chosen).values_list("decision_id", "vector"))
-    sql, _ = selectors._nearest_sql(space, "refused")
     literal = selectors._literal(vectors[chosen[0]])  # the form the lookups send
+    sql, params, _ = selectors._nearest_sql(space, "refused", literal=literal, exclude=chosen[0], k=10)
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + sql, [literal, chosen[0], literal, 10])
+        cursor.execute("EXPLAIN " + sql, params)
         plan = " / ".join(re.sub(r"'\[[^']*\]'", "'[...]'", row[0].strip()) for row in cursor.fetchall()[:3])
     # A server in use holds the graph's upper layers and much of the index in its cache; a freshly
     # started one holds nothing. Other questions than the timed ones warm it first.

@@ -469,6 +469,14 @@ SIMILARITY_HNSW_EF_CONSTRUCTION = env_int("SIMILARITY_HNSW_EF_CONSTRUCTION", 128
 # larger than the shared buffers cost about half of what it did at 128, and queries found the
 # vectors so inserted as well (bench/hnsw_insert.py). A refit rebuilds the graph in bulk.
 SIMILARITY_HNSW_EF_INSERT = env_int("SIMILARITY_HNSW_EF_INSERT", 2 * SIMILARITY_HNSW_M, minimum=4, maximum=1000)
+# The built-in embedder's graph holds the leading SIMILARITY_BUILTIN_GRAPH_DIMENSION of its vectors'
+# components (its SVD orders them by variance), and a lookup re-ranks the graph's nearest
+# max(SIMILARITY_GRAPH_CANDIDATES, 2 x k) by the whole vector: a refusal's insert into the graph is
+# its largest cost under a stream, and half the components made it about a third cheaper with the
+# same recall (bench/README.md, "A graph on the leading components"). 0 keeps the whole vector.
+# Versions fitted before keep the graph they were built with until their route refits.
+SIMILARITY_BUILTIN_GRAPH_DIMENSION = env_int("SIMILARITY_BUILTIN_GRAPH_DIMENSION", 128, minimum=0, maximum=4000)
+SIMILARITY_GRAPH_CANDIDATES = env_int("SIMILARITY_GRAPH_CANDIDATES", 100, minimum=10, maximum=1000)
 # maintenance_work_mem for an index build: the HNSW graph of a million 384-dimension vectors
 # needs about 2 GB to be built in memory; past it the build goes on, much slower.
 SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")

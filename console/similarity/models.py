@@ -7,8 +7,10 @@ within about 1e-3 of float32's). It is partitioned by LIST on `space`, one parti
 route's sent vectors, `r<route id>`, or one built-in embedder version, `v<version id>`), made when
 the space is (migration 0006). pgvector's HNSW index needs a fixed dimension, so each space's
 partition gets its own partial expression index,
-`USING hnsw ((vector::halfvec(D)) halfvec_cosine_ops) WHERE refused`; queries name the space (the
-planner then reads its partition alone) and repeat that expression so the planner uses the index.
+`USING hnsw ((vector::halfvec(D)) halfvec_cosine_ops) WHERE refused`, or for a built-in version
+fitted since migration 0014 the leading P components, `((subvector(vector, 1, P))::halfvec(P))`;
+queries name the space (the planner then reads its partition alone) and repeat that expression so
+the planner uses the index.
 A retired embedder version's vectors go by dropping its partition: a refit leaves no dead rows.
 """
 
@@ -84,6 +86,12 @@ class EmbedderVersion(models.Model):
         default=0,
         help_text="The route's newest decision when the version was made: its refit embeds the decisions up "
         "to this one, the after-ingest jobs those after it.",
+    )
+    graph_dimension = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The leading components its refusals' HNSW graph holds (lookups re-rank by the whole "
+        "vector); empty: the whole vector, as every version built before graphs held fewer.",
     )
 
     class Meta:

@@ -61,19 +61,38 @@ def is_zero_vector(text: str) -> bool:
     return not any(digit in text for digit in "123456789")
 
 
-def _nearest_sql(space: Space, outcome: str | None) -> tuple[str, list]:
+def _nearest_sql(space: Space, outcome: str | None, *, literal: str, exclude: int, k: int) -> tuple[str, list, int]:
+    """The nearest-k query of a walk, its parameters, and the candidates it asks the graph for.
+
+    Refusals go through the space's HNSW index, whose expression the query repeats. A graph on the
+    leading components (`space.graph_dimension`) gives its nearest max(SIMILARITY_GRAPH_CANDIDATES,
+    2 x k) by those, and the outer query re-ranks them by the whole vector: the graph's order is
+    approximate, its candidates hold the whole vector's nearest (bench/README.md). Other outcomes
+    are an exact scan of the space."""
     dimension = int(space.dimension)
     expression = f"vector::halfvec({dimension})"
     where = space.refused_predicate if outcome == Outcome.REFUSED else space.predicate
-    extra = ""
+    extra, extra_params = "", []
     if outcome not in (None, Outcome.REFUSED):
-        extra = " AND decision_id IN (SELECT id FROM ledger_decision WHERE outcome = %s)"
+        extra, extra_params = " AND decision_id IN (SELECT id FROM ledger_decision WHERE outcome = %s)", [outcome]
+    graphed = int(space.graph_dimension or dimension)
+    if outcome == Outcome.REFUSED and graphed < dimension:
+        candidates = max(settings.SIMILARITY_GRAPH_CANDIDATES, 2 * k)
+        prefix = f"subvector(%s::halfvec({dimension}), 1, {graphed})::halfvec({graphed})"
+        sql = (
+            f"SELECT decision_id, {expression} <=> %s::halfvec({dimension}) AS distance, occurred_at FROM ("
+            f"SELECT decision_id, vector, occurred_at FROM similarity_questionvector "
+            f"WHERE {where} AND decision_id <> %s "
+            f"ORDER BY subvector(vector, 1, {graphed})::halfvec({graphed}) <=> {prefix} LIMIT %s"
+            f") AS graphed ORDER BY distance LIMIT %s"
+        )
+        return sql, [literal, exclude, literal, candidates, k], candidates
     sql = (
         f"SELECT decision_id, {expression} <=> %s::halfvec({dimension}) AS distance, occurred_at "
         f"FROM similarity_questionvector WHERE {where} AND decision_id <> %s{extra} "
         f"ORDER BY {expression} <=> %s::halfvec({dimension}) LIMIT %s"
     )
-    return sql, [outcome] if extra else []
+    return sql, [literal, exclude, *extra_params, literal, k], k
 
 
 def _literal(query: np.ndarray | str) -> str:
@@ -91,11 +110,10 @@ def _walk(
     outcome: str | None,
     ef_search: int | None = None,
 ) -> list[tuple[int, float, datetime]]:
-    sql, extra = _nearest_sql(space, outcome)
-    literal = _literal(query)
+    sql, params, candidates = _nearest_sql(space, outcome, literal=_literal(query), exclude=exclude, k=k)
     with read_connection().cursor() as cursor:
-        _set_ef_search(cursor, int(max(ef_search or settings.SIMILARITY_EF_SEARCH, k)))
-        cursor.execute(sql, [literal, exclude, *extra, literal, k])
+        _set_ef_search(cursor, int(max(ef_search or settings.SIMILARITY_EF_SEARCH, candidates)))
+        cursor.execute(sql, params)
         # A zero vector's distance to anything is NaN, which PostgreSQL sorts after every number:
         # dropping those rows here loses no neighbour that a number would have placed in the k.
         return [(row[0], 1.0 - float(row[1]), row[2]) for row in cursor.fetchall() if not math.isnan(row[1])]

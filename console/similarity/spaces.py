@@ -35,6 +35,9 @@ class Space:
     embedder_id: int | None
     embedder_number: int | None
     index_name: str
+    # The leading components the space's graph holds, when fewer than `dimension` (a built-in
+    # version's since similarity migration 0014): lookups re-rank its nearest by the whole vector.
+    graph_dimension: int | None = None
 
     @property
     def source_label(self) -> str:
@@ -67,10 +70,22 @@ def active_space(route: Route) -> Space | None:
         return None
     if fixed.source == Source.SENT:
         return Space(route.pk, Source.SENT, fixed.dimension, None, None, fixed.index_name)
-    current = EmbedderVersion.objects.filter(route=route, state=EmbedderState.CURRENT).only("pk", "number").first()
+    current = (
+        EmbedderVersion.objects.filter(route=route, state=EmbedderState.CURRENT)
+        .only("pk", "number", "graph_dimension")
+        .first()
+    )
     if current is None:
         return None  # the first fit is still re-embedding
-    return Space(route.pk, Source.BUILTIN, fixed.dimension, current.pk, current.number, current.index_name)
+    return Space(
+        route.pk,
+        Source.BUILTIN,
+        fixed.dimension,
+        current.pk,
+        current.number,
+        current.index_name,
+        current.graph_dimension,
+    )
 
 
 def active_space_and_vector(route: Route, decision_id: int) -> tuple[Space | None, str | None]:
@@ -78,7 +93,7 @@ def active_space_and_vector(route: Route, decision_id: int) -> tuple[Space | Non
     in one query: what `active_space` and a read of the vector do in two or three."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT space.source, space.dimension, version.id, version.number, "
+            "SELECT space.source, space.dimension, version.id, version.number, version.graph_dimension, "
             # The space's key, so that the executor reads that one partition.
             "(SELECT own.vector::text FROM similarity_questionvector own WHERE own.decision_id = %s "
             "AND own.space = CASE WHEN version.id IS NULL THEN 'r' || space.route_id ELSE 'v' || version.id END) "
@@ -90,11 +105,11 @@ def active_space_and_vector(route: Route, decision_id: int) -> tuple[Space | Non
         row = cursor.fetchone()
     if row is None:
         return None, None
-    source, dimension, version_id, number, vector = row
+    source, dimension, version_id, number, graph_dimension, vector = row
     if source == Source.SENT:
         index_name = RouteEmbedding(route_id=route.pk).index_name
         return Space(route.pk, Source.SENT, dimension, None, None, index_name), vector
     if version_id is None:
         return None, None  # the first fit is still re-embedding
     index_name = EmbedderVersion(pk=version_id).index_name
-    return Space(route.pk, Source.BUILTIN, dimension, version_id, number, index_name), vector
+    return Space(route.pk, Source.BUILTIN, dimension, version_id, number, index_name, graph_dimension), vector

@@ -129,7 +129,7 @@ def test_the_build_takes_the_long_candidate_list_and_later_inserts_the_short_one
     calls = [q["sql"] for q in queries.captured_queries if "similarity_index_" in q["sql"]]
     # The graph is built with the build's list, and only then does the index take the insert's.
     assert [("_create(" in sql, "_insert_effort(" in sql) for sql in calls] == [(True, False), (False, True)]
-    assert ", 96)" in calls[0] and calls[1].endswith(", 40)")
+    assert ", 96, 16)" in calls[0] and calls[1].endswith(", 40)")  # a sent graph holds all 16 dimensions
     with connection.cursor() as cursor:
         cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [space.index_name])
         assert set(cursor.fetchone()[0]) >= {"m=24", "ef_construction=40"}
@@ -169,15 +169,15 @@ def test_the_hnsw_index_answers_and_agrees_with_exact_search(integrator):
     space = selectors.active_space(RouteEmbedding.objects.get().route)
     from console.similarity.selectors import _nearest_sql
 
-    sql, _ = _nearest_sql(space, "refused")
     literal = "[" + ",".join(str(x) for x in vectors[0].tolist()) + "]"
+    sql, params, _ = _nearest_sql(space, "refused", literal=literal, exclude=ids[0], k=10)
     with transaction.atomic(), connection.cursor() as cursor:
         # 400 rows are few enough that sorting them all is cheapest; at scale the planner picks
         # HNSW itself (bench/similarity.py prints the plan). Here sorting is priced out instead.
         cursor.execute("ANALYZE similarity_questionvector")
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_sort = off")
-        cursor.execute("EXPLAIN " + sql, [literal, ids[0], literal, 10])
+        cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert space.index_name in plan, plan
     with connection.cursor() as cursor:

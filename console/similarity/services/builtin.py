@@ -311,8 +311,18 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
     _embed_between(
         version, model, after=max(0, version.reembeds_until - _EMBED_CHUNK), until=settled, missing_only=True
     )
-    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key)
+    graphed = graph_dimension(version.dimension)
+    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key, graph_dimension=graphed)
+    EmbedderVersion.objects.filter(pk=version.pk).update(graph_dimension=graphed)
     embedder_promote(actor=actor, version=version)
+
+
+def graph_dimension(dimension: int) -> int:
+    """The leading components a new version's HNSW graph holds: SIMILARITY_BUILTIN_GRAPH_DIMENSION,
+    or the whole vector when that is 0 or not shorter. The SVD orders components by variance, so the
+    graph's neighbours, re-ranked by the whole vector, are the whole vector's (bench/README.md)."""
+    wanted = settings.SIMILARITY_BUILTIN_GRAPH_DIMENSION
+    return dimension if wanted <= 0 else min(wanted, dimension)
 
 
 def _newest_decision_id(route_id: int) -> int:

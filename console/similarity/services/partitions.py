@@ -42,11 +42,12 @@ def space_partition_drop(space: str) -> bool:
     return True
 
 
-def index_create(*, name: str, dimension: int, space: str) -> None:
+def index_create(*, name: str, dimension: int, space: str, graph_dimension: int | None = None) -> None:
     """Build the HNSW index of one space on its partition through `similarity_index_create`
-    (migration 0006), which runs with the table owner's rights: the app's role may not create
-    indexes itself. The build holds a SHARE lock on the space's partition for its duration
-    (writes of its vectors wait; reads do not).
+    (migrations 0006 and 0014), which runs with the table owner's rights: the app's role may not
+    create indexes itself. The build holds a SHARE lock on the space's partition for its duration
+    (writes of its vectors wait; reads do not). The graph holds the whole vector, or its leading
+    `graph_dimension` components (a built-in version's, `builtin.graph_dimension`).
 
     The build searches SIMILARITY_HNSW_EF_CONSTRUCTION candidates for each vector's neighbours;
     then the index's option is set to SIMILARITY_HNSW_EF_INSERT, which pgvector reads at each
@@ -61,13 +62,14 @@ def index_create(*, name: str, dimension: int, space: str) -> None:
             [settings.SIMILARITY_INDEX_BUILD_MEMORY, bool(connection.in_atomic_block)],
         )
         cursor.execute(
-            "SELECT similarity_index_create(%s, %s, %s, %s, %s)",
+            "SELECT similarity_index_create(%s, %s, %s, %s, %s, %s)",
             [
                 name,
                 space,
                 int(dimension),
                 settings.SIMILARITY_HNSW_M,
                 settings.SIMILARITY_HNSW_EF_CONSTRUCTION,
+                int(graph_dimension or dimension),
             ],
         )
         cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [name, settings.SIMILARITY_HNSW_EF_INSERT])
