@@ -27,6 +27,12 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from common import add_arguments, data_dir, month_partitions, report, setup_django
+from hnsw_insert import inserted_ms
+
+BUILTIN_INSERT = (
+    "INSERT INTO similarity_questionvector (decision_id, route_id, embedder_id, refused, occurred_at, vector, space) "
+    "VALUES (%s, %s, %s, %s, %s, %s::halfvec, %s)"
+)
 
 
 def _loaded(slug: str, decisions: int) -> int:
@@ -106,21 +112,6 @@ def _graph(version, graph_dimension: int) -> tuple[float, int]:
         return seconds, cursor.fetchone()[0]
 
 
-def _inserted(rows: list[tuple]) -> float:
-    """Milliseconds a vector to insert `rows`, a statement each, in one transaction."""
-    from django.db import connection, transaction
-
-    started = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        for row in rows:
-            cursor.execute(
-                "INSERT INTO similarity_questionvector (decision_id, route_id, embedder_id, refused, occurred_at, "
-                "vector, space) VALUES (%s, %s, %s, %s, %s, %s::halfvec, %s)",
-                row,
-            )
-    return (time.perf_counter() - started) * 1000 / len(rows)
-
-
 def _recall(route_id: int, rows: list[tuple], queries: int) -> tuple[float, float]:
     """recall@10 of the console's lookup against exact search of the whole vectors, at `queries` of
     `rows`' vectors, and the lookups' median milliseconds."""
@@ -172,13 +163,13 @@ def main() -> None:
     built: dict[str, tuple[float, int]] = {}
     for name in ("prefix", "whole", "whole", "prefix"):
         built[name] = _graph(version, forms[name])
-        timings[name].append(_inserted(taken))
+        timings[name].append(inserted_ms(taken, BUILTIN_INSERT))
         found, ms = _recall(route_id, taken, queries)
         recall[name].append(found)
         lookup_ms[name].append(ms)
         _taken_out(version, inserts)  # the next round inserts them again
     _graph(version, forms["prefix"])  # as the console builds it
-    _inserted(taken)  # the route whole again for the next run
+    inserted_ms(taken, BUILTIN_INSERT)  # the route whole again for the next run
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('shared_buffers')")
         shared_buffers = cursor.fetchone()[0]

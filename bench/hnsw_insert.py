@@ -51,18 +51,21 @@ def _rebuilt(route_id: int, inserts: int) -> tuple[list[tuple], float, str]:
     return taken, time.perf_counter() - started, space.index_name
 
 
-def _insert(rows: list[tuple]) -> float:
-    """Milliseconds a vector to insert `rows`, a statement each, in one transaction."""
+SENT_INSERT = (
+    "INSERT INTO similarity_questionvector (decision_id, route_id, refused, occurred_at, vector, space) "
+    "VALUES (%s, %s, %s, %s, %s::halfvec, %s)"
+)
+
+
+def inserted_ms(rows: list[tuple], sql: str = SENT_INSERT) -> float:
+    """Milliseconds a vector to insert `rows` with `sql`, a statement each, in one transaction: as
+    many graph inserts as an after-ingest job makes."""
     from django.db import connection, transaction
 
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
         for row in rows:
-            cursor.execute(
-                "INSERT INTO similarity_questionvector (decision_id, route_id, refused, occurred_at, vector, space) "
-                "VALUES (%s, %s, %s, %s, %s::halfvec, %s)",
-                row,
-            )
+            cursor.execute(sql, row)
     return (time.perf_counter() - started) * 1000 / len(rows)
 
 
@@ -115,7 +118,7 @@ def main() -> None:
         rows = taken[bounds[number] : bounds[number + 1]]
         with connection.cursor() as cursor:
             cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [index_name, lists[name]])
-        timings[name].append(_insert(rows))
+        timings[name].append(inserted_ms(rows))
         inserted[name] += rows
     with connection.cursor() as cursor:
         cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [index_name, lists["insert"]])
