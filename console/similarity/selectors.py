@@ -77,7 +77,8 @@ def _nearest_sql(space: Space, outcome: str | None, *, literal: str, exclude: in
         extra, extra_params = " AND decision_id IN (SELECT id FROM ledger_decision WHERE outcome = %s)", [outcome]
     graphed = int(space.graph_dimension or dimension)
     if outcome == Outcome.REFUSED and graphed < dimension:
-        candidates = max(settings.SIMILARITY_GRAPH_CANDIDATES, 2 * k)
+        # pgvector's hnsw.ef_search, which must cover the candidates, stops at 1,000.
+        candidates = max(k, min(1000, max(settings.SIMILARITY_GRAPH_CANDIDATES, 2 * k)))
         prefix = f"subvector(%s::halfvec({dimension}), 1, {graphed})::halfvec({graphed})"
         sql = (
             f"SELECT decision_id, {expression} <=> %s::halfvec({dimension}) AS distance, occurred_at FROM ("

@@ -111,3 +111,13 @@ def test_the_index_function_refuses_a_graph_longer_than_the_vector_or_empty(grap
             "SELECT similarity_index_create(%s, %s, %s, %s, %s, %s)",
             ["similarity_builtin_v1_hnsw", "v1", 256, 24, 128, graph_dimension],
         )
+
+
+def test_the_graph_is_asked_for_enough_candidates_and_never_more_than_it_may_return(settings):
+    settings.SIMILARITY_GRAPH_CANDIDATES = 100
+    space = selectors.Space(1, "builtin", 256, 1, 1, "similarity_builtin_v1_hnsw", 128)
+    asked = {
+        k: selectors._nearest_sql(space, "refused", literal="[1]", exclude=0, k=k)[2] for k in (10, 200, 600, 1200)
+    }
+    # Twice k or the setting, within hnsw.ef_search's 1,000, and never fewer than k itself.
+    assert asked == {10: 100, 200: 400, 600: 1000, 1200: 1200}

@@ -314,6 +314,7 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
     graphed = graph_dimension(version.dimension)
     index_create(name=version.index_name, dimension=version.dimension, space=version.space_key, graph_dimension=graphed)
     EmbedderVersion.objects.filter(pk=version.pk).update(graph_dimension=graphed)
+    version.graph_dimension = graphed
     embedder_promote(actor=actor, version=version)
 
 
