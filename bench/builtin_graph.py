@@ -20,14 +20,14 @@ baseline is the whole vector's graph in the same run; there is no target (bench/
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import random
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
 from common import add_arguments, data_dir, month_partitions, report, setup_django
-from hnsw_insert import inserted_ms
+from hnsw_insert import inserted_ms, recall_at_10
+from similarity import REFUSED_DECISIONS_COPY, refused_decision_row
 
 BUILTIN_INSERT = (
     "INSERT INTO similarity_questionvector (decision_id, route_id, embedder_id, refused, occurred_at, vector, space) "
@@ -60,18 +60,11 @@ def _loaded(slug: str, decisions: int) -> int:
             cursor.execute("SELECT nextval(pg_get_serial_sequence('ledger_decision', 'id'))")
             first = cursor.fetchone()[0]
             cursor.execute("SELECT setval(pg_get_serial_sequence('ledger_decision', 'id'), %s)", [first + decisions])
-            with cursor.cursor.copy(
-                "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
-                "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
-            ) as copy:
+            with cursor.cursor.copy(REFUSED_DECISIONS_COPY) as copy:
                 rng = random.Random(16)
                 for offset in range(decisions):
-                    pk = first + offset
                     question = text_of(rng, 80)[:-1] + "?"  # as storage.py's decisions ask
-                    copy.write_row(
-                        (pk, route.pk, f"graph-{pk}", at, question, "claim", "entailment", 0.3, 0.7)
-                        + ("refused", None, '{"corpus": "bench"}', "{}", at, pk.to_bytes(32, "big"))
-                    )
+                    copy.write_row(refused_decision_row(first + offset, route.pk, at, question))
             cursor.execute("ANALYZE ledger_decision")
     if not EmbedderVersion.objects.filter(route=route, state=EmbedderState.CURRENT).exists():
         builtin.embedder_fit(actor=Actor.system("bench"), route_id=route.pk)
@@ -92,49 +85,21 @@ def _taken_out(version, inserts: int) -> list[tuple]:
         return sorted(cursor.fetchall())
 
 
-def _graph(version, graph_dimension: int) -> tuple[float, int]:
-    """Build the version's graph again holding `graph_dimension` components: seconds and bytes."""
+def _graph(version, components: int) -> tuple[float, int]:
+    """Build the version's graph again holding `components` components, as the console does: seconds
+    and bytes."""
     from django.db import connection
 
-    from console.similarity.models import EmbedderVersion
-    from console.similarity.services.partitions import index_create
+    from console.similarity.services.builtin import version_graph_create
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT similarity_index_drop(%s)", [version.index_name])
     started = time.perf_counter()
-    index_create(
-        name=version.index_name, dimension=version.dimension, space=version.space_key, graph_dimension=graph_dimension
-    )
+    version_graph_create(version, components)
     seconds = time.perf_counter() - started
-    EmbedderVersion.objects.filter(pk=version.pk).update(graph_dimension=graph_dimension)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_relation_size(%s::regclass)", [version.index_name])
         return seconds, cursor.fetchone()[0]
-
-
-def _recall(route_id: int, rows: list[tuple], queries: int) -> tuple[float, float]:
-    """recall@10 of the console's lookup against exact search of the whole vectors, at `queries` of
-    `rows`' vectors, and the lookups' median milliseconds."""
-    from django.db import connection, transaction
-
-    from console.accounts.models import Route
-    from console.similarity import selectors
-
-    space = selectors.active_space(Route.objects.get(pk=route_id))
-    exact = dataclasses.replace(space, graph_dimension=None)
-    step = max(1, len(rows) // queries)
-    hits = total = 0
-    times = []
-    for decision_id, *_, vector, _space in rows[::step][:queries]:
-        started = time.perf_counter()
-        found = {pk for pk, _ in selectors.nearest(space, vector, exclude=decision_id, k=10)}
-        times.append((time.perf_counter() - started) * 1000)
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_indexscan = off")
-            truth = {pk for pk, _ in selectors.nearest(exact, vector, exclude=decision_id, k=10)}
-        hits += len(found & truth)
-        total += len(truth)
-    return hits / total, statistics.median(times)
 
 
 def main() -> None:
@@ -164,7 +129,7 @@ def main() -> None:
     for name in ("prefix", "whole", "whole", "prefix"):
         built[name] = _graph(version, forms[name])
         timings[name].append(inserted_ms(taken, BUILTIN_INSERT))
-        found, ms = _recall(route_id, taken, queries)
+        found, ms = recall_at_10(route_id, taken, queries)
         recall[name].append(found)
         lookup_ms[name].append(ms)
         _taken_out(version, inserts)  # the next round inserts them again

@@ -52,6 +52,33 @@ def _vectors(rng: np.random.Generator, centres: np.ndarray, count: int) -> np.nd
     return (centres[which] + rng.normal(scale=0.6, size=(count, DIM))).astype(np.float32)
 
 
+REFUSED_DECISIONS_COPY = (
+    "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
+    "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
+)
+
+
+def refused_decision_row(pk: int, route_id: int, moment: datetime, question: str) -> tuple:
+    """A refused decision's row for REFUSED_DECISIONS_COPY."""
+    return (
+        pk,
+        route_id,
+        f"sim-{pk}",
+        moment,
+        question,
+        "claim",
+        "entailment",
+        0.3,
+        0.7,
+        "refused",
+        None,
+        '{"corpus": "bench"}',
+        "{}",
+        moment,
+        pk.to_bytes(32, "big"),  # content_hash: a digest is 32 bytes
+    )
+
+
 def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
     """The route's id, loading N refused decisions and their vectors with COPY unless present."""
     from django.db import connection, transaction
@@ -87,30 +114,9 @@ def ensure_loaded(slug: str, decisions: int) -> tuple[int, float]:
             size = min(chunk, decisions - start)
             ids = range(first_id + start, first_id + start + size)
             when = [at + timedelta(seconds=int(s)) for s in rng.integers(0, 60 * 86400, size)]
-            with cursor.cursor.copy(
-                "COPY ledger_decision (id, route_id, request_id, occurred_at, question, claim, gate_name, gate_score, "
-                "cutoff, outcome, distinct_served_answer, versions, segments, ingested_at, content_hash) FROM STDIN"
-            ) as copy:
+            with cursor.cursor.copy(REFUSED_DECISIONS_COPY) as copy:
                 for pk, moment in zip(ids, when, strict=True):
-                    copy.write_row(
-                        (
-                            pk,
-                            route.pk,
-                            f"sim-{pk}",
-                            moment,
-                            f"question {pk}",
-                            "claim",
-                            "entailment",
-                            0.3,
-                            0.7,
-                            "refused",
-                            None,
-                            '{"corpus": "bench"}',
-                            "{}",
-                            moment,
-                            pk.to_bytes(32, "big"),  # content_hash: a digest is 32 bytes
-                        )
-                    )
+                    copy.write_row(refused_decision_row(pk, route.pk, moment, f"question {pk}"))
             vectors = _vectors(rng, centres, size)
             copy_vectors(
                 cursor,

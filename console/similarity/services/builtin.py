@@ -311,11 +311,17 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
     _embed_between(
         version, model, after=max(0, version.reembeds_until - _EMBED_CHUNK), until=settled, missing_only=True
     )
-    graphed = graph_dimension(version.dimension)
+    version_graph_create(version)
+    embedder_promote(actor=actor, version=version)
+
+
+def version_graph_create(version: EmbedderVersion, components: int | None = None) -> None:
+    """Build the version's HNSW graph on its leading `components` (default: `graph_dimension` of its
+    dimension) and record on the version what the graph holds, which its lookups read."""
+    graphed = components or graph_dimension(version.dimension)
     index_create(name=version.index_name, dimension=version.dimension, space=version.space_key, graph_dimension=graphed)
     EmbedderVersion.objects.filter(pk=version.pk).update(graph_dimension=graphed)
     version.graph_dimension = graphed
-    embedder_promote(actor=actor, version=version)
 
 
 def graph_dimension(dimension: int) -> int:
