@@ -12,6 +12,11 @@ recall@10 of the console's lookup (`selectors.nearest`: the graph's candidates r
 whole vector for the prefix) at the inserted vectors against exact search of the whole vectors. The
 baseline is the whole vector's graph in the same run; there is no target (bench/README.md).
 
+Both graphs have the built-in graph's links (SIMILARITY_BUILTIN_HNSW_M) and lookups its candidates
+(SIMILARITY_GRAPH_CANDIDATES); another pair of them is measured by setting those in the environment
+(the figures before 16 links and 200 candidates: SIMILARITY_BUILTIN_HNSW_M=24
+SIMILARITY_GRAPH_CANDIDATES=100).
+
     .venv/bin/python bench/builtin_graph.py [--decisions 60000] [--inserts 2000] [--quick]
 
 `--quick`: 3,000 decisions, 200 inserts, 10 queries a round.
@@ -139,11 +144,13 @@ def main() -> None:
         cursor.execute("SELECT current_setting('shared_buffers')")
         shared_buffers = cursor.fetchone()[0]
     ms = {name: statistics.median(values) for name, values in timings.items()}
+    links = settings.SIMILARITY_BUILTIN_HNSW_M
     lines = [
         f"data: {decisions:,} refused decisions, storage.py's questions, built-in vectors of {version.dimension} "
-        f"dims (m={settings.SIMILARITY_HNSW_M}, built with a list of {settings.SIMILARITY_HNSW_EF_CONSTRUCTION}, "
-        f"inserts {settings.SIMILARITY_HNSW_EF_INSERT}; shared_buffers={shared_buffers}), then {len(taken):,} "
-        f"inserted after each build, rounds prefix, whole, whole, prefix",
+        f"dims (m={links}, built with a list of {max(settings.SIMILARITY_HNSW_EF_CONSTRUCTION, 2 * links)}, "
+        f"inserts {2 * links}; lookups re-rank {settings.SIMILARITY_GRAPH_CANDIDATES} candidates; "
+        f"shared_buffers={shared_buffers}), then {len(taken):,} inserted after each build, rounds prefix, whole, "
+        "whole, prefix",
     ]
     for name in ("whole", "prefix"):
         seconds, size = built[name]

@@ -121,3 +121,30 @@ def test_the_graph_is_asked_for_enough_candidates_and_never_more_than_it_may_ret
     }
     # Twice k or the setting, within hnsw.ef_search's 1,000, and never fewer than k itself.
     assert asked == {10: 100, 200: 400, 600: 1000, 1200: 1200}
+
+
+def _options(index_name: str) -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [index_name])
+        return set(cursor.fetchone()[0])
+
+
+def test_a_versions_graph_has_the_built_in_links_and_inserts_search_twice_as_many(route, settings):
+    settings.SIMILARITY_BUILTIN_HNSW_M = 12
+    settings.SIMILARITY_HNSW_M, settings.SIMILARITY_HNSW_EF_INSERT = 20, 44
+    _, version = _fitted(settings, 128)
+    # Built with the long list; later refusals' inserts search 2 x m, the least pgvector allows.
+    assert _options(version.index_name) >= {"m=12", "ef_construction=24"}
+    # A refit's graph too, when the setting has changed since.
+    settings.SIMILARITY_BUILTIN_HNSW_M = 8
+    refit = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=version.route_id)
+    assert _options(refit.index_name) >= {"m=8", "ef_construction=16"}
+
+
+def test_a_sent_graph_keeps_the_general_links_and_insert_list(integrator, settings):
+    settings.SIMILARITY_BUILTIN_HNSW_M = 12
+    settings.SIMILARITY_HNSW_M, settings.SIMILARITY_HNSW_EF_INSERT = 20, 44
+    _ingest_vectors(integrator, np.random.default_rng(8).normal(size=(30, 8)).astype(np.float32))
+    space = RouteEmbedding.objects.get()
+    assert partitions.space_index_create(route_id=space.route_id)
+    assert _options(space.index_name) >= {"m=20", "ef_construction=44"}

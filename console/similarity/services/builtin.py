@@ -317,9 +317,16 @@ def embedder_reembed(*, actor: Actor, version: EmbedderVersion, model=None) -> N
 
 def version_graph_create(version: EmbedderVersion, components: int | None = None) -> None:
     """Build the version's HNSW graph on its leading `components` (default: `graph_dimension` of its
-    dimension) and record on the version what the graph holds, which its lookups read."""
+    dimension), with SIMILARITY_BUILTIN_HNSW_M links a node, and record on the version what the graph
+    holds, which its lookups read."""
     graphed = components or graph_dimension(version.dimension)
-    index_create(name=version.index_name, dimension=version.dimension, space=version.space_key, graph_dimension=graphed)
+    index_create(
+        name=version.index_name,
+        dimension=version.dimension,
+        space=version.space_key,
+        graph_dimension=graphed,
+        links=settings.SIMILARITY_BUILTIN_HNSW_M,
+    )
     EmbedderVersion.objects.filter(pk=version.pk).update(graph_dimension=graphed)
     version.graph_dimension = graphed
 

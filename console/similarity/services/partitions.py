@@ -42,16 +42,25 @@ def space_partition_drop(space: str) -> bool:
     return True
 
 
-def index_create(*, name: str, dimension: int, space: str, graph_dimension: int | None = None) -> None:
+def index_create(
+    *, name: str, dimension: int, space: str, graph_dimension: int | None = None, links: int | None = None
+) -> None:
     """Build the HNSW index of one space on its partition through `similarity_index_create`
     (migrations 0006 and 0014), which runs with the table owner's rights: the app's role may not
     create indexes itself. The build holds a SHARE lock on the space's partition for its duration
     (writes of its vectors wait; reads do not). The graph holds the whole vector, or its leading
     `graph_dimension` components (a built-in version's, `builtin.graph_dimension`).
 
-    The build searches SIMILARITY_HNSW_EF_CONSTRUCTION candidates for each vector's neighbours;
-    then the index's option is set to SIMILARITY_HNSW_EF_INSERT, which pgvector reads at each
-    later insert (migration 0013): an after-ingest job's refusal then costs about half."""
+    Each node links to `links` others (pgvector's m; SIMILARITY_HNSW_M unless given: a built-in
+    version's graph has SIMILARITY_BUILTIN_HNSW_M). The build searches
+    SIMILARITY_HNSW_EF_CONSTRUCTION candidates for each vector's neighbours; then the index's option
+    is set to the list later inserts search, which pgvector reads at each insert (migration 0013):
+    SIMILARITY_HNSW_EF_INSERT for a graph of SIMILARITY_HNSW_M links, else twice its links, the
+    least pgvector allows. An after-ingest job's refusal then costs about half."""
+    if links is None or links == settings.SIMILARITY_HNSW_M:
+        links, insert_effort = settings.SIMILARITY_HNSW_M, settings.SIMILARITY_HNSW_EF_INSERT
+    else:
+        insert_effort = 2 * links
     with connection.cursor() as cursor:
         if connection.in_atomic_block:
             # CREATE INDEX refuses a table with deferred foreign-key checks pending in the transaction.
@@ -67,12 +76,12 @@ def index_create(*, name: str, dimension: int, space: str, graph_dimension: int 
                 name,
                 space,
                 int(dimension),
-                settings.SIMILARITY_HNSW_M,
-                settings.SIMILARITY_HNSW_EF_CONSTRUCTION,
+                int(links),
+                max(settings.SIMILARITY_HNSW_EF_CONSTRUCTION, 2 * int(links)),
                 int(graph_dimension or dimension),
             ],
         )
-        cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [name, settings.SIMILARITY_HNSW_EF_INSERT])
+        cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [name, int(insert_effort)])
         if not connection.in_atomic_block:
             cursor.execute("RESET maintenance_work_mem")
 
