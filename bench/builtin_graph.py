@@ -14,7 +14,7 @@ baseline is the whole vector's graph in the same run; there is no target (bench/
 
 Both graphs have the built-in graph's links (SIMILARITY_BUILTIN_HNSW_M) and lookups its candidates
 (SIMILARITY_GRAPH_CANDIDATES); another pair of them is measured by setting those in the environment
-(the figures before 16 links and 200 candidates: SIMILARITY_BUILTIN_HNSW_M=24
+(the figures before 12 links and 300 candidates: SIMILARITY_BUILTIN_HNSW_M=24
 SIMILARITY_GRAPH_CANDIDATES=100).
 
     .venv/bin/python bench/builtin_graph.py [--decisions 60000] [--inserts 2000] [--quick]

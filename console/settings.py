@@ -479,13 +479,14 @@ SIMILARITY_BUILTIN_GRAPH_DIMENSION = env_int("SIMILARITY_BUILTIN_GRAPH_DIMENSION
 # A built-in version's graph links each node to SIMILARITY_BUILTIN_HNSW_M others (pgvector's m), and
 # a refusal inserted later searches 2 x that many candidates, the least pgvector allows. Its lookups
 # take the graph's nearest max(SIMILARITY_GRAPH_CANDIDATES, 2 x k) and re-rank them by the whole
-# vector, so the graph need only hold the true neighbours among its candidates, not in order: at 16
-# links and 200 candidates a refusal's insert cost 0.41 of what 24 links did (the largest cost of
-# the work after ingest), lookups found as many true neighbours in the same time, and the graph was
-# a sixth smaller (bench/README.md, "Fewer links in the built-in graph"). Sent vectors keep
-# SIMILARITY_HNSW_M: their graph is of the whole vector, with no re-rank to make up for fewer links.
-SIMILARITY_BUILTIN_HNSW_M = env_int("SIMILARITY_BUILTIN_HNSW_M", 16, minimum=2, maximum=100)
-SIMILARITY_GRAPH_CANDIDATES = env_int("SIMILARITY_GRAPH_CANDIDATES", 200, minimum=10, maximum=1000)
+# vector, so the graph need only hold the true neighbours among its candidates, not in order: at 12
+# links and 300 candidates a refusal's insert cost a quarter of what 24 links did (the largest cost
+# of the work after ingest), lookups found as many true neighbours about a millisecond slower, and
+# the graph was a quarter smaller (bench/README.md, "Fewer links in the built-in graph"). Sent
+# vectors keep SIMILARITY_HNSW_M: their graph is of the whole vector, with no re-rank to make up for
+# fewer links.
+SIMILARITY_BUILTIN_HNSW_M = env_int("SIMILARITY_BUILTIN_HNSW_M", 12, minimum=2, maximum=100)
+SIMILARITY_GRAPH_CANDIDATES = env_int("SIMILARITY_GRAPH_CANDIDATES", 300, minimum=10, maximum=1000)
 # maintenance_work_mem for an index build: the HNSW graph of a million 384-dimension vectors
 # needs about 2 GB to be built in memory; past it the build goes on, much slower.
 SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")
