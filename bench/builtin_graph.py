@@ -122,6 +122,7 @@ def main() -> None:
 
     from console.similarity.models import EmbedderState, EmbedderVersion
     from console.similarity.services import builtin
+    from console.similarity.services.partitions import build_list
 
     route_id = _loaded(f"bench-builtin-graph-{decisions}", decisions + inserts)
     version = EmbedderVersion.objects.get(route_id=route_id, state=EmbedderState.CURRENT)
@@ -144,11 +145,11 @@ def main() -> None:
         cursor.execute("SELECT current_setting('shared_buffers')")
         shared_buffers = cursor.fetchone()[0]
     ms = {name: statistics.median(values) for name, values in timings.items()}
-    links = settings.SIMILARITY_BUILTIN_HNSW_M
+    links, insert_list = builtin.graph_links()
     lines = [
         f"data: {decisions:,} refused decisions, storage.py's questions, built-in vectors of {version.dimension} "
-        f"dims (m={links}, built with a list of {max(settings.SIMILARITY_HNSW_EF_CONSTRUCTION, 2 * links)}, "
-        f"inserts {2 * links}; lookups re-rank {settings.SIMILARITY_GRAPH_CANDIDATES} candidates; "
+        f"dims (m={links}, built with a list of {build_list(links)}, "
+        f"inserts {insert_list}; lookups re-rank {settings.SIMILARITY_GRAPH_CANDIDATES} candidates; "
         f"shared_buffers={shared_buffers}), then {len(taken):,} inserted after each build, rounds prefix, whole, "
         "whole, prefix",
     ]

@@ -320,15 +320,25 @@ def version_graph_create(version: EmbedderVersion, components: int | None = None
     dimension), with SIMILARITY_BUILTIN_HNSW_M links a node, and record on the version what the graph
     holds, which its lookups read."""
     graphed = components or graph_dimension(version.dimension)
+    links, insert_list = graph_links()
     index_create(
         name=version.index_name,
         dimension=version.dimension,
         space=version.space_key,
         graph_dimension=graphed,
-        links=settings.SIMILARITY_BUILTIN_HNSW_M,
+        links=links,
+        insert_list=insert_list,
     )
     EmbedderVersion.objects.filter(pk=version.pk).update(graph_dimension=graphed)
     version.graph_dimension = graphed
+
+
+def graph_links() -> tuple[int, int]:
+    """A new version's graph's links a node (SIMILARITY_BUILTIN_HNSW_M), and the candidates a refusal
+    inserted later searches: twice the links, the least pgvector allows. Its lookups re-rank the
+    graph's candidates by the whole vector, which makes up for the sparser graph (settings.py)."""
+    links = settings.SIMILARITY_BUILTIN_HNSW_M
+    return links, 2 * links
 
 
 def graph_dimension(dimension: int) -> int:

@@ -42,8 +42,20 @@ def space_partition_drop(space: str) -> bool:
     return True
 
 
+def build_list(links: int) -> int:
+    """The candidates a bulk build searches for each vector's neighbours in a graph of `links` links
+    a node: SIMILARITY_HNSW_EF_CONSTRUCTION, and never fewer than pgvector allows (2 x links)."""
+    return max(settings.SIMILARITY_HNSW_EF_CONSTRUCTION, 2 * links)
+
+
 def index_create(
-    *, name: str, dimension: int, space: str, graph_dimension: int | None = None, links: int | None = None
+    *,
+    name: str,
+    dimension: int,
+    space: str,
+    graph_dimension: int | None = None,
+    links: int | None = None,
+    insert_list: int | None = None,
 ) -> None:
     """Build the HNSW index of one space on its partition through `similarity_index_create`
     (migrations 0006 and 0014), which runs with the table owner's rights: the app's role may not
@@ -51,16 +63,15 @@ def index_create(
     (writes of its vectors wait; reads do not). The graph holds the whole vector, or its leading
     `graph_dimension` components (a built-in version's, `builtin.graph_dimension`).
 
-    Each node links to `links` others (pgvector's m; SIMILARITY_HNSW_M unless given: a built-in
-    version's graph has SIMILARITY_BUILTIN_HNSW_M). The build searches
-    SIMILARITY_HNSW_EF_CONSTRUCTION candidates for each vector's neighbours; then the index's option
-    is set to the list later inserts search, which pgvector reads at each insert (migration 0013):
-    SIMILARITY_HNSW_EF_INSERT for a graph of SIMILARITY_HNSW_M links, else twice its links, the
-    least pgvector allows. An after-ingest job's refusal then costs about half."""
-    if links is None or links == settings.SIMILARITY_HNSW_M:
-        links, insert_effort = settings.SIMILARITY_HNSW_M, settings.SIMILARITY_HNSW_EF_INSERT
-    else:
-        insert_effort = 2 * links
+    Each node links to `links` others (pgvector's m), and the build searches `build_list(links)`
+    candidates for each vector's neighbours; then the index's option is set to `insert_list`, the
+    list later inserts search, which pgvector reads at each insert (migration 0013): an after-ingest
+    job's refusal then costs about half. Both default to the general settings, SIMILARITY_HNSW_M and
+    SIMILARITY_HNSW_EF_INSERT; a built-in version's graph passes its own (`builtin.graph_links`)."""
+    if links is None:
+        links = settings.SIMILARITY_HNSW_M
+    if insert_list is None:
+        insert_list = settings.SIMILARITY_HNSW_EF_INSERT
     with connection.cursor() as cursor:
         if connection.in_atomic_block:
             # CREATE INDEX refuses a table with deferred foreign-key checks pending in the transaction.
@@ -77,11 +88,11 @@ def index_create(
                 space,
                 int(dimension),
                 int(links),
-                max(settings.SIMILARITY_HNSW_EF_CONSTRUCTION, 2 * int(links)),
+                build_list(int(links)),
                 int(graph_dimension or dimension),
             ],
         )
-        cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [name, int(insert_effort)])
+        cursor.execute("SELECT similarity_index_insert_effort(%s, %s)", [name, int(insert_list)])
         if not connection.in_atomic_block:
             cursor.execute("RESET maintenance_work_mem")
 
