@@ -487,6 +487,11 @@ SIMILARITY_BUILTIN_GRAPH_DIMENSION = env_int("SIMILARITY_BUILTIN_GRAPH_DIMENSION
 # fewer links.
 SIMILARITY_BUILTIN_HNSW_M = env_int("SIMILARITY_BUILTIN_HNSW_M", 12, minimum=2, maximum=100)
 SIMILARITY_GRAPH_CANDIDATES = env_int("SIMILARITY_GRAPH_CANDIDATES", 300, minimum=10, maximum=1000)
+# An after-ingest job stores its question vectors in this many parts at once, each on a connection
+# of its own: one backend inserting refusals into the graph left most of a core idle while the
+# vectors fell behind a stream (bench/README.md, "Question vectors stored in parts at once"). 1
+# stores them as one statement.
+SIMILARITY_EMBED_WRITERS = env_int("SIMILARITY_EMBED_WRITERS", 2, minimum=1, maximum=8)
 # maintenance_work_mem for an index build: the HNSW graph of a million 384-dimension vectors
 # needs about 2 GB to be built in memory; past it the build goes on, much slower.
 SIMILARITY_INDEX_BUILD_MEMORY = env_str("SIMILARITY_INDEX_BUILD_MEMORY", "1GB")

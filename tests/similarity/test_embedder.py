@@ -379,9 +379,9 @@ def test_a_refits_work_is_fixed_when_it_starts_however_fast_the_route_receives_d
     streaming = [True]
     store = builtin._embed_and_store
 
-    def storing_while_the_stream_goes_on(version, model, rows):
+    def storing_while_the_stream_goes_on(version, model, rows, **options):
         embedded.extend(pk for pk, *_ in rows)
-        stored = store(version, model, rows)
+        stored = store(version, model, rows, **options)
         if streaming[0]:
             arrived.extend(_ingest([f"Question number {len(arrived)} from the stream"]))
         return stored

@@ -4,6 +4,7 @@ versions, re-embedding while the previous version keeps answering, and promotion
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -27,28 +28,43 @@ _EMBED_CHUNK = 5_000
 # A job looks this many times its room past its own decisions for later ones still without a
 # vector: enough to find the batches queued behind it, bounded when a refit did most of them.
 _LOOK_AHEAD = 4
+# A part of an after-ingest job's rows stored at the same time as the rest has at least this many
+# (`_store_in_parts`): below it, a connection of its own costs more than it saves.
+_ROWS_A_WRITER = 250
 
 
-def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int, str, str, datetime]]) -> int:
+def _embed_and_store(
+    version: EmbedderVersion, model, decisions: list[tuple[int, str, str, datetime]], *, writers: int = 1
+) -> int:
     """Embed (id, question, outcome, occurred_at) rows with `version`; skip those already done, and
-    store nothing once the version is retired (its partition is about to go, or gone)."""
+    store nothing once the version is retired (its partition is about to go, or gone).
+
+    With `writers` above 1 the rows are stored in that many parts at once, each on a connection and
+    in a transaction of its own (`_store_in_parts`): only for rows whose decisions are committed,
+    which other connections can see."""
     if not decisions:
         return 0
     vectors = embedder.transform(model, [question for _, question, _, _ in decisions], dimension=version.dimension)
+    rows = [
+        (pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector, version.space_key)
+        for (pk, _, outcome, occurred_at), vector in zip(decisions, vectors, strict=True)
+    ]
+    writers = max(1, min(writers, len(rows) // _ROWS_A_WRITER))
+    if writers == 1:
+        return _store(version.pk, rows)
+    return _store_in_parts(version.pk, [rows[part::writers] for part in range(writers)])
+
+
+def _store(version_id: int, rows: list[tuple]) -> int:
+    """COPY the rows into this connection's staging table and insert those not stored yet, in the
+    caller's transaction; the rows stored."""
     with connection.cursor() as cursor:
         cursor.execute(
             "CREATE TEMP TABLE IF NOT EXISTS similarity_incoming "
             "(decision_id bigint, route_id bigint, embedder_id bigint, refused boolean, "
             "occurred_at timestamptz, vector halfvec, space text) ON COMMIT DELETE ROWS"
         )
-        copy_vectors(
-            cursor,
-            (
-                (pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector, version.space_key)
-                for (pk, _, outcome, occurred_at), vector in zip(decisions, vectors, strict=True)
-            ),
-            table="similarity_incoming",
-        )
+        copy_vectors(cursor, rows, table="similarity_incoming")
         # In decision order: two jobs whose decisions overlap (a job takes later batches' decisions
         # too) then wait on each other's rows in the same order, never in a cycle.
         cursor.execute(
@@ -57,11 +73,38 @@ def _embed_and_store(version: EmbedderVersion, model, decisions: list[tuple[int,
             "SELECT decision_id, route_id, embedder_id, refused, occurred_at, vector, space FROM similarity_incoming "
             "WHERE EXISTS (SELECT 1 FROM similarity_embedderversion v WHERE v.id = %s AND v.state <> %s) "
             "ORDER BY decision_id ON CONFLICT DO NOTHING",
-            [version.pk, EmbedderState.RETIRED],
+            [version_id, EmbedderState.RETIRED],
         )
         stored = cursor.rowcount
         cursor.execute("DELETE FROM similarity_incoming")
     return stored
+
+
+def _store_in_parts(version_id: int, parts: list[list[tuple]]) -> int:
+    """Store each part at the same time: the first on this connection in the caller's transaction,
+    the others each from a thread, on that thread's own connection, in a transaction of its own
+    that does not wait for the disk either (a lost one is embedded again by the sweeper).
+
+    A refusal's insert into its route's graph is most of a vector's cost (1.2-3.5 ms once the graph
+    outgrows the shared buffers, against about 0.2 ms for the rest of the row), and one job's
+    INSERT runs on one PostgreSQL backend: under a stream of 1,199 decisions/s the similarity
+    queue's one process left most of a core idle while question vectors fell behind (bench/README.md,
+    "Question vectors stored in parts at once"). Parts take every `writers`-th row, so each holds
+    its share of refusals, and stay in decision order; their decisions differ, so no part waits for
+    another's rows."""
+
+    def stored_from_thread(rows: list[tuple]) -> int:
+        try:
+            with transaction.atomic():
+                commit_without_waiting()
+                return _store(version_id, rows)
+        finally:
+            connection.close()  # the thread's own connection: the thread ends here
+
+    with ThreadPoolExecutor(max_workers=len(parts) - 1, thread_name_prefix="vectors-writer") as pool:
+        others = [pool.submit(stored_from_thread, rows) for rows in parts[1:]]
+        stored = _store(version_id, parts[0])
+        return stored + sum(future.result() for future in others)
 
 
 def _decision_rows(queryset) -> list[tuple[int, str, str, datetime]]:
@@ -147,6 +190,10 @@ def _fit_lock_held(route_id: int) -> bool:
 
 def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
     model, stored = None, 0
+    # A job runs after its ingest committed, outside any transaction, and stores its rows in
+    # SIMILARITY_EMBED_WRITERS parts at once; called inside a transaction (a request's, a test's),
+    # its decisions may be visible to this connection only, so the rows go through it alone.
+    writers = 1 if connection.in_atomic_block else settings.SIMILARITY_EMBED_WRITERS
     for start in range(0, len(decision_ids), _EMBED_CHUNK):
         with transaction.atomic():
             # A lost commit loses vectors the hourly sweep embeds again (vectors_embed_missing).
@@ -166,7 +213,7 @@ def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
             model = model if model is not None else _model_load(version)
             if model is None:
                 return stored  # retired since it was read: its model and vectors are gone
-            stored += _embed_and_store(version, model, rows)
+            stored += _embed_and_store(version, model, rows, writers=writers)
     return stored
 
 
