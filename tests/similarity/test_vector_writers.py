@@ -38,12 +38,18 @@ def _spied_stores(monkeypatch) -> list[dict]:
     return seen
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_jobs_vectors_are_stored_in_parts_at_once_each_on_its_own_connection(monkeypatch, settings):
+def _fitted(settings):
+    """Two parts a job; a route of 660 questions with a current version, which the 600 that tests
+    add next do not double (no refit)."""
     settings.SIMILARITY_EMBED_WRITERS = 2
     route_id = factories.make_route().pk
-    _ingest(_questions(110))  # 660 decisions: the 600 below do not double the route (no refit)
-    version = builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    _ingest(_questions(110))
+    return builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_jobs_vectors_are_stored_in_parts_at_once_each_on_its_own_connection(monkeypatch, settings):
+    version = _fitted(settings)
     seen = _spied_stores(monkeypatch)
     later = _ingest(_questions(100))  # 600 decisions, committed: a job's, as after a real ingest
 
@@ -65,10 +71,7 @@ def test_a_jobs_vectors_are_stored_in_parts_at_once_each_on_its_own_connection(m
 
 @pytest.mark.django_db(transaction=True)
 def test_a_job_below_two_parts_worth_of_rows_stores_them_as_one(monkeypatch, settings):
-    settings.SIMILARITY_EMBED_WRITERS = 2
-    route_id = factories.make_route().pk
-    _ingest(_questions(110))
-    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    _fitted(settings)
     seen = _spied_stores(monkeypatch)
     later = _ingest(_questions(50))  # 300 decisions: one part's worth
 
@@ -82,11 +85,7 @@ def test_a_job_below_two_parts_worth_of_rows_stores_them_as_one(monkeypatch, set
 
 @pytest.mark.django_db
 def test_inside_a_transaction_the_vectors_go_through_its_connection_alone(monkeypatch, settings):
-    # Another connection could not see the decisions this transaction wrote.
-    settings.SIMILARITY_EMBED_WRITERS = 2
-    route_id = factories.make_route().pk
-    _ingest(_questions(110))
-    builtin.embedder_fit(actor=factories.TEST_ACTOR, route_id=route_id)
+    _fitted(settings)  # another connection could not see the decisions this transaction writes
     seen = _spied_stores(monkeypatch)
     later = _ingest(_questions(100))
 
