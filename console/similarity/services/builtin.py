@@ -40,10 +40,13 @@ def _embed_and_store(
     store nothing once the version is retired (its partition is about to go, or gone).
 
     With `writers` above 1 the rows are stored in that many parts at once, each on a connection and
-    in a transaction of its own (`_store_in_parts`): only for rows whose decisions are committed,
-    which other connections can see."""
+    in a transaction of its own (`_store_in_parts`). Other connections see only committed decisions,
+    so inside an enclosing transaction (a request's, a test's: more than this call's own atomic
+    block) the rows go through this connection alone, whatever `writers` says."""
     if not decisions:
         return 0
+    if len(connection.atomic_blocks) > 1:
+        writers = 1
     vectors = embedder.transform(model, [question for _, question, _, _ in decisions], dimension=version.dimension)
     rows = [
         (pk, version.route_id, version.pk, outcome == Outcome.REFUSED, occurred_at, vector, version.space_key)
@@ -190,10 +193,6 @@ def _fit_lock_held(route_id: int) -> bool:
 
 def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
     model, stored = None, 0
-    # A job runs after its ingest committed, outside any transaction, and stores its rows in
-    # SIMILARITY_EMBED_WRITERS parts at once; called inside a transaction (a request's, a test's),
-    # its decisions may be visible to this connection only, so the rows go through it alone.
-    writers = 1 if connection.in_atomic_block else settings.SIMILARITY_EMBED_WRITERS
     for start in range(0, len(decision_ids), _EMBED_CHUNK):
         with transaction.atomic():
             # A lost commit loses vectors the hourly sweep embeds again (vectors_embed_missing).
@@ -213,7 +212,7 @@ def _version_embed(version: EmbedderVersion, decision_ids: list[int]) -> int:
             model = model if model is not None else _model_load(version)
             if model is None:
                 return stored  # retired since it was read: its model and vectors are gone
-            stored += _embed_and_store(version, model, rows, writers=writers)
+            stored += _embed_and_store(version, model, rows, writers=settings.SIMILARITY_EMBED_WRITERS)
     return stored
 
 
