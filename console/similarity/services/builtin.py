@@ -438,7 +438,27 @@ def embedder_promote(*, actor: Actor, version: EmbedderVersion) -> None:
         space_partition_drop(retired.space_key)
 
 
+# The model this process loaded last: ((version id, when it was fitted), pipeline). The time tells
+# apart versions that had the same id in databases made afresh (tests).
+_kept_model: tuple[tuple[int, datetime], object] | None = None
+
+
 def _model_load(version: EmbedderVersion):
-    """The version's fitted pipeline; None once it has retired (its model is gone)."""
+    """The version's fitted pipeline; None once it has retired (its model is gone).
+
+    The process keeps the last one it loaded, and while the version's model is still stored it is
+    taken from there: under a stream every after-ingest job of a route loads the same model, and
+    reading and unpacking its megabytes took 0.3-0.4 s of a 2.5-3.5 s job (bench/README.md, "The
+    model kept between jobs"). A model never changes once stored, so only whether it is still there
+    needs asking. A worker's process goes once idle (console/run.py), and the model with it."""
+    global _kept_model
+    key = (version.pk, version.fitted_at)
+    if _kept_model is not None and _kept_model[0] == key:
+        return _kept_model[1] if EmbedderModel.objects.filter(version_id=version.pk).exists() else None
     data = EmbedderModel.objects.filter(version_id=version.pk).values_list("data", flat=True).first()
-    return None if data is None else embedder.loads(data)
+    if data is None:
+        return None
+    _kept_model = None  # the previous one goes before the next is unpacked
+    model = embedder.loads(data)
+    _kept_model = (key, model)
+    return model
