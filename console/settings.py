@@ -482,11 +482,13 @@ SIMILARITY_BUILTIN_GRAPH_DIMENSION = env_int("SIMILARITY_BUILTIN_GRAPH_DIMENSION
 # vector, so the graph need only hold the true neighbours among its candidates, not in order: at 12
 # links and 300 candidates a refusal's insert cost a quarter of what 24 links did (the largest cost
 # of the work after ingest), lookups found as many true neighbours about a millisecond slower, and
-# the graph was a quarter smaller (bench/README.md, "Fewer links in the built-in graph"). Sent
-# vectors keep SIMILARITY_HNSW_M: their graph is of the whole vector, with no re-rank to make up for
-# fewer links.
-SIMILARITY_BUILTIN_HNSW_M = env_int("SIMILARITY_BUILTIN_HNSW_M", 12, minimum=2, maximum=100)
-SIMILARITY_GRAPH_CANDIDATES = env_int("SIMILARITY_GRAPH_CANDIDATES", 300, minimum=10, maximum=1000)
+# the graph was a quarter smaller (bench/README.md, "Fewer links in the built-in graph"); at 8 links
+# and 600 candidates, on a graph past the buffers, an insert cost 0.6-0.65 of 12 links', lookups
+# found as many about 5 ms slower, and a refit's bulk build took a quarter less (bench/README.md,
+# "Eight links"). Sent vectors keep SIMILARITY_HNSW_M: their graph is of the whole vector, with no
+# re-rank to make up for fewer links.
+SIMILARITY_BUILTIN_HNSW_M = env_int("SIMILARITY_BUILTIN_HNSW_M", 8, minimum=2, maximum=100)
+SIMILARITY_GRAPH_CANDIDATES = env_int("SIMILARITY_GRAPH_CANDIDATES", 600, minimum=10, maximum=1000)
 # An after-ingest job stores its question vectors in this many parts at once, each on a connection
 # of its own: one backend inserting refusals into the graph left most of a core idle while the
 # vectors fell behind a stream (bench/README.md, "Question vectors stored in parts at once"). 1
