@@ -14,8 +14,8 @@ baseline is the whole vector's graph in the same run; there is no target (bench/
 
 Both graphs have the built-in graph's links (SIMILARITY_BUILTIN_HNSW_M) and lookups its candidates
 (SIMILARITY_GRAPH_CANDIDATES); another pair of them is measured by setting those in the environment
-(the figures before 12 links and 300 candidates: SIMILARITY_BUILTIN_HNSW_M=24
-SIMILARITY_GRAPH_CANDIDATES=100).
+(the figures before 8 links and 600 candidates: SIMILARITY_BUILTIN_HNSW_M=12
+SIMILARITY_GRAPH_CANDIDATES=300; before 12 and 300: 24 and 100).
 
     .venv/bin/python bench/builtin_graph.py [--decisions 60000] [--inserts 2000] [--quick]
 

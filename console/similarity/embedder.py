@@ -98,12 +98,20 @@ def components(model: Pipeline) -> int:
     return int(model.named_steps["svd"].n_components)
 
 
+# Questions transformed at a time. Each row's vector depends on its question alone; the n-gram
+# counts of 5,000 questions at once held tens of MB of Python objects for a moment, and an
+# after-ingest job's worker peaked past the size at which its process is replaced, taking the model
+# it keeps between jobs with it (bench/README.md, "The model kept between jobs").
+TRANSFORM_SLICE = 1_000
+
+
 def transform(model: Pipeline, questions: list[str], *, dimension: int = DIMENSION) -> np.ndarray:
     """Unit vectors of `dimension` float32 numbers, one row per question (a zero row when a
     question shares nothing with the fitted vocabulary)."""
-    reduced = np.asarray(model.transform(questions), dtype=np.float32)
     out = np.zeros((len(questions), dimension), dtype=np.float32)
-    out[:, : reduced.shape[1]] = reduced
+    for start in range(0, len(questions), TRANSFORM_SLICE):
+        reduced = np.asarray(model.transform(questions[start : start + TRANSFORM_SLICE]), dtype=np.float32)
+        out[start : start + len(reduced), : reduced.shape[1]] = reduced
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out
@@ -152,8 +160,18 @@ def _unpack(data: memoryview) -> np.ndarray:
     at += 4 * rows
     low = np.frombuffer(zlib.decompress(data[at : at + low_size]), dtype=np.uint8)
     high = np.frombuffer(zlib.decompress(data[at + low_size :]), dtype=np.uint8)
-    levels = ((high.astype(np.int32) << 8) | low).reshape(rows, columns) - _LEVELS
-    return _dequantized(levels, scale)
+    # The same numbers as _dequantized(levels, scale), built in one float32 array: a level is a whole
+    # number below 2^12, exact in float32, and the product is the same float32 multiplication. Each
+    # step of integer arithmetic made an array of its own, and an after-ingest job's worker unpacking
+    # a 256 x 23,721 model peaked about 110 MB above where it started (bench/README.md, "The model
+    # kept between jobs"), past the size at which its process is replaced.
+    components = high.astype(np.float32)
+    components *= 256
+    components += low
+    components -= _LEVELS
+    components = components.reshape(rows, columns)
+    components *= scale[:, None]
+    return components
 
 
 def dumps(model: Pipeline) -> bytes:

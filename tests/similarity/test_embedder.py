@@ -454,3 +454,31 @@ def test_a_job_embeds_past_a_running_refits_frontier_with_its_version_and_with_t
             "decision_id", flat=True
         )
     ) == set(before + after)
+
+
+def test_unpacked_components_are_exactly_the_dequantized_levels_they_were_packed_from():
+    import numpy as np
+
+    from console.similarity import embedder
+
+    rng = np.random.default_rng(11)
+    components = rng.normal(size=(32, 5000)).astype(np.float32) * rng.uniform(1e-4, 3, size=(32, 1)).astype(np.float32)
+    levels, scale = embedder._quantized(components)
+    unpacked = embedder._unpack(memoryview(embedder._pack(components)))
+    assert unpacked.dtype == np.float32 and unpacked.shape == (32, 5000)
+    # Bit for bit: vectors made with a model loaded again must match those made before.
+    assert np.array_equal(unpacked.view(np.uint32), embedder._dequantized(levels, scale).view(np.uint32))
+
+
+def test_questions_transformed_in_slices_get_exactly_the_vectors_of_one_call(monkeypatch):
+    import numpy as np
+
+    from console.similarity import embedder
+
+    questions = _questions(6)
+    model = embedder.fit(questions)
+    whole = embedder.transform(model, questions)
+    monkeypatch.setattr(embedder, "TRANSFORM_SLICE", 7)  # slices of 7, the last one shorter
+    sliced = embedder.transform(model, questions)
+    assert len(questions) % 7 and sliced.shape == whole.shape == (len(questions), embedder.DIMENSION)
+    assert np.array_equal(sliced.view(np.uint32), whole.view(np.uint32))
