@@ -84,9 +84,9 @@ def _store(version_id: int, rows: list[tuple]) -> int:
 
 
 def _store_in_parts(version_id: int, parts: list[list[tuple]]) -> int:
-    """Store each part at the same time: the first on this connection in the caller's transaction,
-    the others each from a thread, on that thread's own connection, in a transaction of its own
-    that does not wait for the disk either (a lost one is embedded again by the sweeper).
+    """Store each part at the same time, each from a thread on that thread's own connection, in a
+    transaction of its own that does not wait for the disk (a lost one is embedded again by the
+    sweeper).
 
     A refusal's insert into its route's graph is most of a vector's cost (1.2-3.5 ms once the graph
     outgrows the shared buffers, against about 0.2 ms for the rest of the row), and one job's
@@ -94,7 +94,14 @@ def _store_in_parts(version_id: int, parts: list[list[tuple]]) -> int:
     queue's one process left most of a core idle while question vectors fell behind (bench/README.md,
     "Question vectors stored in parts at once"). Parts take every `writers`-th row, so each holds
     its share of refusals, and stay in decision order; their decisions differ, so no part waits for
-    another's rows."""
+    another's rows.
+
+    The caller's connection writes none of them, so while it waits for the threads it holds no lock
+    a writer could queue behind. When it stored the first part in its own open transaction, a refit
+    building the partition's graph queued behind that part's lock, the next part's INSERT queued
+    behind the build, and the caller waited for that part: a cycle through this process that
+    PostgreSQL cannot see, which held the background worker until its hard time limit (the
+    ten-minute stream, bench/README.md "The model kept between jobs")."""
 
     def stored_from_thread(rows: list[tuple]) -> int:
         try:
@@ -104,10 +111,9 @@ def _store_in_parts(version_id: int, parts: list[list[tuple]]) -> int:
         finally:
             connection.close()  # the thread's own connection: the thread ends here
 
-    with ThreadPoolExecutor(max_workers=len(parts) - 1, thread_name_prefix="vectors-writer") as pool:
-        others = [pool.submit(stored_from_thread, rows) for rows in parts[1:]]
-        stored = _store(version_id, parts[0])
-        return stored + sum(future.result() for future in others)
+    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="vectors-writer") as pool:
+        stored = [pool.submit(stored_from_thread, rows) for rows in parts]
+        return sum(future.result() for future in stored)
 
 
 def _decision_rows(queryset) -> list[tuple[int, str, str, datetime]]:
