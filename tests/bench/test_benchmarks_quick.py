@@ -137,16 +137,17 @@ EXPECTED = {
     ],
     "builtin_graph.py": [
         r"== builtin graph",
-        r"data: 3,000 refused decisions, storage.py's questions, built-in vectors of 256 dims \(m=12, built with "
-        r"a list of 128, inserts 24; lookups re-rank 300 candidates;",
+        r"data: 3,000 refused decisions, storage.py's questions, built-in vectors of 256 dims \(m=8, built with "
+        r"a list of 128, inserts 16; lookups re-rank 600 candidates;",
         r"graph of 256 components \( whole\): insert +[\d.]+ ms a vector",
         r"graph of 128 components \(prefix\): insert +[\d.]+ ms a vector",
         r"ratio prefix/whole insert : [\d.]+",
         # the console's lookups find the whole vectors' neighbours through either graph (the prefix's
-        # re-rank of 300 candidates among 3,000 random-word questions loses one or two of 100; the graph's
-        # order without the re-rank lost 19; the whole vector's graph, with the built-in graph's 12
-        # links and no re-rank, found 0.99 here and 0.89 among 60,000): machine-independent
-        r"recall@10 at inserted vectors against exact search of whole vectors: whole (0\.9\d\d|1\.000), "
+        # re-rank of 600 candidates among 3,000 random-word questions found all 100; with 12 links the
+        # graph's order without the re-rank lost 19; the benchmark's whole-vector graph, with the
+        # built-in graph's 8 links and no re-rank, found 0.93 here and 0.70 among 180,000, so its bound
+        # is lower): machine-independent
+        r"recall@10 at inserted vectors against exact search of whole vectors: whole (0\.[89]\d\d|1\.000), "
         r"prefix re-ranked (0\.9\d\d|1\.000)",
     ],
     "monitor.py": [
