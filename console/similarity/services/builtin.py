@@ -459,9 +459,10 @@ def _model_load(version: EmbedderVersion):
     needs asking. A worker's process goes once idle (console/run.py), and the model with it."""
     global _kept_model
     key = (version.pk, version.fitted_at)
+    stored = EmbedderModel.objects.filter(version_id=version.pk)
     if _kept_model is not None and _kept_model[0] == key:
-        return _kept_model[1] if EmbedderModel.objects.filter(version_id=version.pk).exists() else None
-    data = EmbedderModel.objects.filter(version_id=version.pk).values_list("data", flat=True).first()
+        return _kept_model[1] if stored.exists() else None
+    data = stored.values_list("data", flat=True).first()
     if data is None:
         return None
     _kept_model = None  # the previous one goes before the next is unpacked
